@@ -1,0 +1,1 @@
+"""Kernels: per-chunk numpy code (no Spark, no I/O); the only place with tight loops."""

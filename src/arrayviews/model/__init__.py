@@ -1,0 +1,1 @@
+"""Model layer: array schemas, attribute types, chunk geometry and errors (no I/O, no Spark)."""

@@ -1,0 +1,75 @@
+"""The exception types every layer raises, so callers can catch arrayviews errors by kind."""
+
+from __future__ import annotations
+
+
+class ArrayViewsError(Exception):
+    """Base class of every error arrayviews raises on purpose."""
+
+
+class SchemaError(ArrayViewsError, ValueError):
+    """A schema is malformed or inconsistent (bad ranges, duplicate names, unknown types)."""
+
+
+class ParseError(ArrayViewsError, ValueError):
+    """Text (a schema, an expression or a statement) could not be parsed.
+
+    ``line`` and ``column`` are 1-based positions in the text that was given; ``expected`` lists
+    what the parser would have accepted there.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str = "",
+        line: int | None = None,
+        column: int | None = None,
+        expected: tuple[str, ...] = (),
+    ) -> None:
+        self.text = text
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.reason = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.line is None or self.column is None:
+            return self.reason
+        lines = self.text.splitlines() or [""]
+        source = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
+        pointer = " " * (self.column - 1) + "^"
+        message = f"{self.reason} at line {self.line}, column {self.column}\n  {source}\n  {pointer}"
+        if self.expected:
+            message += "\nexpected one of: " + ", ".join(self.expected)
+        return message
+
+
+class ValidationError(ArrayViewsError, ValueError):
+    """Input data was rejected before anything was written; the array is unchanged."""
+
+    def __init__(self, message: str, *, array: str | None = None, column: str | None = None, value=None):
+        self.array = array
+        self.column = column
+        self.value = value
+        super().__init__(message)
+
+
+class ConflictError(ValidationError):
+    """A batch would overwrite cells that already exist (and ``on_conflict`` was ``"error"``)."""
+
+
+class NotFoundError(ArrayViewsError, KeyError):
+    """An array, view, version or file that was asked for does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class AlreadyExistsError(ArrayViewsError, ValueError):
+    """An array or view with that name already exists."""
+
+
+class CommitConflictError(ArrayViewsError, RuntimeError):
+    """Another writer committed to the same array first; nothing of this write was committed."""

@@ -1,0 +1,222 @@
+"""Array schemas: named integer dimensions with regular chunking, and typed attributes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+from arrayviews.model.errors import SchemaError
+from arrayviews.model.types import normalize_type
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Upper bound used for a dimension declared open-ended (``i=0:*``).
+UNBOUNDED_HIGH = 2**62 - 1
+#: Largest allowed number of cells in one chunk; chunk-local offsets are int64.
+MAX_CHUNK_VOLUME = 2**62
+#: Cells per chunk aimed at when a schema leaves the chunk length out.
+DEFAULT_CHUNK_VOLUME = 1_000_000
+
+
+def check_identifier(name: str, what: str) -> str:
+    """Return ``name`` if it is a valid identifier, else raise SchemaError naming ``what``."""
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise SchemaError(f"invalid {what} name {name!r}: use letters, digits and _, not starting with a digit")
+    if "__" in name:
+        raise SchemaError(f"invalid {what} name {name!r}: double underscores are reserved")
+    return name
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One integer dimension: inclusive range ``[low, high]`` cut into chunks of ``chunk_length``.
+
+    Chunk ``k`` covers ``[chunk_origin + k * chunk_length, chunk_origin + (k + 1) * chunk_length - 1]``
+    intersected with the range. ``chunk_origin`` defaults to ``low``; a subarray keeps its input's
+    origin so that its chunks line up with the input's and nothing needs rechunking.
+    """
+
+    name: str
+    low: int
+    high: int
+    chunk_length: int
+    chunk_origin: int | None = None
+
+    def __post_init__(self) -> None:
+        check_identifier(self.name, "dimension")
+        for label in ("low", "high", "chunk_length"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SchemaError(f"dimension {self.name}: {label} must be an integer, got {value!r}")
+        if self.low > self.high:
+            raise SchemaError(f"dimension {self.name}: low {self.low} is greater than high {self.high}")
+        if self.chunk_length < 1:
+            raise SchemaError(f"dimension {self.name}: chunk length must be at least 1, got {self.chunk_length}")
+        if abs(self.low) > UNBOUNDED_HIGH or abs(self.high) > UNBOUNDED_HIGH:
+            raise SchemaError(f"dimension {self.name}: bounds must lie within +-{UNBOUNDED_HIGH}")
+        if self.chunk_origin is None:
+            object.__setattr__(self, "chunk_origin", self.low)
+        elif self.chunk_origin > self.low:
+            raise SchemaError(f"dimension {self.name}: chunk origin {self.chunk_origin} is after low {self.low}")
+
+    @property
+    def extent(self) -> int:
+        """Number of index values in the range."""
+        return self.high - self.low + 1
+
+    @property
+    def unbounded(self) -> bool:
+        """True if the dimension was declared with ``*`` as its upper bound."""
+        return self.high == UNBOUNDED_HIGH
+
+    def to_text(self) -> str:
+        high = "*" if self.unbounded else str(self.high)
+        return f"{self.name}={self.low}:{high}:{self.chunk_length}"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One typed value attribute; ``nullable`` attributes may hold nulls in non-empty cells."""
+
+    name: str
+    type: str
+    nullable: bool = False
+
+    def __post_init__(self) -> None:
+        check_identifier(self.name, "attribute")
+        object.__setattr__(self, "type", normalize_type(self.type))
+
+    def to_text(self) -> str:
+        return f"{self.name}:{self.type}" + (" NULL" if self.nullable else "")
+
+
+@dataclass(frozen=True)
+class ArraySchema:
+    """The schema of an array: its name, attributes and dimensions (in storage order)."""
+
+    name: str
+    attributes: tuple[Attribute, ...]
+    dimensions: tuple[Dimension, ...]
+    _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        check_identifier(self.name, "array")
+        object.__setattr__(self, "attributes", tuple(self.attributes))
+        object.__setattr__(self, "dimensions", tuple(self.dimensions))
+        if not self.dimensions:
+            raise SchemaError(f"array {self.name}: needs at least one dimension")
+        seen: set[str] = set()
+        for item in (*self.dimensions, *self.attributes):
+            if item.name in seen:
+                raise SchemaError(f"array {self.name}: name {item.name!r} is used twice")
+            seen.add(item.name)
+        volume = math.prod(d.chunk_length for d in self.dimensions)
+        if volume > MAX_CHUNK_VOLUME:
+            raise SchemaError(f"array {self.name}: a chunk would hold {volume} cells, more than {MAX_CHUNK_VOLUME}")
+        index = {d.name: ("dimension", i) for i, d in enumerate(self.dimensions)}
+        index.update({a.name: ("attribute", i) for i, a in enumerate(self.attributes)})
+        object.__setattr__(self, "_index", index)
+
+    # -- lookups -------------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.dimensions)
+
+    @property
+    def dimension_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dimensions)
+
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attributes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The extent of every dimension."""
+        return tuple(d.extent for d in self.dimensions)
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        return tuple(d.chunk_length for d in self.dimensions)
+
+    def dimension(self, name: str) -> Dimension:
+        kind = self._index.get(name)
+        if kind is None or kind[0] != "dimension":
+            raise SchemaError(f"array {self.name} has no dimension {name!r}; dimensions: {', '.join(self.dimension_names)}")
+        return self.dimensions[kind[1]]
+
+    def attribute(self, name: str) -> Attribute:
+        kind = self._index.get(name)
+        if kind is None or kind[0] != "attribute":
+            raise SchemaError(f"array {self.name} has no attribute {name!r}; attributes: {', '.join(self.attribute_names) or '(none)'}")
+        return self.attributes[kind[1]]
+
+    def has_dimension(self, name: str) -> bool:
+        return self._index.get(name, ("", 0))[0] == "dimension"
+
+    def has_attribute(self, name: str) -> bool:
+        return self._index.get(name, ("", 0))[0] == "attribute"
+
+    # -- derived schemas -----------------------------------------------------------------------
+    def renamed(self, name: str) -> ArraySchema:
+        return replace(self, name=name)
+
+    def with_attributes(self, attributes: tuple[Attribute, ...] | list[Attribute]) -> ArraySchema:
+        return ArraySchema(self.name, tuple(attributes), self.dimensions)
+
+    def with_dimensions(self, dimensions: tuple[Dimension, ...] | list[Dimension]) -> ArraySchema:
+        return ArraySchema(self.name, self.attributes, tuple(dimensions))
+
+    def same_grid(self, other: ArraySchema) -> bool:
+        """True if both schemas have the same dimension names, chunk lengths and chunk origins."""
+        return [(d.name, d.chunk_length, d.chunk_origin) for d in self.dimensions] == [
+            (d.name, d.chunk_length, d.chunk_origin) for d in other.dimensions
+        ]
+
+    # -- text and JSON forms -------------------------------------------------------------------
+    def to_text(self) -> str:
+        """SciDB-style text, e.g. ``A<r:int64, s:float64>[i=1:6:2; j=1:8:2]``."""
+        attrs = ", ".join(a.to_text() for a in self.attributes)
+        dims = "; ".join(d.to_text() for d in self.dimensions)
+        return f"{self.name}<{attrs}>[{dims}]"
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "name": self.name,
+                "attributes": [{"name": a.name, "type": a.type, "nullable": a.nullable} for a in self.attributes],
+                "dimensions": [
+                    {
+                        "name": d.name,
+                        "low": d.low,
+                        "high": d.high,
+                        "chunk_length": d.chunk_length,
+                        "chunk_origin": d.chunk_origin,
+                    }
+                    for d in self.dimensions
+                ],
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ArraySchema:
+        data = json.loads(text)
+        return cls(
+            data["name"],
+            tuple(Attribute(a["name"], a["type"], a.get("nullable", False)) for a in data["attributes"]),
+            tuple(
+                Dimension(d["name"], d["low"], d["high"], d["chunk_length"], d.get("chunk_origin"))
+                for d in data["dimensions"]
+            ),
+        )
+
+
+def default_chunk_length(extent: int, ndim: int) -> int:
+    """Chunk length used when a schema leaves it out: about ``DEFAULT_CHUNK_VOLUME`` cells per chunk."""
+    per_dimension = max(1, round(DEFAULT_CHUNK_VOLUME ** (1.0 / ndim)))
+    return max(1, min(extent, per_dimension))

@@ -1,0 +1,176 @@
+"""Parsing SciDB-style schema text such as ``A<r:int64, s:float64>[i=1:6:2; j=1:8:2]`` into ArraySchema."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from arrayviews.model.errors import ParseError, SchemaError
+from arrayviews.model.schema import (
+    UNBOUNDED_HIGH,
+    ArraySchema,
+    Attribute,
+    Dimension,
+    check_identifier,
+    default_chunk_length,
+)
+from arrayviews.model.types import normalize_type
+
+# How the grammar's terminals are shown to users in "expected one of" lists.
+_TERMINAL_NAMES = {
+    "IDENTIFIER": "identifier",
+    "INT": "integer",
+    "STAR": "'*'",
+    "NULL": "NULL",
+    "NOT": "NOT",
+    "LANGLE": "'<'",
+    "LSQB": "'['",
+    "_RANGLE": "'>'",
+    "_RSQB": "']'",
+    "_COLON": "':'",
+    "_EQUAL": "'='",
+    "_SEMICOLON": "';'",
+    "_DIM_COMMA": "','",
+    "_COMMA": "','",
+    "$END": "end of input",
+    "<END-OF-FILE>": "end of input",
+}
+_END = "end of input"
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark.open("schema.lark", rel_to=__file__, parser="lalr", start="schema", maybe_placeholders=True)
+
+
+def parse_schema(text: str, name: str | None = None) -> ArraySchema:
+    """Parse schema text; ``name``, when given, names the array (overriding any name in the text).
+
+    Raises ParseError, with the 1-based line and column of the offending text, for any malformed or
+    inconsistent schema.
+    """
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error) from None
+    return _Builder(text).schema(tree, name)
+
+
+def _expected(error: UnexpectedInput) -> tuple[str, ...]:
+    if isinstance(error, UnexpectedCharacters):
+        names = error.allowed or ()
+    else:
+        names = getattr(error, "accepts", None) or getattr(error, "expected", None) or ()
+    return tuple(sorted({_TERMINAL_NAMES.get(n, n) for n in names}))
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    """Line and column just after the last non-blank character of ``text``."""
+    body = text.rstrip()
+    return body.count("\n") + 1, len(body) - (body.rfind("\n") + 1) + 1
+
+
+def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
+    expected = _expected(error)
+    token = getattr(error, "token", None)
+    if isinstance(error, UnexpectedCharacters) or (
+        isinstance(error, UnexpectedToken) and token.type != "$END"
+    ):
+        line, column = error.line, error.column
+        if expected == (_END,):
+            reason = "unexpected text after the end of the schema"
+        elif isinstance(error, UnexpectedCharacters):
+            reason = f"unexpected character {error.char!r}"
+        else:
+            reason = f"unexpected {token.value!r}"
+    else:
+        line, column = _end_position(text)
+        reason = "schema text is empty" if not text.strip() else "unexpected end of input"
+    return ParseError(reason, text=text, line=line, column=column, expected=expected)
+
+
+class _Builder:
+    """Turns a parse tree into an ArraySchema, checking it in reading order."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.seen: set[str] = set()
+        self.array = ""
+
+    @contextmanager
+    def at(self, token: Token) -> Iterator[None]:
+        """Report any SchemaError raised inside the block as a ParseError at ``token``."""
+        try:
+            yield
+        except SchemaError as error:
+            raise ParseError(str(error), text=self.text, line=token.line, column=token.column) from None
+
+    def schema(self, tree: Tree, name: str | None) -> ArraySchema:
+        name_token, langle, attributes, lsqb, dimensions = tree.children
+        if name_token is not None:
+            with self.at(name_token):
+                check_identifier(str(name_token), "array")
+        if name is not None:
+            try:
+                check_identifier(name, "array")
+            except SchemaError as error:
+                raise ParseError(f"{error} (given as the name argument)", text=self.text) from None
+        elif name_token is None:
+            raise ParseError(
+                "schema needs an array name", text=self.text, line=langle.line, column=langle.column
+            )
+        self.array = name if name is not None else str(name_token)
+        attrs = [self.attribute(t) for t in attributes.children] if attributes is not None else []
+        ndim = len(dimensions.children)
+        dims = [self.dimension(t, ndim) for t in dimensions.children]
+        with self.at(lsqb):
+            return ArraySchema(self.array, tuple(attrs), tuple(dims))
+
+    def claim(self, token: Token, what: str) -> str:
+        """Check that ``token`` is a valid, not yet used name and return it."""
+        with self.at(token):
+            check_identifier(str(token), what)
+            if str(token) in self.seen:
+                raise SchemaError(f"array {self.array}: name {str(token)!r} is used twice")
+        self.seen.add(str(token))
+        return str(token)
+
+    def attribute(self, tree: Tree) -> Attribute:
+        name_token, type_token, nullability = tree.children
+        name = self.claim(name_token, "attribute")
+        with self.at(type_token):
+            type_name = normalize_type(str(type_token))
+        nullable = nullability is not None and nullability.children[0] is None
+        return Attribute(name, type_name, nullable)
+
+    def dimension(self, tree: Tree, ndim: int) -> Dimension:
+        # Nested optional parts leave a single placeholder when absent: pad to five children.
+        name_token, low_token, high_token, chunk_token, overlap_token = [*tree.children, None, None][:5]
+        name = self.claim(name_token, "dimension")
+        low = int(low_token)
+        high = UNBOUNDED_HIGH if high_token.type == "STAR" else int(high_token)
+        if chunk_token is None or chunk_token.type == "STAR":
+            chunk_length = default_chunk_length(high - low + 1, ndim)
+        else:
+            chunk_length = int(chunk_token)
+        # Point at the part that Dimension's own checks (in their order) will complain about.
+        if low > high:
+            culprit = high_token
+        elif chunk_length < 1:
+            culprit = chunk_token
+        elif abs(low) > UNBOUNDED_HIGH:
+            culprit = low_token
+        else:
+            culprit = high_token
+        with self.at(culprit):
+            dimension = Dimension(name, low, high, chunk_length)
+        if overlap_token is not None and int(overlap_token) != 0:
+            with self.at(overlap_token):
+                raise SchemaError(
+                    f"dimension {name}: chunk overlap is not supported (got {overlap_token}); use 0 or leave it out"
+                )
+        return dimension

@@ -1,0 +1,1 @@
+"""Operators: array operations built from execution jobs and per-chunk kernels."""

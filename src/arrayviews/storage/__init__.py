@@ -1,0 +1,1 @@
+"""Storage layer: the Iceberg-backed chunk fragment tables and the SQL catalog."""

@@ -1,0 +1,198 @@
+"""One array as one Iceberg table of chunk fragments: versions, file planning and atomic commits."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
+from pyiceberg.io.pyarrow import parquet_files_to_data_files
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table
+
+from arrayviews.model.errors import CommitConflictError, NotFoundError
+from arrayviews.model.schema import ArraySchema
+from arrayviews.storage import layout
+from arrayviews.storage.files import new_data_file_uri, read_parquet_files
+
+SCHEMA_PROPERTY = "arrayviews.schema"
+KIND_PROPERTY = "arrayviews.kind"
+VERSION_KEY = "arrayviews.version"
+OPERATION_KEY = "arrayviews.operation"
+ADDED_KEY = "arrayviews.cells-added"
+REMOVED_KEY = "arrayviews.cells-removed"
+TOTAL_KEY = "arrayviews.cells-total"
+PROPERTY_PREFIX = "arrayviews."
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One committed version of an array."""
+
+    version: int
+    snapshot_id: int
+    time: dt.datetime
+    operation: str
+    cells_added: int
+    cells_removed: int
+    cells_total: int
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What a commit did, recorded in the snapshot summary."""
+
+    operation: str
+    cells_added: int = 0
+    cells_removed: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def chunk_box_filter(schema: ArraySchema, ranges: Sequence[tuple[int, int]] | None) -> BooleanExpression:
+    """An Iceberg row filter selecting fragments whose chunk numbers lie in per-dimension ranges."""
+    if ranges is None:
+        return AlwaysTrue()
+    expression: BooleanExpression = AlwaysTrue()
+    for dimension, (first, last) in zip(schema.dimension_names, ranges, strict=True):
+        column = layout.chunk_column(dimension)
+        expression = And(expression, And(GreaterThanOrEqual(column, first), LessThanOrEqual(column, last)))
+    return expression
+
+
+class ArrayTable:
+    """The Iceberg table storing one array's fragments; all reads and commits of the array go here."""
+
+    def __init__(self, table: Table, schema: ArraySchema) -> None:
+        self.table = table
+        self.schema = schema
+
+    @property
+    def name(self) -> str:
+        return self.schema.name
+
+    @property
+    def data_directory(self) -> str:
+        return self.table.location().rstrip("/") + "/data"
+
+    def new_file_uri(self) -> str:
+        return new_data_file_uri(self.data_directory)
+
+    def refresh(self) -> ArrayTable:
+        self.table = self.table.refresh()
+        return self
+
+    # -- versions --------------------------------------------------------------------------------
+    def versions(self) -> list[VersionInfo]:
+        """Every version still held, oldest first (version 0, the empty array, has no snapshot)."""
+        result = []
+        for snapshot in self.table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            if VERSION_KEY not in summary:
+                continue
+            result.append(
+                VersionInfo(
+                    version=int(summary[VERSION_KEY]),
+                    snapshot_id=snapshot.snapshot_id,
+                    time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+                    operation=summary.get(OPERATION_KEY, "?"),
+                    cells_added=int(summary.get(ADDED_KEY, 0)),
+                    cells_removed=int(summary.get(REMOVED_KEY, 0)),
+                    cells_total=int(summary.get(TOTAL_KEY, 0)),
+                    properties={
+                        k[len(PROPERTY_PREFIX) :]: v
+                        for k, v in summary.items()
+                        if k.startswith(PROPERTY_PREFIX)
+                        and k not in (VERSION_KEY, OPERATION_KEY, ADDED_KEY, REMOVED_KEY, TOTAL_KEY)
+                    },
+                )
+            )
+        return sorted(result, key=lambda v: v.version)
+
+    def current(self) -> VersionInfo | None:
+        snapshot = self.table.current_snapshot()
+        if snapshot is None:
+            return None
+        for info in reversed(self.versions()):
+            if info.snapshot_id == snapshot.snapshot_id:
+                return info
+        return None
+
+    def current_version(self) -> int:
+        info = self.current()
+        return 0 if info is None else info.version
+
+    def snapshot_of(self, version: int) -> int | None:
+        """Snapshot id of ``version`` (None for version 0), or NotFoundError if it is unknown or expired."""
+        if version == 0:
+            return None
+        for info in self.versions():
+            if info.version == version:
+                return info.snapshot_id
+        known = ", ".join(str(v.version) for v in self.versions()) or "none"
+        raise NotFoundError(f"array {self.name} has no version {version} (versions held: {known})")
+
+    # -- planning --------------------------------------------------------------------------------
+    def data_files(self, version: int | None = None, chunk_ranges=None) -> list[DataFile]:
+        """Data files of a version (current by default) that may hold chunks in ``chunk_ranges``."""
+        version = self.current_version() if version is None else version
+        snapshot_id = self.snapshot_of(version)
+        if snapshot_id is None:
+            return []
+        scan = self.table.scan(row_filter=chunk_box_filter(self.schema, chunk_ranges), snapshot_id=snapshot_id)
+        return [task.file for task in scan.plan_files()]
+
+    def read_metadata(self, version: int | None = None, chunk_ranges=None) -> pa.Table:
+        """Per-fragment metadata (chunk numbers, cell counts, bytes, min/max, version) without cell data."""
+        files = [f.file_path for f in self.data_files(version, chunk_ranges)]
+        columns = layout.metadata_columns(self.schema)
+        return read_parquet_files(files, columns=columns, schema=layout.fragment_schema(self.schema))
+
+    # -- commits ---------------------------------------------------------------------------------
+    def commit(
+        self,
+        added: list[str],
+        removed: list[DataFile],
+        info: CommitInfo,
+        expected_version: int,
+    ) -> int:
+        """Commit added data files and removed ones as **one** snapshot; returns the new version.
+
+        Raises CommitConflictError (committing nothing) if the array moved past
+        ``expected_version`` in the meantime.
+        """
+        self.refresh()
+        current = self.current()
+        current_version = 0 if current is None else current.version
+        if current_version != expected_version:
+            raise CommitConflictError(
+                f"array {self.name} changed while writing (now version {current_version}, "
+                f"expected {expected_version}); nothing was committed"
+            )
+        total = (0 if current is None else current.cells_total) + info.cells_added - info.cells_removed
+        version = current_version + 1
+        properties = {
+            VERSION_KEY: str(version),
+            OPERATION_KEY: info.operation,
+            ADDED_KEY: str(info.cells_added),
+            REMOVED_KEY: str(info.cells_removed),
+            TOTAL_KEY: str(total),
+            **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
+        }
+        try:
+            with self.table.transaction() as transaction:
+                data_files = list(
+                    parquet_files_to_data_files(self.table.io, transaction.table_metadata, iter(added))
+                )
+                with transaction.update_snapshot(snapshot_properties=properties).overwrite() as overwrite:
+                    for data_file in removed:
+                        overwrite.delete_data_file(data_file)
+                    for data_file in data_files:
+                        overwrite.append_data_file(data_file)
+        except CommitFailedException as error:
+            raise CommitConflictError(f"array {self.name}: concurrent commit, nothing committed ({error})") from error
+        self.refresh()
+        return version

@@ -1,0 +1,206 @@
+"""Turning a batch of cells into fragment rows: bucket by chunk, sort, detect duplicates, encode.
+
+Vectorized over the whole batch: sparse chunks (the many small ones) are encoded straight into Arrow
+buffers without a loop; only dense chunks, which are few and large, are encoded one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import arrow_type
+from arrayviews.storage import codec, layout
+
+#: Fragment rows are grouped into tables (one Parquet file each) of about this many bytes.
+TARGET_FILE_BYTES = 128 * 1024 * 1024
+
+
+@dataclass
+class SortedCells:
+    """Cells sorted by (chunk, local offset), with the chunk boundaries."""
+
+    chunks: np.ndarray  # (m, d) distinct chunks, sorted
+    bounds: np.ndarray  # (m + 1,) cell index where each chunk starts
+    offsets: np.ndarray  # (n,) local offsets, sorted within each chunk
+    coords: np.ndarray  # (n, d) cell coordinates in the same order
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
+    volumes: np.ndarray  # (m,) cells in each chunk's clipped box
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.offsets)
+
+    def duplicates(self) -> np.ndarray:
+        """Coordinates of cells that occur more than once (each repeated coordinate listed once)."""
+        if self.n_cells < 2:
+            return np.zeros((0, self.coords.shape[1]), dtype=np.int64)
+        same_chunk = np.ones(self.n_cells - 1, dtype=bool)
+        same_chunk[self.bounds[1:-1] - 1] = False
+        repeated = same_chunk & (self.offsets[1:] == self.offsets[:-1])
+        return np.unique(self.coords[1:][repeated], axis=0)
+
+    def fragment(self, index: int) -> codec.Fragment:
+        lo, hi = self.bounds[index], self.bounds[index + 1]
+        return codec.Fragment(
+            tuple(int(c) for c in self.chunks[index]),
+            self.offsets[lo:hi],
+            {name: column[lo:hi] for name, column in self.values.items()},
+            {name: mask[lo:hi] for name, mask in self.nulls.items() if mask[lo:hi].any()},
+        )
+
+
+def local_offsets(coords: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """C-order offsets of cells (n, d) in their chunk boxes, given per-cell box starts and sizes."""
+    offsets = np.zeros(len(coords), dtype=np.int64)
+    for k in range(coords.shape[1]):
+        offsets = offsets * sizes[:, k] + (coords[:, k] - starts[:, k])
+    return offsets
+
+
+def sort_cells(
+    coords: np.ndarray, values: dict[str, np.ndarray], nulls: dict[str, np.ndarray], schema: ArraySchema
+) -> SortedCells:
+    """Bucket cells (all inside the array range) by chunk and sort them by local offset."""
+    grid = ChunkGrid.of(schema)
+    coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
+    chunks = grid.chunk_of(coords)
+    starts, sizes = layout.box_geometry(grid, chunks)
+    offsets = local_offsets(coords, starts, sizes)
+    order = np.lexsort((offsets, *[chunks[:, k] for k in range(schema.ndim - 1, -1, -1)]))
+    chunks, offsets, coords, sizes = chunks[order], offsets[order], coords[order], sizes[order]
+    n = len(offsets)
+    if n:
+        change = np.any(chunks[1:] != chunks[:-1], axis=1)
+        first = np.flatnonzero(np.concatenate(([True], change)))
+    else:
+        first = np.zeros(0, dtype=np.int64)
+    bounds = np.append(first, n).astype(np.int64)
+    return SortedCells(
+        chunks=chunks[first],
+        bounds=bounds,
+        offsets=offsets,
+        coords=coords,
+        values={name: np.asarray(column)[order] for name, column in values.items()},
+        nulls={name: np.asarray(mask, dtype=bool)[order] for name, mask in nulls.items()},
+        volumes=np.prod(sizes[first], axis=1).astype(np.int64) if n else np.zeros(0, np.int64),
+    )
+
+
+def _binary_array(data: np.ndarray, row_lengths: np.ndarray) -> pa.Array:
+    ends = np.cumsum(row_lengths, dtype=np.int64)
+    offsets = np.concatenate(([0], ends)).astype(np.int32)
+    return pa.Array.from_buffers(
+        pa.binary(), len(row_lengths), [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))]
+    )
+
+
+def _segment_range(values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray) -> tuple[pa.Array, pa.Array, type]:
+    """Per-segment min and max ignoring NaN and nulls (null where a segment has no such value)."""
+    starts = bounds[:-1]
+    kind = values.dtype.kind
+    work = values.view(np.uint8) if kind == "b" else values
+    excluded = np.zeros(len(values), dtype=bool) if nulls is None else nulls.copy()
+    if kind == "f":
+        excluded |= np.isnan(values)
+    if kind == "f":
+        low_src = np.where(excluded, np.inf, work)
+        high_src = np.where(excluded, -np.inf, work)
+    else:
+        info = np.iinfo(work.dtype)
+        low_src = np.where(excluded, info.max, work) if excluded.any() else work
+        high_src = np.where(excluded, info.min, work) if excluded.any() else work
+    minimum = np.minimum.reduceat(low_src, starts)
+    maximum = np.maximum.reduceat(high_src, starts)
+    empty = np.logical_and.reduceat(excluded, starts)
+    if kind == "b":
+        minimum, maximum = minimum.astype(bool), maximum.astype(bool)
+    return minimum, maximum, empty
+
+
+def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, version: int) -> pa.Table:
+    """Fragment rows for the chunks in ``selected`` (indices), all encoded sparse, in one pass."""
+    counts = np.diff(cells.bounds)[selected]
+    cell_mask = np.repeat(np.isin(np.arange(len(cells.chunks)), selected), np.diff(cells.bounds))
+    sub_bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    columns: dict[str, pa.Array] = {}
+    for k, dimension in enumerate(schema.dimension_names):
+        columns[layout.chunk_column(dimension)] = pa.array(cells.chunks[selected, k], pa.int64())
+    columns[layout.N_CELLS] = pa.array(counts, pa.int64())
+    columns[layout.DENSE] = pa.array(np.zeros(len(selected), dtype=bool))
+    offsets = cells.offsets[cell_mask].astype(codec.OFFSET_DTYPE)
+    columns[layout.CELLS] = _binary_array(offsets.view(np.uint8), counts * 8)
+    nbytes = counts * 8
+    for attribute in schema.attributes:
+        name = attribute.name
+        column = cells.values[name][cell_mask]
+        width = column.dtype.itemsize
+        columns[layout.value_column(name)] = _binary_array(
+            column.astype(column.dtype.newbyteorder("<"), copy=False).view(np.uint8), counts * width
+        )
+        nbytes = nbytes + counts * width
+        nulls = cells.nulls.get(name)
+        nulls = nulls[cell_mask] if nulls is not None else None
+        if attribute.nullable:
+            packed = []
+            for i in range(len(selected)):
+                segment = nulls[sub_bounds[i] : sub_bounds[i + 1]] if nulls is not None else None
+                packed.append(np.packbits(segment, bitorder="little").tobytes() if segment is not None and segment.any() else b"")
+            columns[layout.null_column(name)] = pa.array(packed, pa.binary())
+            nbytes = nbytes + np.array([len(p) for p in packed], dtype=np.int64)
+        low, high, empty = _segment_range(column, nulls, sub_bounds)
+        kind = arrow_type(attribute.type)
+        columns[layout.min_column(name)] = pa.array(low, kind, mask=empty)
+        columns[layout.max_column(name)] = pa.array(high, kind, mask=empty)
+    columns[layout.NBYTES] = pa.array(nbytes, pa.int64())
+    columns[layout.VERSION] = pa.array(np.full(len(selected), version, dtype=np.int64))
+    target = layout.fragment_schema(schema)
+    return pa.table([columns[f.name] for f in target], schema=target)
+
+
+def encode_sorted(cells: SortedCells, schema: ArraySchema, version: int, target_bytes: int = TARGET_FILE_BYTES) -> list[pa.Table]:
+    """Encode sorted cells into fragment tables of about ``target_bytes`` each (one fragment per chunk)."""
+    if cells.n_cells == 0:
+        return []
+    dtypes = layout.attribute_dtypes(schema)
+    width = max((d.itemsize for d in dtypes.values()), default=1)
+    counts = np.diff(cells.bounds)
+    dense = (counts == cells.volumes) | (cells.volumes * (width + 0.125) <= counts * (width + 8))
+    row_bytes = np.where(dense, cells.volumes * max(width, 1), counts * (8 + width)) * max(len(dtypes), 1)
+    group_of = np.cumsum(row_bytes) // max(1, target_bytes)
+    tables = []
+    for group in np.unique(group_of):
+        members = np.flatnonzero(group_of == group)
+        parts = []
+        sparse = members[~dense[members]]
+        if len(sparse):
+            parts.append(_sparse_rows(cells, sparse, schema, version))
+        dense_members = members[dense[members]]
+        if len(dense_members):
+            encoded = [codec.encode(cells.fragment(i), int(cells.volumes[i]), dtypes) for i in dense_members]
+            parts.append(layout.encoded_to_table(encoded, schema, version))
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        sort_keys = [(layout.chunk_column(d), "ascending") for d in schema.dimension_names]
+        tables.append(table.sort_by(sort_keys))
+    return tables
+
+
+def merge_fragments(fragments: list[codec.Fragment]) -> codec.Fragment:
+    """One fragment holding the cells of several disjoint fragments of the same chunk, sorted."""
+    if len(fragments) == 1:
+        return fragments[0]
+    offsets = np.concatenate([f.offsets for f in fragments])
+    order = np.argsort(offsets, kind="stable")
+    names = fragments[0].values.keys()
+    values = {name: np.concatenate([f.values[name] for f in fragments])[order] for name in names}
+    nulls = {}
+    for name in names:
+        if any(name in f.nulls for f in fragments):
+            mask = np.concatenate([f.nulls.get(name, np.zeros(f.size, dtype=bool)) for f in fragments])[order]
+            nulls[name] = mask
+    return codec.Fragment(fragments[0].chunk, offsets[order], values, nulls)

@@ -1,0 +1,176 @@
+"""Chunk fragment codec: the numpy form of the cells of one chunk and its dense/sparse byte encoding.
+
+Physical layout (chosen by measurement, see docs/storage-layout.md): an array is stored as rows of
+*fragments*, each holding some cells of exactly one chunk. Fragments of one chunk never share a cell,
+so every fragment can be read and processed on its own. A fragment is encoded **dense** (a value
+buffer over the whole clipped chunk box plus a validity bitmap, omitted when every cell is present)
+or **sparse** (sorted int64 local offsets plus one value per present cell), whichever is smaller:
+dense when ``volume * (width + 1/8) <= n * (width + 8)``. Dense satellite grids therefore pay no
+coordinate overhead, and a sparse sky catalog in a domain of 10^15 cells pays 8 bytes per cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OFFSET_DTYPE = np.dtype("<i8")
+
+
+@dataclass
+class Fragment:
+    """Cells of one chunk in numpy form.
+
+    ``offsets`` are the sorted local offsets (C order in the clipped chunk box) of the present
+    cells; ``values[a]`` holds attribute ``a`` of each present cell in the same order; ``nulls[a]``,
+    when present, marks the cells whose attribute ``a`` is null.
+    """
+
+    chunk: tuple[int, ...]
+    offsets: np.ndarray
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.offsets)
+
+    def take(self, positions: np.ndarray) -> Fragment:
+        """The fragment restricted to ``positions`` (indices or a boolean mask over its cells)."""
+        return Fragment(
+            self.chunk,
+            self.offsets[positions],
+            {name: column[positions] for name, column in self.values.items()},
+            {name: mask[positions] for name, mask in self.nulls.items() if mask[positions].any()},
+        )
+
+
+@dataclass(frozen=True)
+class EncodedFragment:
+    """The byte form of a fragment, as stored in one row of the fragment table."""
+
+    chunk: tuple[int, ...]
+    n_cells: int
+    dense: bool
+    cells: bytes
+    values: dict[str, bytes]
+    nulls: dict[str, bytes]
+    minimum: dict[str, object]
+    maximum: dict[str, object]
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.cells) + sum(len(b) for b in self.values.values()) + sum(len(b) for b in self.nulls.values())
+
+
+def prefers_dense(n_cells: int, volume: int, value_width: int) -> bool:
+    """True if the dense encoding of ``n_cells`` present cells out of ``volume`` is not larger."""
+    if n_cells == volume:
+        return True
+    return volume * (value_width + 0.125) <= n_cells * (value_width + 8)
+
+
+def _value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, object]:
+    if nulls is not None:
+        values = values[~nulls]
+    if values.dtype.kind == "f":
+        values = values[~np.isnan(values)]
+    if len(values) == 0:
+        return None, None
+    return values.min().item(), values.max().item()
+
+
+def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> EncodedFragment:
+    """Encode a fragment of a chunk whose clipped box holds ``volume`` cells."""
+    n_cells = fragment.size
+    width = max((np.dtype(dtypes[a]).itemsize for a in dtypes), default=1)
+    dense = prefers_dense(n_cells, volume, width)
+    minimum: dict[str, object] = {}
+    maximum: dict[str, object] = {}
+    values: dict[str, bytes] = {}
+    nulls: dict[str, bytes] = {}
+    if dense:
+        full = n_cells == volume
+        cells = b"" if full else np.packbits(_mask(fragment.offsets, volume), bitorder="little").tobytes()
+    else:
+        cells = np.ascontiguousarray(fragment.offsets, dtype=OFFSET_DTYPE).tobytes()
+    for name, dtype in dtypes.items():
+        column = np.asarray(fragment.values[name], dtype=dtype)
+        null_mask = fragment.nulls.get(name)
+        minimum[name], maximum[name] = _value_range(column, null_mask)
+        if dense and n_cells != volume:
+            scattered = np.zeros(volume, dtype=dtype)
+            scattered[fragment.offsets] = column
+            column = scattered
+            if null_mask is not None:
+                expanded = np.zeros(volume, dtype=bool)
+                expanded[fragment.offsets] = null_mask
+                null_mask = expanded
+        values[name] = np.ascontiguousarray(column).astype(column.dtype.newbyteorder("<"), copy=False).tobytes()
+        if null_mask is not None and null_mask.any():
+            nulls[name] = np.packbits(null_mask, bitorder="little").tobytes()
+    return EncodedFragment(fragment.chunk, n_cells, dense, cells, values, nulls, minimum, maximum)
+
+
+def _mask(offsets: np.ndarray, volume: int) -> np.ndarray:
+    mask = np.zeros(volume, dtype=bool)
+    mask[offsets] = True
+    return mask
+
+
+def decode_offsets(dense: bool, n_cells: int, cells: bytes | memoryview, volume: int) -> np.ndarray:
+    """Local offsets of the present cells of an encoded fragment."""
+    if not dense:
+        return np.frombuffer(cells, dtype=OFFSET_DTYPE, count=n_cells).astype(np.int64, copy=False)
+    if n_cells == volume:
+        return np.arange(volume, dtype=np.int64)
+    mask = np.unpackbits(np.frombuffer(cells, dtype=np.uint8), count=volume, bitorder="little").view(bool)
+    return np.flatnonzero(mask).astype(np.int64, copy=False)
+
+
+def decode_values(
+    dense: bool, n_cells: int, volume: int, payload: bytes | memoryview, dtype: np.dtype, offsets: np.ndarray
+) -> np.ndarray:
+    """Values of the present cells, in offset order."""
+    dtype = np.dtype(dtype).newbyteorder("<")
+    if not dense:
+        return np.frombuffer(payload, dtype=dtype, count=n_cells)
+    block = np.frombuffer(payload, dtype=dtype, count=volume)
+    return block if n_cells == volume else block[offsets]
+
+
+def decode_nulls(
+    dense: bool, n_cells: int, volume: int, packed: bytes | memoryview | None, offsets: np.ndarray
+) -> np.ndarray | None:
+    """Null mask of the present cells, or None when the fragment stores no nulls for the attribute."""
+    if packed is None or len(packed) == 0:
+        return None
+    count = volume if dense else n_cells
+    mask = np.unpackbits(np.frombuffer(packed, dtype=np.uint8), count=count, bitorder="little").view(bool)
+    return mask if (not dense or n_cells == volume) else mask[offsets]
+
+
+def dense_block(
+    dense: bool,
+    n_cells: int,
+    volume: int,
+    payload: bytes | memoryview,
+    dtype: np.dtype,
+    cells: bytes | memoryview,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values over the whole clipped chunk box and a presence mask (None when every cell is present).
+
+    Avoids the gather/scatter round trip for dense fragments; kernels that work on blocks use this.
+    """
+    dtype = np.dtype(dtype).newbyteorder("<")
+    if dense:
+        block = np.frombuffer(payload, dtype=dtype, count=volume)
+        if n_cells == volume:
+            return block, None
+        mask = np.unpackbits(np.frombuffer(cells, dtype=np.uint8), count=volume, bitorder="little").view(bool)
+        return block, mask
+    offsets = decode_offsets(False, n_cells, cells, volume)
+    block = np.zeros(volume, dtype=dtype)
+    block[offsets] = np.frombuffer(payload, dtype=dtype, count=n_cells)
+    return block, _mask(offsets, volume)

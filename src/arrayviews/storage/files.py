@@ -1,0 +1,68 @@
+"""File I/O on any file system pyarrow reaches by URL (local paths, file://, hdfs://, s3://)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+#: Aim for row groups of about this many bytes, so chunk pruning can skip the rest of a file.
+ROW_GROUP_BYTES = 32 * 1024 * 1024
+
+
+def to_uri(location: str) -> str:
+    """A URI for a location given as a URI or as a local path."""
+    parsed = urlparse(location)
+    if parsed.scheme and len(parsed.scheme) > 1:  # not a Windows drive letter
+        return location
+    return "file://" + os.path.abspath(location)
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow file system and the path inside it for ``uri``."""
+    return pafs.FileSystem.from_uri(to_uri(uri))
+
+
+def new_data_file_uri(directory_uri: str) -> str:
+    return directory_uri.rstrip("/") + f"/{uuid.uuid4().hex}.parquet"
+
+
+def write_parquet(table: pa.Table, uri: str) -> int:
+    """Write ``table`` as one Parquet file at ``uri`` (creating folders); returns its size in bytes."""
+    fs, path = filesystem(uri)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    average = max(1, table.nbytes // max(1, table.num_rows))
+    rows_per_group = max(1, min(1 << 20, ROW_GROUP_BYTES // average))
+    pq.write_table(table, path, filesystem=fs, row_group_size=rows_per_group, compression="snappy")
+    return fs.get_file_info(path).size
+
+
+def delete_files(uris: list[str]) -> None:
+    """Delete files, ignoring those already gone."""
+    for uri in uris:
+        fs, path = filesystem(uri)
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            pass
+
+
+def read_parquet_files(
+    uris: list[str], columns: list[str] | None = None, row_filter: ds.Expression | None = None,
+    schema: pa.Schema | None = None,
+) -> pa.Table:
+    """Read (a projection of) several Parquet files into one table on the calling process."""
+    if not uris:
+        if schema is None:
+            raise ValueError("reading no files needs a schema")
+        table = schema.empty_table()
+        return table.select(columns) if columns else table
+    fs, _ = filesystem(uris[0])
+    paths = [filesystem(u)[1] for u in uris]
+    dataset = ds.dataset(paths, filesystem=fs, format="parquet", schema=schema)
+    return dataset.to_table(columns=columns, filter=row_filter)
