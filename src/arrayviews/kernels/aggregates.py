@@ -217,7 +217,8 @@ def _sums(values: np.ndarray, valid: np.ndarray | None, starts: np.ndarray) -> n
         as_float = values.astype(np.float64)
         if valid is not None:
             as_float = np.where(valid, as_float, 0.0)
-        return np.add.reduceat(as_float, starts)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.add.reduceat(as_float, starts)
     as_int = values.astype(np.int64)
     if valid is not None:
         as_int = np.where(valid, as_int, 0)
@@ -279,7 +280,8 @@ def merge_states(parts: Sequence[PartialStates]) -> PartialStates:
         keys=merged["keys"][starts], count=np.add.reduceat(count_k, starts), value_type=first.value_type
     )
     if first.sum is not None:
-        out.sum = np.add.reduceat(merged["sum"], starts)
+        with np.errstate(invalid="ignore", over="ignore"):
+            out.sum = np.add.reduceat(merged["sum"], starts)
         if out.sum.dtype == np.int64:
             _check_no_wrap(out.sum, np.add.reduceat(merged["sum"].astype(np.float64), starts))
     if first.mean is not None:
@@ -334,13 +336,22 @@ def finalize(states: PartialStates, function: str) -> tuple[np.ndarray, np.ndarr
         return result, (null if null.any() else None)
     null = count == 0
     if function == "avg":
-        result = _safe_divide(states.sum.astype(np.float64), count)
+        result = _average(states.sum, count)
     else:
         source = states.sum if function == "sum" else getattr(states, function)
         result = source.copy()
         if null.any():
             result[null] = 0
     return result, (null if null.any() else None)
+
+
+def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``total / count`` as float64 (0 where count is 0); integer totals are split as q + r / count so
+    that the result is as close to the exact quotient as float64 allows, even beyond 2**53."""
+    if total.dtype.kind == "f":
+        return _safe_divide(total, count)
+    quotient, remainder = np.divmod(total, np.maximum(count, 1))
+    return np.where(count > 0, quotient.astype(np.float64) + remainder / np.maximum(count, 1), 0.0)
 
 
 # -- serialization ---------------------------------------------------------------------------------------

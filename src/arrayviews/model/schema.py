@@ -22,7 +22,9 @@ DEFAULT_CHUNK_VOLUME = 1_000_000
 def check_identifier(name: str, what: str) -> str:
     """Return ``name`` if it is a valid identifier, else raise SchemaError naming ``what``."""
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise SchemaError(f"invalid {what} name {name!r}: use letters, digits and _, not starting with a digit")
+        raise SchemaError(
+            f"invalid {what} name {name!r}: use letters, digits and _, not starting with a digit"
+        )
     if "__" in name:
         raise SchemaError(f"invalid {what} name {name!r}: double underscores are reserved")
     return name
@@ -52,13 +54,17 @@ class Dimension:
         if self.low > self.high:
             raise SchemaError(f"dimension {self.name}: low {self.low} is greater than high {self.high}")
         if self.chunk_length < 1:
-            raise SchemaError(f"dimension {self.name}: chunk length must be at least 1, got {self.chunk_length}")
+            raise SchemaError(
+                f"dimension {self.name}: chunk length must be at least 1, got {self.chunk_length}"
+            )
         if abs(self.low) > UNBOUNDED_HIGH or abs(self.high) > UNBOUNDED_HIGH:
             raise SchemaError(f"dimension {self.name}: bounds must lie within +-{UNBOUNDED_HIGH}")
         if self.chunk_origin is None:
             object.__setattr__(self, "chunk_origin", self.low)
         elif self.chunk_origin > self.low:
-            raise SchemaError(f"dimension {self.name}: chunk origin {self.chunk_origin} is after low {self.low}")
+            raise SchemaError(
+                f"dimension {self.name}: chunk origin {self.chunk_origin} is after low {self.low}"
+            )
 
     @property
     def extent(self) -> int:
@@ -113,7 +119,9 @@ class ArraySchema:
             seen.add(item.name)
         volume = math.prod(d.chunk_length for d in self.dimensions)
         if volume > MAX_CHUNK_VOLUME:
-            raise SchemaError(f"array {self.name}: a chunk would hold {volume} cells, more than {MAX_CHUNK_VOLUME}")
+            raise SchemaError(
+                f"array {self.name}: a chunk would hold {volume} cells, more than {MAX_CHUNK_VOLUME}"
+            )
         index = {d.name: ("dimension", i) for i, d in enumerate(self.dimensions)}
         index.update({a.name: ("attribute", i) for i, a in enumerate(self.attributes)})
         object.__setattr__(self, "_index", index)
@@ -143,13 +151,17 @@ class ArraySchema:
     def dimension(self, name: str) -> Dimension:
         kind = self._index.get(name)
         if kind is None or kind[0] != "dimension":
-            raise SchemaError(f"array {self.name} has no dimension {name!r}; dimensions: {', '.join(self.dimension_names)}")
+            raise SchemaError(
+                f"array {self.name} has no dimension {name!r}; dimensions: {', '.join(self.dimension_names)}"
+            )
         return self.dimensions[kind[1]]
 
     def attribute(self, name: str) -> Attribute:
         kind = self._index.get(name)
         if kind is None or kind[0] != "attribute":
-            raise SchemaError(f"array {self.name} has no attribute {name!r}; attributes: {', '.join(self.attribute_names) or '(none)'}")
+            raise SchemaError(
+                f"array {self.name} has no attribute {name!r}; attributes: {', '.join(self.attribute_names) or '(none)'}"
+            )
         return self.attributes[kind[1]]
 
     def has_dimension(self, name: str) -> bool:
@@ -188,7 +200,9 @@ class ArraySchema:
         return json.dumps(
             {
                 "name": self.name,
-                "attributes": [{"name": a.name, "type": a.type, "nullable": a.nullable} for a in self.attributes],
+                "attributes": [
+                    {"name": a.name, "type": a.type, "nullable": a.nullable} for a in self.attributes
+                ],
                 "dimensions": [
                     {
                         "name": d.name,

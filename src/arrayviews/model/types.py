@@ -53,7 +53,9 @@ def type_of_dtype(dtype: np.dtype) -> str:
     for name, candidate in _NUMPY.items():
         if candidate == dtype:
             return name
-    raise SchemaError(f"numpy dtype {dtype} has no arrayviews attribute type; supported: {', '.join(ATTRIBUTE_TYPES)}")
+    raise SchemaError(
+        f"numpy dtype {dtype} has no arrayviews attribute type; supported: {', '.join(ATTRIBUTE_TYPES)}"
+    )
 
 
 def can_store(source: np.dtype, target: str) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from pyarrow.fs import FileSelector
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.io.pyarrow import parquet_files_to_data_files
@@ -16,7 +17,7 @@ from pyiceberg.table import Table
 from arrayviews.model.errors import CommitConflictError, NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
-from arrayviews.storage.files import new_data_file_uri, read_parquet_files
+from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
 
 SCHEMA_PROPERTY = "arrayviews.schema"
 KIND_PROPERTY = "arrayviews.kind"
@@ -142,7 +143,9 @@ class ArrayTable:
         snapshot_id = self.snapshot_of(version)
         if snapshot_id is None:
             return []
-        scan = self.table.scan(row_filter=chunk_box_filter(self.schema, chunk_ranges), snapshot_id=snapshot_id)
+        scan = self.table.scan(
+            row_filter=chunk_box_filter(self.schema, chunk_ranges), snapshot_id=snapshot_id
+        )
         return [task.file for task in scan.plan_files()]
 
     def read_metadata(self, version: int | None = None, chunk_ranges=None) -> pa.Table:
@@ -193,6 +196,53 @@ class ArrayTable:
                     for data_file in data_files:
                         overwrite.append_data_file(data_file)
         except CommitFailedException as error:
-            raise CommitConflictError(f"array {self.name}: concurrent commit, nothing committed ({error})") from error
+            raise CommitConflictError(
+                f"array {self.name}: concurrent commit, nothing committed ({error})"
+            ) from error
         self.refresh()
         return version
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """What ``expire`` removed."""
+
+    versions: list[int]
+    data_files: int
+    metadata_files: int
+
+
+def _referenced(table: Table) -> tuple[set[str], set[str]]:
+    """Data files and manifest (list) files referenced by any snapshot still held."""
+    data, manifests = set(), set()
+    for snapshot in table.metadata.snapshots:
+        manifests.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            manifests.add(manifest.manifest_path)
+        data.update(task.file.file_path for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
+    return data, manifests
+
+
+def expire(array: ArrayTable, older_than: dt.datetime) -> ExpireResult:
+    """Drop versions committed before ``older_than`` (never the current one) and delete files no
+    remaining version references, including files of writes that crashed before committing."""
+    array.refresh()
+    before = {v.snapshot_id: v.version for v in array.versions()}
+    data_before, manifests_before = _referenced(array.table)
+    array.table.maintenance.expire_snapshots().older_than(older_than).commit()
+    array.refresh()
+    data_after, manifests_after = _referenced(array.table)
+    expired = sorted(v for sid, v in before.items() if array.table.metadata.snapshot_by_id(sid) is None)
+    doomed = sorted(data_before - data_after)
+    # Files in the data folder that no version references and that are older than the cut-off
+    # were left by writes that never committed.
+    fs, path = filesystem(array.data_directory)
+    cutoff = older_than.timestamp()
+    for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
+        uri = array.data_directory.rstrip("/") + "/" + info.base_name
+        if info.is_file and uri not in data_after and uri not in doomed and info.mtime and info.mtime.timestamp() < cutoff:
+            doomed.append(uri)
+    delete_files(doomed)
+    stale_metadata = sorted(manifests_before - manifests_after)
+    delete_files(stale_metadata)
+    return ExpireResult(expired, len(doomed), len(stale_metadata))

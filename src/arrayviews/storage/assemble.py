@@ -100,7 +100,9 @@ def _binary_array(data: np.ndarray, row_lengths: np.ndarray) -> pa.Array:
     )
 
 
-def _segment_range(values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray) -> tuple[pa.Array, pa.Array, type]:
+def _segment_range(
+    values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray
+) -> tuple[pa.Array, pa.Array, type]:
     """Per-segment min and max ignoring NaN and nulls (null where a segment has no such value)."""
     starts = bounds[:-1]
     kind = values.dtype.kind
@@ -150,7 +152,11 @@ def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, 
             packed = []
             for i in range(len(selected)):
                 segment = nulls[sub_bounds[i] : sub_bounds[i + 1]] if nulls is not None else None
-                packed.append(np.packbits(segment, bitorder="little").tobytes() if segment is not None and segment.any() else b"")
+                packed.append(
+                    np.packbits(segment, bitorder="little").tobytes()
+                    if segment is not None and segment.any()
+                    else b""
+                )
             columns[layout.null_column(name)] = pa.array(packed, pa.binary())
             nbytes = nbytes + np.array([len(p) for p in packed], dtype=np.int64)
         low, high, empty = _segment_range(column, nulls, sub_bounds)
@@ -163,7 +169,9 @@ def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, 
     return pa.table([columns[f.name] for f in target], schema=target)
 
 
-def encode_sorted(cells: SortedCells, schema: ArraySchema, version: int, target_bytes: int = TARGET_FILE_BYTES) -> list[pa.Table]:
+def encode_sorted(
+    cells: SortedCells, schema: ArraySchema, version: int, target_bytes: int = TARGET_FILE_BYTES
+) -> list[pa.Table]:
     """Encode sorted cells into fragment tables of about ``target_bytes`` each (one fragment per chunk)."""
     if cells.n_cells == 0:
         return []

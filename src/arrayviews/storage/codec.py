@@ -61,7 +61,11 @@ class EncodedFragment:
 
     @property
     def nbytes(self) -> int:
-        return len(self.cells) + sum(len(b) for b in self.values.values()) + sum(len(b) for b in self.nulls.values())
+        return (
+            len(self.cells)
+            + sum(len(b) for b in self.values.values())
+            + sum(len(b) for b in self.nulls.values())
+        )
 
 
 def prefers_dense(n_cells: int, volume: int, value_width: int) -> bool:
@@ -107,7 +111,9 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
                 expanded = np.zeros(volume, dtype=bool)
                 expanded[fragment.offsets] = null_mask
                 null_mask = expanded
-        values[name] = np.ascontiguousarray(column).astype(column.dtype.newbyteorder("<"), copy=False).tobytes()
+        values[name] = (
+            np.ascontiguousarray(column).astype(column.dtype.newbyteorder("<"), copy=False).tobytes()
+        )
         if null_mask is not None and null_mask.any():
             nulls[name] = np.packbits(null_mask, bitorder="little").tobytes()
     return EncodedFragment(fragment.chunk, n_cells, dense, cells, values, nulls, minimum, maximum)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from urllib.parse import urlparse
@@ -46,14 +47,14 @@ def delete_files(uris: list[str]) -> None:
     """Delete files, ignoring those already gone."""
     for uri in uris:
         fs, path = filesystem(uri)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             fs.delete_file(path)
-        except FileNotFoundError:
-            pass
 
 
 def read_parquet_files(
-    uris: list[str], columns: list[str] | None = None, row_filter: ds.Expression | None = None,
+    uris: list[str],
+    columns: list[str] | None = None,
+    row_filter: ds.Expression | None = None,
     schema: pa.Schema | None = None,
 ) -> pa.Table:
     """Read (a projection of) several Parquet files into one table on the calling process."""

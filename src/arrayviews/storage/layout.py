@@ -175,9 +175,13 @@ def iter_fragments(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> Ite
         values, nulls = {}, {}
         for name, (data, off) in value_parts.items():
             payload = data[off[row] : off[row + 1]]
-            values[name] = codec.decode_values(bool(dense[row]), int(n_cells[row]), volume, payload, dtypes[name], offsets)
+            values[name] = codec.decode_values(
+                bool(dense[row]), int(n_cells[row]), volume, payload, dtypes[name], offsets
+            )
         for name, (data, off) in null_parts.items():
-            mask = codec.decode_nulls(bool(dense[row]), int(n_cells[row]), volume, data[off[row] : off[row + 1]], offsets)
+            mask = codec.decode_nulls(
+                bool(dense[row]), int(n_cells[row]), volume, data[off[row] : off[row + 1]], offsets
+            )
             if mask is not None:
                 nulls[name] = mask
         yield codec.Fragment(tuple(int(c) for c in chunks[row]), offsets, values, nulls)
@@ -205,13 +209,17 @@ def fragments_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) ->
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
-def fragment_cells(fragment: codec.Fragment, grid: ChunkGrid, schema: ArraySchema, target: pa.Schema | None = None) -> pa.Table:
+def fragment_cells(
+    fragment: codec.Fragment, grid: ChunkGrid, schema: ArraySchema, target: pa.Schema | None = None
+) -> pa.Table:
     """The cell form of one decoded fragment."""
     target = target or cell_schema(schema)
     chunk = np.asarray(fragment.chunk, dtype=np.int64)[None, :]
     starts, sizes = box_geometry(grid, chunk)
     n = fragment.size
-    coords = offsets_to_cells(fragment.offsets, np.broadcast_to(starts, (n, grid.ndim)), np.broadcast_to(sizes, (n, grid.ndim)))
+    coords = offsets_to_cells(
+        fragment.offsets, np.broadcast_to(starts, (n, grid.ndim)), np.broadcast_to(sizes, (n, grid.ndim))
+    )
     return _cells_table(coords, fragment.values, fragment.nulls, schema, target)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError
@@ -25,11 +27,15 @@ class Warehouse:
     def _identifier(self, name: str) -> tuple[str, str]:
         return (NAMESPACE, name.lower())
 
-    def create(self, schema: ArraySchema, kind: str = "array", properties: dict[str, str] | None = None) -> ArrayTable:
+    def create(
+        self, schema: ArraySchema, kind: str = "array", properties: dict[str, str] | None = None
+    ) -> ArrayTable:
         arrow_schema = layout.fragment_schema(schema)
         props = {SCHEMA_PROPERTY: schema.to_json(), KIND_PROPERTY: kind, **(properties or {})}
         try:
-            table = self.catalog.create_table(self._identifier(schema.name), schema=arrow_schema, properties=props)
+            table = self.catalog.create_table(
+                self._identifier(schema.name), schema=arrow_schema, properties=props
+            )
         except TableAlreadyExistsError:
             raise AlreadyExistsError(f"an array named {schema.name} already exists") from None
         # add_files and overwrite both resolve Parquet columns by name through this mapping.
@@ -66,7 +72,5 @@ class Warehouse:
         location = array.table.location()
         self.catalog.drop_table(self._identifier(name))
         fs, path = filesystem(location)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             fs.delete_dir(path)
-        except FileNotFoundError:
-            pass

@@ -1,0 +1,331 @@
+"""The ``Array`` handle: one stored array (at a version) or one operator result, and every method on it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import can_store
+from arrayviews.operators import cellwise, join, reads, reduce, writes
+from arrayviews.operators.ingest import normalize_cells, to_arrow
+from arrayviews.operators.ingest_spark import read_cell_files
+from arrayviews.operators.source import ComputedSource, Source, StoredSource
+from arrayviews.storage import layout
+from arrayviews.storage.array_table import expire
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arrayviews.database import Database
+
+
+class Array:
+    """A named array: stored in the warehouse (optionally pinned to a version), or computed lazily.
+
+    Operators (``subarray``, ``filter``, ``project``, ``apply``, ``regrid``, ``aggregate``,
+    ``join``) return new arrays without running anything; reads (``to_numpy``, ``to_pandas``,
+    ``to_spark``...) and ``store`` run the Spark jobs.
+    """
+
+    def __init__(self, database: Database, source: Source, pinned: bool = False) -> None:
+        self._db = database
+        self._source = source
+        self._pinned = pinned
+
+    # -- identity ----------------------------------------------------------------------------------
+    @property
+    def schema(self) -> ArraySchema:
+        return self._source.schema
+
+    @property
+    def name(self) -> str:
+        return self.schema.name
+
+    @property
+    def stored(self) -> bool:
+        return isinstance(self._source, StoredSource)
+
+    @property
+    def version(self) -> int | None:
+        """The version this handle reads (None for a computed array)."""
+        return self._current().version if self.stored else None
+
+    def __repr__(self) -> str:
+        where = f"version {self.version}" if self.stored else "computed"
+        return f"<Array {self.schema.to_text()} ({where})>"
+
+    def _current(self) -> Source:
+        """The source to read now: a stored array follows its newest version unless pinned."""
+        if isinstance(self._source, StoredSource) and not self._pinned:
+            table = self._source.table.refresh()
+            return StoredSource(table, table.current_version())
+        return self._source
+
+    def _writable(self) -> StoredSource:
+        if not isinstance(self._source, StoredSource):
+            raise ValidationError(f"array {self.name} is a computed result; store it before writing to it")
+        if self._pinned:
+            raise ValidationError(f"array {self.name} is pinned to version {self._source.version}; versions are read-only")
+        return self._current()
+
+    def _derive(self, source: Source) -> Array:
+        return Array(self._db, source)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def insert(self, cells: object, on_conflict: str = "error") -> writes.WriteResult:
+        """Insert a batch of cells: pandas DataFrame, pyarrow Table, Spark DataFrame or dict of arrays.
+
+        One column per dimension and per attribute. Cells that already exist are an error unless
+        ``on_conflict="replace"``. The batch is one atomic version; a rejected batch changes nothing.
+        """
+        source = self._writable()
+        if _is_spark_frame(cells):
+            return writes.insert_frame(source.table, self._db.spark, cells, on_conflict)
+        batch = normalize_cells(cells, self.schema)
+        return writes.insert_cells(source.table, self._db.spark, batch, on_conflict)
+
+    def load(self, path: str, format: str | None = None, on_conflict: str = "error") -> writes.WriteResult:
+        """Insert the cells of Parquet or CSV files (a file or a folder; format from the extension)."""
+        source = self._writable()
+        frame = read_cell_files(self._db.spark, path, self.schema, format)
+        return writes.insert_frame(source.table, self._db.spark, frame, on_conflict, operation="load")
+
+    def write_dense(
+        self,
+        data: np.ndarray | Mapping[str, np.ndarray],
+        attr: str | None = None,
+        origin: Sequence[int] | None = None,
+        on_conflict: str = "error",
+    ) -> writes.WriteResult:
+        """Write a dense block (masked entries stay empty) with its first cell at ``origin``.
+
+        ``data`` is one ndarray (for ``attr``, or the only attribute) or a mapping of attribute
+        name to ndarray, all of the same shape. ``origin`` defaults to the low corner of the array.
+        """
+        source = self._writable()
+        schema = self.schema
+        arrays = _dense_arrays(schema, data, attr)
+        shapes = {a.shape for a in arrays.values()}
+        if len(shapes) != 1:
+            raise ValidationError(f"array {schema.name}: dense blocks have different shapes {sorted(shapes)}")
+        shape = shapes.pop()
+        if len(shape) != schema.ndim:
+            raise ValidationError(f"array {schema.name} has {schema.ndim} dimension(s); the block has {len(shape)}")
+        origin = tuple(d.low for d in schema.dimensions) if origin is None else tuple(int(o) for o in origin)
+        if len(origin) != schema.ndim:
+            raise ValidationError(f"array {schema.name}: origin needs {schema.ndim} coordinate(s), got {len(origin)}")
+        for dimension, start, size in zip(schema.dimensions, origin, shape, strict=True):
+            if start < dimension.low or start + size - 1 > dimension.high:
+                raise ValidationError(
+                    f"array {schema.name}, dimension {dimension.name}: block covers {start}:{start + size - 1}, "
+                    f"outside the range {dimension.low}:{dimension.high}",
+                    array=schema.name,
+                    column=dimension.name,
+                    value=start if start < dimension.low else start + size - 1,
+                )
+        present = None
+        plain = {}
+        for name, value in arrays.items():
+            if np.ma.isMaskedArray(value):
+                mask = np.ma.getmaskarray(value)
+                present = ~mask if present is None else present & ~mask
+                value = value.filled(0 if value.dtype.kind != "b" else False)
+            plain[name] = np.asarray(value, dtype=layout.attribute_dtypes(schema)[name])
+        return writes.write_dense(source.table, self._db.spark, plain, origin, present, on_conflict)
+
+    def delete(self, cells: object = None, *, box: Mapping[str, tuple[int, int]] | None = None) -> writes.WriteResult:
+        """Delete cells (listed like ``insert``'s input, dimension columns only) or everything in a box."""
+        source = self._writable()
+        schema = self.schema
+        if (cells is None) == (box is None):
+            raise ValidationError(f"array {schema.name}: delete takes either cells or box=..., not both or neither")
+        if box is not None:
+            low, high = _box_corners(schema, box)
+            return writes.delete_box(source.table, self._db.spark, low, high)
+        if isinstance(cells, np.ndarray) and cells.ndim == 2:
+            coords = cells
+        else:
+            table = to_arrow(cells, schema.name)
+            dimension_only = schema.with_attributes([])
+            extra = [c for c in table.column_names if not dimension_only.has_dimension(c)]
+            batch = normalize_cells(table.drop_columns(extra), dimension_only)
+            coords = batch.coords
+        return writes.delete_cells(source.table, self._db.spark, coords)
+
+    def compact(self) -> writes.WriteResult:
+        """Rewrite small data files into large ones (one fragment per chunk) as one new version."""
+        return writes.compact(self._writable().table, self._db.spark)
+
+    def expire_versions(self, older_than: dt.datetime | dt.timedelta | None = None):
+        """Forget versions older than a time (or age; default: all but the current one) and delete their files."""
+        source = self._writable()
+        now = dt.datetime.now(dt.UTC)
+        if older_than is None:
+            cutoff = now + dt.timedelta(seconds=1)
+        elif isinstance(older_than, dt.timedelta):
+            cutoff = now - older_than
+        else:
+            cutoff = older_than if older_than.tzinfo else older_than.replace(tzinfo=dt.UTC)
+        return expire(source.table, cutoff)
+
+    # -- versions ----------------------------------------------------------------------------------
+    def versions(self) -> pd.DataFrame:
+        """Every version held: number, time, operation and cell counts."""
+        source = self._current()
+        if not isinstance(source, StoredSource):
+            raise ValidationError(f"array {self.name} is a computed result and has no versions")
+        rows = [
+            {
+                "version": v.version,
+                "time": v.time,
+                "operation": v.operation,
+                "cells_added": v.cells_added,
+                "cells_removed": v.cells_removed,
+                "cells_total": v.cells_total,
+                "snapshot_id": v.snapshot_id,
+            }
+            for v in source.table.versions()
+        ]
+        return pd.DataFrame(rows, columns=["version", "time", "operation", "cells_added", "cells_removed", "cells_total", "snapshot_id"])
+
+    def at_version(self, version: int) -> Array:
+        """A read-only handle on the array as it was at ``version`` (time travel)."""
+        source = self._current()
+        if not isinstance(source, StoredSource):
+            raise ValidationError(f"array {self.name} is a computed result and has no versions")
+        source.table.snapshot_of(version)  # raises NotFoundError for unknown versions
+        return Array(self._db, StoredSource(source.table, version), pinned=True)
+
+    def chunks(self) -> pd.DataFrame:
+        """Chunk metadata, read without touching cell data: cells, bytes, min/max, newest version."""
+        return reads.chunk_statistics(self._current())
+
+    # -- operators ---------------------------------------------------------------------------------
+    def subarray(self, box: Mapping[str, tuple[int, int]] | None = None, **ranges: tuple[int, int]) -> Array:
+        """Cells inside a box, e.g. ``A.subarray(i=(1, 3), j=(2, 8))``; coordinates are kept."""
+        merged = {**(box or {}), **ranges}
+        return self._derive(cellwise.subarray(self._current(), self._db.spark, merged))
+
+    def filter(self, predicate: str) -> Array:
+        """Cells where ``predicate`` (over attributes and dimensions) holds, e.g. ``"v > 0.5 and i < 10"``."""
+        return self._derive(cellwise.filter_cells(self._current(), self._db.spark, predicate))
+
+    def project(self, *attributes: str) -> Array:
+        return self._derive(cellwise.project(self._current(), self._db.spark, list(attributes)))
+
+    def apply(self, name: str, expression: str) -> Array:
+        """A new attribute computed per cell, e.g. ``A.apply("w", "sqrt(v) * 2")``."""
+        return self._derive(cellwise.apply(self._current(), self._db.spark, name, expression))
+
+    def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str) -> Array:
+        """Aggregate non-overlapping blocks, e.g. ``A.regrid([2, 2], "avg(v)", "max(v)")``."""
+        if isinstance(blocks, Mapping):
+            unknown = [n for n in blocks if not self.schema.has_dimension(n)]
+            if unknown:
+                self.schema.dimension(unknown[0])
+            blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
+        return self._derive(reduce.regrid(self._current(), self._db.spark, list(blocks), aggregates))
+
+    def aggregate(self, *aggregates: str, by: Sequence[str] = ()) -> Array:
+        """Aggregate all cells (one output cell) or the cells sharing each value of the ``by`` dimensions."""
+        return self._derive(reduce.aggregate(self._current(), self._db.spark, aggregates, by))
+
+    def join(self, other: Array) -> Array:
+        """Cells present in both arrays, with the attributes of both (positional equi-join)."""
+        return self._derive(join.join(self._current(), other._current(), self._db.spark))
+
+    def store(self, name: str) -> Array:
+        """Compute this array and store it as a new array ``name`` (one atomic version)."""
+        return self._db._store(self, name)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def to_numpy(self, attr: str | None = None, fill: object = None, masked: bool = False) -> np.ndarray:
+        return reads.to_numpy(self._current(), attr, fill, masked)
+
+    def to_arrow(self, sort: bool = True) -> pa.Table:
+        return reads.to_arrow(self._current(), sort)
+
+    def to_pandas(self, sort: bool = True) -> pd.DataFrame:
+        return reads.to_pandas(self._current(), sort)
+
+    def to_spark(self) -> DataFrame:
+        return reads.to_spark(self._current(), self._db.spark)
+
+    def to_xarray(self):
+        return reads.to_xarray(self._current())
+
+    def count(self) -> int:
+        """Number of non-empty cells (from chunk metadata; no cell data is read)."""
+        metadata = self._current().metadata()
+        return int(np.sum(metadata.column(layout.N_CELLS))) if metadata.num_rows else 0
+
+    @property
+    def source(self) -> Source:
+        """Where the fragments come from (for the execution of later layers)."""
+        return self._current()
+
+
+def _is_spark_frame(value: object) -> bool:
+    try:
+        from pyspark.sql import DataFrame
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(value, DataFrame)
+
+
+def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[str, np.ndarray]:
+    if isinstance(data, Mapping):
+        arrays = dict(data)
+    else:
+        if attr is None:
+            if len(schema.attributes) != 1:
+                raise ValidationError(
+                    f"array {schema.name} has attributes {', '.join(schema.attribute_names)}: pass attr=..., "
+                    "or a mapping of attribute name to ndarray"
+                )
+            attr = schema.attributes[0].name
+        arrays = {attr: data}
+    for name in arrays:
+        schema.attribute(name)
+    missing = [a.name for a in schema.attributes if a.name not in arrays and not a.nullable]
+    if missing:
+        raise ValidationError(
+            f"array {schema.name}: the dense block gives no values for attribute(s) {', '.join(missing)}",
+            array=schema.name,
+            column=missing[0],
+        )
+    checked = {}
+    for name, value in arrays.items():
+        value = value if np.ma.isMaskedArray(value) else np.asarray(value)
+        target = schema.attribute(name).type
+        if not can_store(value.dtype, target):
+            raise ValidationError(
+                f"array {schema.name}, attribute {name}: values of type {value.dtype} cannot be stored as {target}",
+                array=schema.name,
+                column=name,
+                value=str(value.dtype),
+            )
+        checked[name] = value
+    if len(checked) < len(schema.attributes):
+        raise ValidationError(
+            f"array {schema.name}: write_dense needs every attribute; nullable ones left out are not supported yet"
+        )
+    return checked
+
+
+def _box_corners(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    for name in box:
+        schema.dimension(name)
+    low = tuple(int(box.get(d.name, (d.low, d.high))[0]) for d in schema.dimensions)
+    high = tuple(int(box.get(d.name, (d.low, d.high))[1]) for d in schema.dimensions)
+    return low, high
+
+
+__all__ = ["Array", "ComputedSource"]

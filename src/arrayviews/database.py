@@ -1,0 +1,122 @@
+"""``connect`` and the ``Database``: a Spark session plus a warehouse of arrays in one catalog."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from arrayviews.array import Array
+from arrayviews.execution import jobs
+from arrayviews.execution.session import start_session
+from arrayviews.model.errors import SchemaError
+from arrayviews.model.faults import checkpoint
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.schema_parser import parse_schema
+from arrayviews.operators.source import StoredSource
+from arrayviews.operators.writes import WriteResult
+from arrayviews.storage import layout
+from arrayviews.storage.array_table import CommitInfo
+from arrayviews.storage.files import delete_files
+from arrayviews.storage.warehouse import Warehouse
+
+DEFAULT_WAREHOUSE = "warehouse"
+
+
+def connect(
+    path: str | None = None,
+    *,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    catalog_uri: str | None = None,
+    spark_config: dict[str, str] | None = None,
+) -> Database:
+    """Open (creating if needed) a warehouse and the Spark session to work on it.
+
+    ``path`` is a local folder (default ``./warehouse``) or a URL of any Hadoop-compatible file
+    system pyarrow reaches (``hdfs://...``, ``s3://...``). The embedded default runs Spark in local
+    mode with all cores and keeps the catalog in ``catalog.db`` (SQLite) inside the warehouse.
+    On a cluster, pass an existing ``spark`` session or a ``master`` URL, and a shared
+    ``catalog_uri`` (a SQLAlchemy URL such as ``postgresql+psycopg2://user@host/db``).
+    """
+    location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
+    session = spark or start_session(master=master, config=spark_config)
+    return Database(Warehouse(location, catalog_uri), session)
+
+
+class Database:
+    """Arrays in one warehouse, computed with one Spark session."""
+
+    def __init__(self, warehouse: Warehouse, spark: SparkSession) -> None:
+        self.warehouse = warehouse
+        self.spark = spark
+
+    def __repr__(self) -> str:
+        return f"<Database {self.warehouse.location} on Spark {self.spark.sparkContext.master}>"
+
+    # -- arrays ------------------------------------------------------------------------------------
+    def create_array(self, schema: str | ArraySchema, name: str | None = None) -> Array:
+        """Create an empty array from a schema (SciDB text such as ``A<v:float64>[i=1:100:10]``)."""
+        if isinstance(schema, str):
+            schema = parse_schema(schema, name)
+        elif name is not None:
+            schema = schema.renamed(name)
+        if not isinstance(schema, ArraySchema):
+            raise SchemaError(f"create_array needs a schema text or ArraySchema, got {type(schema).__name__}")
+        table = self.warehouse.create(schema)
+        return Array(self, StoredSource(table, 0))
+
+    def array(self, name: str) -> Array:
+        """The stored array ``name`` (reads follow its newest version)."""
+        table = self.warehouse.open(name)
+        return Array(self, StoredSource(table, table.current_version()))
+
+    def arrays(self) -> list[str]:
+        return self.warehouse.names()
+
+    def drop_array(self, name: str) -> None:
+        """Drop an array and delete its data."""
+        self.warehouse.drop(name)
+
+    def describe(self) -> pd.DataFrame:
+        """One row per array: name, schema, version, cells."""
+        rows = []
+        for name in self.arrays():
+            array = self.array(name)
+            rows.append({"name": array.name, "schema": array.schema.to_text(), "version": array.version, "cells": array.count()})
+        return pd.DataFrame(rows, columns=["name", "schema", "version", "cells"])
+
+    # -- storing results ---------------------------------------------------------------------------
+    def _store(self, array: Array, name: str) -> Array:
+        schema = array.schema.renamed(name)
+        table = self.warehouse.create(schema)
+        written: list[jobs.WrittenFile] = []
+        try:
+            arrow_schema = layout.fragment_schema(schema)
+            frame = array.source.frame(self.spark)
+
+            def stamp(rows: pa.Table) -> pa.Table:
+                index = rows.schema.get_field_index(layout.VERSION)
+                return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
+
+            written = jobs.write_files(frame, table.data_directory, arrow_schema, stamp=stamp)
+            checkpoint("store.before-commit")
+            table.commit([w.uri for w in written], [], CommitInfo("store", cells_added=sum(w.cells for w in written)), 0)
+        except BaseException:
+            delete_files([w.uri for w in written])
+            self.warehouse.drop(name)
+            raise
+        return Array(self, StoredSource(table, table.current_version()))
+
+    # -- statements --------------------------------------------------------------------------------
+    def sql(self, text: str):
+        """Run statements of the array language; returns the result of the last one."""
+        # The language layer sits above the API and builds calls of it; import it on first use.
+        from arrayviews.language.executor import execute_text
+
+        return execute_text(self, text)
+
+
+__all__ = ["Database", "WriteResult", "connect"]

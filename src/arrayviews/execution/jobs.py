@@ -1,0 +1,185 @@
+"""Generic Spark jobs over Arrow batches: read fragment files, map batches, group, write files.
+
+Operators pass plain functions over ``pyarrow`` tables into these jobs; the functions run in
+Python workers on the executors and must not rely on anything but their arguments (they are
+pickled with the job, so the same code runs in local mode and on a cluster).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from arrayviews.storage.files import write_parquet
+
+BatchFunction = Callable[[pa.Table], pa.Table | None]
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    """The Spark schema matching an Arrow schema (all fields nullable, as Spark reads them)."""
+    return from_arrow_schema(arrow_schema)
+
+
+def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly the columns, order and types of ``arrow_schema``."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    return table.select(arrow_schema.names).cast(arrow_schema)
+
+
+def read_files(spark: SparkSession, uris: list[str], arrow_schema: pa.Schema) -> DataFrame:
+    """A DataFrame over Parquet files with a known schema (an empty one when there are no files)."""
+    schema = spark_schema(arrow_schema)
+    if not uris:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*uris)
+
+
+def map_batches(frame: DataFrame, function: BatchFunction, out_schema: pa.Schema) -> DataFrame:
+    """Apply ``function`` to every Arrow batch of ``frame``; it returns a table of ``out_schema`` or None."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            result = function(pa.Table.from_batches([batch]))
+            if result is not None and result.num_rows:
+                yield from conform(result, out_schema).to_batches()
+
+    return frame.mapInArrow(run, spark_schema(out_schema))
+
+
+def map_partitions(
+    frame: DataFrame, function: Callable[[Iterator[pa.Table]], Iterator[pa.Table]], out_schema: pa.Schema
+) -> DataFrame:
+    """Apply ``function`` to the stream of Arrow tables of each partition."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = (pa.Table.from_batches([b]) for b in batches)
+        for result in function(tables):
+            if result is not None and result.num_rows:
+                yield from conform(result, out_schema).to_batches()
+
+    return frame.mapInArrow(run, spark_schema(out_schema))
+
+
+def group_tables(
+    frame: DataFrame, keys: list[str], function: BatchFunction, out_schema: pa.Schema
+) -> DataFrame:
+    """Apply ``function`` to all rows sharing each value of ``keys`` (one Arrow table per group)."""
+
+    def run(table: pa.Table) -> pa.Table:
+        result = function(table)
+        return out_schema.empty_table() if result is None else conform(result, out_schema)
+
+    return frame.groupBy(*keys).applyInArrow(run, spark_schema(out_schema))
+
+
+def cogroup_tables(
+    left: DataFrame,
+    right: DataFrame,
+    keys: list[str],
+    function: Callable[[pa.Table, pa.Table], pa.Table | None],
+    out_schema: pa.Schema,
+) -> DataFrame:
+    """Apply ``function`` to the rows of both frames sharing each value of ``keys``."""
+
+    def run(left_rows: pa.Table, right_rows: pa.Table) -> pa.Table:
+        result = function(left_rows, right_rows)
+        return out_schema.empty_table() if result is None else conform(result, out_schema)
+
+    return left.groupBy(*keys).cogroup(right.groupBy(*keys)).applyInArrow(run, spark_schema(out_schema))
+
+
+def collect(frame: DataFrame, arrow_schema: pa.Schema) -> pa.Table:
+    """Bring a frame to the driver as an Arrow table of ``arrow_schema``."""
+    return conform(frame.toArrow(), arrow_schema)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A data file an executor wrote, not yet committed."""
+
+    uri: str
+    rows: int
+    nbytes: int
+    cells: int
+
+
+WRITTEN_SCHEMA = pa.schema(
+    [("uri", pa.string()), ("rows", pa.int64()), ("nbytes", pa.int64()), ("cells", pa.int64())]
+)
+
+
+def written_batch(files: list[tuple[str, int, int, int]]) -> pa.RecordBatch:
+    """The Arrow form of (uri, rows, bytes, cells) tuples, as write tasks report them."""
+    columns = list(zip(*files, strict=True)) if files else [[], [], [], []]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(columns[0], pa.string())] + [pa.array(c, pa.int64()) for c in columns[1:]],
+        schema=WRITTEN_SCHEMA,
+    )
+
+
+def write_files(
+    frame: DataFrame,
+    directory_uri: str,
+    arrow_schema: pa.Schema,
+    stamp: Callable[[pa.Table], pa.Table] | None = None,
+    target_bytes: int = 128 * 1024 * 1024,
+) -> list[WrittenFile]:
+    """Each partition of ``frame`` writes its rows as Parquet files under ``directory_uri``.
+
+    ``stamp`` may rewrite a table before it is written (for example to set the version column).
+    Returns the files written, which nobody references until the driver commits them.
+    """
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.Table] = []
+        pending_bytes = 0
+        written = []
+
+        def flush() -> None:
+            table = conform(pa.concat_tables(pending), arrow_schema)
+            if stamp is not None:
+                table = conform(stamp(table), arrow_schema)
+            uri = directory_uri.rstrip("/") + "/" + new_file_name()
+            size = write_parquet(table, uri)
+            cells = pc.sum(table.column("n_cells")).as_py() if "n_cells" in table.column_names else 0
+            written.append((uri, table.num_rows, size, cells or 0))
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(pa.Table.from_batches([batch]))
+            pending_bytes += batch.nbytes
+            if pending_bytes >= target_bytes:
+                flush()
+                pending, pending_bytes = [], 0
+        if pending:
+            flush()
+        if written:
+            yield written_batch(written)
+
+    return collect_written(frame.mapInArrow(run, spark_schema(WRITTEN_SCHEMA)))
+
+
+def collect_written(frame: DataFrame) -> list[WrittenFile]:
+    """Run a job whose tasks report written files, and gather the reports on the driver."""
+    rows = frame.collect()
+    return [WrittenFile(row["uri"], row["rows"], row["nbytes"], row["cells"]) for row in rows]
+
+
+def new_file_name() -> str:
+    """A fresh, unique data file name."""
+    return f"{uuid.uuid4().hex}.parquet"
+
+
+def integer_div(column: Column, divisor: int) -> Column:
+    """Exact integer division of a non-negative long column (Spark's ``div``)."""
+    return F.call_function("div", column, F.lit(divisor))

@@ -1,0 +1,203 @@
+"""Checking and normalizing a batch of cells given on the driver (pandas, Arrow, dict of numpy arrays).
+
+Every check runs before anything is written, and every error names the array, the column and an
+offending value, so a rejected batch leaves the array exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import can_store, numpy_dtype
+
+
+@dataclass
+class CellBatch:
+    """A validated batch: coordinates (n, d), one numpy column per attribute, null masks."""
+
+    coords: np.ndarray
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return len(self.coords)
+
+
+def to_arrow(data: object, array: str) -> pa.Table:
+    """Any supported driver-side batch as an Arrow table."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, Mapping):
+        lengths = {name: len(np.atleast_1d(np.asarray(column))) for name, column in data.items()}
+        if len(set(lengths.values())) > 1:
+            described = ", ".join(f"{k}={v}" for k, v in lengths.items())
+            raise ValidationError(f"array {array}: columns have different lengths ({described})", array=array)
+        return pa.table({name: np.atleast_1d(np.asarray(column)) for name, column in data.items()})
+    raise ValidationError(
+        f"array {array}: cannot read cells from {type(data).__name__}; give a pandas DataFrame, "
+        "a pyarrow Table, a Spark DataFrame or a dict of numpy arrays",
+        array=array,
+    )
+
+
+def _first_index(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def check_columns(names: list[str], schema: ArraySchema) -> None:
+    """Unknown and missing columns."""
+    expected = set(schema.dimension_names) | set(schema.attribute_names)
+    unknown = [n for n in names if n not in expected]
+    if unknown:
+        raise ValidationError(
+            f"array {schema.name}: unknown column {unknown[0]!r}; expected dimensions "
+            f"{', '.join(schema.dimension_names)} and attributes {', '.join(schema.attribute_names) or '(none)'}",
+            array=schema.name,
+            column=unknown[0],
+        )
+    for dimension in schema.dimension_names:
+        if dimension not in names:
+            raise ValidationError(
+                f"array {schema.name}: missing dimension column {dimension!r}",
+                array=schema.name,
+                column=dimension,
+            )
+    for attribute in schema.attributes:
+        if attribute.name not in names and not attribute.nullable:
+            raise ValidationError(
+                f"array {schema.name}: missing attribute column {attribute.name!r} (type {attribute.type})",
+                array=schema.name,
+                column=attribute.name,
+            )
+
+
+def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
+    """Validate a driver-side batch against ``schema`` and return it in numpy form."""
+    table = to_arrow(data, schema.name)
+    names = table.column_names
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise ValidationError(
+            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
+        )
+    check_columns(names, schema)
+    n = table.num_rows
+    coords = np.empty((n, schema.ndim), dtype=np.int64)
+    for k, dimension in enumerate(schema.dimensions):
+        column = table.column(dimension.name)
+        if column.null_count:
+            row = _first_index(np.asarray(column.is_null()))
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: missing coordinate in row {row}",
+                array=schema.name,
+                column=dimension.name,
+            )
+        if not pa.types.is_integer(column.type):
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: coordinates must be integers, got {column.type}",
+                array=schema.name,
+                column=dimension.name,
+                value=str(column.type),
+            )
+        values = np.asarray(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+        if values.dtype.kind == "u" and n and values.max() > np.iinfo(np.int64).max:
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: coordinate {values.max()} is too large",
+                array=schema.name,
+                column=dimension.name,
+                value=int(values.max()),
+            )
+        values = values.astype(np.int64)
+        outside = (values < dimension.low) | (values > dimension.high)
+        if outside.any():
+            row = _first_index(outside)
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: coordinate {values[row]} (row {row}) is outside "
+                f"the dimension range {dimension.low}:{dimension.high}",
+                array=schema.name,
+                column=dimension.name,
+                value=int(values[row]),
+            )
+        coords[:, k] = values
+    values: dict[str, np.ndarray] = {}
+    nulls: dict[str, np.ndarray] = {}
+    for attribute in schema.attributes:
+        dtype = numpy_dtype(attribute.type)
+        if attribute.name not in names:
+            values[attribute.name] = np.zeros(n, dtype=dtype)
+            if n:
+                nulls[attribute.name] = np.ones(n, dtype=bool)
+            continue
+        column = table.column(attribute.name)
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_null(column.type) and attribute.nullable:
+            values[attribute.name] = np.zeros(n, dtype=dtype)
+            nulls[attribute.name] = np.ones(n, dtype=bool)
+            continue
+        try:
+            source_dtype = column.type.to_pandas_dtype()
+        except NotImplementedError:
+            source_dtype = None
+        if source_dtype is None or not can_store(np.dtype(source_dtype), attribute.type):
+            raise ValidationError(
+                f"array {schema.name}, column {attribute.name}: values of type {column.type} cannot be stored "
+                f"in attribute {attribute.name} of type {attribute.type}",
+                array=schema.name,
+                column=attribute.name,
+                value=str(column.type),
+            )
+        null_mask = np.asarray(column.is_null()) if column.null_count else None
+        if null_mask is not None and not attribute.nullable:
+            row = _first_index(null_mask)
+            raise ValidationError(
+                f"array {schema.name}, column {attribute.name}: null in row {row}, but attribute "
+                f"{attribute.name} is not nullable (NaN is a valid float value; null is not)",
+                array=schema.name,
+                column=attribute.name,
+            )
+        filled = (
+            column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+            if null_mask is not None
+            else column
+        )
+        values[attribute.name] = np.asarray(filled).astype(dtype, copy=False)
+        if null_mask is not None:
+            nulls[attribute.name] = null_mask
+    return CellBatch(coords, values, nulls)
+
+
+def check_inside(coords: np.ndarray, schema: ArraySchema) -> None:
+    """Raise ValidationError if any cell lies outside the array range."""
+    inside = ChunkGrid.of(schema).contains(coords)
+    if not inside.all():
+        row = _first_index(~inside)
+        cell = ", ".join(f"{d}={c}" for d, c in zip(schema.dimension_names, coords[row], strict=True))
+        raise ValidationError(
+            f"array {schema.name}: cell ({cell}) is outside the array {schema.to_text()}", array=schema.name
+        )
+
+
+def describe_cells(schema: ArraySchema, coords: np.ndarray, limit: int = 3) -> str:
+    """``(i=1, j=2), (i=3, j=4)`` for the first few cells of ``coords``."""
+    shown = [
+        "(" + ", ".join(f"{d}={int(c)}" for d, c in zip(schema.dimension_names, cell, strict=True)) + ")"
+        for cell in coords[:limit]
+    ]
+    more = f" and {len(coords) - limit} more" if len(coords) > limit else ""
+    return ", ".join(shown) + more

@@ -1,0 +1,230 @@
+"""Inserting cells that arrive as a Spark DataFrame or as Parquet/CSV files: executors chunk and write.
+
+The driver checks column names and types from the DataFrame schema, one aggregation job checks
+ranges and nulls, and then each task assembles the chunks hashed to it and writes their fragments
+as new files. Duplicate cells are found inside the tasks (all cells of a chunk meet in one task).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
+
+from arrayviews.execution import jobs
+from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import can_store
+from arrayviews.operators.cells import cell_columns
+from arrayviews.operators.ingest import check_columns, describe_cells
+from arrayviews.operators.rechunk import by_chunk
+from arrayviews.storage import layout
+from arrayviews.storage.assemble import encode_sorted, sort_cells
+from arrayviews.storage.files import filesystem, write_parquet
+
+_INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+TASK_SCHEMA = pa.schema(
+    [*jobs.WRITTEN_SCHEMA, pa.field("duplicates", pa.int64()), pa.field("duplicate_example", pa.string())]
+)
+
+
+def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
+    """Check a cell DataFrame's columns and types against ``schema`` and cast it to the exact types."""
+    names = frame.columns
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise ValidationError(
+            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
+        )
+    check_columns(names, schema)
+    types = {field.name: field.dataType for field in frame.schema.fields}
+    columns = []
+    for dimension in schema.dimension_names:
+        if not isinstance(types[dimension], _INTEGER_TYPES):
+            raise ValidationError(
+                f"array {schema.name}, column {dimension}: coordinates must be integers, got {types[dimension].simpleString()}",
+                array=schema.name,
+                column=dimension,
+                value=types[dimension].simpleString(),
+            )
+        columns.append(F.col(dimension).cast("long").alias(dimension))
+    for attribute in schema.attributes:
+        spark_type = _spark_type(attribute.type)
+        if attribute.name not in types:
+            columns.append(F.lit(None).cast(spark_type).alias(attribute.name))
+            continue
+        source = types[attribute.name]
+        try:
+            source_dtype = np.dtype(to_arrow_type(source).to_pandas_dtype())
+        except Exception:  # noqa: BLE001 - any type Arrow cannot map is simply not storable
+            source_dtype = None
+        if source_dtype is None or not can_store(source_dtype, attribute.type):
+            raise ValidationError(
+                f"array {schema.name}, column {attribute.name}: values of type {source.simpleString()} cannot be "
+                f"stored in attribute {attribute.name} of type {attribute.type}",
+                array=schema.name,
+                column=attribute.name,
+                value=source.simpleString(),
+            )
+        columns.append(F.col(attribute.name).cast(spark_type).alias(attribute.name))
+    return frame.select(*columns)
+
+
+def _spark_type(type_name: str) -> T.DataType:
+    return {
+        "int32": T.IntegerType(),
+        "int64": T.LongType(),
+        "float32": T.FloatType(),
+        "float64": T.DoubleType(),
+        "bool": T.BooleanType(),
+    }[type_name]
+
+
+def check_frame(frame: DataFrame, schema: ArraySchema) -> int:
+    """One job: count the cells and find coordinates out of range and nulls where none may be."""
+    checks = [F.count(F.lit(1)).alias("cells")]
+    for dimension in schema.dimensions:
+        column = F.col(dimension.name)
+        bad = column.isNull() | (column < dimension.low) | (column > dimension.high)
+        checks.append(F.sum(bad.cast("long")).alias(f"bad_{dimension.name}"))
+    for attribute in schema.attributes:
+        if not attribute.nullable:
+            checks.append(F.sum(F.col(attribute.name).isNull().cast("long")).alias(f"null_{attribute.name}"))
+    result = frame.agg(*checks).first()
+    for dimension in schema.dimensions:
+        if result[f"bad_{dimension.name}"]:
+            column = F.col(dimension.name)
+            row = frame.where(column.isNull() | (column < dimension.low) | (column > dimension.high)).first()
+            value = row[dimension.name]
+            if value is None:
+                raise ValidationError(
+                    f"array {schema.name}, column {dimension.name}: missing coordinate",
+                    array=schema.name,
+                    column=dimension.name,
+                )
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: coordinate {value} is outside the dimension range "
+                f"{dimension.low}:{dimension.high} ({result[f'bad_{dimension.name}']} such cells)",
+                array=schema.name,
+                column=dimension.name,
+                value=value,
+            )
+    for attribute in schema.attributes:
+        if not attribute.nullable and result[f"null_{attribute.name}"]:
+            raise ValidationError(
+                f"array {schema.name}, column {attribute.name}: {result[f'null_{attribute.name}']} null value(s), but "
+                f"attribute {attribute.name} is not nullable (NaN is a valid float value; null is not)",
+                array=schema.name,
+                column=attribute.name,
+            )
+    return int(result["cells"])
+
+
+def _assemble_and_write(
+    tables: Iterator[pa.Table], schema: ArraySchema, version: int, directory: str
+) -> Iterator[pa.Table]:
+    target = layout.cell_schema(schema)
+    parts = [jobs.conform(t, target) for t in tables]
+    if not parts:
+        return
+    coords, values, nulls = cell_columns(pa.concat_tables(parts), schema)
+    cells = sort_cells(coords, values, nulls, schema)
+    duplicates = cells.duplicates()
+    if len(duplicates):
+        example = describe_cells(schema, duplicates)
+        yield pa.table(
+            {
+                "uri": [""],
+                "rows": [0],
+                "nbytes": [0],
+                "cells": [0],
+                "duplicates": [len(duplicates)],
+                "duplicate_example": [example],
+            }
+        )
+        return
+    written = []
+    for table in encode_sorted(cells, schema, version):
+        uri = directory.rstrip("/") + f"/{jobs.new_file_name()}"
+        size = write_parquet(table, uri)
+        written.append((uri, table.num_rows, size, int(np.sum(table.column(layout.N_CELLS)))))
+    batch = jobs.written_batch(written)
+    yield (
+        pa.Table.from_batches([batch])
+        .append_column("duplicates", pa.array([0] * len(written), pa.int64()))
+        .append_column("duplicate_example", pa.array([""] * len(written), pa.string()))
+    )
+
+
+def stage_frame(
+    frame: DataFrame, schema: ArraySchema, version: int, directory: str
+) -> tuple[list[jobs.WrittenFile], int, str]:
+    """Executors chunk and write the cells; returns the files, the duplicate count and an example."""
+    shuffled = by_chunk(frame, schema).select(*schema.dimension_names, *schema.attribute_names)
+    function = functools.partial(_assemble_and_write, schema=schema, version=version, directory=directory)
+    rows = jobs.map_partitions(shuffled, function, TASK_SCHEMA).collect()
+    files = [jobs.WrittenFile(r["uri"], r["rows"], r["nbytes"], r["cells"]) for r in rows if r["uri"]]
+    duplicates = sum(r["duplicates"] for r in rows)
+    example = next((r["duplicate_example"] for r in rows if r["duplicates"]), "")
+    return files, duplicates, example
+
+
+def read_cell_files(
+    spark: SparkSession, path: str, schema: ArraySchema, file_format: str | None = None
+) -> DataFrame:
+    """A cell DataFrame over Parquet or CSV files (CSV values checked and converted by name)."""
+    fs, inner = filesystem(path)
+    info = fs.get_file_info(inner)
+    if info.type.name == "NotFound":
+        raise NotFoundError(f"array {schema.name}: no file or folder at {path}")
+    file_format = (file_format or _format_of(path)).lower()
+    if file_format == "parquet":
+        return spark.read.parquet(path)
+    if file_format != "csv":
+        raise ValidationError(
+            f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
+        )
+    raw = spark.read.option("header", True).option("inferSchema", False).csv(path)
+    check_columns(raw.columns, schema)
+    converted, problems = {}, []
+    for name in raw.columns:
+        target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
+        text = F.trim(F.col(name))
+        converted[name] = text.try_cast(target)
+        problems.append(
+            F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
+        )
+    counts = raw.agg(*problems).first()
+    for name in raw.columns:
+        if counts[name]:
+            text = F.trim(F.col(name))
+            bad = (
+                raw.where(text.isNotNull() & (text != "") & converted[name].isNull())
+                .select(name)
+                .first()[name]
+            )
+            kind = (
+                "an integer coordinate"
+                if schema.has_dimension(name)
+                else f"a {schema.attribute(name).type} value"
+            )
+            raise ValidationError(
+                f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({counts[name]} such value(s))",
+                array=schema.name,
+                column=name,
+                value=bad,
+            )
+    return raw.select(*[converted[name].alias(name) for name in raw.columns])
+
+
+def _format_of(path: str) -> str:
+    lowered = path.lower().rstrip("/")
+    if lowered.endswith(".csv") or lowered.endswith(".csv.gz"):
+        return "csv"
+    return "parquet"

@@ -1,0 +1,180 @@
+"""Reading an array out: dense numpy blocks, cell tables (Arrow, pandas, Spark), xarray, chunk statistics."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from arrayviews.execution import jobs
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import numpy_dtype
+from arrayviews.operators.source import Source
+from arrayviews.storage import codec, layout
+
+#: to_numpy refuses to build arrays with more cells than this (take a subarray first).
+MAX_DENSE_CELLS = 2**32
+
+
+def default_fill(type_name: str) -> object:
+    kind = numpy_dtype(type_name).kind
+    return np.nan if kind == "f" else (False if kind == "b" else 0)
+
+
+def _attribute_columns(schema: ArraySchema, names: list[str]) -> list[str]:
+    columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
+    for name in names:
+        columns.append(layout.value_column(name))
+        if schema.attribute(name).nullable:
+            columns.append(layout.null_column(name))
+    return columns
+
+
+def to_numpy(
+    source: Source, attribute: str | None = None, fill: object = None, masked: bool = False
+) -> np.ndarray:
+    """The dense numpy array of one attribute; empty (and null) cells hold ``fill``.
+
+    ``fill`` defaults to NaN for float attributes, 0 for integers and False for bool. With
+    ``masked=True`` a ``numpy.ma.MaskedArray`` is returned whose mask marks empty and null cells.
+    """
+    schema = source.schema
+    if attribute is None:
+        if len(schema.attributes) != 1:
+            raise ValidationError(
+                f"array {schema.name} has attributes {', '.join(schema.attribute_names) or '(none)'}: name one"
+            )
+        attribute = schema.attributes[0].name
+    spec = schema.attribute(attribute)
+    cells = math.prod(schema.shape)
+    if cells > MAX_DENSE_CELLS:
+        raise ValidationError(
+            f"array {schema.name} spans {cells} cells, too many for a dense numpy array; "
+            "read a subarray, or use to_pandas/to_spark for the non-empty cells"
+        )
+    dtype = numpy_dtype(spec.type)
+    fill = default_fill(spec.type) if fill is None else fill
+    out = np.full(
+        schema.shape, fill, dtype=np.result_type(dtype, np.asarray(fill).dtype) if fill is not None else dtype
+    )
+    present = np.zeros(schema.shape, dtype=bool)
+    table = source.local(columns=_attribute_columns(schema, [attribute]))
+    low = np.asarray([d.low for d in schema.dimensions], dtype=np.int64)
+    grid = ChunkGrid.of(schema)
+    dense = np.asarray(table.column(layout.DENSE), dtype=bool)
+    sub_schema = schema.with_attributes([spec])
+    if dense.any():
+        rows = table.filter(pa.array(dense))
+        chunks = np.stack([np.asarray(rows.column(c)) for c in layout.chunk_columns(schema)], axis=1)
+        n_cells = np.asarray(rows.column(layout.N_CELLS))
+        blobs = rows.column(layout.CELLS).to_pylist()
+        payloads = rows.column(layout.value_column(attribute)).to_pylist()
+        null_blobs = (
+            rows.column(layout.null_column(attribute)).to_pylist()
+            if spec.nullable
+            else [None] * rows.num_rows
+        )
+        for row in range(rows.num_rows):
+            chunk = tuple(int(c) for c in chunks[row])
+            box_low, _ = grid.chunk_bounds(chunk)
+            shape = grid.chunk_shape(chunk)
+            volume = math.prod(shape)
+            block, mask = codec.dense_block(True, int(n_cells[row]), volume, payloads[row], dtype, blobs[row])
+            valid = np.ones(volume, dtype=bool) if mask is None else mask.copy()
+            if null_blobs[row]:
+                valid &= ~np.unpackbits(
+                    np.frombuffer(null_blobs[row], np.uint8), count=volume, bitorder="little"
+                ).view(bool)
+            window = tuple(slice(b - lo, b - lo + s) for b, lo, s in zip(box_low, low, shape, strict=True))
+            target = out[window]
+            np.copyto(target, block.reshape(shape), where=valid.reshape(shape))
+            present[window] |= valid.reshape(shape)
+    if (~dense).any():
+        rows = table.filter(pa.array(~dense))
+        cell_table = layout.fragments_to_cells(rows, sub_schema)
+        coords = np.stack([np.asarray(cell_table.column(d)) for d in schema.dimension_names], axis=1) - low
+        column = cell_table.column(attribute)
+        valid = ~np.asarray(column.is_null()) if column.null_count else np.ones(len(column), dtype=bool)
+        values = np.asarray(column.fill_null(fill) if column.null_count else column)
+        index = tuple(coords[valid].T)
+        out[index] = values[valid]
+        present[index] = True
+    if masked:
+        return np.ma.MaskedArray(out, mask=~present)
+    return out
+
+
+def to_arrow(source: Source, sort: bool = True) -> pa.Table:
+    """One row per non-empty cell (dimension columns, then attributes), in row-major order if ``sort``."""
+    schema = source.schema
+    cells = layout.fragments_to_cells(source.local(), schema)
+    if sort and cells.num_rows:
+        cells = cells.sort_by([(d, "ascending") for d in schema.dimension_names])
+    return cells
+
+
+def to_pandas(source: Source, sort: bool = True) -> pd.DataFrame:
+    return to_arrow(source, sort).to_pandas()
+
+
+def _cells_of_batch(table: pa.Table, schema: ArraySchema) -> pa.Table:
+    return layout.fragments_to_cells(table, schema)
+
+
+def to_spark(source: Source, spark: SparkSession) -> DataFrame:
+    """A Spark DataFrame with one row per non-empty cell, decoded by the executors."""
+    schema = source.schema
+    return jobs.map_batches(
+        source.frame(spark), functools.partial(_cells_of_batch, schema=schema), layout.cell_schema(schema)
+    )
+
+
+def to_xarray(source: Source):
+    """An ``xarray.Dataset`` with one variable per attribute; empty cells are NaN (integers become float)."""
+    try:
+        import xarray as xr
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError("to_xarray needs xarray: pip install xarray") from error
+    schema = source.schema
+    coords = {d.name: np.arange(d.low, d.high + 1) for d in schema.dimensions}
+    variables = {}
+    for attribute in schema.attributes:
+        values = to_numpy(source, attribute.name, masked=True)
+        if values.dtype.kind != "f":
+            values = values.astype(np.float64)
+        variables[attribute.name] = (schema.dimension_names, np.ma.filled(values, np.nan))
+    return xr.Dataset(variables, coords=coords, attrs={"arrayviews_schema": schema.to_text()})
+
+
+def chunk_statistics(source: Source) -> pd.DataFrame:
+    """Per chunk: its number and bounds per dimension, cells, bytes, fragments, newest version, min/max."""
+    schema = source.schema
+    meta = source.metadata().to_pandas()
+    keys = layout.chunk_columns(schema)
+    if meta.empty:
+        columns = [*schema.dimension_names, "cells", "bytes", "fragments", "version"]
+        return pd.DataFrame(columns=columns)
+    aggregations = {
+        "cells": (layout.N_CELLS, "sum"),
+        "bytes": (layout.NBYTES, "sum"),
+        "fragments": (layout.N_CELLS, "size"),
+        "version": (layout.VERSION, "max"),
+    }
+    for attribute in schema.attribute_names:
+        aggregations[f"{attribute}_min"] = (layout.min_column(attribute), "min")
+        aggregations[f"{attribute}_max"] = (layout.max_column(attribute), "max")
+    stats = meta.groupby(keys, sort=True).agg(**aggregations).reset_index()
+    stats = stats.rename(columns={layout.chunk_column(d): d for d in schema.dimension_names})
+    grid = ChunkGrid.of(schema)
+    for k, dimension in enumerate(schema.dimension_names):
+        numbers = stats[dimension].to_numpy(dtype=np.int64)
+        starts = grid.dimensions[k].chunk_starts(numbers)
+        stats[f"{dimension}_low"] = starts
+        stats[f"{dimension}_high"] = starts + grid.dimensions[k].chunk_sizes(numbers) - 1
+    return stats

@@ -1,0 +1,250 @@
+"""Operators that reduce groups of cells: regrid (blocks) and aggregate (all cells or by dimensions).
+
+Two stages: every task reduces its fragments to partial states per output cell, keyed by output
+chunk; states of one output chunk are then merged (Chan et al.'s formula for the moments) and
+finalized into an output fragment.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from arrayviews.execution import jobs
+from arrayviews.kernels.aggregates import (
+    finalize,
+    merge_states,
+    needs_for,
+    pack_states,
+    partial_states,
+    unpack_states,
+)
+from arrayviews.model.aggregate_calls import (
+    AggregateCall,
+    check_calls,
+    output_nullable,
+    output_type,
+    parse_aggregate,
+)
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.storage import codec, layout
+from arrayviews.storage.assemble import sort_cells
+
+COUNT_STATE = "s__"  # states of count(*), which need no attribute
+
+CellMap = Callable[[np.ndarray], np.ndarray]
+
+
+def _state_column(attribute: str | None) -> str:
+    return COUNT_STATE if attribute is None else f"s__{attribute}"
+
+
+def _partial_schema(out_schema: ArraySchema, inputs: list[str | None]) -> pa.Schema:
+    fields = [pa.field(layout.chunk_column(d), pa.int64()) for d in out_schema.dimension_names]
+    fields += [pa.field(_state_column(a), pa.binary()) for a in inputs]
+    return pa.schema(fields)
+
+
+def _partials(
+    table: pa.Table,
+    in_schema: ArraySchema,
+    out_schema: ArraySchema,
+    cell_map: CellMap,
+    needs: dict[str | None, set[str]],
+) -> pa.Table:
+    """Stage 1: partial states per output chunk for the cells of one fragment batch."""
+    cells = layout.fragments_to_cells(table, in_schema)
+    if cells.num_rows == 0:
+        return None
+    coords = np.stack([np.asarray(cells.column(d)) for d in in_schema.dimension_names], axis=1)
+    out_coords = cell_map(coords)
+    positions = np.arange(cells.num_rows, dtype=np.int64)
+    grouped = sort_cells(
+        out_coords, {"row": positions}, {}, out_schema.with_attributes([Attribute("row", "int64")])
+    )
+    columns: dict[str, list] = {layout.chunk_column(d): [] for d in out_schema.dimension_names}
+    for attribute in needs:
+        columns[_state_column(attribute)] = []
+    inputs = {}
+    for attribute in needs:
+        if attribute is None:
+            continue
+        column = cells.column(attribute).combine_chunks()
+        valid = ~np.asarray(column.is_null()) if column.null_count else None
+        filled = (
+            column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+            if column.null_count
+            else column
+        )
+        inputs[attribute] = (np.asarray(filled), valid)
+    for index, chunk in enumerate(grouped.chunks):
+        lo, hi = grouped.bounds[index], grouped.bounds[index + 1]
+        keys = grouped.offsets[lo:hi]
+        rows = grouped.values["row"][lo:hi]
+        for k, dimension in enumerate(out_schema.dimension_names):
+            columns[layout.chunk_column(dimension)].append(int(chunk[k]))
+        for attribute, parts in needs.items():
+            if attribute is None:
+                states = partial_states(keys, None, parts)
+            else:
+                values, valid = inputs[attribute]
+                states = partial_states(
+                    keys, values[rows], parts, valid=None if valid is None else valid[rows]
+                )
+            columns[_state_column(attribute)].append(pack_states(states))
+    return pa.table(columns)
+
+
+def _finish(
+    table: pa.Table,
+    out_schema: ArraySchema,
+    calls: list[AggregateCall],
+    input_types: dict[str | None, str | None],
+) -> pa.Table:
+    """Stage 2: merge the partial states of one output chunk and encode the output fragment."""
+    chunk = tuple(int(table.column(layout.chunk_column(d))[0].as_py()) for d in out_schema.dimension_names)
+    merged = {}
+    for attribute in input_types:
+        blobs = table.column(_state_column(attribute)).to_pylist()
+        merged[attribute] = merge_states([unpack_states(b) for b in blobs])
+    keys = next(iter(merged.values())).keys
+    values, nulls = {}, {}
+    for call in calls:
+        states = merged[call.attribute]
+        result, null = finalize(states, call.function)
+        values[call.output_name] = result
+        if null is not None:
+            nulls[call.output_name] = null
+    fragment = codec.Fragment(chunk, keys, values, nulls)
+    volume = int(np.prod(ChunkGrid.of(out_schema).chunk_shape(chunk)))
+    encoded = codec.encode(fragment, volume, layout.attribute_dtypes(out_schema))
+    return layout.encoded_to_table([encoded], out_schema, 0)
+
+
+def parse_calls(schema: ArraySchema, aggregates: Sequence[str | AggregateCall]) -> list[AggregateCall]:
+    if not aggregates:
+        raise ValidationError(
+            f"array {schema.name}: give at least one aggregate, e.g. 'count(*)' or 'avg(v)'"
+        )
+    calls = [a if isinstance(a, AggregateCall) else parse_aggregate(a) for a in aggregates]
+    check_calls(calls, {a.name: a.type for a in schema.attributes})
+    return calls
+
+
+def _output_attributes(schema: ArraySchema, calls: list[AggregateCall], dimension_names) -> list[Attribute]:
+    attributes = []
+    for call in calls:
+        source = schema.attribute(call.attribute) if call.attribute else None
+        if call.output_name in dimension_names:
+            raise ValidationError(
+                f"aggregate output {call.output_name!r} clashes with a dimension name; rename it with 'as'"
+            )
+        attributes.append(
+            Attribute(
+                call.output_name,
+                output_type(call, source.type if source else None),
+                output_nullable(call, source.nullable if source else False),
+            )
+        )
+    return attributes
+
+
+def reduce_cells(
+    source: Source,
+    spark: SparkSession,
+    out_schema: ArraySchema,
+    cell_map: CellMap,
+    calls: list[AggregateCall],
+) -> ComputedSource:
+    """Group every cell into the output cell ``cell_map`` sends it to and aggregate with ``calls``."""
+    schema = source.schema
+    needs: dict[str | None, set[str]] = {}
+    for call in calls:
+        needs.setdefault(call.attribute, set()).update(needs_for(call.function))
+    input_types = {a: (schema.attribute(a).type if a else None) for a in needs}
+    partial_schema = _partial_schema(out_schema, list(needs))
+    stage_one = jobs.map_batches(
+        source.frame(spark),
+        functools.partial(_partials, in_schema=schema, out_schema=out_schema, cell_map=cell_map, needs=needs),
+        partial_schema,
+    )
+    stage_two = jobs.group_tables(
+        stage_one,
+        layout.chunk_columns(out_schema),
+        functools.partial(_finish, out_schema=out_schema, calls=calls, input_types=input_types),
+        layout.fragment_schema(out_schema),
+    )
+    return ComputedSource(out_schema, stage_two)
+
+
+# -- regrid -------------------------------------------------------------------------------------
+def _block_map(coords: np.ndarray, lows: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    return (coords - lows) // blocks + lows
+
+
+def regrid(
+    source: Source, spark: SparkSession, blocks: Sequence[int], aggregates: Sequence[str]
+) -> ComputedSource:
+    """Aggregate non-overlapping blocks of ``blocks[k]`` cells along each dimension."""
+    schema = source.schema
+    if len(blocks) != schema.ndim:
+        raise ValidationError(
+            f"array {schema.name}: regrid needs one block size per dimension ({schema.ndim}), got {len(blocks)}"
+        )
+    for dimension, block in zip(schema.dimensions, blocks, strict=True):
+        if not isinstance(block, (int, np.integer)) or block < 1:
+            raise ValidationError(
+                f"array {schema.name}: regrid block size for {dimension.name} must be a positive integer, got {block!r}"
+            )
+    calls = parse_calls(schema, aggregates)
+    dimensions = []
+    for dimension, block in zip(schema.dimensions, blocks, strict=True):
+        extent = math.ceil(dimension.extent / block)
+        dimensions.append(
+            Dimension(
+                dimension.name, dimension.low, dimension.low + extent - 1, min(dimension.chunk_length, extent)
+            )
+        )
+    out_schema = ArraySchema(
+        schema.name, tuple(_output_attributes(schema, calls, schema.dimension_names)), tuple(dimensions)
+    )
+    lows = np.array([d.low for d in schema.dimensions], dtype=np.int64)
+    cell_map = functools.partial(_block_map, lows=lows, blocks=np.asarray(blocks, dtype=np.int64))
+    return reduce_cells(source, spark, out_schema, cell_map, calls)
+
+
+# -- aggregate ----------------------------------------------------------------------------------
+def _select_map(coords: np.ndarray, positions: list[int]) -> np.ndarray:
+    if not positions:
+        return np.zeros((len(coords), 1), dtype=np.int64)
+    return coords[:, positions]
+
+
+def aggregate(
+    source: Source, spark: SparkSession, aggregates: Sequence[str], by: Sequence[str] = ()
+) -> ComputedSource:
+    """Aggregate all cells, or the cells sharing each value of the ``by`` dimensions."""
+    schema = source.schema
+    calls = parse_calls(schema, aggregates)
+    by = list(by)
+    for name in by:
+        schema.dimension(name)
+    if len(set(by)) != len(by):
+        raise ValidationError(f"array {schema.name}: a group-by dimension is named twice")
+    if by:
+        dimensions = tuple(schema.dimension(n) for n in by)
+    else:
+        name = "i" if "i" not in {c.output_name for c in calls} else "aggregate_index"
+        dimensions = (Dimension(name, 0, 0, 1),)
+    names = [d.name for d in dimensions]
+    out_schema = ArraySchema(schema.name, tuple(_output_attributes(schema, calls, names)), dimensions)
+    positions = [schema.dimension_names.index(n) for n in by]
+    return reduce_cells(source, spark, out_schema, functools.partial(_select_map, positions=positions), calls)

@@ -1,0 +1,311 @@
+"""The steps every write shares: stage new fragment files, find overlapping chunks, check conflicts, rewrite.
+
+A write never changes a committed file. New fragments go to new files; chunks whose cells are
+replaced or deleted are rewritten into new files by Spark tasks; the commit swaps them in as one
+snapshot. If anything fails before the commit, the staged files are deleted and the array is as
+it was (a crash leaves unreferenced files, which ``expire_versions`` removes).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.manifest import DataFile
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from arrayviews.execution import jobs
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.storage import codec, layout
+from arrayviews.storage.array_table import ArrayTable
+from arrayviews.storage.assemble import TARGET_FILE_BYTES
+from arrayviews.storage.files import filesystem, write_parquet
+
+REMOVAL_PREFIX = "r__"
+
+
+def chunk_matrix(table: pa.Table, schema: ArraySchema) -> np.ndarray:
+    return np.stack(
+        [np.asarray(table.column(layout.chunk_column(d)), dtype=np.int64) for d in schema.dimension_names],
+        axis=1,
+    ).reshape(table.num_rows, schema.ndim)
+
+
+def member_rows(rows: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of ``rows`` (n, d) that appear in ``members`` (m, d)."""
+    if len(rows) == 0 or len(members) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    _, inverse = np.unique(np.vstack([rows, members]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return np.isin(inverse[: len(rows)], inverse[len(rows) :])
+
+
+def bounding_ranges(chunks: np.ndarray) -> list[tuple[int, int]]:
+    return [(int(chunks[:, k].min()), int(chunks[:, k].max())) for k in range(chunks.shape[1])]
+
+
+# -- staging new fragments ----------------------------------------------------------------------
+def stage_tables(array: ArrayTable, tables: list[pa.Table]) -> list[jobs.WrittenFile]:
+    """Write fragment tables (built on the driver) as new, uncommitted data files."""
+    written = []
+    for table in tables:
+        if table.num_rows == 0:
+            continue
+        uri = array.new_file_uri()
+        size = write_parquet(table, uri)
+        written.append(jobs.WrittenFile(uri, table.num_rows, size, int(np.sum(table.column(layout.N_CELLS)))))
+    return written
+
+
+def group_encoded(
+    encoded: Iterator[codec.EncodedFragment], schema: ArraySchema, version: int
+) -> Iterator[pa.Table]:
+    """Fragment tables of about TARGET_FILE_BYTES each from a stream of encoded fragments."""
+    pending: list[codec.EncodedFragment] = []
+    size = 0
+    for fragment in encoded:
+        pending.append(fragment)
+        size += fragment.nbytes
+        if size >= TARGET_FILE_BYTES:
+            yield layout.encoded_to_table(pending, schema, version)
+            pending, size = [], 0
+    if pending:
+        yield layout.encoded_to_table(pending, schema, version)
+
+
+def dense_block_fragments(
+    schema: ArraySchema, arrays: dict[str, np.ndarray], origin: tuple[int, ...], present: np.ndarray | None
+) -> Iterator[codec.Fragment]:
+    """Fragments of a dense block placed at ``origin``, one per chunk it overlaps (no per-cell work)."""
+    grid = ChunkGrid.of(schema)
+    shape = next(iter(arrays.values())).shape if arrays else present.shape
+    block_low = np.asarray(origin, dtype=np.int64)
+    block_high = block_low + np.asarray(shape, dtype=np.int64) - 1
+    ranges = grid.chunk_ranges_overlapping(block_low, block_high)
+    if ranges is None:
+        return
+    for chunk in itertools.product(*(range(a, b + 1) for a, b in ranges)):
+        low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(chunk))
+        start, stop = np.maximum(low, block_low), np.minimum(high, block_high)
+        window = tuple(
+            slice(int(s - o), int(e - o + 1)) for s, e, o in zip(start, stop, block_low, strict=True)
+        )
+        sub_shape = tuple(int(x) for x in stop - start + 1)
+        chunk_shape = tuple(int(x) for x in high - low + 1)
+        if sub_shape == chunk_shape:
+            offsets = np.arange(int(np.prod(chunk_shape)), dtype=np.int64)
+        else:
+            local = np.indices(sub_shape).reshape(len(sub_shape), -1) + (start - low)[:, None]
+            offsets = np.ravel_multi_index(tuple(local), chunk_shape).astype(np.int64)
+        values = {name: np.ascontiguousarray(array[window]).reshape(-1) for name, array in arrays.items()}
+        if present is not None:
+            keep = np.ascontiguousarray(present[window]).reshape(-1)
+            if not keep.all():
+                offsets = offsets[keep]
+                values = {name: column[keep] for name, column in values.items()}
+        if len(offsets):
+            yield codec.Fragment(tuple(int(c) for c in chunk), offsets, values)
+
+
+# -- overlap with what is stored ----------------------------------------------------------------
+@dataclass
+class Overlap:
+    """Existing files holding chunks that a write touches, and which chunks those are."""
+
+    files: list[DataFile]
+    chunks: np.ndarray  # (m, d) touched chunks that already have fragments
+    file_chunks: list[np.ndarray]  # per affected file, the touched chunks it holds
+    file_cells: dict[str, int]  # per affected file (by path), the cells it holds
+
+    def files_holding(self, chunks: np.ndarray) -> list[DataFile]:
+        """The affected files that hold any of ``chunks``."""
+        return [
+            f for f, held in zip(self.files, self.file_chunks, strict=True) if member_rows(held, chunks).any()
+        ]
+
+    def cells_in(self, files: list[DataFile]) -> int:
+        return sum(self.file_cells[f.file_path] for f in files)
+
+
+def find_overlap(array: ArrayTable, version: int, touched: np.ndarray) -> Overlap:
+    """Which committed files hold fragments of the ``touched`` chunks (read from metadata only)."""
+    schema = array.schema
+    empty = Overlap([], np.zeros((0, schema.ndim), dtype=np.int64), [], {})
+    if len(touched) == 0:
+        return empty
+    files, found, per_file = [], [], {}
+    for data_file in array.data_files(version, bounding_ranges(touched)):
+        fs, path = filesystem(data_file.file_path)
+        rows = pq.read_table(path, filesystem=fs, columns=[*layout.chunk_columns(schema), layout.N_CELLS])
+        chunks = chunk_matrix(rows, schema)
+        hit = member_rows(chunks, touched)
+        if hit.any():
+            files.append(data_file)
+            found.append(chunks[hit])
+            per_file[data_file.file_path] = int(np.sum(rows.column(layout.N_CELLS)))
+    if not files:
+        return empty
+    return Overlap(files, np.unique(np.vstack(found), axis=0), found, per_file)
+
+
+def read_chunk_rows(uris: list[str], schema: ArraySchema, chunks: np.ndarray, columns: list[str]) -> pa.Table:
+    """Rows of the given files whose chunk is in ``chunks`` (read on the driver)."""
+    parts = []
+    for uri in uris:
+        fs, path = filesystem(uri)
+        rows = pq.read_table(path, filesystem=fs, columns=columns)
+        hit = member_rows(chunk_matrix(rows, schema), chunks)
+        if hit.any():
+            parts.append(rows.filter(pa.array(hit)))
+    if not parts:
+        return layout.fragment_schema(schema).empty_table().select(columns)
+    return pa.concat_tables(parts)
+
+
+def offsets_by_chunk(rows: pa.Table, schema: ArraySchema) -> dict[tuple[int, ...], np.ndarray]:
+    """Local offsets of the present cells per chunk, from rows with chunk, n_cells, dense, cells."""
+    grid = ChunkGrid.of(schema)
+    chunks = chunk_matrix(rows, schema)
+    n_cells = np.asarray(rows.column(layout.N_CELLS))
+    dense = np.asarray(rows.column(layout.DENSE))
+    cells = rows.column(layout.CELLS).to_pylist()
+    result: dict[tuple[int, ...], list[np.ndarray]] = {}
+    for row in range(rows.num_rows):
+        chunk = tuple(int(c) for c in chunks[row])
+        volume = int(np.prod(grid.chunk_shape(chunk)))
+        offsets = codec.decode_offsets(bool(dense[row]), int(n_cells[row]), cells[row], volume)
+        result.setdefault(chunk, []).append(offsets)
+    return {chunk: np.sort(np.concatenate(parts)) for chunk, parts in result.items()}
+
+
+def find_conflicts(
+    schema: ArraySchema, existing_uris: list[str], new_uris: list[str], chunks: np.ndarray
+) -> dict[tuple[int, ...], np.ndarray]:
+    """Local offsets, per chunk, of cells in the new files that the existing files already hold."""
+    columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
+    existing = offsets_by_chunk(read_chunk_rows(existing_uris, schema, chunks, columns), schema)
+    new = offsets_by_chunk(read_chunk_rows(new_uris, schema, chunks, columns), schema)
+    found = {}
+    for chunk, offsets in new.items():
+        if chunk in existing:
+            common = np.intersect1d(offsets, existing[chunk], assume_unique=True)
+            if len(common):
+                found[chunk] = common
+    return found
+
+
+def conflict_cells(schema: ArraySchema, conflicts: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
+    """Coordinates (n, d) of the conflicting cells, sorted."""
+    grid = ChunkGrid.of(schema)
+    if not conflicts:
+        return np.zeros((0, schema.ndim), dtype=np.int64)
+    cells = np.vstack([grid.cells_at(offsets, chunk) for chunk, offsets in conflicts.items()])
+    return cells[np.lexsort(cells.T[::-1])]
+
+
+def removal_table(schema: ArraySchema, uris: list[str], chunks: np.ndarray) -> pa.Table:
+    """The cells of ``chunks`` held by ``uris``, as removal rows (chunk, n_cells, dense, cells) per chunk."""
+    columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
+    rows = offsets_by_chunk(read_chunk_rows(uris, schema, chunks, columns), schema)
+    return offsets_table(schema, rows)
+
+
+def offsets_table(schema: ArraySchema, offsets: dict[tuple[int, ...], np.ndarray]) -> pa.Table:
+    """Removal rows (one per chunk, sparse encoding) from offsets per chunk."""
+    keys = list(offsets)
+    columns = {
+        REMOVAL_PREFIX + layout.chunk_column(d): pa.array([k[i] for k in keys], pa.int64())
+        for i, d in enumerate(schema.dimension_names)
+    }
+    columns[REMOVAL_PREFIX + layout.N_CELLS] = pa.array([len(offsets[k]) for k in keys], pa.int64())
+    columns[REMOVAL_PREFIX + layout.CELLS] = pa.array(
+        [offsets[k].astype(codec.OFFSET_DTYPE).tobytes() for k in keys], pa.binary()
+    )
+    return pa.table(columns)
+
+
+# -- rewriting chunks ---------------------------------------------------------------------------
+def _rewrite_batch(
+    table: pa.Table, schema: ArraySchema, version: int, box: tuple[tuple[int, ...], tuple[int, ...]] | None
+) -> pa.Table:
+    """Remove cells from the fragments of a batch: those listed in the removal columns, or inside ``box``."""
+    fragment_columns = layout.fragment_schema(schema).names
+    grid = ChunkGrid.of(schema)
+    if box is None:
+        removal = table.column(REMOVAL_PREFIX + layout.N_CELLS)
+        touched = np.asarray(removal.is_valid())
+    else:
+        chunks = chunk_matrix(table, schema)
+        starts, sizes = layout.box_geometry(grid, chunks)
+        ends = starts + sizes - 1
+        low, high = np.asarray(box[0]), np.asarray(box[1])
+        disjoint = np.any((ends < low) | (starts > high), axis=1)
+        inside = np.all((starts >= low) & (ends <= high), axis=1)
+        touched = ~disjoint & ~inside
+        table = table.filter(pa.array(~inside))
+        touched = touched[~inside]
+    kept = table.filter(pa.array(~touched)).select(fragment_columns)
+    changed = table.filter(pa.array(touched))
+    if changed.num_rows == 0:
+        return jobs.conform(kept, layout.fragment_schema(schema))
+    if box is None:
+        counts = np.asarray(changed.column(REMOVAL_PREFIX + layout.N_CELLS))
+        blobs = changed.column(REMOVAL_PREFIX + layout.CELLS).to_pylist()
+        removals = [
+            np.frombuffer(b, dtype=codec.OFFSET_DTYPE, count=int(c))
+            for b, c in zip(blobs, counts, strict=True)
+        ]
+    else:
+        removals = [None] * changed.num_rows
+    dtypes = layout.attribute_dtypes(schema)
+    untouched = np.zeros(changed.num_rows, dtype=bool)
+    modified: list[codec.Fragment] = []
+    for row, (fragment, remove) in enumerate(
+        zip(layout.iter_fragments(changed.select(fragment_columns), schema), removals, strict=True)
+    ):
+        if remove is None:
+            cells = grid.cells_at(fragment.offsets, fragment.chunk)
+            drop = np.all((cells >= np.asarray(box[0])) & (cells <= np.asarray(box[1])), axis=1)
+        else:
+            drop = np.isin(fragment.offsets, remove, assume_unique=True)
+        if not drop.any():
+            untouched[row] = True
+        elif not drop.all():
+            modified.append(fragment.take(~drop))
+    parts = [kept, changed.filter(pa.array(untouched)).select(fragment_columns)]
+    if modified:
+        encoded = [codec.encode(f, int(np.prod(grid.chunk_shape(f.chunk))), dtypes) for f in modified]
+        parts.append(layout.encoded_to_table(encoded, schema, version))
+    target = layout.fragment_schema(schema)
+    return pa.concat_tables([jobs.conform(part, target) for part in parts])
+
+
+def rewrite_files(
+    spark: SparkSession,
+    array: ArrayTable,
+    files: list[DataFile],
+    version: int,
+    removal: pa.Table | None = None,
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+) -> list[jobs.WrittenFile]:
+    """Spark job: rewrite ``files`` without the cells in ``removal`` (per chunk) or inside ``box``."""
+    schema = array.schema
+    arrow_schema = layout.fragment_schema(schema)
+    frame = jobs.read_files(spark, [f.file_path for f in files], arrow_schema)
+    if removal is not None:
+        removal_frame = spark.createDataFrame(removal)
+        condition = [
+            frame[layout.chunk_column(d)] == removal_frame[REMOVAL_PREFIX + layout.chunk_column(d)]
+            for d in schema.dimension_names
+        ]
+        frame = frame.join(F.broadcast(removal_frame), on=condition, how="left")
+    function = functools.partial(_rewrite_batch, schema=schema, version=version, box=box)
+    rewritten = jobs.map_batches(frame, function, arrow_schema)
+    return jobs.write_files(rewritten, array.data_directory, arrow_schema)

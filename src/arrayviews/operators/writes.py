@@ -1,0 +1,341 @@
+"""Writes to a stored array: insert cells, write a dense block, delete cells or a box, compact.
+
+Each write that changes anything commits exactly one snapshot (one new version); a write that
+would change nothing (an empty batch, a delete of absent cells) commits nothing and says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from arrayviews.execution import jobs
+from arrayviews.model.errors import ConflictError, ValidationError
+from arrayviews.model.faults import checkpoint
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.operators import ingest_spark, staging
+from arrayviews.operators.ingest import CellBatch, check_inside, describe_cells
+from arrayviews.storage import codec, layout
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
+from arrayviews.storage.assemble import TARGET_FILE_BYTES, encode_sorted, merge_fragments, sort_cells
+from arrayviews.storage.files import delete_files, filesystem
+
+ON_CONFLICT = ("error", "replace")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did."""
+
+    array: str
+    operation: str
+    version: int
+    committed: bool
+    cells_added: int = 0
+    cells_removed: int = 0
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _no_change(array: ArrayTable, operation: str, reason: str) -> WriteResult:
+    version = array.current_version()
+    return WriteResult(
+        array.name,
+        operation,
+        version,
+        False,
+        message=f"{reason}; array {array.name} stays at version {version}",
+    )
+
+
+def _check_on_conflict(on_conflict: str) -> None:
+    if on_conflict not in ON_CONFLICT:
+        raise ValidationError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+
+
+def commit_staged(
+    array: ArrayTable,
+    spark: SparkSession,
+    staged: list[jobs.WrittenFile],
+    touched: np.ndarray,
+    expected: int,
+    on_conflict: str,
+    operation: str,
+) -> WriteResult:
+    """Check staged new fragments against what is stored, replace if asked, and commit one snapshot."""
+    schema = array.schema
+    rewritten: list[jobs.WrittenFile] = []
+    try:
+        checkpoint(f"{operation}.staged")
+        overlap = staging.find_overlap(array, expected, touched)
+        removed_files, cells_removed = [], 0
+        if len(overlap.chunks):
+            conflicts = staging.find_conflicts(
+                schema, [f.file_path for f in overlap.files], [w.uri for w in staged], overlap.chunks
+            )
+            if conflicts:
+                cells = staging.conflict_cells(schema, conflicts)
+                if on_conflict == "error":
+                    raise ConflictError(
+                        f"array {schema.name}: {len(cells)} cell(s) of the batch already exist, e.g. "
+                        f"{describe_cells(schema, cells)}; nothing was written (pass on_conflict='replace' "
+                        "to overwrite them)",
+                        array=schema.name,
+                        value=tuple(int(c) for c in cells[0]),
+                    )
+                chunks = np.array(list(conflicts), dtype=np.int64).reshape(-1, schema.ndim)
+                removed_files = overlap.files_holding(chunks)
+                removal = staging.offsets_table(schema, conflicts)
+                rewritten = staging.rewrite_files(spark, array, removed_files, expected + 1, removal=removal)
+                cells_removed = overlap.cells_in(removed_files) - sum(w.cells for w in rewritten)
+        checkpoint(f"{operation}.before-commit")
+        added = sum(w.cells for w in staged)
+        version = array.commit(
+            [w.uri for w in staged + rewritten],
+            removed_files,
+            CommitInfo(operation, cells_added=added, cells_removed=cells_removed),
+            expected,
+        )
+    except BaseException:
+        delete_files([w.uri for w in staged + rewritten])
+        raise
+    replaced = f", replacing {cells_removed}" if cells_removed else ""
+    return WriteResult(
+        schema.name,
+        operation,
+        version,
+        True,
+        added,
+        cells_removed,
+        f"{operation}: wrote {added} cell(s){replaced} into array {schema.name}, now at version {version}",
+    )
+
+
+def insert_cells(
+    array: ArrayTable,
+    spark: SparkSession,
+    batch: CellBatch,
+    on_conflict: str = "error",
+    operation: str = "insert",
+) -> WriteResult:
+    """Insert a validated driver-side batch (chunked and written by the driver)."""
+    _check_on_conflict(on_conflict)
+    if batch.size == 0:
+        return _no_change(array, operation, "empty batch: nothing written")
+    schema = array.schema
+    expected = array.current_version()
+    cells = sort_cells(batch.coords, batch.values, batch.nulls, schema)
+    duplicates = cells.duplicates()
+    if len(duplicates):
+        raise ValidationError(
+            f"array {schema.name}: the batch holds {len(duplicates)} cell(s) more than once, e.g. "
+            f"{describe_cells(schema, duplicates)}; nothing was written",
+            array=schema.name,
+            value=tuple(int(c) for c in duplicates[0]),
+        )
+    staged = staging.stage_tables(array, encode_sorted(cells, schema, expected + 1))
+    return commit_staged(array, spark, staged, cells.chunks, expected, on_conflict, operation)
+
+
+def write_dense(
+    array: ArrayTable,
+    spark: SparkSession,
+    arrays: dict[str, np.ndarray],
+    origin: tuple[int, ...],
+    present: np.ndarray | None,
+    on_conflict: str = "error",
+) -> WriteResult:
+    """Write a dense block whose first cell sits at ``origin``; ``present`` marks non-empty cells."""
+    _check_on_conflict(on_conflict)
+    schema = array.schema
+    shape = next(iter(arrays.values())).shape if arrays else present.shape
+    cells_in_block = math.prod(shape)
+    if cells_in_block == 0 or (present is not None and not present.any()):
+        return _no_change(array, "write_dense", "empty block: nothing written")
+    grid = ChunkGrid.of(schema)
+    low = np.asarray(origin, dtype=np.int64)
+    high = low + np.asarray(shape, dtype=np.int64) - 1
+    ranges = grid.chunk_ranges_overlapping(low, high)
+    chunk_count = math.prod(b - a + 1 for a, b in ranges)
+    if chunk_count * 64 > cells_in_block:
+        # Tiny chunks: going through coordinates is cheaper than one Python step per chunk.
+        coords = np.indices(shape).reshape(len(shape), -1).T + low
+        keep = present.reshape(-1) if present is not None else slice(None)
+        batch = CellBatch(coords[keep], {n: a.reshape(-1)[keep] for n, a in arrays.items()}, {})
+        return insert_cells(array, spark, batch, on_conflict, operation="write_dense")
+    expected = array.current_version()
+    dtypes = layout.attribute_dtypes(schema)
+    encoded = (
+        codec.encode(f, int(np.prod(grid.chunk_shape(f.chunk))), dtypes)
+        for f in staging.dense_block_fragments(schema, arrays, tuple(int(o) for o in origin), present)
+    )
+    staged, touched = [], []
+    try:
+        for table in staging.group_encoded(encoded, schema, expected + 1):
+            touched.append(staging.chunk_matrix(table, schema))
+            staged += staging.stage_tables(array, [table])
+    except BaseException:
+        delete_files([w.uri for w in staged])
+        raise
+    return commit_staged(array, spark, staged, np.vstack(touched), expected, on_conflict, "write_dense")
+
+
+def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> WriteResult:
+    """Delete the listed cells (absent ones are ignored) as one snapshot."""
+    schema = array.schema
+    coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
+    if len(coords) == 0:
+        return _no_change(array, "delete", "no cells given: nothing deleted")
+    check_inside(coords, schema)
+    expected = array.current_version()
+    cells = sort_cells(coords, {}, {}, schema.with_attributes(()))
+    overlap = staging.find_overlap(array, expected, cells.chunks)
+    if not overlap.files:
+        return _no_change(array, "delete", "none of the cells exist: nothing deleted")
+    wanted = {}
+    for index, chunk in enumerate(cells.chunks):
+        lo, hi = cells.bounds[index], cells.bounds[index + 1]
+        wanted[tuple(int(c) for c in chunk)] = np.unique(cells.offsets[lo:hi])
+    removal = staging.offsets_table(schema, wanted)
+    return _rewrite_and_commit(
+        array, spark, overlap.files, overlap.cells_in(overlap.files), expected, removal=removal
+    )
+
+
+def delete_box(
+    array: ArrayTable, spark: SparkSession, low: tuple[int, ...], high: tuple[int, ...]
+) -> WriteResult:
+    """Delete every cell inside the box ``[low, high]`` as one snapshot."""
+    schema = array.schema
+    grid = ChunkGrid.of(schema)
+    ranges = grid.chunk_ranges_overlapping(low, high)
+    expected = array.current_version()
+    files = array.data_files(expected, ranges) if ranges is not None else []
+    if not files:
+        return _no_change(array, "delete", "the box holds no cells: nothing deleted")
+    before = _cells_in_files(files)
+    return _rewrite_and_commit(array, spark, files, before, expected, box=(tuple(low), tuple(high)))
+
+
+def _cells_in_files(files: list) -> int:
+    total = 0
+    for data_file in files:
+        fs, path = filesystem(data_file.file_path)
+        total += int(np.sum(pq.read_table(path, filesystem=fs, columns=[layout.N_CELLS]).column(0)))
+    return total
+
+
+def _rewrite_and_commit(array, spark, files, cells_before, expected, removal=None, box=None) -> WriteResult:
+    rewritten: list[jobs.WrittenFile] = []
+    try:
+        rewritten = staging.rewrite_files(spark, array, files, expected + 1, removal=removal, box=box)
+        removed = cells_before - sum(w.cells for w in rewritten)
+        if removed == 0:
+            delete_files([w.uri for w in rewritten])
+            return _no_change(array, "delete", "none of the cells exist: nothing deleted")
+        checkpoint("delete.before-commit")
+        version = array.commit(
+            [w.uri for w in rewritten], files, CommitInfo("delete", cells_removed=removed), expected
+        )
+    except BaseException:
+        delete_files([w.uri for w in rewritten])
+        raise
+    return WriteResult(
+        array.name,
+        "delete",
+        version,
+        True,
+        0,
+        removed,
+        f"delete: removed {removed} cell(s) from array {array.name}, now at version {version}",
+    )
+
+
+# -- compaction ---------------------------------------------------------------------------------
+def _merge_chunk(table: pa.Table, schema) -> pa.Table:
+    """All fragments of one chunk merged into one (keeping the newest version that wrote any of them)."""
+    fragments = list(layout.iter_fragments(table, schema))
+    merged = merge_fragments(fragments)
+    grid = ChunkGrid.of(schema)
+    encoded = codec.encode(
+        merged, int(np.prod(grid.chunk_shape(merged.chunk))), layout.attribute_dtypes(schema)
+    )
+    newest = int(np.max(np.asarray(table.column(layout.VERSION))))
+    return layout.encoded_to_table([encoded], schema, newest)
+
+
+def compact(array: ArrayTable, spark: SparkSession, small_file_bytes: int = 32 * 1024 * 1024) -> WriteResult:
+    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot."""
+    schema = array.schema
+    expected = array.current_version()
+    files = array.data_files(expected)
+    small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
+    if len(small) < 2:
+        return _no_change(array, "compact", f"{len(small)} small file(s): nothing to compact")
+    arrow_schema = layout.fragment_schema(schema)
+    frame = jobs.read_files(spark, [f.file_path for f in small], arrow_schema)
+    merged = jobs.group_tables(
+        frame, layout.chunk_columns(schema), functools.partial(_merge_chunk, schema=schema), arrow_schema
+    )
+    total = sum(f.file_size_in_bytes for f in small)
+    merged = merged.coalesce(max(1, math.ceil(total / TARGET_FILE_BYTES)))
+    written: list[jobs.WrittenFile] = []
+    try:
+        written = jobs.write_files(merged, array.data_directory, arrow_schema)
+        checkpoint("compact.before-commit")
+        version = array.commit([w.uri for w in written], small, CommitInfo("compact"), expected)
+    except BaseException:
+        delete_files([w.uri for w in written])
+        raise
+    return WriteResult(
+        schema.name,
+        "compact",
+        version,
+        True,
+        message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of array {schema.name}, now at version {version}",
+    )
+
+
+# -- cells from Spark ---------------------------------------------------------------------------
+def insert_frame(
+    array: ArrayTable, spark: SparkSession, frame, on_conflict: str = "error", operation: str = "insert"
+) -> WriteResult:
+    """Insert cells given as a Spark DataFrame; executors chunk them and write the files."""
+    _check_on_conflict(on_conflict)
+    schema = array.schema
+    frame = ingest_spark.conform_frame(frame, schema)
+    if ingest_spark.check_frame(frame, schema) == 0:
+        return _no_change(array, operation, "empty batch: nothing written")
+    expected = array.current_version()
+    staged, duplicates, example = ingest_spark.stage_frame(frame, schema, expected + 1, array.data_directory)
+    if duplicates:
+        delete_files([w.uri for w in staged])
+        raise ValidationError(
+            f"array {schema.name}: the batch holds {duplicates} cell(s) more than once, e.g. {example}; nothing was written",
+            array=schema.name,
+        )
+    try:
+        chunks = [
+            staging.chunk_matrix(
+                pq.read_table(
+                    filesystem(w.uri)[1],
+                    filesystem=filesystem(w.uri)[0],
+                    columns=layout.chunk_columns(schema),
+                ),
+                schema,
+            )
+            for w in staged
+        ]
+    except BaseException:
+        delete_files([w.uri for w in staged])
+        raise
+    touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
+    return commit_staged(array, spark, staged, touched, expected, on_conflict, operation)
