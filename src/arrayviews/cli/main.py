@@ -1,0 +1,143 @@
+"""The ``arrayviews`` console command: create, load, query and inspect arrays, and run the demo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from arrayviews.model.errors import ArrayViewsError
+
+WAREHOUSE_HELP = "Warehouse folder or file system URL (default ./warehouse, or $ARRAYVIEWS_WAREHOUSE)."
+
+
+class Context:
+    """Opens the database lazily, so ``--help`` never starts Spark."""
+
+    def __init__(self, warehouse: str | None, master: str | None, catalog_uri: str | None) -> None:
+        self.warehouse, self.master, self.catalog_uri = warehouse, master, catalog_uri
+        self._db = None
+
+    @property
+    def db(self):
+        if self._db is None:
+            import arrayviews
+
+            self._db = arrayviews.connect(self.warehouse, master=self.master, catalog_uri=self.catalog_uri)
+        return self._db
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--warehouse", envvar="ARRAYVIEWS_WAREHOUSE", default=None, help=WAREHOUSE_HELP)
+@click.option("--master", default=None, help="Spark master URL (default local[*]).")
+@click.option("--catalog-uri", default=None, help="SQL catalog URL (default: SQLite file in the warehouse).")
+@click.pass_context
+def cli(context: click.Context, warehouse: str | None, master: str | None, catalog_uri: str | None) -> None:
+    """arrayviews: multi-dimensional arrays and materialized array views on Apache Spark."""
+    context.obj = Context(warehouse, master, catalog_uri)
+
+
+@cli.command()
+@click.argument("schema")
+@click.pass_obj
+def create(context: Context, schema: str) -> None:
+    """Create an empty array, e.g. 'A<v:float64>[i=1:1000:100; j=1:1000:100]'."""
+    array = context.db.create_array(schema)
+    click.echo(f"created {array.schema.to_text()}")
+
+
+@cli.command()
+@click.argument("array")
+@click.argument("path")
+@click.option("--format", "file_format", type=click.Choice(["csv", "parquet"]), default=None)
+@click.option("--replace", is_flag=True, help="Overwrite cells that already exist.")
+@click.pass_obj
+def load(context: Context, array: str, path: str, file_format: str | None, replace: bool) -> None:
+    """Insert the cells of a CSV or Parquet file (one column per dimension and attribute)."""
+    result = context.db.array(array).load(path, file_format, on_conflict="replace" if replace else "error")
+    click.echo(str(result))
+
+
+@cli.command()
+@click.argument("statement", required=False)
+@click.option(
+    "-f",
+    "--file",
+    "script",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Read statements from a file.",
+)
+@click.pass_obj
+def sql(context: Context, statement: str | None, script: str | None) -> None:
+    """Run statements of the array language and print the result of the last one."""
+    from arrayviews.cli.render import show
+
+    if (statement is None) == (script is None):
+        raise click.UsageError("give a statement or --file, not both")
+    text = Path(script).read_text() if script else statement
+    show(context.db.sql(text))
+
+
+@cli.command()
+@click.pass_obj
+def arrays(context: Context) -> None:
+    """List the arrays of the warehouse with their schema, version and cell count."""
+    from arrayviews.cli.render import show
+
+    show(context.db.describe(), title="arrays")
+
+
+@cli.command()
+@click.argument("array")
+@click.pass_obj
+def chunks(context: Context, array: str) -> None:
+    """Chunk statistics of an array (read from metadata only)."""
+    from arrayviews.cli.render import show
+
+    show(context.db.array(array).chunks(), title=f"chunks of {array}")
+
+
+@cli.command()
+@click.argument("array")
+@click.pass_obj
+def versions(context: Context, array: str) -> None:
+    """The versions of an array with time, operation and cell counts."""
+    from arrayviews.cli.render import show
+
+    show(context.db.array(array).versions().drop(columns=["snapshot_id"]), title=f"versions of {array}")
+
+
+@cli.command()
+@click.argument("array")
+@click.pass_obj
+def compact(context: Context, array: str) -> None:
+    """Rewrite an array's small data files into large ones."""
+    click.echo(str(context.db.array(array).compact()))
+
+
+@cli.command()
+@click.option("--batches", default=8, show_default=True, help="Number of batches the image arrives in.")
+@click.pass_obj
+def demo(context: Context, batches: int) -> None:
+    """The main job: ingest the Hubble deep field image in batches and run array operators on it."""
+    from arrayviews.cli.demo import run_demo
+
+    run_demo(context.db, batches=batches)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except ArrayViewsError as error:
+        click.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
