@@ -60,54 +60,64 @@ def to_numpy(
         )
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
-    out = np.full(
-        schema.shape, fill, dtype=np.result_type(dtype, np.asarray(fill).dtype) if fill is not None else dtype
-    )
-    present = np.zeros(schema.shape, dtype=bool)
     table = source.local(columns=_attribute_columns(schema, [attribute]))
+    total = int(np.sum(table.column(layout.N_CELLS))) if table.num_rows else 0
+    out_dtype = np.result_type(dtype, fill)
+    # When every cell is present (the common dense case) skip the fill and the presence mask.
+    complete = total == cells and not spec.nullable
+    out = np.empty(schema.shape, dtype=out_dtype) if complete else np.full(schema.shape, fill, dtype=out_dtype)
+    present = None if complete and not masked else np.zeros(schema.shape, dtype=bool)
     low = np.asarray([d.low for d in schema.dimensions], dtype=np.int64)
     grid = ChunkGrid.of(schema)
     dense = np.asarray(table.column(layout.DENSE), dtype=bool)
-    sub_schema = schema.with_attributes([spec])
     if dense.any():
-        rows = table.filter(pa.array(dense))
-        chunks = np.stack([np.asarray(rows.column(c)) for c in layout.chunk_columns(schema)], axis=1)
-        n_cells = np.asarray(rows.column(layout.N_CELLS))
-        blobs = rows.column(layout.CELLS).to_pylist()
-        payloads = rows.column(layout.value_column(attribute)).to_pylist()
-        null_blobs = (
-            rows.column(layout.null_column(attribute)).to_pylist()
-            if spec.nullable
-            else [None] * rows.num_rows
-        )
-        for row in range(rows.num_rows):
-            chunk = tuple(int(c) for c in chunks[row])
-            box_low, _ = grid.chunk_bounds(chunk)
-            shape = grid.chunk_shape(chunk)
-            volume = math.prod(shape)
-            block, mask = codec.dense_block(True, int(n_cells[row]), volume, payloads[row], dtype, blobs[row])
-            valid = np.ones(volume, dtype=bool) if mask is None else mask.copy()
-            if null_blobs[row]:
-                valid &= ~np.unpackbits(
-                    np.frombuffer(null_blobs[row], np.uint8), count=volume, bitorder="little"
-                ).view(bool)
-            window = tuple(slice(b - lo, b - lo + s) for b, lo, s in zip(box_low, low, shape, strict=True))
-            target = out[window]
-            np.copyto(target, block.reshape(shape), where=valid.reshape(shape))
-            present[window] |= valid.reshape(shape)
+        # Batch by batch: each batch's columns are contiguous, so payloads are read without copies.
+        for batch in table.filter(pa.array(dense)).to_batches():
+            _place_dense(batch, schema, spec, grid, low, out, present)
     if (~dense).any():
         rows = table.filter(pa.array(~dense))
-        cell_table = layout.fragments_to_cells(rows, sub_schema)
+        cell_table = layout.fragments_to_cells(rows, schema.with_attributes([spec]))
         coords = np.stack([np.asarray(cell_table.column(d)) for d in schema.dimension_names], axis=1) - low
         column = cell_table.column(attribute)
         valid = ~np.asarray(column.is_null()) if column.null_count else np.ones(len(column), dtype=bool)
         values = np.asarray(column.fill_null(fill) if column.null_count else column)
         index = tuple(coords[valid].T)
         out[index] = values[valid]
-        present[index] = True
+        if present is not None:
+            present[index] = True
     if masked:
         return np.ma.MaskedArray(out, mask=~present)
     return out
+
+
+def _place_dense(rows: pa.RecordBatch, schema, spec, grid: ChunkGrid, low: np.ndarray, out: np.ndarray, present) -> None:
+    """Copy dense fragments block by block into ``out`` (and mark ``present``)."""
+    dtype = numpy_dtype(spec.type)
+    chunks = np.stack([np.asarray(rows.column(c)) for c in layout.chunk_columns(schema)], axis=1)
+    n_cells = np.asarray(rows.column(layout.N_CELLS))
+    cells_data, cells_offsets = layout.binary_parts(rows.column(layout.CELLS))
+    value_data, value_offsets = layout.binary_parts(rows.column(layout.value_column(spec.name)))
+    null_parts = layout.binary_parts(rows.column(layout.null_column(spec.name))) if spec.nullable else None
+    for row in range(rows.num_rows):
+        chunk = tuple(int(c) for c in chunks[row])
+        box_low, _ = grid.chunk_bounds(chunk)
+        shape = grid.chunk_shape(chunk)
+        volume = math.prod(shape)
+        payload = value_data[value_offsets[row] : value_offsets[row + 1]]
+        cell_bytes = cells_data[cells_offsets[row] : cells_offsets[row + 1]]
+        block, mask = codec.dense_block(True, int(n_cells[row]), volume, payload, dtype, cell_bytes)
+        null_bytes = null_parts[0][null_parts[1][row] : null_parts[1][row + 1]] if null_parts else None
+        window = tuple(slice(b - lo, b - lo + s) for b, lo, s in zip(box_low, low, shape, strict=True))
+        if mask is None and (null_bytes is None or len(null_bytes) == 0):
+            out[window] = block.reshape(shape)
+            if present is not None:
+                present[window] = True
+            continue
+        valid = np.ones(volume, dtype=bool) if mask is None else mask.copy()
+        if null_bytes is not None and len(null_bytes):
+            valid &= ~np.unpackbits(null_bytes, count=volume, bitorder="little").view(bool)
+        np.copyto(out[window], block.reshape(shape), where=valid.reshape(shape))
+        present[window] |= valid.reshape(shape)
 
 
 def to_arrow(source: Source, sort: bool = True) -> pa.Table:

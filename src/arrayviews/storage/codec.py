@@ -48,14 +48,18 @@ class Fragment:
 
 @dataclass(frozen=True)
 class EncodedFragment:
-    """The byte form of a fragment, as stored in one row of the fragment table."""
+    """The byte form of a fragment, as stored in one row of the fragment table.
+
+    Byte strings are held as 1-d uint8 numpy arrays (often views of the caller's data), so building
+    the Arrow columns costs one copy.
+    """
 
     chunk: tuple[int, ...]
     n_cells: int
     dense: bool
-    cells: bytes
-    values: dict[str, bytes]
-    nulls: dict[str, bytes]
+    cells: np.ndarray
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
     minimum: dict[str, object]
     maximum: dict[str, object]
 
@@ -92,13 +96,13 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
     dense = prefers_dense(n_cells, volume, width)
     minimum: dict[str, object] = {}
     maximum: dict[str, object] = {}
-    values: dict[str, bytes] = {}
-    nulls: dict[str, bytes] = {}
+    values: dict[str, np.ndarray] = {}
+    nulls: dict[str, np.ndarray] = {}
     if dense:
         full = n_cells == volume
-        cells = b"" if full else np.packbits(_mask(fragment.offsets, volume), bitorder="little").tobytes()
+        cells = _bytes_of(np.zeros(0, np.uint8) if full else np.packbits(_mask(fragment.offsets, volume), bitorder="little"))
     else:
-        cells = np.ascontiguousarray(fragment.offsets, dtype=OFFSET_DTYPE).tobytes()
+        cells = _bytes_of(np.asarray(fragment.offsets, dtype=OFFSET_DTYPE))
     for name, dtype in dtypes.items():
         column = np.asarray(fragment.values[name], dtype=dtype)
         null_mask = fragment.nulls.get(name)
@@ -111,12 +115,15 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
                 expanded = np.zeros(volume, dtype=bool)
                 expanded[fragment.offsets] = null_mask
                 null_mask = expanded
-        values[name] = (
-            np.ascontiguousarray(column).astype(column.dtype.newbyteorder("<"), copy=False).tobytes()
-        )
+        values[name] = _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
         if null_mask is not None and null_mask.any():
-            nulls[name] = np.packbits(null_mask, bitorder="little").tobytes()
+            nulls[name] = np.packbits(null_mask, bitorder="little")
     return EncodedFragment(fragment.chunk, n_cells, dense, cells, values, nulls, minimum, maximum)
+
+
+def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """The bytes of an array as a contiguous 1-d uint8 array (a view when already contiguous)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
 def _mask(offsets: np.ndarray, volume: int) -> np.ndarray:

@@ -39,7 +39,19 @@ def write_parquet(table: pa.Table, uri: str) -> int:
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     average = max(1, table.nbytes // max(1, table.num_rows))
     rows_per_group = max(1, min(1 << 20, ROW_GROUP_BYTES // average))
-    pq.write_table(table, path, filesystem=fs, row_group_size=rows_per_group, compression="snappy")
+    # Large byte-string columns (chunk payloads) get neither dictionaries nor min/max statistics:
+    # both cost time on megabyte values and would bloat the footer. Small columns keep both, so
+    # readers can skip row groups by chunk number.
+    small = [f.name for f in table.schema if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type))]
+    pq.write_table(
+        table,
+        path,
+        filesystem=fs,
+        row_group_size=rows_per_group,
+        compression="snappy",
+        use_dictionary=small,
+        write_statistics=small,
+    )
     return fs.get_file_info(path).size
 
 

@@ -12,6 +12,8 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import arrow_type, numpy_dtype
 from arrayviews.storage import codec
 
+_NO_BYTES = np.zeros(0, dtype=np.uint8)
+
 N_CELLS = "n_cells"
 DENSE = "dense"
 CELLS = "cells"
@@ -82,6 +84,19 @@ def attribute_dtypes(schema: ArraySchema) -> dict[str, np.dtype]:
 
 
 # -- encoding ------------------------------------------------------------------------------------
+def binary_array(parts: list[np.ndarray]) -> pa.Array:
+    """An Arrow binary array whose values are the given uint8 arrays (one copy into one buffer)."""
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError("fragment batch exceeds 2 GiB; split it into smaller tables")
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    return pa.Array.from_buffers(
+        pa.binary(), len(parts), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    )
+
+
 def encoded_to_table(encoded: list[codec.EncodedFragment], schema: ArraySchema, version: int) -> pa.Table:
     """The fragment table rows for encoded fragments, stamped with ``version``."""
     columns: dict[str, pa.Array] = {}
@@ -89,14 +104,14 @@ def encoded_to_table(encoded: list[codec.EncodedFragment], schema: ArraySchema, 
         columns[chunk_column(dimension)] = pa.array([e.chunk[k] for e in encoded], pa.int64())
     columns[N_CELLS] = pa.array([e.n_cells for e in encoded], pa.int64())
     columns[DENSE] = pa.array([e.dense for e in encoded], pa.bool_())
-    columns[CELLS] = pa.array([e.cells for e in encoded], pa.binary())
+    columns[CELLS] = binary_array([e.cells for e in encoded])
     columns[NBYTES] = pa.array([e.nbytes for e in encoded], pa.int64())
     columns[VERSION] = pa.array([version] * len(encoded), pa.int64())
     for attribute in schema.attributes:
         name = attribute.name
-        columns[value_column(name)] = pa.array([e.values[name] for e in encoded], pa.binary())
+        columns[value_column(name)] = binary_array([e.values[name] for e in encoded])
         if attribute.nullable:
-            columns[null_column(name)] = pa.array([e.nulls.get(name, b"") for e in encoded], pa.binary())
+            columns[null_column(name)] = binary_array([e.nulls.get(name, _NO_BYTES) for e in encoded])
         kind = arrow_type(attribute.type)
         columns[min_column(name)] = pa.array([e.minimum[name] for e in encoded], kind)
         columns[max_column(name)] = pa.array([e.maximum[name] for e in encoded], kind)
@@ -117,7 +132,7 @@ def empty_fragment_table(schema: ArraySchema) -> pa.Table:
 
 
 # -- decoding ------------------------------------------------------------------------------------
-def _binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Data bytes and per-row (start, end) offsets of a binary column (no copy)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -160,10 +175,10 @@ def iter_fragments(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> Ite
     volumes = np.prod(sizes, axis=1)
     n_cells = np.asarray(batch.column(N_CELLS), dtype=np.int64)
     dense = np.asarray(batch.column(DENSE), dtype=bool)
-    cells_data, cells_off = _binary_parts(batch.column(CELLS))
-    value_parts = {a.name: _binary_parts(batch.column(value_column(a.name))) for a in schema.attributes}
+    cells_data, cells_off = binary_parts(batch.column(CELLS))
+    value_parts = {a.name: binary_parts(batch.column(value_column(a.name))) for a in schema.attributes}
     null_parts = {
-        a.name: _binary_parts(batch.column(null_column(a.name)))
+        a.name: binary_parts(batch.column(null_column(a.name)))
         for a in schema.attributes
         if a.nullable and null_column(a.name) in batch.schema.names
     }
@@ -229,14 +244,14 @@ def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, targ
     starts, sizes = box_geometry(grid, chunks)
     n_cells = np.asarray(batch.column(N_CELLS), dtype=np.int64)
     total = int(n_cells.sum())
-    data, off = _binary_parts(batch.column(CELLS))
-    offsets = np.frombuffer(data[off[0] : off[-1]].tobytes(), dtype=codec.OFFSET_DTYPE, count=total)
+    data, off = binary_parts(batch.column(CELLS))
+    offsets = np.frombuffer(data, dtype=codec.OFFSET_DTYPE, count=total, offset=int(off[0]))
     coords = offsets_to_cells(offsets, np.repeat(starts, n_cells, axis=0), np.repeat(sizes, n_cells, axis=0))
     values, nulls = {}, {}
     for attribute in schema.attributes:
         dtype = numpy_dtype(attribute.type).newbyteorder("<")
-        data, off = _binary_parts(batch.column(value_column(attribute.name)))
-        values[attribute.name] = np.frombuffer(data[off[0] : off[-1]].tobytes(), dtype=dtype, count=total)
+        data, off = binary_parts(batch.column(value_column(attribute.name)))
+        values[attribute.name] = np.frombuffer(data, dtype=dtype, count=total, offset=int(off[0]))
         if attribute.nullable and null_column(attribute.name) in batch.schema.names:
             masks = []
             for fragment_nulls, count in _iter_null_masks(batch.column(null_column(attribute.name)), n_cells):
@@ -248,7 +263,7 @@ def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, targ
 
 
 def _iter_null_masks(column: pa.Array, n_cells: np.ndarray) -> Iterator[tuple[np.ndarray | None, int]]:
-    data, off = _binary_parts(column)
+    data, off = binary_parts(column)
     for row, count in enumerate(n_cells):
         packed = data[off[row] : off[row + 1]]
         mask = None

@@ -1,0 +1,193 @@
+"""Ingest and full read of a dense grid and of a very sparse array, against plain Parquet with pyarrow;
+subarray pruning; read time after many small batches, before and after compaction.
+
+Run: ``.venv/bin/python -m benchmarks.run ingest`` (``--quick`` for a small smoke run).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.common import bar_plot, timed, write_results
+
+
+def _parquet_dense(data: np.ndarray, folder: Path) -> tuple[float, float]:
+    """Baseline: the grid as one Parquet column in row-major order, written and read back with pyarrow."""
+    path = folder / "dense.parquet"
+    write_time, _ = timed(lambda: pq.write_table(pa.table({"v": data.reshape(-1)}), path))
+    read_time, back = timed(lambda: pq.read_table(path).column("v").to_numpy().reshape(data.shape))
+    assert np.array_equal(back, data)
+    return write_time, read_time
+
+
+def _parquet_sparse(cells: dict[str, np.ndarray], folder: Path) -> tuple[float, float]:
+    """Baseline: one row per cell (coordinates and value) written and read back with pyarrow."""
+    path = folder / "sparse.parquet"
+    write_time, _ = timed(lambda: pq.write_table(pa.table(cells), path))
+    read_time, back = timed(lambda: pq.read_table(path))
+    assert back.num_rows == len(cells["v"])
+    return write_time, read_time
+
+
+def run(db, quick: bool = False) -> dict:
+    rng = np.random.default_rng(42)
+    scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
+    results: dict[str, dict] = {}
+    try:
+        # 1. dense grid ------------------------------------------------------------------------------
+        side = 2000 if quick else 10000
+        chunk = 500 if quick else 1000
+        data = rng.normal(size=(side, side))
+        for name in ("bench_dense", "bench_sparse", "bench_batches"):
+            if name in db.arrays():
+                db.drop_array(name)
+        dense = db.create_array(f"bench_dense<v:float64>[i=0:{side - 1}:{chunk}; j=0:{side - 1}:{chunk}]")
+        write_time, _ = timed(lambda: dense.write_dense(data))
+        read_time, back = timed(lambda: dense.to_numpy(), repeat=2)
+        assert np.array_equal(back, data)
+        base_write, base_read = _parquet_dense(data, scratch)
+        results["dense"] = {
+            "cells": side * side,
+            "arrayviews_write_s": write_time,
+            "parquet_write_s": base_write,
+            "write_ratio": write_time / base_write,
+            "arrayviews_read_s": read_time,
+            "parquet_read_s": base_read,
+            "read_ratio": read_time / base_read,
+        }
+        # subarray of a 1% box, not aligned to chunks
+        edge = side // 10
+        low = side // 3 + 7
+        box = {"i": (low, low + edge - 1), "j": (low, low + edge - 1)}
+        sub_time, sub = timed(lambda: dense.subarray(**box).to_numpy(), repeat=2)
+        assert np.array_equal(sub, data[low : low + edge, low : low + edge])
+        ranges = [(low // chunk, (low + edge - 1) // chunk)] * 2
+        chunks_read = dense.source.metadata(ranges).num_rows
+        chunks_total = dense.source.metadata().num_rows
+        results["subarray_1pct"] = {
+            "box": box,
+            "seconds": sub_time,
+            "chunks_read": chunks_read,
+            "chunks_total": chunks_total,
+            "fraction_of_chunks_read": chunks_read / chunks_total,
+            "full_read_s": read_time,
+        }
+
+        # 2. sparse array: 10 million cells in a domain of 10^15 cells ------------------------------
+        n = 1_000_000 if quick else 10_000_000
+        extent = 100_000
+        cells = {
+            "t": rng.integers(0, extent, n),
+            "ra": rng.integers(0, extent, n),
+            "dec": rng.integers(0, extent, n),
+        }
+        keys = (cells["t"] * extent + cells["ra"]) * extent + cells["dec"]
+        _, first = np.unique(keys, return_index=True)
+        cells = {k: v[first] for k, v in cells.items()}
+        cells["v"] = rng.normal(size=len(first))
+        sparse = db.create_array(
+            f"bench_sparse<v:float64>[t=0:{extent - 1}:5000; ra=0:{extent - 1}:5000; dec=0:{extent - 1}:5000]"
+        )
+        write_time, _ = timed(lambda: sparse.insert(cells))
+        read_time, table = timed(lambda: sparse.to_arrow(sort=False), repeat=2)
+        assert table.num_rows == len(cells["v"])
+        base_write, base_read = _parquet_sparse(cells, scratch)
+        results["sparse"] = {
+            "cells": len(cells["v"]),
+            "domain_cells": extent**3,
+            "arrayviews_write_s": write_time,
+            "parquet_write_s": base_write,
+            "write_ratio": write_time / base_write,
+            "arrayviews_read_s": read_time,
+            "parquet_read_s": base_read,
+            "read_ratio": read_time / base_read,
+        }
+
+        # 3. many small batches, then compaction -----------------------------------------------------
+        batches = 50 if quick else 500
+        per_batch = 2000
+        grid = db.create_array("bench_batches<v:float64>[i=0:999:100; j=0:999:100]")
+        order = rng.permutation(1000 * 1000)[: batches * per_batch]
+        batch_time, _ = timed(
+            lambda: [
+                grid.insert({"i": part // 1000, "j": part % 1000, "v": part.astype(np.float64)})
+                for part in np.array_split(order, batches)
+            ]
+        )
+        files_before = len(grid.source.file_uris())
+        before_time, before = timed(lambda: grid.to_numpy(), repeat=3)
+        compact_time, _ = timed(lambda: grid.compact())
+        files_after = len(grid.source.file_uris())
+        after_time, after = timed(lambda: grid.to_numpy(), repeat=3)
+        assert np.array_equal(before, after, equal_nan=True)
+        results["small_batches"] = {
+            "batches": batches,
+            "cells_per_batch": per_batch,
+            "ingest_s": batch_time,
+            "seconds_per_batch": batch_time / batches,
+            "files_before": files_before,
+            "files_after": files_after,
+            "read_before_compaction_s": before_time,
+            "read_after_compaction_s": after_time,
+            "read_speedup_from_compaction": before_time / after_time,
+            "compaction_s": compact_time,
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def report(results: dict, quick: bool) -> None:
+    name = "ingest_quick" if quick else "ingest"
+    write_results(name, {"quick": quick, "results": results})
+    dense, sparse, batches = results["dense"], results["sparse"], results["small_batches"]
+    bar_plot(
+        name,
+        "arrayviews vs plain Parquet (pyarrow), same run",
+        ["dense write", "dense read", "sparse write", "sparse read", "read, 500 batches", "read, compacted"],
+        {
+            "arrayviews (s)": [
+                dense["arrayviews_write_s"],
+                dense["arrayviews_read_s"],
+                sparse["arrayviews_write_s"],
+                sparse["arrayviews_read_s"],
+                batches["read_before_compaction_s"],
+                batches["read_after_compaction_s"],
+            ],
+            "plain Parquet (s)": [
+                dense["parquet_write_s"],
+                dense["parquet_read_s"],
+                sparse["parquet_write_s"],
+                sparse["parquet_read_s"],
+                0,
+                0,
+            ],
+        },
+        "seconds",
+    )
+    print(
+        f"dense {dense['cells']} cells: write {dense['arrayviews_write_s']:.2f} s vs Parquet {dense['parquet_write_s']:.2f} s "
+        f"(ratio {dense['write_ratio']:.2f}); read {dense['arrayviews_read_s']:.2f} s vs {dense['parquet_read_s']:.2f} s "
+        f"(ratio {dense['read_ratio']:.2f})"
+    )
+    print(
+        f"sparse {sparse['cells']} cells in 10^15: write {sparse['arrayviews_write_s']:.2f} s vs {sparse['parquet_write_s']:.2f} s "
+        f"(ratio {sparse['write_ratio']:.2f}); read {sparse['arrayviews_read_s']:.2f} s vs {sparse['parquet_read_s']:.2f} s "
+        f"(ratio {sparse['read_ratio']:.2f})"
+    )
+    sub = results["subarray_1pct"]
+    print(
+        f"subarray 1% box: {sub['seconds']:.2f} s (full read {sub['full_read_s']:.2f} s), "
+        f"{sub['chunks_read']}/{sub['chunks_total']} chunks read ({sub['fraction_of_chunks_read']:.1%})"
+    )
+    print(
+        f"{batches['batches']} small batches: {batches['seconds_per_batch']:.3f} s each; read {batches['read_before_compaction_s']:.2f} s "
+        f"over {batches['files_before']} files, {batches['read_after_compaction_s']:.2f} s over {batches['files_after']} after compaction "
+        f"(speedup {batches['read_speedup_from_compaction']:.1f}x; compaction took {batches['compaction_s']:.1f} s)"
+    )

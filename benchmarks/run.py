@@ -1,0 +1,34 @@
+"""Benchmark runner: ``python -m benchmarks.run NAME [--quick] [--warehouse DIR]``; writes benchmarks/results/NAME.json and .png."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import tempfile
+
+BENCHMARKS = ("ingest", "layout")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", choices=BENCHMARKS)
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmark itself")
+    parser.add_argument("--warehouse", default=None, help="warehouse folder (default: a temporary one)")
+    arguments = parser.parse_args()
+    import arrayviews
+
+    module = importlib.import_module(f"benchmarks.{arguments.name}")
+    folder = arguments.warehouse or tempfile.mkdtemp(prefix="arrayviews-warehouse-")
+    db = arrayviews.connect(folder)
+    try:
+        results = module.run(db, quick=arguments.quick)
+        module.report(results, arguments.quick)
+    finally:
+        db.spark.stop()
+        if arguments.warehouse is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
