@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import struct
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lark import Lark, Transformer
+from lark.visitors import merge_transformers
 
 from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
+from arrayviews.model import expressions
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.expressions import (
     BINARY_OPS,
     FUNCTIONS,
     INT64_MAX,
+    MAX_DEPTH,
     Binary,
     Call,
     Expr,
+    ExpressionBuilder,
     Literal,
     Name,
     Unary,
@@ -87,7 +94,10 @@ GOLDEN = [
     ("f()", C("f")),
     ("iif(v > 0, v, -v)", C("iif", B(">", N("v"), L(0)), N("v"), U("-", N("v")))),
     ("`and` + `my col`", B("+", N("and"), N("my col"))),
-    ("android + notes + inform + nan1", B("+", B("+", B("+", N("android"), N("notes")), N("inform")), N("nan1"))),
+    (
+        "android + notes + inform + nan1",
+        B("+", B("+", B("+", N("android"), N("notes")), N("inform")), N("nan1")),
+    ),
     ("  a\n  +\tb  ", B("+", N("a"), N("b"))),
     ("((a))", N("a")),
     ("(a < b) = (c < d)", B("=", B("<", N("a"), N("b")), B("<", N("c"), N("d")))),
@@ -189,6 +199,22 @@ def test_referenced_names() -> None:
     assert referenced_names(parse_expression("1 + 2")) == frozenset()
 
 
+def test_rules_can_be_imported_by_another_grammar() -> None:
+    grammar = """
+        start: "filter" "(" NAME "," expr ")"
+        %import expressions (expr, NAME, WS)
+        %ignore WS
+    """
+    folder = Path(expressions.__file__).parent
+    parser = Lark(grammar, parser="lalr", import_paths=[str(folder)], maybe_placeholders=False)
+    tree = parser.parse("filter(A, v > 3 and not `b`)")
+    array, condition = (
+        merge_transformers(Transformer(), expressions=ExpressionBuilder()).transform(tree).children
+    )
+    assert str(array) == "A"
+    assert condition == parse_expression("v > 3 and not b")
+
+
 # ---------------------------------------------------------------------------------------------
 # Round trip of random trees
 
@@ -207,7 +233,9 @@ def _grow(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
     return st.one_of(
         st.builds(Unary, st.sampled_from(["-", "+", "not", "!"]), children),
         st.builds(Binary, st.sampled_from(_ALL_BINARY), children, children),
-        st.builds(Call, st.sampled_from(["sqrt", "least", "f", "iif", "IsNan"]), st.lists(children, max_size=3)),
+        st.builds(
+            Call, st.sampled_from(["sqrt", "least", "f", "iif", "IsNan"]), st.lists(children, max_size=3)
+        ),
     )
 
 
@@ -280,7 +308,9 @@ SYNTAX_ERRORS = [
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "column", "reason", "expected"), SYNTAX_ERRORS, ids=[repr(case[0]) for case in SYNTAX_ERRORS]
+    ("text", "line", "column", "reason", "expected"),
+    SYNTAX_ERRORS,
+    ids=[repr(case[0]) for case in SYNTAX_ERRORS],
 )
 def test_syntax_errors(text: str, line: int, column: int, reason: str, expected: tuple | None) -> None:
     with pytest.raises(ParseError) as caught:
@@ -292,6 +322,20 @@ def test_syntax_errors(text: str, line: int, column: int, reason: str, expected:
     if expected is not None:
         assert error.expected == expected
     assert f"line {line}, column {column}" in str(error)
+
+
+def test_nesting_depth_is_limited() -> None:
+    columns = {"v": np.arange(3, dtype=np.int32)}
+    for text in ["+".join(["v"] * MAX_DEPTH), "abs(" * (MAX_DEPTH - 1) + "v" + ")" * (MAX_DEPTH - 1)]:
+        expr = parse_expression(text)  # the deepest accepted nesting works end to end
+        assert parse_expression(expr.to_text()) == expr
+        assert evaluate(expr, columns, 3).dtype == np.int64
+    with pytest.raises(ParseError, match=f"nested more than {MAX_DEPTH} levels deep") as caught:
+        parse_expression("+".join(["v"] * (MAX_DEPTH + 1)))
+    assert (caught.value.line, caught.value.column) == (1, 1)
+    with pytest.raises(ParseError) as caught:
+        parse_expression("w +\n" + "-" * MAX_DEPTH + "v")
+    assert (caught.value.line, caught.value.column) == (2, MAX_DEPTH)
 
 
 def test_largest_integer_literal_parses() -> None:
@@ -725,7 +769,7 @@ def chunks(draw: st.DrawFn, max_length: int = 6) -> tuple[int, dict[str, np.ndar
 
 _NUMBER_LITERALS = st.one_of(
     st.integers(0, 5),
-    st.sampled_from([2**31, 2**32 + 1, 2**53 + 1, INT64_MAX]),
+    st.sampled_from([2**31, 2**32 + 1, 2**53, 2**53 + 1, INT64_MAX]),
     st.sampled_from([0.0, 0.5, 1.5, 2.5, 1e300, math.inf, math.nan]),
     st.floats(min_value=0.0, allow_nan=False).filter(lambda f: math.copysign(1.0, f) > 0),
 ).map(Literal)
@@ -751,7 +795,9 @@ def typed(kind: str, depth: int) -> st.SearchStrategy[Expr]:
         return st.one_of(
             st.builds(Binary, st.sampled_from(["+", "-", "*", "/", "%"]), number, number),
             st.builds(Unary, st.sampled_from(["-", "+"]), number),
-            st.builds(lambda f, a: Call(f, (a,)), st.sampled_from(["abs", "floor", "ceil", "round", "sqrt"]), number),
+            st.builds(
+                lambda f, a: Call(f, (a,)), st.sampled_from(["abs", "floor", "ceil", "round", "sqrt"]), number
+            ),
             st.builds(Call, st.sampled_from(["least", "greatest"]), st.lists(number, min_size=2, max_size=3)),
             _call("iif", condition, number, number),
             st.builds(lambda f, a: Call(f, (a,)), st.sampled_from(_CASTS), st.one_of(number, condition)),
@@ -767,7 +813,9 @@ def typed(kind: str, depth: int) -> st.SearchStrategy[Expr]:
     )
 
 
-def _check_against_reference(expr: Expr, length: int, columns: dict[str, np.ndarray], tolerance: float) -> None:
+def _check_against_reference(
+    expr: Expr, length: int, columns: dict[str, np.ndarray], tolerance: float
+) -> None:
     types = {name: type_of_dtype(column.dtype) for name, column in columns.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -800,33 +848,82 @@ def test_evaluate_matches_python_reference(expr: Expr, chunk: tuple[int, dict[st
     _check_against_reference(parse_expression(expr.to_text()), length, columns, tolerance=0.0)
 
 
-_NUMBER_OPERANDS = st.one_of(
-    st.sampled_from([Name(n) for n, t in COLUMN_TYPES.items() if t != "bool"]),
-    _NUMBER_LITERALS,
-    _NUMBER_LITERALS.map(lambda literal: Unary("-", literal)),
+# Operands for single operations: every numeric column (twice, to favour them) and awkward constants.
+_NUMBER_COLUMNS = [Name(n) for n, t in COLUMN_TYPES.items() if t != "bool"]
+_NUMBER_OPERANDS = st.sampled_from(
+    _NUMBER_COLUMNS * 2
+    + [Literal(v) for v in [0, 1, 7, 2**31, 2**53, 2**63 - 1, 0.0, 0.5, 2.5, 1e300, math.inf, math.nan]]
+    + [Unary("-", Literal(v)) for v in [3, 2**31, 2**53 + 1, 1.5, 0.0, math.inf]]
 )
-_BOOL_OPERANDS = st.one_of(st.sampled_from([Name("p"), Name("q")]), st.booleans().map(Literal))
+_BOOL_OPERANDS = st.sampled_from([Name("p"), Name("q"), Name("p"), Name("q"), Literal(True), Literal(False)])
 # Every operator and function on its own, with operands of every type (name: builder, operand kinds).
 _SINGLE = {op: (lambda a, b, op=op: Binary(op, a, b), "nn") for op in ["+", "-", "*", "/", "%"]}
 _SINGLE |= {op: (lambda a, b, op=op: Binary(op, a, b), "nn") for op in ["=", "<>", "<", "<=", ">", ">="]}
 _SINGLE |= {f"bool {op}": (lambda a, b, op=op: Binary(op, a, b), "bb") for op in ["=", "<>", "and", "or"]}
 _SINGLE |= {f"unary {op}": (lambda a, op=op: Unary(op, a), "n") for op in ["-", "+"]}
 _SINGLE |= {"not": (lambda a: Unary("not", a), "b")}
-_SINGLE |= {f: (lambda a, f=f: Call(f, (a,)), "n") for f in ["abs", "floor", "ceil", "round", "sqrt", "is_nan"]}
+_SINGLE |= {
+    f: (lambda a, f=f: Call(f, (a,)), "n") for f in ["abs", "floor", "ceil", "round", "sqrt", "is_nan"]
+}
 _SINGLE |= {f: (lambda a, f=f: Call(f, (a,)), "n") for f in _CASTS}
 _SINGLE |= {f"{f} of bool": (lambda a, f=f: Call(f, (a,)), "b") for f in _CASTS}
 _SINGLE |= {f: (lambda a, b, c, f=f: Call(f, (a, b, c)), "nnn") for f in ["least", "greatest"]}
-_SINGLE |= {"iif": (lambda c, a, b: Call("iif", (c, a, b)), "bnn"), "iif of bool": (lambda c, a, b: Call("iif", (c, a, b)), "bbb")}
+_SINGLE |= {
+    "iif": (lambda c, a, b: Call("iif", (c, a, b)), "bnn"),
+    "iif of bool": (lambda c, a, b: Call("iif", (c, a, b)), "bbb"),
+}
 
 
 @pytest.mark.parametrize("form", sorted(_SINGLE))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_each_operation_matches_python_reference(form: str, data: st.DataObject) -> None:
     build, kinds = _SINGLE[form]
     operands = [data.draw(_NUMBER_OPERANDS if kind == "n" else _BOOL_OPERANDS) for kind in kinds]
     length, columns = data.draw(chunks(max_length=16))
     _check_against_reference(build(*operands), length, columns, tolerance=0.0)
+
+
+def _special_chunk(length: int = 31) -> dict[str, np.ndarray]:
+    """Columns cycling through boundary values (different cycle lengths mix them across rows)."""
+    specials = {
+        "a32": [0, 1, -1, 2, -3, 7, -7, 20, -20, 2**31 - 1, -(2**31), 123456789],
+        "a64": [0, 1, -1, 3, -7, 2**53, 2**53 + 1, -(2**53) - 1, INT64_MAX, INT64_MIN]
+        + [2**31, -(2**31) - 1, 2**62],
+        "x32": [0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 2.0**31, math.nan, math.inf, -math.inf]
+        + [3.4e38, 1e-45, 7.0, 3.0],
+        "x64": _SPECIAL_FLOATS + [2.0**53, 5e-324, 9.2e18, 7.0, -3.0, 0.1],
+        "p": [True, False, False],
+        "q": [True, True, False, False, True],
+    }
+    return {
+        name: np.array(
+            [values[row % len(values)] for row in range(length)], dtype=numpy_dtype(COLUMN_TYPES[name])
+        )
+        for name, values in specials.items()
+    }
+
+
+_FIXED_NUMBER_OPERANDS = _NUMBER_COLUMNS + [
+    Literal(0),
+    Literal(7),
+    Literal(2**53),
+    Literal(2.5),
+    Literal(math.nan),
+    Unary("-", Literal(3)),
+    Unary("-", Literal(math.inf)),
+]
+_FIXED_BOOL_OPERANDS = [Name("p"), Name("q"), Literal(True)]
+
+
+@pytest.mark.parametrize("form", sorted(_SINGLE))
+def test_each_operation_on_boundary_values(form: str) -> None:
+    build, kinds = _SINGLE[form]
+    numbers = _FIXED_NUMBER_OPERANDS if len(kinds) < 3 else _NUMBER_COLUMNS
+    pools = [numbers if kind == "n" else _FIXED_BOOL_OPERANDS for kind in kinds]
+    columns = _special_chunk()
+    for operands in itertools.product(*pools):
+        _check_against_reference(build(*operands), 31, columns, tolerance=0.0)
 
 
 _TRANSCENDENTAL_CALLS = st.one_of(
@@ -838,7 +935,9 @@ _TRANSCENDENTAL_CALLS = st.one_of(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_TRANSCENDENTAL_CALLS, chunks())
-def test_transcendental_functions_match_math_module(expr: Expr, chunk: tuple[int, dict[str, np.ndarray]]) -> None:
+def test_transcendental_functions_match_math_module(
+    expr: Expr, chunk: tuple[int, dict[str, np.ndarray]]
+) -> None:
     # numpy and libm may differ in the last bits here, so results are compared with a tolerance.
     length, columns = chunk
     _check_against_reference(expr, length, columns, tolerance=1e-13)

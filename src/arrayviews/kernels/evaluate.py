@@ -168,7 +168,7 @@ def _call(function: str, args: list[np.ndarray], kind: str) -> np.ndarray:
         value = _as(args[0], kind)
         if kind in INTEGER_TYPES:
             return value
-        return np.floor(value) if function == "floor" else np.ceil(value) if function == "ceil" else _round(value)
+        return {"floor": np.floor, "ceil": np.ceil, "round": _round}[function](value)
     if function in ("least", "greatest"):
         combine = np.minimum if function == "least" else np.maximum
         result = _as(args[0], kind)
@@ -199,7 +199,7 @@ def cast(value: np.ndarray, type_name: str) -> np.ndarray:
     if value.dtype.kind in "iu":
         return np.clip(value, info.min, info.max).astype(dtype, copy=False)
     value = np.trunc(value.astype(np.float64, copy=False))
-    high = value > -float(info.min)  # -min is 2**31 or 2**63, exactly representable
+    high = value >= -float(info.min)  # -min is 2**31 or 2**63, exactly representable
     low = value < float(info.min)
     inside = np.where(np.isnan(value) | high | low, 0.0, value).astype(dtype)
     return np.where(high, info.max, np.where(low, info.min, inside)).astype(dtype, copy=False)

@@ -7,10 +7,6 @@ class ArrayViewsError(Exception):
     """Base class of every error arrayviews raises on purpose."""
 
 
-class SchemaError(ArrayViewsError, ValueError):
-    """A schema is malformed or inconsistent (bad ranges, duplicate names, unknown types)."""
-
-
 class ParseError(ArrayViewsError, ValueError):
     """Text (a schema, an expression or a statement) could not be parsed.
 
@@ -54,6 +50,14 @@ class ValidationError(ArrayViewsError, ValueError):
         self.column = column
         self.value = value
         super().__init__(message)
+
+
+class SchemaError(ValidationError):
+    """A schema is malformed or inconsistent (bad ranges, duplicate names, unknown types), or names a
+    dimension or attribute the array does not have."""
+
+    def __init__(self, message: str, **details) -> None:
+        super().__init__(message, **details)
 
 
 class ConflictError(ValidationError):

@@ -9,13 +9,15 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from lark import Lark, Transformer
+from lark import Lark, Token, Transformer_NonRecursive, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.types import normalize_type
 
 INT64_MAX = 2**63 - 1
+#: Deepest allowed nesting of operators and calls (printing, typing and evaluation recurse).
+MAX_DEPTH = 200
 KEYWORDS = frozenset({"and", "or", "not", "true", "false", "nan", "inf"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -279,7 +281,7 @@ def _parser() -> Lark:
     )
 
 
-class ExpressionBuilder(Transformer):
+class ExpressionBuilder(Transformer_NonRecursive):
     """Turns a parse tree of expressions.lark into Expr nodes.
 
     Other grammars that import these rules can reuse it through ``lark.visitors.merge_transformers``.
@@ -297,7 +299,7 @@ class ExpressionBuilder(Transformer):
     def name(self, children: list) -> Name:
         (token,) = children
         text = str(token)
-        return Name(text[1:-1] if token.type == "QUOTED_NAME" else text)
+        return Name(text[1:-1] if _kind(token) == "QUOTED_NAME" else text)
 
     def call(self, children: list) -> Call:
         function, *args = children
@@ -305,7 +307,7 @@ class ExpressionBuilder(Transformer):
 
     def literal(self, children: list) -> Literal:
         (token,) = children
-        kind, text = token.type, str(token)
+        kind, text = _kind(token), str(token)
         if kind == "INT":
             if int(text) > INT64_MAX:
                 raise ParseError(
@@ -319,6 +321,11 @@ class ExpressionBuilder(Transformer):
         return Literal({"TRUE": True, "FALSE": False, "NAN": math.nan, "INF": math.inf}[kind])
 
 
+def _kind(token: Token) -> str:
+    """The token's terminal name without the namespace a grammar importing these rules adds."""
+    return token.type.rsplit("__", 1)[-1]
+
+
 def parse_expression(text: str) -> Expr:
     """Parse expression text into an Expr.
 
@@ -329,6 +336,7 @@ def parse_expression(text: str) -> Expr:
         tree = _parser().parse(text)
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from None
+    _check_depth(text, tree)
     try:
         return ExpressionBuilder().transform(tree)
     except VisitError as error:
@@ -336,6 +344,22 @@ def parse_expression(text: str) -> Expr:
         if isinstance(cause, ParseError):
             raise ParseError(cause.reason, text=text, line=cause.line, column=cause.column) from None
         raise
+
+
+def _check_depth(text: str, tree: Tree) -> None:
+    """Raise ParseError at the first node nested more than MAX_DEPTH levels deep."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ParseError(
+                f"expression is nested more than {MAX_DEPTH} levels deep",
+                text=text,
+                line=node.meta.line,
+                column=node.meta.column,
+            )
+        children = [child for child in node.children if isinstance(child, Tree)]
+        stack.extend((child, depth + 1) for child in reversed(children))  # visit in reading order
 
 
 def _end_position(text: str) -> tuple[int, int]:
@@ -535,4 +559,6 @@ def _common_or_error(node: Expr, types: Sequence[str]) -> str:
     try:
         return common_type(types)
     except ValueError as error:
-        raise ValidationError(f"{_describe(node)} branches must agree: {error}, in {node.to_text()!r}") from None
+        raise ValidationError(
+            f"{_describe(node)} branches must agree: {error}, in {node.to_text()!r}"
+        ) from None

@@ -1,0 +1,554 @@
+"""Parsing statement text into the syntax tree of :mod:`arrayviews.language.syntax`.
+
+``parse(text)`` returns the statements of ``text`` (separated by ``;``). Every syntax error raises
+:class:`~arrayviews.model.errors.ParseError` with the 1-based line and column in ``text`` and the
+list of what would have been accepted there; errors found by the model's parsers (schemas, cell
+expressions, aggregate calls) are re-raised at their position in ``text``.
+
+Array functions (``subarray``, ``filter``, ...) are not grammar rules: the grammar captures
+``name(argument, ...)`` with raw argument spans, and :data:`ARRAY_FUNCTIONS` maps each function
+name to a builder that reads its arguments as arrays, integers, names, expressions or aggregate
+calls. Adding an operator is one builder registered with :func:`array_function`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextvars
+import functools
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from arrayviews.language import syntax as ast
+from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
+from arrayviews.model.errors import ParseError, SchemaError
+from arrayviews.model.expressions import Expr, parse_expression
+from arrayviews.model.schema import check_identifier
+from arrayviews.model.schema_parser import parse_schema
+
+# How the grammar's terminals are shown to users in "expected one of" lists; keywords not listed
+# here are shown as themselves (CREATE, ARRAY, ...).
+_TERMINAL_NAMES = {
+    "IDENTIFIER": "identifier",
+    "NUMBER": "number",
+    "STRING": "string",
+    "SCHEMA_TEXT": "schema",
+    "RAW": "expression",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "STAR": "'*'",
+    "_COMMA": "','",
+    "_SEMICOLON": "';'",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "NAN": "nan",
+    "INF": "inf",
+    "$END": "end of input",
+}
+_IGNORED = frozenset({"WS", "COMMENT"})
+_END = "end of input"
+_STATEMENT_END = ("';'", _END)
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FLOAT_SYNTAX = re.compile(r"[.eE]")
+_SCHEMA_COMMENT = re.compile(r"--[^\n]*")
+
+# Comment tokens seen by the lexer during the current parse (they are ignored by the grammar, but
+# raw spans must not contain them).
+_comments: contextvars.ContextVar[list[Token] | None] = contextvars.ContextVar("comments", default=None)
+
+
+def _collect_comment(token: Token) -> Token:
+    seen = _comments.get()
+    if seen is not None:
+        seen.append(token)
+    return token
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark.open(
+        "grammar.lark",
+        rel_to=__file__,
+        parser="lalr",
+        start=["script", "array_expr"],
+        propagate_positions=True,
+        maybe_placeholders=True,
+        lexer_callbacks={"COMMENT": _collect_comment},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+@dataclass(frozen=True)
+class ParsedStatement:
+    """A statement with where it was found: 1-based line and column, and its text."""
+
+    statement: ast.Statement
+    line: int
+    column: int
+    text: str
+
+
+def parse(text: str) -> list[ast.Statement]:
+    """The statements of ``text``, in order (empty statements between ``;`` are skipped)."""
+    return [parsed.statement for parsed in parse_statements(text)]
+
+
+def parse_statements(text: str) -> list[ParsedStatement]:
+    """Like :func:`parse`, with the position and text of every statement."""
+    source = _Source(text)
+    tree = source.parse_tree(0, len(text), "script")
+    parsed = []
+    for child in tree.children:
+        if child is None:
+            continue
+        statement = _StatementBuilder(source).build(child)
+        meta = child.meta
+        parsed.append(ParsedStatement(statement, meta.line, meta.column, text[meta.start_pos : meta.end_pos]))
+    return parsed
+
+
+def parse_array_expression(text: str) -> ast.ArrayExpr:
+    """One array expression, e.g. ``regrid(A, 2, 2, avg(v))``."""
+    source = _Source(text)
+    return source.array_expression(0, len(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Source text, positions and errors
+
+
+class _Source:
+    """The whole text being parsed, a copy with comments blanked out, and position helpers."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.clean = text  # set by the first parse_tree call over the whole text
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    # -- positions ---------------------------------------------------------------------------
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of ``offset``."""
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def end_of(self, start: int, end: int) -> int:
+        """The offset just after the last non-blank character of ``clean[start:end]`` (or ``start``)."""
+        body = self.clean[start:end].rstrip()
+        return start + len(body)
+
+    def error(self, reason: str, offset: int, expected: tuple[str, ...] = ()) -> ParseError:
+        line, column = self.position(offset)
+        return ParseError(reason, text=self.text, line=line, column=column, expected=expected)
+
+    def moved(self, error: ParseError, start: int) -> ParseError:
+        """``error``, raised by a model parser over ``clean[start:...]``, at its place in the whole text."""
+        if error.line is None or error.column is None:
+            offset = start
+        else:
+            span = self.clean[start:]
+            line_start = 0
+            for _ in range(error.line - 1):
+                line_start = span.index("\n", line_start) + 1
+            offset = start + line_start + error.column - 1
+        return self.error(error.reason, offset, error.expected)
+
+    @contextmanager
+    def spanning(self, start: int) -> Iterator[None]:
+        """Re-raise ParseErrors of a model parser run over the text from ``start``."""
+        try:
+            yield
+        except ParseError as error:
+            raise self.moved(error, start) from None
+
+    # -- lark --------------------------------------------------------------------------------
+    def parse_tree(self, start: int, end: int, rule: str) -> Tree:
+        """Parse ``clean[start:end]`` from ``rule``; token positions are made absolute."""
+        piece = self.clean[start:end]
+        comments: list[Token] = []
+        reset = _comments.set(comments)
+        try:
+            tree = _parser().parse(piece, start=rule)
+        except UnexpectedInput as error:
+            self._blank_comments(comments, start)
+            raise self._syntax_error(error, start, end, rule) from None
+        finally:
+            _comments.reset(reset)
+        self._blank_comments(comments, start)
+        if start:
+            _shift(tree, start)
+        return tree
+
+    def _blank_comments(self, comments: list[Token], start: int) -> None:
+        if comments:
+            self.clean = _blank(self.clean, [(start + c.start_pos, start + c.end_pos) for c in comments])
+
+    def array_expression(self, start: int, end: int) -> ast.ArrayExpr:
+        tree = self.parse_tree(start, end, "array_expr")
+        return _StatementBuilder(self).array_expr(tree)
+
+    def _syntax_error(self, error: UnexpectedInput, start: int, end: int, rule: str) -> ParseError:
+        if isinstance(error, UnexpectedCharacters):
+            offset = start + error.pos_in_stream
+            allowed = set(error.allowed or ()) - _IGNORED
+            if "SCHEMA_TEXT" in allowed and error.char == "<":
+                return self._schema_error(offset, end)
+            reason = f"unexpected character {error.char!r}"
+            return self.error(reason, offset, _readable(allowed))
+        token = getattr(error, "token", None)
+        accepts = set(getattr(error, "accepts", None) or getattr(error, "expected", None) or ())
+        expected = _readable(accepts)
+        if isinstance(error, UnexpectedToken) and token.type != "$END":
+            if "SCHEMA_TEXT" in accepts and str(token).startswith("<"):
+                return self._schema_error(start + token.start_pos, end)
+            if expected == _STATEMENT_END or expected == (_END,):
+                what = "statement" if rule == "script" else "array expression"
+                reason = f"unexpected {str(token)!r} after the end of the {what}"
+            else:
+                reason = f"unexpected {str(token)!r}"
+            return self.error(reason, start + token.start_pos, expected)
+        if not self.clean[start:end].strip():
+            return self.error("empty array expression", start, expected)
+        return self.error("unexpected end of input", self.end_of(start, end), expected)
+
+    def _schema_error(self, offset: int, end: int) -> ParseError:
+        """The error of a schema the grammar could not even delimit (no '[' or ']' after '<')."""
+        with self.spanning(offset):
+            parse_schema(self.clean[offset:end], "A")
+        return self.error("malformed schema", offset, ("schema",))  # pragma: no cover - parse_schema fails
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    pieces, last = [], 0
+    for begin, end in sorted(spans):
+        pieces += [text[last:begin], " " * (end - begin)]
+        last = end
+    return "".join(pieces) + text[last:]
+
+
+def _shift(tree: Tree, offset: int) -> None:
+    """Make the positions of ``tree`` (parsed from a slice starting at ``offset``) absolute."""
+    for node in tree.iter_subtrees():
+        meta = node.meta
+        if not meta.empty:
+            meta.start_pos += offset
+            meta.end_pos += offset
+        for child in node.children:
+            if isinstance(child, Token):
+                child.start_pos += offset
+                child.end_pos += offset
+
+
+def _readable(names) -> tuple[str, ...]:
+    return tuple(sorted({_TERMINAL_NAMES.get(n, n) for n in names if n not in _IGNORED}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Array functions
+
+
+class Arguments:
+    """The arguments of one array-function call, read by kind.
+
+    Every reader raises ParseError at the argument's position when it does not have that kind.
+    """
+
+    def __init__(
+        self, source: _Source, function: str, at: int, spans: list[tuple[int, int]], end: int
+    ) -> None:
+        self.source = source
+        self.function = function
+        self.at = at  # offset of the function name
+        self.spans = spans  # (start, end) offsets of each argument's text
+        self.end = end  # offset of the closing parenthesis
+        self._arrays: dict[int, ast.ArrayExpr] = {}
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def text(self, k: int) -> str:
+        start, end = self.spans[k]
+        return self.source.clean[start:end].strip()
+
+    def start(self, k: int) -> int:
+        return self.spans[k][0]
+
+    def error(self, reason: str, k: int | None = None, expected: tuple[str, ...] = ()) -> ParseError:
+        """A ParseError at argument ``k`` (None: at the closing parenthesis)."""
+        offset = self.end if k is None else self.start(k)
+        return self.source.error(f"{self.function}: {reason}", offset, expected)
+
+    def count(self, fewest: int, most: int | None, usage: str, first_is_array: bool = True) -> None:
+        """Check the number of arguments; ``usage`` shows the expected form, e.g. ``filter(array, predicate)``.
+
+        With ``first_is_array``, a first argument that is not a valid array expression is reported
+        before a wrong count (its error is the more specific one).
+        """
+        n = len(self)
+        if first_is_array and n and (n < fewest or (most is not None and n > most)):
+            self.array(0)
+        if n < fewest:
+            raise self.error(f"too few arguments ({n}); use {usage}", None, ("','",))
+        if most is not None and n > most:
+            raise self.error(f"too many arguments ({n}); use {usage}", most, ("')'",))
+
+    def is_integer(self, k: int) -> bool:
+        return _INTEGER.fullmatch(self.text(k)) is not None
+
+    def is_name(self, k: int) -> bool:
+        return _IDENTIFIER.fullmatch(self.text(k)) is not None
+
+    def array(self, k: int) -> ast.ArrayExpr:
+        if k not in self._arrays:
+            start, end = self.spans[k]
+            self._arrays[k] = self.source.array_expression(start, end)
+        return self._arrays[k]
+
+    def integer(self, k: int, what: str = "an integer") -> int:
+        if not self.is_integer(k):
+            raise self.error(f"argument {k + 1} must be {what}, got {self.text(k)!r}", k, ("integer",))
+        value = int(self.text(k))
+        if not ast.INT64_MIN <= value <= ast.INT64_MAX:
+            raise self.error(f"integer {value} is outside the int64 range", k, ("integer",))
+        return value
+
+    def name(self, k: int, what: str) -> str:
+        if not self.is_name(k):
+            raise self.error(f"argument {k + 1} must be {what}, got {self.text(k)!r}", k, ("identifier",))
+        return self.text(k)
+
+    def expression(self, k: int) -> Expr:
+        with self.source.spanning(self.start(k)):
+            return parse_expression(self.source.clean[self.start(k) : self.spans[k][1]])
+
+    def aggregate(self, k: int) -> AggregateCall:
+        with self.source.spanning(self.start(k)):
+            return parse_aggregate(self.source.clean[self.start(k) : self.spans[k][1]])
+
+
+ArrayFunction = Callable[[Arguments], ast.ArrayExpr]
+#: Array functions by (lower-case) name: each builds its node from the call's arguments.
+ARRAY_FUNCTIONS: dict[str, ArrayFunction] = {}
+
+
+def array_function(name: str) -> Callable[[ArrayFunction], ArrayFunction]:
+    """Register the builder of array function ``name`` (a decorator)."""
+
+    def register(builder: ArrayFunction) -> ArrayFunction:
+        ARRAY_FUNCTIONS[name.lower()] = builder
+        return builder
+
+    return register
+
+
+@array_function("subarray")
+def _subarray(args: Arguments) -> ast.ArrayExpr:
+    usage = "subarray(array, low_1, ..., low_d, high_1, ..., high_d)"
+    args.count(3, None, usage)
+    coordinates = [args.integer(k, "an integer coordinate") for k in range(1, len(args))]
+    if len(coordinates) % 2:
+        raise args.error(
+            f"needs a low and a high coordinate per dimension (an even number), got {len(coordinates)}; "
+            f"use {usage}",
+            None,
+            ("','",),
+        )
+    half = len(coordinates) // 2
+    return ast.Subarray(args.array(0), tuple(coordinates[:half]), tuple(coordinates[half:]))
+
+
+@array_function("filter")
+def _filter(args: Arguments) -> ast.ArrayExpr:
+    args.count(2, 2, "filter(array, predicate)")
+    return ast.Filter(args.array(0), args.expression(1))
+
+
+@array_function("project")
+def _project(args: Arguments) -> ast.ArrayExpr:
+    args.count(2, None, "project(array, attribute, ...)")
+    names = tuple(args.name(k, "an attribute name") for k in range(1, len(args)))
+    return ast.Project(args.array(0), names)
+
+
+@array_function("apply")
+def _apply(args: Arguments) -> ast.ArrayExpr:
+    usage = "apply(array, name, expression [, name, expression]...)"
+    args.count(3, None, usage)
+    if len(args) % 2 == 0:
+        raise args.error(f"the last name has no expression; use {usage}", None, ("','",))
+    source = args.array(0)
+    pairs = tuple(
+        (args.name(k, "a new attribute name"), args.expression(k + 1)) for k in range(1, len(args), 2)
+    )
+    return ast.Apply(source, pairs)
+
+
+@array_function("regrid")
+def _regrid(args: Arguments) -> ast.ArrayExpr:
+    usage = "regrid(array, block_1, ..., block_d, aggregate(...), ...)"
+    args.count(3, None, usage)
+    source = args.array(0)
+    k, blocks = 1, []
+    while k < len(args) and args.is_integer(k):
+        blocks.append(args.integer(k))
+        k += 1
+    if not blocks:
+        raise args.error(f"argument 2 must be a block size (integer); use {usage}", 1, ("integer",))
+    if k == len(args):
+        raise args.error(
+            f"needs at least one aggregate call after the block sizes; use {usage}", None, ("','",)
+        )
+    calls = []
+    for j in range(k, len(args)):
+        if args.is_integer(j):
+            raise args.error("block sizes come before the aggregate calls", j, ("aggregate call",))
+        calls.append(args.aggregate(j))
+    return ast.Regrid(source, tuple(blocks), tuple(calls))
+
+
+@array_function("aggregate")
+def _aggregate(args: Arguments) -> ast.ArrayExpr:
+    usage = "aggregate(array, aggregate(...), ... [, dimension, ...])"
+    args.count(2, None, usage)
+    source = args.array(0)
+    calls, by = [], []
+    for k in range(1, len(args)):
+        if args.is_name(k):
+            by.append(args.name(k, "a dimension name"))
+        elif by:
+            raise args.error("aggregate calls come before the group-by dimensions", k, ("identifier",))
+        else:
+            calls.append(args.aggregate(k))
+    if not calls:
+        raise args.error(
+            f"needs at least one aggregate call, e.g. count(*); use {usage}", 1, ("aggregate call",)
+        )
+    return ast.Aggregate(source, tuple(calls), tuple(by))
+
+
+@array_function("join")
+def _join(args: Arguments) -> ast.ArrayExpr:
+    args.count(2, 2, "join(array, array)")
+    return ast.Join(args.array(0), args.array(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree -> syntax tree
+
+
+def _tokens(tree: Tree) -> list[Token]:
+    return [c for c in tree.children if isinstance(c, Token)]
+
+
+class _StatementBuilder:
+    """Turns a parse tree of grammar.lark into syntax nodes; one method per statement rule."""
+
+    def __init__(self, source: _Source) -> None:
+        self.source = source
+
+    def build(self, tree: Tree) -> ast.Statement:
+        return getattr(self, tree.data)(tree)
+
+    # -- statements --------------------------------------------------------------------------
+    def create_array(self, tree: Tree) -> ast.Statement:
+        _, _, name, schema_text = tree.children
+        try:
+            check_identifier(str(name), "array")
+        except SchemaError as error:
+            raise self.source.error(str(error), name.start_pos, ("identifier",)) from None
+        # The schema is one token, so comments inside it were not lexed: blank them here.
+        text = _SCHEMA_COMMENT.sub(lambda m: " " * len(m.group()), str(schema_text))
+        with self.source.spanning(schema_text.start_pos):
+            schema = parse_schema(text, str(name))
+        return ast.CreateArray(schema)
+
+    def drop_array(self, tree: Tree) -> ast.Statement:
+        return ast.DropArray(str(tree.children[2]))
+
+    def show_arrays(self, tree: Tree) -> ast.Statement:
+        return ast.ShowArrays()
+
+    def show_of(self, tree: Tree) -> ast.Statement:
+        _, what, _, name = tree.children
+        kinds = {"VERSIONS": ast.ShowVersions, "CHUNKS": ast.ShowChunks, "SCHEMA": ast.ShowSchema}
+        return kinds[what.type](str(name))
+
+    def select(self, tree: Tree) -> ast.Statement:
+        _, select_list, _, into, _, source, _, condition = tree.children
+        names = _tokens(select_list)
+        attributes = None if names[0].type == "STAR" else tuple(str(n) for n in names)
+        where = self.condition(condition) if condition is not None else None
+        into_name = str(into) if into is not None else None
+        return ast.Select(self.array_expr(source), attributes, where, into_name)
+
+    def insert(self, tree: Tree) -> ast.Statement:
+        name = tree.children[2]
+        rows = tuple(
+            tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in tree.children[4:]
+        )
+        return ast.Insert(str(name), rows)
+
+    def load(self, tree: Tree) -> ast.Statement:
+        tokens = [t for t in tree.children if isinstance(t, Token)]
+        name, path = tokens[1], tokens[3]
+        formats = [t for t in tokens if t.type in ("CSV", "PARQUET")]
+        path_text = str(path)[1:-1].replace("''", "'")
+        return ast.Load(str(name), path_text, formats[0].type.lower() if formats else None)
+
+    def delete(self, tree: Tree) -> ast.Statement:
+        target_tree = tree.children[2]
+        target = self.array_expr(target_tree)
+        try:
+            return ast.Delete(target)
+        except ValueError as error:
+            raise self.source.error(
+                str(error), target_tree.meta.start_pos, ("identifier", "subarray")
+            ) from None
+
+    # -- parts -------------------------------------------------------------------------------
+    def condition(self, tree: Tree) -> Expr:
+        start = tree.meta.start_pos
+        with self.source.spanning(start):
+            return parse_expression(self.source.clean[start : tree.meta.end_pos])
+
+    def value(self, tree: Tree) -> ast.Value:
+        (token,) = tree.children
+        kind, text = token.type, str(token)
+        if kind == "NUMBER":
+            if _FLOAT_SYNTAX.search(text):
+                return float(text)
+            value = int(text)
+            if not ast.INT64_MIN <= value <= ast.INT64_MAX:
+                raise self.source.error(
+                    f"integer {text} is outside the int64 range", token.start_pos, ("number",)
+                )
+            return value
+        if kind == "INF":
+            return float("-inf") if text.startswith("-") else float("inf")
+        return {"TRUE": True, "FALSE": False, "NULL": None, "NAN": float("nan")}[kind]
+
+    def array_expr(self, tree: Tree) -> ast.ArrayExpr:
+        if tree.data == "array_expr":
+            return ast.ArrayName(str(tree.children[0]))
+        name, _, *arguments, rpar = tree.children
+        builder = ARRAY_FUNCTIONS.get(str(name).lower())
+        if builder is None:
+            known = tuple(sorted(ARRAY_FUNCTIONS))
+            raise self.source.error(
+                f"unknown array function {str(name)!r}; known: {', '.join(known)}", name.start_pos, known
+            )
+        spans = [(a.meta.start_pos, a.meta.end_pos) for a in arguments]
+        return builder(Arguments(self.source, str(name).lower(), name.start_pos, spans, rpar.start_pos))
+
+
+__all__ = ["ARRAY_FUNCTIONS", "Arguments", "ParsedStatement", "array_function", "parse", "parse_statements"]

@@ -1,0 +1,143 @@
+"""Canonical text of statements and array expressions: ``parse(to_text(s)) == [s]``.
+
+Keywords are upper case, array functions lower case, one space after every comma; cell expressions,
+aggregate calls and schemas use the model's canonical forms. Statements print on one line without
+the closing ``;``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from arrayviews.language import syntax as ast
+
+# -- array expressions --------------------------------------------------------------------------
+#: Printers of the arguments of each array function (after the input arrays), by node type.
+_ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
+    ast.Subarray: lambda n: [str(v) for v in (*n.low, *n.high)],
+    ast.Filter: lambda n: [n.predicate.to_text()],
+    ast.Project: lambda n: list(n.attributes),
+    ast.Apply: lambda n: [text for name, expr in n.assignments for text in (name, expr.to_text())],
+    ast.Regrid: lambda n: [str(b) for b in n.blocks] + [c.to_text() for c in n.aggregates],
+    ast.Aggregate: lambda n: [c.to_text() for c in n.aggregates] + list(n.by),
+    ast.Join: lambda n: [],
+}
+
+
+def array_argument_printer(node_type: type) -> Callable:
+    """Register how the non-array arguments of an array-function node are printed (a decorator)."""
+
+    def register(printer: Callable[[ast.ArrayExpr], list[str]]) -> Callable:
+        _ARGUMENTS[node_type] = printer
+        return printer
+
+    return register
+
+
+def array_text(node: ast.ArrayExpr) -> str:
+    """``A`` or ``function(inputs..., arguments...)``."""
+    if isinstance(node, ast.ArrayName):
+        return node.name
+    printer = _ARGUMENTS.get(type(node))
+    if printer is None or node.function is None:
+        raise TypeError(f"no printer for array expression {node!r}")
+    parts = [array_text(i) for i in node.inputs()] + printer(node)
+    return f"{node.function}({', '.join(parts)})"
+
+
+# -- values -------------------------------------------------------------------------------------
+def value_text(value: ast.Value) -> str:
+    """A literal of INSERT ... VALUES."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    return str(value)
+
+
+def string_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# -- statements ---------------------------------------------------------------------------------
+def _create_array(s: ast.CreateArray) -> str:
+    schema = s.schema
+    attributes = ", ".join(a.to_text() for a in schema.attributes)
+    dimensions = "; ".join(d.to_text() for d in schema.dimensions)
+    return f"CREATE ARRAY {schema.name} <{attributes}> [{dimensions}]"
+
+
+def _select(s: ast.Select) -> str:
+    text = "SELECT " + ("*" if s.attributes is None else ", ".join(s.attributes))
+    if s.into is not None:
+        text += f" INTO {s.into}"
+    text += f" FROM {array_text(s.source)}"
+    if s.where is not None:
+        text += f" WHERE {s.where.to_text()}"
+    return text
+
+
+def _insert(s: ast.Insert) -> str:
+    rows = ", ".join("(" + ", ".join(value_text(v) for v in row) + ")" for row in s.rows)
+    return f"INSERT INTO {s.array} VALUES {rows}"
+
+
+def _load(s: ast.Load) -> str:
+    text = f"LOAD {s.array} FROM {string_text(s.path)}"
+    return text if s.format is None else f"{text} AS {s.format.upper()}"
+
+
+_STATEMENTS: dict[type, Callable] = {
+    ast.CreateArray: _create_array,
+    ast.DropArray: lambda s: f"DROP ARRAY {s.name}",
+    ast.ShowArrays: lambda s: "SHOW ARRAYS",
+    ast.ShowVersions: lambda s: f"SHOW VERSIONS OF {s.name}",
+    ast.ShowChunks: lambda s: f"SHOW CHUNKS OF {s.name}",
+    ast.ShowSchema: lambda s: f"SHOW SCHEMA OF {s.name}",
+    ast.Select: _select,
+    ast.Insert: _insert,
+    ast.Load: _load,
+    ast.Delete: lambda s: f"DELETE FROM {array_text(s.target)}",
+}
+
+
+def statement_printer(node_type: type) -> Callable:
+    """Register the printer of a statement type (a decorator)."""
+
+    def register(printer: Callable) -> Callable:
+        _STATEMENTS[node_type] = printer
+        return printer
+
+    return register
+
+
+def to_text(node: ast.Statement | ast.ArrayExpr) -> str:
+    """The canonical text of a statement (without ``;``) or of an array expression."""
+    if isinstance(node, ast.ArrayExpr):
+        return array_text(node)
+    printer = _STATEMENTS.get(type(node))
+    if printer is None:
+        raise TypeError(f"no printer for statement {node!r}")
+    return printer(node)
+
+
+def script_text(statements: list[ast.Statement]) -> str:
+    """Statements one per line, each ending with ``;``."""
+    return "".join(f"{to_text(s)};\n" for s in statements)
+
+
+__all__ = [
+    "array_argument_printer",
+    "array_text",
+    "script_text",
+    "statement_printer",
+    "to_text",
+    "value_text",
+]
