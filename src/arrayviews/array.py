@@ -114,13 +114,25 @@ class Array:
         arrays = _dense_arrays(schema, data, attr)
         shapes = {a.shape for a in arrays.values()}
         if len(shapes) != 1:
-            raise ValidationError(f"array {schema.name}: dense blocks have different shapes {sorted(shapes)}")
+            raise ValidationError(
+                f"array {schema.name}: dense blocks have different shapes {sorted(shapes)}",
+                array=schema.name,
+                value=sorted(shapes),
+            )
         shape = shapes.pop()
         if len(shape) != schema.ndim:
-            raise ValidationError(f"array {schema.name} has {schema.ndim} dimension(s); the block has {len(shape)}")
+            raise ValidationError(
+                f"array {schema.name} has {schema.ndim} dimension(s); the block has {len(shape)}",
+                array=schema.name,
+                value=shape,
+            )
         origin = tuple(d.low for d in schema.dimensions) if origin is None else tuple(int(o) for o in origin)
         if len(origin) != schema.ndim:
-            raise ValidationError(f"array {schema.name}: origin needs {schema.ndim} coordinate(s), got {len(origin)}")
+            raise ValidationError(
+                f"array {schema.name}: origin needs {schema.ndim} coordinate(s), got {len(origin)}",
+                array=schema.name,
+                value=origin,
+            )
         for dimension, start, size in zip(schema.dimensions, origin, shape, strict=True):
             if start < dimension.low or start + size - 1 > dimension.high:
                 raise ValidationError(
@@ -163,8 +175,18 @@ class Array:
         """Rewrite small data files into large ones (one fragment per chunk) as one new version."""
         return writes.compact(self._writable().table, self._db.spark)
 
-    def expire_versions(self, older_than: dt.datetime | dt.timedelta | None = None):
-        """Forget versions older than a time (or age; default: all but the current one) and delete their files."""
+    def expire_versions(
+        self,
+        older_than: dt.datetime | dt.timedelta | None = None,
+        *,
+        orphans_older_than: dt.timedelta = dt.timedelta(hours=1),
+    ):
+        """Forget versions older than a time (or age; default: all but the current one) and delete their files.
+
+        Data files no version references (left by writes that crashed before committing) are
+        deleted too once they are older than ``orphans_older_than``; the grace period protects the
+        files a concurrent writer has staged but not committed yet.
+        """
         source = self._writable()
         now = dt.datetime.now(dt.UTC)
         if older_than is None:
@@ -173,7 +195,7 @@ class Array:
             cutoff = now - older_than
         else:
             cutoff = older_than if older_than.tzinfo else older_than.replace(tzinfo=dt.UTC)
-        return expire(source.table, cutoff)
+        return expire(source.table, cutoff, now - orphans_older_than)
 
     # -- versions ----------------------------------------------------------------------------------
     def versions(self) -> pd.DataFrame:

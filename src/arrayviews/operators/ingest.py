@@ -42,7 +42,15 @@ def to_arrow(data: object, array: str) -> pa.Table:
     except ImportError:  # pragma: no cover - pandas is a dependency
         pd = None
     if pd is not None and isinstance(data, pd.DataFrame):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        # NaN in a numpy float column is a value, not a null (from_pandas would make it null);
+        # nulls come from pandas' nullable dtypes (pd.NA) or object columns holding None.
+        columns = [
+            pa.array(column.to_numpy(), from_pandas=False)
+            if isinstance(column.dtype, np.dtype) and column.dtype.kind == "f"
+            else pa.array(column, from_pandas=True)
+            for _, column in data.items()
+        ]
+        return pa.Table.from_arrays(columns, names=[str(name) for name in data.columns])
     if isinstance(data, Mapping):
         lengths = {name: len(np.atleast_1d(np.asarray(column))) for name, column in data.items()}
         if len(set(lengths.values())) > 1:

@@ -56,9 +56,13 @@ def _no_change(array: ArrayTable, operation: str, reason: str) -> WriteResult:
     )
 
 
-def _check_on_conflict(on_conflict: str) -> None:
+def _check_on_conflict(on_conflict: str, array: str) -> None:
     if on_conflict not in ON_CONFLICT:
-        raise ValidationError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+        raise ValidationError(
+            f"array {array}: on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}",
+            array=array,
+            value=on_conflict,
+        )
 
 
 def commit_staged(
@@ -127,7 +131,7 @@ def insert_cells(
     operation: str = "insert",
 ) -> WriteResult:
     """Insert a validated driver-side batch (chunked and written by the driver)."""
-    _check_on_conflict(on_conflict)
+    _check_on_conflict(on_conflict, array.name)
     if batch.size == 0:
         return _no_change(array, operation, "empty batch: nothing written")
     schema = array.schema
@@ -154,7 +158,7 @@ def write_dense(
     on_conflict: str = "error",
 ) -> WriteResult:
     """Write a dense block whose first cell sits at ``origin``; ``present`` marks non-empty cells."""
-    _check_on_conflict(on_conflict)
+    _check_on_conflict(on_conflict, array.name)
     schema = array.schema
     shape = next(iter(arrays.values())).shape if arrays else present.shape
     cells_in_block = math.prod(shape)
@@ -309,7 +313,7 @@ def insert_frame(
     array: ArrayTable, spark: SparkSession, frame, on_conflict: str = "error", operation: str = "insert"
 ) -> WriteResult:
     """Insert cells given as a Spark DataFrame; executors chunk them and write the files."""
-    _check_on_conflict(on_conflict)
+    _check_on_conflict(on_conflict, array.name)
     schema = array.schema
     frame = ingest_spark.conform_frame(frame, schema)
     if ingest_spark.check_frame(frame, schema) == 0:

@@ -223,7 +223,7 @@ def _referenced(table: Table) -> tuple[set[str], set[str]]:
     return data, manifests
 
 
-def expire(array: ArrayTable, older_than: dt.datetime) -> ExpireResult:
+def expire(array: ArrayTable, older_than: dt.datetime, orphans_before: dt.datetime | None = None) -> ExpireResult:
     """Drop versions committed before ``older_than`` (never the current one) and delete files no
     remaining version references, including files of writes that crashed before committing."""
     array.refresh()
@@ -237,7 +237,7 @@ def expire(array: ArrayTable, older_than: dt.datetime) -> ExpireResult:
     # Files in the data folder that no version references and that are older than the cut-off
     # were left by writes that never committed.
     fs, path = filesystem(array.data_directory)
-    cutoff = older_than.timestamp()
+    cutoff = (orphans_before or older_than).timestamp()
     for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
         uri = array.data_directory.rstrip("/") + "/" + info.base_name
         if info.is_file and uri not in data_after and uri not in doomed and info.mtime and info.mtime.timestamp() < cutoff:
