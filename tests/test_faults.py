@@ -4,7 +4,6 @@ behind, the same write then succeeds; a hard crash leaves only orphaned files, w
 from __future__ import annotations
 
 import datetime as dt
-
 import os
 import subprocess
 import sys

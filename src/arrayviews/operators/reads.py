@@ -117,7 +117,8 @@ def _place_dense(rows: pa.RecordBatch, schema, spec, grid: ChunkGrid, low: np.nd
         if null_bytes is not None and len(null_bytes):
             valid &= ~np.unpackbits(null_bytes, count=volume, bitorder="little").view(bool)
         np.copyto(out[window], block.reshape(shape), where=valid.reshape(shape))
-        present[window] |= valid.reshape(shape)
+        if present is not None:
+            present[window] |= valid.reshape(shape)
 
 
 def to_arrow(source: Source, sort: bool = True) -> pa.Table:

@@ -34,6 +34,7 @@ from arrayviews.model.aggregate_calls import (
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import ComputedSource, Source
 from arrayviews.storage import codec, layout
 from arrayviews.storage.assemble import sort_cells
@@ -139,7 +140,10 @@ def parse_calls(schema: ArraySchema, aggregates: Sequence[str | AggregateCall]) 
     return calls
 
 
-def _output_attributes(schema: ArraySchema, calls: list[AggregateCall], dimension_names) -> list[Attribute]:
+def _output_attributes(
+    schema: ArraySchema, calls: list[AggregateCall], dimension_names, over_everything: bool = False
+) -> list[Attribute]:
+    """Output attributes; an aggregate over everything may see no cell, so its values may be null."""
     attributes = []
     for call in calls:
         source = schema.attribute(call.attribute) if call.attribute else None
@@ -151,10 +155,21 @@ def _output_attributes(schema: ArraySchema, calls: list[AggregateCall], dimensio
             Attribute(
                 call.output_name,
                 output_type(call, source.type if source else None),
-                output_nullable(call, source.nullable if source else False),
+                output_nullable(call, source.nullable if source else False)
+                or (over_everything and call.function != "count"),
             )
         )
     return attributes
+
+
+def _seed(out_schema: ArraySchema, needs: dict[str | None, set[str]], input_types: dict) -> pa.Table:
+    """Partial states of output cell 0 that hold no value, so an aggregate of nothing still has a cell."""
+    columns = {layout.chunk_column(d): [0] for d in out_schema.dimension_names}
+    for attribute, parts in needs.items():
+        values = None if attribute is None else np.zeros(1, dtype=numpy_dtype(input_types[attribute]))
+        states = partial_states(np.zeros(1, np.int64), values, parts, valid=np.zeros(1, dtype=bool))
+        columns[_state_column(attribute)] = [pack_states(states)]
+    return pa.table(columns)
 
 
 def reduce_cells(
@@ -163,8 +178,13 @@ def reduce_cells(
     out_schema: ArraySchema,
     cell_map: CellMap,
     calls: list[AggregateCall],
+    seed_empty: bool = False,
 ) -> ComputedSource:
-    """Group every cell into the output cell ``cell_map`` sends it to and aggregate with ``calls``."""
+    """Group every cell into the output cell ``cell_map`` sends it to and aggregate with ``calls``.
+
+    With ``seed_empty`` output cell 0 exists even when no cell reaches it (count 0, other values
+    null), as an aggregate over a whole (possibly empty) array should.
+    """
     schema = source.schema
     needs: dict[str | None, set[str]] = {}
     for call in calls:
@@ -176,6 +196,9 @@ def reduce_cells(
         functools.partial(_partials, in_schema=schema, out_schema=out_schema, cell_map=cell_map, needs=needs),
         partial_schema,
     )
+    if seed_empty:
+        seed = jobs.conform(_seed(out_schema, needs, input_types), partial_schema)
+        stage_one = stage_one.unionByName(spark.createDataFrame(seed, schema=jobs.spark_schema(partial_schema)))
     stage_two = jobs.group_tables(
         stage_one,
         layout.chunk_columns(out_schema),
@@ -245,6 +268,8 @@ def aggregate(
         name = "i" if "i" not in {c.output_name for c in calls} else "aggregate_index"
         dimensions = (Dimension(name, 0, 0, 1),)
     names = [d.name for d in dimensions]
-    out_schema = ArraySchema(schema.name, tuple(_output_attributes(schema, calls, names)), dimensions)
+    attributes = _output_attributes(schema, calls, names, over_everything=not by)
+    out_schema = ArraySchema(schema.name, tuple(attributes), dimensions)
     positions = [schema.dimension_names.index(n) for n in by]
-    return reduce_cells(source, spark, out_schema, functools.partial(_select_map, positions=positions), calls)
+    cell_map = functools.partial(_select_map, positions=positions)
+    return reduce_cells(source, spark, out_schema, cell_map, calls, seed_empty=not by)
