@@ -238,6 +238,26 @@ def fragment_cells(
     return _cells_table(coords, fragment.values, fragment.nulls, schema, target)
 
 
+def _unravel_by_box(offsets: np.ndarray, starts: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Coordinates of the offsets of consecutive fragments, grouped by box size.
+
+    Interior chunks all share one box size, so most cells go through one ``np.unravel_index`` with a
+    fixed shape; only chunks clipped at the array edge form (small) groups of their own.
+    """
+    ndim = sizes.shape[1]
+    coords = np.empty((len(offsets), ndim), dtype=np.int64)
+    shapes, group_of = np.unique(sizes, axis=0, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    for group, shape in enumerate(shapes):
+        rows = np.flatnonzero(group_of == group)
+        cells = slice(None) if len(shapes) == 1 else np.repeat(group_of == group, counts)
+        local = np.unravel_index(offsets[cells], tuple(int(x) for x in shape))
+        base = np.repeat(starts[rows], counts[rows], axis=0)
+        for k in range(ndim):
+            coords[cells, k] = local[k] + base[:, k]
+    return coords
+
+
 def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema) -> pa.Table:
     grid = ChunkGrid.of(schema)
     chunks = _chunk_matrix(batch, schema)
@@ -246,7 +266,7 @@ def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, targ
     total = int(n_cells.sum())
     data, off = binary_parts(batch.column(CELLS))
     offsets = np.frombuffer(data, dtype=codec.OFFSET_DTYPE, count=total, offset=int(off[0]))
-    coords = offsets_to_cells(offsets, np.repeat(starts, n_cells, axis=0), np.repeat(sizes, n_cells, axis=0))
+    coords = _unravel_by_box(offsets, starts, sizes, n_cells)
     values, nulls = {}, {}
     for attribute in schema.attributes:
         dtype = numpy_dtype(attribute.type).newbyteorder("<")
