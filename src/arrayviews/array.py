@@ -72,7 +72,9 @@ class Array:
         if not isinstance(self._source, StoredSource):
             raise ValidationError(f"array {self.name} is a computed result; store it before writing to it")
         if self._pinned:
-            raise ValidationError(f"array {self.name} is pinned to version {self._source.version}; versions are read-only")
+            raise ValidationError(
+                f"array {self.name} is pinned to version {self._source.version}; versions are read-only"
+            )
         return self._current()
 
     def _derive(self, source: Source) -> Array:
@@ -152,12 +154,16 @@ class Array:
             plain[name] = np.asarray(value, dtype=layout.attribute_dtypes(schema)[name])
         return writes.write_dense(source.table, self._db.spark, plain, origin, present, on_conflict)
 
-    def delete(self, cells: object = None, *, box: Mapping[str, tuple[int, int]] | None = None) -> writes.WriteResult:
+    def delete(
+        self, cells: object = None, *, box: Mapping[str, tuple[int, int]] | None = None
+    ) -> writes.WriteResult:
         """Delete cells (listed like ``insert``'s input, dimension columns only) or everything in a box."""
         source = self._writable()
         schema = self.schema
         if (cells is None) == (box is None):
-            raise ValidationError(f"array {schema.name}: delete takes either cells or box=..., not both or neither")
+            raise ValidationError(
+                f"array {schema.name}: delete takes either cells or box=..., not both or neither"
+            )
         if box is not None:
             low, high = _box_corners(schema, box)
             return writes.delete_box(source.table, self._db.spark, low, high)
@@ -215,7 +221,18 @@ class Array:
             }
             for v in source.table.versions()
         ]
-        return pd.DataFrame(rows, columns=["version", "time", "operation", "cells_added", "cells_removed", "cells_total", "snapshot_id"])
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "version",
+                "time",
+                "operation",
+                "cells_added",
+                "cells_removed",
+                "cells_total",
+                "snapshot_id",
+            ],
+        )
 
     def at_version(self, version: int) -> Array:
         """A read-only handle on the array as it was at ``version`` (time travel)."""
@@ -342,7 +359,9 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
     return checked
 
 
-def _box_corners(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _box_corners(
+    schema: ArraySchema, box: Mapping[str, tuple[int, int]]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     for name in box:
         schema.dimension(name)
     low = tuple(int(box.get(d.name, (d.low, d.high))[0]) for d in schema.dimensions)

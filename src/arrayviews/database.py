@@ -85,7 +85,14 @@ class Database:
         rows = []
         for name in self.arrays():
             array = self.array(name)
-            rows.append({"name": array.name, "schema": array.schema.to_text(), "version": array.version, "cells": array.count()})
+            rows.append(
+                {
+                    "name": array.name,
+                    "schema": array.schema.to_text(),
+                    "version": array.version,
+                    "cells": array.count(),
+                }
+            )
         return pd.DataFrame(rows, columns=["name", "schema", "version", "cells"])
 
     # -- storing results ---------------------------------------------------------------------------
@@ -103,7 +110,12 @@ class Database:
 
             written = jobs.write_files(frame, table.data_directory, arrow_schema, stamp=stamp)
             checkpoint("store.before-commit")
-            table.commit([w.uri for w in written], [], CommitInfo("store", cells_added=sum(w.cells for w in written)), 0)
+            table.commit(
+                [w.uri for w in written],
+                [],
+                CommitInfo("store", cells_added=sum(w.cells for w in written)),
+                0,
+            )
         except BaseException:
             delete_files([w.uri for w in written])
             self.warehouse.drop(name)

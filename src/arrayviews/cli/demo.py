@@ -120,7 +120,9 @@ def run_demo(db: Database, batches: int = 8) -> dict:
     )
     summary.add_row("operators", f"{timings['operators']:.1f} s")
     console.print(summary)
-    console.print(table_of(db.array(IMAGE).versions().drop(columns=["snapshot_id"]), title=f"versions of {IMAGE}"))
+    console.print(
+        table_of(db.array(IMAGE).versions().drop(columns=["snapshot_id"]), title=f"versions of {IMAGE}")
+    )
     chunk_stats = array.chunks()
     console.print(
         f"{len(chunk_stats)} chunks, {int(chunk_stats['bytes'].sum())} bytes of cell data, read from metadata only"

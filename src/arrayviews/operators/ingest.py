@@ -106,7 +106,7 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
         )
     check_columns(names, schema)
     n = table.num_rows
-    coords = np.empty((n, schema.ndim), dtype=np.int64)
+    coords = np.empty((n, schema.ndim), dtype=np.int64, order="F")  # columns contiguous
     for k, dimension in enumerate(schema.dimensions):
         column = table.column(dimension.name)
         if column.null_count:

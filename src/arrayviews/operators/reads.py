@@ -65,7 +65,9 @@ def to_numpy(
     out_dtype = np.result_type(dtype, fill)
     # When every cell is present (the common dense case) skip the fill and the presence mask.
     complete = total == cells and not spec.nullable
-    out = np.empty(schema.shape, dtype=out_dtype) if complete else np.full(schema.shape, fill, dtype=out_dtype)
+    out = (
+        np.empty(schema.shape, dtype=out_dtype) if complete else np.full(schema.shape, fill, dtype=out_dtype)
+    )
     present = None if complete and not masked else np.zeros(schema.shape, dtype=bool)
     low = np.asarray([d.low for d in schema.dimensions], dtype=np.int64)
     grid = ChunkGrid.of(schema)
@@ -90,7 +92,9 @@ def to_numpy(
     return out
 
 
-def _place_dense(rows: pa.RecordBatch, schema, spec, grid: ChunkGrid, low: np.ndarray, out: np.ndarray, present) -> None:
+def _place_dense(
+    rows: pa.RecordBatch, schema, spec, grid: ChunkGrid, low: np.ndarray, out: np.ndarray, present
+) -> None:
     """Copy dense fragments block by block into ``out`` (and mark ``present``)."""
     dtype = numpy_dtype(spec.type)
     chunks = np.stack([np.asarray(rows.column(c)) for c in layout.chunk_columns(schema)], axis=1)

@@ -198,7 +198,9 @@ def reduce_cells(
     )
     if seed_empty:
         seed = jobs.conform(_seed(out_schema, needs, input_types), partial_schema)
-        stage_one = stage_one.unionByName(spark.createDataFrame(seed, schema=jobs.spark_schema(partial_schema)))
+        stage_one = stage_one.unionByName(
+            spark.createDataFrame(seed, schema=jobs.spark_schema(partial_schema))
+        )
     stage_two = jobs.group_tables(
         stage_one,
         layout.chunk_columns(out_schema),

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -17,17 +16,6 @@ from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.files import read_parquet_files
 
 ChunkRanges = Sequence[tuple[int, int]] | None
-
-
-def _arrow_range_filter(schema: ArraySchema, ranges: ChunkRanges) -> ds.Expression | None:
-    if ranges is None:
-        return None
-    expression = None
-    for dimension, (first, last) in zip(schema.dimension_names, ranges, strict=True):
-        field = ds.field(layout.chunk_column(dimension))
-        term = (field >= first) & (field <= last)
-        expression = term if expression is None else expression & term
-    return expression
 
 
 def _spark_range_filter(frame: DataFrame, schema: ArraySchema, ranges: ChunkRanges) -> DataFrame:
@@ -65,7 +53,7 @@ class StoredSource:
         return read_parquet_files(
             self.file_uris(ranges),
             columns=columns,
-            row_filter=_arrow_range_filter(self.schema, ranges),
+            row_filter=layout.chunk_ranges_filter(self.schema, ranges),
             schema=arrow_schema,
         )
 

@@ -25,8 +25,8 @@ from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable
-from arrayviews.storage.assemble import TARGET_FILE_BYTES
-from arrayviews.storage.files import filesystem, write_parquet
+from arrayviews.storage.assemble import TARGET_FILE_BYTES, SortedCells, sort_cells
+from arrayviews.storage.files import filesystem, read_parquet_files, write_parquet
 
 REMOVAL_PREFIX = "r__"
 
@@ -115,6 +115,22 @@ def dense_block_fragments(
 
 
 # -- overlap with what is stored ----------------------------------------------------------------
+@functools.lru_cache(maxsize=8192)
+def file_chunks(uri: str, columns: tuple[str, ...]) -> tuple[np.ndarray, int]:
+    """The chunk numbers of every fragment in a data file, and its cell count.
+
+    Data files are never modified (every write makes new files with fresh names), so the answer
+    for a path never changes and is cached for the life of the process.
+    """
+    fs, path = filesystem(uri)
+    rows = pq.read_table(path, filesystem=fs, columns=[*columns, layout.N_CELLS])
+    chunks = np.stack([np.asarray(rows.column(c), dtype=np.int64) for c in columns], axis=1).reshape(
+        -1, len(columns)
+    )
+    chunks.setflags(write=False)
+    return chunks, int(np.sum(rows.column(layout.N_CELLS)))
+
+
 @dataclass
 class Overlap:
     """Existing files holding chunks that a write touches, and which chunks those are."""
@@ -142,14 +158,12 @@ def find_overlap(array: ArrayTable, version: int, touched: np.ndarray) -> Overla
         return empty
     files, found, per_file = [], [], {}
     for data_file in array.data_files(version, bounding_ranges(touched)):
-        fs, path = filesystem(data_file.file_path)
-        rows = pq.read_table(path, filesystem=fs, columns=[*layout.chunk_columns(schema), layout.N_CELLS])
-        chunks = chunk_matrix(rows, schema)
+        chunks, cells = file_chunks(data_file.file_path, tuple(layout.chunk_columns(schema)))
         hit = member_rows(chunks, touched)
         if hit.any():
             files.append(data_file)
             found.append(chunks[hit])
-            per_file[data_file.file_path] = int(np.sum(rows.column(layout.N_CELLS)))
+            per_file[data_file.file_path] = cells
     if not files:
         return empty
     return Overlap(files, np.unique(np.vstack(found), axis=0), found, per_file)
@@ -157,48 +171,51 @@ def find_overlap(array: ArrayTable, version: int, touched: np.ndarray) -> Overla
 
 def read_chunk_rows(uris: list[str], schema: ArraySchema, chunks: np.ndarray, columns: list[str]) -> pa.Table:
     """Rows of the given files whose chunk is in ``chunks`` (read on the driver)."""
-    parts = []
-    for uri in uris:
-        fs, path = filesystem(uri)
-        rows = pq.read_table(path, filesystem=fs, columns=columns)
-        hit = member_rows(chunk_matrix(rows, schema), chunks)
-        if hit.any():
-            parts.append(rows.filter(pa.array(hit)))
-    if not parts:
+    keys = tuple(layout.chunk_columns(schema))
+    holding = [uri for uri in uris if member_rows(file_chunks(uri, keys)[0], chunks).any()]
+    if not holding:
         return layout.fragment_schema(schema).empty_table().select(columns)
-    return pa.concat_tables(parts)
+    rows = read_parquet_files(
+        holding,
+        columns=columns,
+        row_filter=layout.chunk_ranges_filter(schema, bounding_ranges(chunks)),
+        schema=layout.fragment_schema(schema),
+    )
+    return rows.filter(pa.array(member_rows(chunk_matrix(rows, schema), chunks)))
 
 
-def offsets_by_chunk(rows: pa.Table, schema: ArraySchema) -> dict[tuple[int, ...], np.ndarray]:
-    """Local offsets of the present cells per chunk, from rows with chunk, n_cells, dense, cells."""
-    grid = ChunkGrid.of(schema)
-    chunks = chunk_matrix(rows, schema)
-    n_cells = np.asarray(rows.column(layout.N_CELLS))
-    dense = np.asarray(rows.column(layout.DENSE))
-    cells = rows.column(layout.CELLS).to_pylist()
-    result: dict[tuple[int, ...], list[np.ndarray]] = {}
-    for row in range(rows.num_rows):
-        chunk = tuple(int(c) for c in chunks[row])
-        volume = int(np.prod(grid.chunk_shape(chunk)))
-        offsets = codec.decode_offsets(bool(dense[row]), int(n_cells[row]), cells[row], volume)
-        result.setdefault(chunk, []).append(offsets)
-    return {chunk: np.sort(np.concatenate(parts)) for chunk, parts in result.items()}
+def offsets_by_chunk(cells: SortedCells) -> dict[tuple[int, ...], np.ndarray]:
+    """Local offsets per chunk of sorted cells."""
+    return {
+        tuple(int(c) for c in chunk): cells.offsets[cells.bounds[i] : cells.bounds[i + 1]]
+        for i, chunk in enumerate(cells.chunks)
+    }
 
 
 def find_conflicts(
     schema: ArraySchema, existing_uris: list[str], new_uris: list[str], chunks: np.ndarray
 ) -> dict[tuple[int, ...], np.ndarray]:
-    """Local offsets, per chunk, of cells in the new files that the existing files already hold."""
+    """Local offsets, per chunk, of cells in the new files that the existing files already hold.
+
+    Both sides are decoded to coordinates at once (vectorized); a cell held by both shows up as a
+    duplicate once the two sets are sorted together.
+    """
+    bare = schema.with_attributes([])
     columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
-    existing = offsets_by_chunk(read_chunk_rows(existing_uris, schema, chunks, columns), schema)
-    new = offsets_by_chunk(read_chunk_rows(new_uris, schema, chunks, columns), schema)
-    found = {}
-    for chunk, offsets in new.items():
-        if chunk in existing:
-            common = np.intersect1d(offsets, existing[chunk], assume_unique=True)
-            if len(common):
-                found[chunk] = common
-    return found
+    sides = [
+        layout.fragments_to_cells(read_chunk_rows(uris, schema, chunks, columns), bare)
+        for uris in (existing_uris, new_uris)
+    ]
+    coords = np.vstack(
+        [
+            np.stack([np.asarray(side.column(d)) for d in bare.dimension_names], axis=1).reshape(
+                -1, bare.ndim
+            )
+            for side in sides
+        ]
+    )
+    common = sort_cells(coords, {}, {}, bare).duplicates()
+    return offsets_by_chunk(sort_cells(common, {}, {}, bare))
 
 
 def conflict_cells(schema: ArraySchema, conflicts: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
@@ -208,13 +225,6 @@ def conflict_cells(schema: ArraySchema, conflicts: dict[tuple[int, ...], np.ndar
         return np.zeros((0, schema.ndim), dtype=np.int64)
     cells = np.vstack([grid.cells_at(offsets, chunk) for chunk, offsets in conflicts.items()])
     return cells[np.lexsort(cells.T[::-1])]
-
-
-def removal_table(schema: ArraySchema, uris: list[str], chunks: np.ndarray) -> pa.Table:
-    """The cells of ``chunks`` held by ``uris``, as removal rows (chunk, n_cells, dense, cells) per chunk."""
-    columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
-    rows = offsets_by_chunk(read_chunk_rows(uris, schema, chunks, columns), schema)
-    return offsets_table(schema, rows)
 
 
 def offsets_table(schema: ArraySchema, offsets: dict[tuple[int, ...], np.ndarray]) -> pa.Table:

@@ -190,11 +190,15 @@ class ArrayTable:
                 data_files = list(
                     parquet_files_to_data_files(self.table.io, transaction.table_metadata, iter(added))
                 )
-                with transaction.update_snapshot(snapshot_properties=properties).overwrite() as overwrite:
+                update = transaction.update_snapshot(snapshot_properties=properties)
+                # Pure appends merge small manifests as they go, so planning stays fast after many
+                # batches; anything that removes files is an overwrite.
+                producer = update.overwrite() if removed else update.merge_append()
+                with producer as snapshot:
                     for data_file in removed:
-                        overwrite.delete_data_file(data_file)
+                        snapshot.delete_data_file(data_file)
                     for data_file in data_files:
-                        overwrite.append_data_file(data_file)
+                        snapshot.append_data_file(data_file)
         except CommitFailedException as error:
             raise CommitConflictError(
                 f"array {self.name}: concurrent commit, nothing committed ({error})"
@@ -223,7 +227,9 @@ def _referenced(table: Table) -> tuple[set[str], set[str]]:
     return data, manifests
 
 
-def expire(array: ArrayTable, older_than: dt.datetime, orphans_before: dt.datetime | None = None) -> ExpireResult:
+def expire(
+    array: ArrayTable, older_than: dt.datetime, orphans_before: dt.datetime | None = None
+) -> ExpireResult:
     """Drop versions committed before ``older_than`` (never the current one) and delete files no
     remaining version references, including files of writes that crashed before committing."""
     array.refresh()
@@ -240,7 +246,13 @@ def expire(array: ArrayTable, older_than: dt.datetime, orphans_before: dt.dateti
     cutoff = (orphans_before or older_than).timestamp()
     for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
         uri = array.data_directory.rstrip("/") + "/" + info.base_name
-        if info.is_file and uri not in data_after and uri not in doomed and info.mtime and info.mtime.timestamp() < cutoff:
+        if (
+            info.is_file
+            and uri not in data_after
+            and uri not in doomed
+            and info.mtime
+            and info.mtime.timestamp() < cutoff
+        ):
             doomed.append(uri)
     delete_files(doomed)
     stale_metadata = sorted(manifests_before - manifests_after)

@@ -6,6 +6,7 @@ buffers without a loop; only dense chunks, which are few and large, are encoded 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +28,16 @@ class SortedCells:
     chunks: np.ndarray  # (m, d) distinct chunks, sorted
     bounds: np.ndarray  # (m + 1,) cell index where each chunk starts
     offsets: np.ndarray  # (n,) local offsets, sorted within each chunk
-    coords: np.ndarray  # (n, d) cell coordinates in the same order
+    unsorted_coords: np.ndarray  # (n, d) cell coordinates as given
+    order: np.ndarray  # (n,) position in the input of each sorted cell
     values: dict[str, np.ndarray]
     nulls: dict[str, np.ndarray]
     volumes: np.ndarray  # (m,) cells in each chunk's clipped box
+
+    @property
+    def coords(self) -> np.ndarray:
+        """Cell coordinates (n, d) in sorted order (gathered on demand: only error reports need them)."""
+        return self.unsorted_coords[self.order]
 
     @property
     def n_cells(self) -> int:
@@ -39,11 +46,11 @@ class SortedCells:
     def duplicates(self) -> np.ndarray:
         """Coordinates of cells that occur more than once (each repeated coordinate listed once)."""
         if self.n_cells < 2:
-            return np.zeros((0, self.coords.shape[1]), dtype=np.int64)
+            return np.zeros((0, self.unsorted_coords.shape[1]), dtype=np.int64)
         same_chunk = np.ones(self.n_cells - 1, dtype=bool)
         same_chunk[self.bounds[1:-1] - 1] = False
-        repeated = same_chunk & (self.offsets[1:] == self.offsets[:-1])
-        return np.unique(self.coords[1:][repeated], axis=0)
+        repeated = np.flatnonzero(same_chunk & (self.offsets[1:] == self.offsets[:-1])) + 1
+        return np.unique(self.unsorted_coords[self.order[repeated]], axis=0)
 
     def fragment(self, index: int) -> codec.Fragment:
         lo, hi = self.bounds[index], self.bounds[index + 1]
@@ -63,32 +70,91 @@ def local_offsets(coords: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> 
     return offsets
 
 
+def _chunk_codes(chunks: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
+    """A linear code per cell for its chunk (row-major over the batch's chunk ranges), and the code count.
+
+    None when the ranges are too wide for int64 (then sorting falls back to one key per dimension).
+    """
+    codes = np.zeros(len(chunks[0]), dtype=np.int64)
+    count = 1
+    for column in chunks:
+        first, last = int(column.min()), int(column.max())
+        span = last - first + 1
+        if count * span >= 2**62:
+            return None
+        codes = codes * span + (column - first)
+        count *= span
+    return codes, count
+
+
 def sort_cells(
     coords: np.ndarray, values: dict[str, np.ndarray], nulls: dict[str, np.ndarray], schema: ArraySchema
 ) -> SortedCells:
-    """Bucket cells (all inside the array range) by chunk and sort them by local offset."""
+    """Bucket cells (all inside the array range) by chunk and sort them by local offset.
+
+    One int64 sort key (chunk code times the chunk volume plus the local offset) when it fits, which
+    is nearly always; otherwise a lexicographic sort over the chunk numbers and the offset.
+    """
     grid = ChunkGrid.of(schema)
     coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
-    chunks = grid.chunk_of(coords)
-    starts, sizes = layout.box_geometry(grid, chunks)
-    offsets = local_offsets(coords, starts, sizes)
-    order = np.lexsort((offsets, *[chunks[:, k] for k in range(schema.ndim - 1, -1, -1)]))
-    chunks, offsets, coords, sizes = chunks[order], offsets[order], coords[order], sizes[order]
-    n = len(offsets)
-    if n:
-        change = np.any(chunks[1:] != chunks[:-1], axis=1)
-        first = np.flatnonzero(np.concatenate(([True], change)))
+    n = len(coords)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return SortedCells(
+            chunks=np.zeros((0, schema.ndim), np.int64),
+            bounds=np.zeros(1, np.int64),
+            offsets=empty,
+            unsorted_coords=coords,
+            order=empty,
+            values={k: np.asarray(v) for k, v in values.items()},
+            nulls={k: np.asarray(v, bool) for k, v in nulls.items()},
+            volumes=empty,
+        )
+    chunks, offsets = [], np.zeros(n, dtype=np.int64)
+    for k, dimension in enumerate(grid.dimensions):
+        shifted = coords[:, k] - dimension.origin if dimension.origin else coords[:, k]
+        chunk = shifted // dimension.length
+        local = shifted - chunk * dimension.length
+        size: np.ndarray | int = dimension.length
+        # Only the first and last chunk of a dimension can be clipped; fix just their cells.
+        first_span, last_span = (
+            dimension.chunk_span(dimension.first_chunk),
+            dimension.chunk_span(dimension.last_chunk),
+        )
+        clipped_first = first_span[1] - first_span[0] + 1 < dimension.length
+        clipped_last = last_span[1] - last_span[0] + 1 < dimension.length
+        if clipped_first or clipped_last:
+            size = np.full(n, dimension.length, dtype=np.int64)
+            for edge, (low, high) in ((dimension.first_chunk, first_span), (dimension.last_chunk, last_span)):
+                at_edge = chunk == edge
+                if at_edge.any():
+                    local[at_edge] = coords[at_edge, k] - low
+                    size[at_edge] = high - low + 1
+        offsets = offsets * size + local
+        chunks.append(chunk)
+    coded = _chunk_codes(chunks)
+    volume = math.prod(d.length for d in grid.dimensions)
+    if coded is not None and coded[1] * volume < 2**62:
+        codes = coded[0]
+        order = np.argsort(codes * volume + offsets)
+        codes = codes[order]
+        first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
     else:
-        first = np.zeros(0, dtype=np.int64)
-    bounds = np.append(first, n).astype(np.int64)
+        order = np.lexsort((offsets, *chunks[::-1]))
+        stacked = np.stack([c[order] for c in chunks], axis=1)
+        first = np.flatnonzero(np.concatenate(([True], np.any(stacked[1:] != stacked[:-1], axis=1))))
+    starts_of_chunks = order[first]
+    chunk_matrix = np.stack([c[starts_of_chunks] for c in chunks], axis=1).reshape(-1, schema.ndim)
+    _, sizes = layout.box_geometry(grid, chunk_matrix)
     return SortedCells(
-        chunks=chunks[first],
-        bounds=bounds,
-        offsets=offsets,
-        coords=coords,
+        chunks=chunk_matrix,
+        bounds=np.append(first, n).astype(np.int64),
+        offsets=offsets[order],
+        unsorted_coords=coords,
+        order=order,
         values={name: np.asarray(column)[order] for name, column in values.items()},
         nulls={name: np.asarray(mask, dtype=bool)[order] for name, mask in nulls.items()},
-        volumes=np.prod(sizes[first], axis=1).astype(np.int64) if n else np.zeros(0, np.int64),
+        volumes=np.prod(sizes, axis=1).astype(np.int64),
     )
 
 

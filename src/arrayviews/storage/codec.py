@@ -100,7 +100,9 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
     nulls: dict[str, np.ndarray] = {}
     if dense:
         full = n_cells == volume
-        cells = _bytes_of(np.zeros(0, np.uint8) if full else np.packbits(_mask(fragment.offsets, volume), bitorder="little"))
+        cells = _bytes_of(
+            np.zeros(0, np.uint8) if full else np.packbits(_mask(fragment.offsets, volume), bitorder="little")
+        )
     else:
         cells = _bytes_of(np.asarray(fragment.offsets, dtype=OFFSET_DTYPE))
     for name, dtype in dtypes.items():

@@ -42,7 +42,9 @@ def write_parquet(table: pa.Table, uri: str) -> int:
     # Large byte-string columns (chunk payloads) get neither dictionaries nor min/max statistics:
     # both cost time on megabyte values and would bloat the footer. Small columns keep both, so
     # readers can skip row groups by chunk number.
-    small = [f.name for f in table.schema if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type))]
+    small = [
+        f.name for f in table.schema if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type))
+    ]
     pq.write_table(
         table,
         path,

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -43,6 +44,18 @@ def max_column(attribute: str) -> str:
 
 def chunk_columns(schema: ArraySchema) -> list[str]:
     return [chunk_column(d) for d in schema.dimension_names]
+
+
+def chunk_ranges_filter(schema: ArraySchema, ranges) -> ds.Expression | None:
+    """A pyarrow filter keeping fragments whose chunk numbers lie in per-dimension (first, last) ranges."""
+    if ranges is None:
+        return None
+    expression = None
+    for dimension, (first, last) in zip(schema.dimension_names, ranges, strict=True):
+        field = ds.field(chunk_column(dimension))
+        term = (field >= first) & (field <= last)
+        expression = term if expression is None else expression & term
+    return expression
 
 
 def fragment_schema(schema: ArraySchema) -> pa.Schema:
@@ -238,7 +251,9 @@ def fragment_cells(
     return _cells_table(coords, fragment.values, fragment.nulls, schema, target)
 
 
-def _unravel_by_box(offsets: np.ndarray, starts: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _unravel_by_box(
+    offsets: np.ndarray, starts: np.ndarray, sizes: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
     """Coordinates of the offsets of consecutive fragments, grouped by box size.
 
     Interior chunks all share one box size, so most cells go through one ``np.unravel_index`` with a

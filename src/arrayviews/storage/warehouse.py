@@ -31,7 +31,13 @@ class Warehouse:
         self, schema: ArraySchema, kind: str = "array", properties: dict[str, str] | None = None
     ) -> ArrayTable:
         arrow_schema = layout.fragment_schema(schema)
-        props = {SCHEMA_PROPERTY: schema.to_json(), KIND_PROPERTY: kind, **(properties or {})}
+        props = {
+            SCHEMA_PROPERTY: schema.to_json(),
+            KIND_PROPERTY: kind,
+            "commit.manifest-merge.enabled": "true",
+            "commit.manifest.min-count-to-merge": "16",
+            **(properties or {}),
+        }
         try:
             table = self.catalog.create_table(
                 self._identifier(schema.name), schema=arrow_schema, properties=props
