@@ -33,13 +33,8 @@ def _write_chunked(cells, schema, folder: Path, force_sparse: bool) -> tuple[flo
         if schema.name == "D" and not force_sparse:
             # A dense grid arrives as a block: arrayviews encodes it chunk by chunk without coordinates.
             block = cells["v"].reshape(schema.shape)
-            dtypes = layout.attribute_dtypes(schema)
-            grid = ChunkGrid.of(schema)
-            encoded = (
-                codec.encode(f, int(np.prod(grid.chunk_shape(f.chunk))), dtypes)
-                for f in staging.dense_block_fragments(schema, {"v": block}, (0, 0), None)
-            )
-            write_parquet(layout.encoded_to_table(list(encoded), schema, 1), str(path))
+            tables = list(staging.dense_block_tables(schema, {"v": block}, (0, 0), None, 1))
+            write_parquet(pa.concat_tables(tables), str(path))
             return
         coords = np.stack([cells[d] for d in schema.dimension_names], axis=1)
         sorted_cells = assemble.sort_cells(coords, {"v": cells["v"]}, {}, schema)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from pyspark.sql import functions as F
 from arrayviews.execution import jobs
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
+from arrayviews.model.types import arrow_type
 from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, SortedCells, sort_cells
@@ -80,12 +82,10 @@ def group_encoded(
         yield layout.encoded_to_table(pending, schema, version)
 
 
-def dense_block_fragments(
-    schema: ArraySchema, arrays: dict[str, np.ndarray], origin: tuple[int, ...], present: np.ndarray | None
-) -> Iterator[codec.Fragment]:
-    """Fragments of a dense block placed at ``origin``, one per chunk it overlaps (no per-cell work)."""
+def _block_windows(schema: ArraySchema, shape: tuple[int, ...], origin: tuple[int, ...]) -> Iterator[tuple]:
+    """For every chunk a block at ``origin`` overlaps: (chunk, block window, window shape, chunk box
+    low, chunk box shape, window start)."""
     grid = ChunkGrid.of(schema)
-    shape = next(iter(arrays.values())).shape if arrays else present.shape
     block_low = np.asarray(origin, dtype=np.int64)
     block_high = block_low + np.asarray(shape, dtype=np.int64) - 1
     ranges = grid.chunk_ranges_overlapping(block_low, block_high)
@@ -99,19 +99,99 @@ def dense_block_fragments(
         )
         sub_shape = tuple(int(x) for x in stop - start + 1)
         chunk_shape = tuple(int(x) for x in high - low + 1)
-        if sub_shape == chunk_shape:
-            offsets = np.arange(int(np.prod(chunk_shape)), dtype=np.int64)
-        else:
-            local = np.indices(sub_shape).reshape(len(sub_shape), -1) + (start - low)[:, None]
-            offsets = np.ravel_multi_index(tuple(local), chunk_shape).astype(np.int64)
+        yield tuple(int(c) for c in chunk), window, sub_shape, low, chunk_shape, start
+
+
+def dense_block_tables(
+    schema: ArraySchema,
+    arrays: dict[str, np.ndarray],
+    origin: tuple[int, ...],
+    present: np.ndarray | None,
+    version: int,
+) -> Iterator[pa.Table]:
+    """Fragment tables of a dense block placed at ``origin``.
+
+    Chunks the block covers completely (the bulk of a large block) are copied straight from the
+    block into one Arrow buffer per attribute: one copy, no per-cell work. Chunks it covers in part
+    (or with masked cells) go through the fragment codec.
+    """
+    shape = next(iter(arrays.values())).shape if arrays else present.shape
+    whole, partial = [], []
+    for window in _block_windows(schema, shape, origin):
+        complete = window[2] == window[4] and (present is None or present[window[1]].all())
+        (whole if complete else partial).append(window)
+    dtypes = layout.attribute_dtypes(schema)
+    width = max(1, sum(d.itemsize for d in dtypes.values()))
+    group: list[tuple] = []
+    size = 0
+    for window in whole:
+        group.append(window)
+        size += math.prod(window[4]) * width
+        if size >= TARGET_FILE_BYTES:
+            yield _whole_chunk_rows(schema, arrays, group, version)
+            group, size = [], 0
+    if group:
+        yield _whole_chunk_rows(schema, arrays, group, version)
+    if partial:
+        encoded = (
+            codec.encode(f, int(np.prod(f_shape)), dtypes)
+            for f, f_shape in _partial_fragments(arrays, present, partial)
+        )
+        yield from group_encoded(encoded, schema, version)
+
+
+def _whole_chunk_rows(
+    schema: ArraySchema, arrays: dict[str, np.ndarray], group: list[tuple], version: int
+) -> pa.Table:
+    volumes = np.array([math.prod(w[4]) for w in group], dtype=np.int64)
+    columns: dict[str, pa.Array] = {}
+    for k, dimension in enumerate(schema.dimension_names):
+        columns[layout.chunk_column(dimension)] = pa.array([w[0][k] for w in group], pa.int64())
+    columns[layout.N_CELLS] = pa.array(volumes)
+    columns[layout.DENSE] = pa.array(np.ones(len(group), dtype=bool))
+    columns[layout.CELLS] = layout.binary_array([np.zeros(0, np.uint8)] * len(group))
+    nbytes = np.zeros(len(group), dtype=np.int64)
+    for attribute in schema.attributes:
+        dtype = layout.attribute_dtypes(schema)[attribute.name].newbyteorder("<")
+        sizes = volumes * dtype.itemsize
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        buffer = np.empty(int(offsets[-1]), dtype=np.uint8)
+        low, high = [], []
+        for row, window in enumerate(group):
+            target = buffer[offsets[row] : offsets[row + 1]].view(dtype).reshape(window[4])
+            np.copyto(target, arrays[attribute.name][window[1]], casting="same_kind")
+            minimum, maximum = codec.value_range(target.reshape(-1), None)
+            low.append(minimum)
+            high.append(maximum)
+        columns[layout.value_column(attribute.name)] = pa.Array.from_buffers(
+            pa.binary(), len(group), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(buffer)]
+        )
+        if attribute.nullable:
+            columns[layout.null_column(attribute.name)] = layout.binary_array(
+                [np.zeros(0, np.uint8)] * len(group)
+            )
+        columns[layout.min_column(attribute.name)] = pa.array(low, arrow_type(attribute.type))
+        columns[layout.max_column(attribute.name)] = pa.array(high, arrow_type(attribute.type))
+        nbytes += sizes
+    columns[layout.NBYTES] = pa.array(nbytes)
+    columns[layout.VERSION] = pa.array(np.full(len(group), version, dtype=np.int64))
+    target_schema = layout.fragment_schema(schema)
+    return pa.table([columns[f.name] for f in target_schema], schema=target_schema)
+
+
+def _partial_fragments(
+    arrays: dict[str, np.ndarray], present: np.ndarray | None, windows: list[tuple]
+) -> Iterator[tuple[codec.Fragment, tuple[int, ...]]]:
+    for chunk, window, sub_shape, low, chunk_shape, start in windows:
+        local = np.indices(sub_shape).reshape(len(sub_shape), -1) + (start - low)[:, None]
+        offsets = np.ravel_multi_index(tuple(local), chunk_shape).astype(np.int64)
         values = {name: np.ascontiguousarray(array[window]).reshape(-1) for name, array in arrays.items()}
         if present is not None:
             keep = np.ascontiguousarray(present[window]).reshape(-1)
-            if not keep.all():
-                offsets = offsets[keep]
-                values = {name: column[keep] for name, column in values.items()}
+            offsets = offsets[keep]
+            values = {name: column[keep] for name, column in values.items()}
         if len(offsets):
-            yield codec.Fragment(tuple(int(c) for c in chunk), offsets, values)
+            yield codec.Fragment(chunk, offsets, values), chunk_shape
 
 
 # -- overlap with what is stored ----------------------------------------------------------------

@@ -176,14 +176,10 @@ def write_dense(
         batch = CellBatch(coords[keep], {n: a.reshape(-1)[keep] for n, a in arrays.items()}, {})
         return insert_cells(array, spark, batch, on_conflict, operation="write_dense")
     expected = array.current_version()
-    dtypes = layout.attribute_dtypes(schema)
-    encoded = (
-        codec.encode(f, int(np.prod(grid.chunk_shape(f.chunk))), dtypes)
-        for f in staging.dense_block_fragments(schema, arrays, tuple(int(o) for o in origin), present)
-    )
+    tables = staging.dense_block_tables(schema, arrays, tuple(int(o) for o in origin), present, expected + 1)
     staged, touched = [], []
     try:
-        for table in staging.group_encoded(encoded, schema, expected + 1):
+        for table in tables:
             touched.append(staging.chunk_matrix(table, schema))
             staged += staging.stage_tables(array, [table])
     except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +19,17 @@ from arrayviews.model.errors import CommitConflictError, NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
+
+
+class _PayloadStatisticsFilter(logging.Filter):
+    """Payload columns are written without min/max statistics on purpose (see files.write_parquet);
+    pyiceberg would warn about each of them on every commit."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("PyArrow statistics missing")
+
+
+logging.getLogger("pyiceberg.io.pyarrow").addFilter(_PayloadStatisticsFilter())
 
 SCHEMA_PROPERTY = "arrayviews.schema"
 KIND_PROPERTY = "arrayviews.kind"

@@ -79,13 +79,16 @@ def prefers_dense(n_cells: int, volume: int, value_width: int) -> bool:
     return volume * (value_width + 0.125) <= n_cells * (value_width + 8)
 
 
-def _value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, object]:
+def value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, object]:
+    """Minimum and maximum ignoring NaN and nulls, as Python scalars (None when there is no value)."""
     if nulls is not None:
         values = values[~nulls]
-    if values.dtype.kind == "f":
-        values = values[~np.isnan(values)]
     if len(values) == 0:
         return None, None
+    if values.dtype.kind == "f":
+        # fmin/fmax skip NaN without copying the values; the result is NaN only if all are NaN.
+        low, high = np.fmin.reduce(values), np.fmax.reduce(values)
+        return (None, None) if np.isnan(low) else (low.item(), high.item())
     return values.min().item(), values.max().item()
 
 
@@ -108,7 +111,7 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
     for name, dtype in dtypes.items():
         column = np.asarray(fragment.values[name], dtype=dtype)
         null_mask = fragment.nulls.get(name)
-        minimum[name], maximum[name] = _value_range(column, null_mask)
+        minimum[name], maximum[name] = value_range(column, null_mask)
         if dense and n_cells != volume:
             scattered = np.zeros(volume, dtype=dtype)
             scattered[fragment.offsets] = column

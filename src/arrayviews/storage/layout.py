@@ -172,7 +172,7 @@ def box_geometry(grid: ChunkGrid, chunks: np.ndarray) -> tuple[np.ndarray, np.nd
 def offsets_to_cells(offsets: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Cell coordinates (n, d) of local offsets given each cell's box start and size (n, d)."""
     ndim = sizes.shape[1]
-    coords = np.empty((len(offsets), ndim), dtype=np.int64)
+    coords = np.empty((len(offsets), ndim), dtype=np.int64, order="F")  # contiguous columns
     remainder = offsets.astype(np.int64, copy=True)
     for k in range(ndim - 1, -1, -1):
         coords[:, k] = remainder % sizes[:, k] + starts[:, k]
@@ -260,7 +260,7 @@ def _unravel_by_box(
     fixed shape; only chunks clipped at the array edge form (small) groups of their own.
     """
     ndim = sizes.shape[1]
-    coords = np.empty((len(offsets), ndim), dtype=np.int64)
+    coords = np.empty((len(offsets), ndim), dtype=np.int64, order="F")  # contiguous columns
     shapes, group_of = np.unique(sizes, axis=0, return_inverse=True)
     group_of = group_of.reshape(-1)
     for group, shape in enumerate(shapes):
