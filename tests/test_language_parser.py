@@ -202,8 +202,8 @@ def test_array_function_table_can_be_extended() -> None:
     """A new operator is one node, one builder and one printer: no grammar change."""
 
     @dataclass(frozen=True)
-    class Window(ast.ArrayExpr):
-        function: ClassVar[str] = "window"
+    class Smooth(ast.ArrayExpr):
+        function: ClassVar[str] = "smooth"
         source: ast.ArrayExpr
         sizes: tuple[int, ...]
         aggregates: tuple[AggregateCall, ...]
@@ -212,26 +212,26 @@ def test_array_function_table_can_be_extended() -> None:
             return (self.source,)
 
     def build(args: parser_module.Arguments) -> ast.ArrayExpr:
-        args.count(3, None, "window(array, size..., aggregate...)")
+        args.count(3, None, "smooth(array, size..., aggregate...)")
         sizes = [args.integer(k) for k in range(1, len(args)) if args.is_integer(k)]
         calls = [args.aggregate(k) for k in range(1 + len(sizes), len(args))]
-        return Window(args.array(0), tuple(sizes), tuple(calls))
+        return Smooth(args.array(0), tuple(sizes), tuple(calls))
 
     saved_parsers = dict(parser_module.ARRAY_FUNCTIONS)
     saved_printers = dict(printer_module._ARGUMENTS)
     try:
-        parser_module.array_function("window")(build)
-        printer_module.array_argument_printer(Window)(
+        parser_module.array_function("smooth")(build)
+        printer_module.array_argument_printer(Smooth)(
             lambda n: [str(s) for s in n.sizes] + [c.to_text() for c in n.aggregates]
         )
-        (statement,) = parse("SELECT * FROM window(subarray(A, 1, 1, 9, 9), 25, 25, 25, 25, avg(v))")
-        assert statement.source == Window(
+        (statement,) = parse("SELECT * FROM smooth(subarray(A, 1, 1, 9, 9), 25, 25, 25, 25, avg(v))")
+        assert statement.source == Smooth(
             ast.Subarray(ast.ArrayName("A"), (1, 1), (9, 9)), (25, 25, 25, 25), (AggregateCall("avg", "v"),)
         )
-        assert to_text(statement) == "SELECT * FROM window(subarray(A, 1, 1, 9, 9), 25, 25, 25, 25, avg(v))"
+        assert to_text(statement) == "SELECT * FROM smooth(subarray(A, 1, 1, 9, 9), 25, 25, 25, 25, avg(v))"
         with pytest.raises(ParseError) as caught:
-            parse("SELECT * FROM windw(A, 1, avg(v))")
-        assert "window" in caught.value.expected
+            parse("SELECT * FROM smoth(A, 1, avg(v))")
+        assert "smooth" in caught.value.expected
     finally:
         parser_module.ARRAY_FUNCTIONS.clear()
         parser_module.ARRAY_FUNCTIONS.update(saved_parsers)
@@ -265,7 +265,7 @@ ERRORS = [
     ("SELECT * FROM filter(A, `x)", 1, 25, "unexpected character '`'", ("'('", "expression")),
     ("SELECT * FROM filter(A)", 1, 23, "filter: too few arguments (1)", ("','",)),
     ("SELECT * FROM filter(A, v > 1, 2)", 1, 32, "filter: too many arguments (3)", ("')'",)),
-    ("SELECT * FROM window(A, 1, avg(v))", 1, 15, "unknown array function 'window'", None),
+    ("SELECT * FROM wobble(A, 1, avg(v))", 1, 15, "unknown array function 'wobble'", None),
     ("SELECT * FROM subarray(A, 1, x, 3, 4)", 1, 30, "subarray: argument 3 must be an integer", ("integer",)),
     ("SELECT * FROM subarray(A, 1, 2, 3)", 1, 34, "subarray: needs a low and a high coordinate", ("','",)),
     ("SELECT * FROM subarray(A, 1, 2**70)", 1, 30, "subarray: argument 3 must be an integer", ("integer",)),

@@ -13,7 +13,7 @@ import pyarrow as pa
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import can_store
-from arrayviews.operators import cellwise, join, reads, reduce, writes
+from arrayviews.operators import cellwise, join, reads, reduce, window, writes
 from arrayviews.operators.ingest import normalize_cells, to_arrow
 from arrayviews.operators.ingest_spark import read_cell_files
 from arrayviews.operators.source import ComputedSource, Source, StoredSource
@@ -271,6 +271,19 @@ class Array:
                 self.schema.dimension(unknown[0])
             blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
         return self._derive(reduce.regrid(self._current(), self._db.spark, list(blocks), aggregates))
+
+    def window(
+        self,
+        extents: Mapping[str, tuple[int, int]] | Sequence[int],
+        *aggregates: str,
+        method: str = "incremental",
+    ) -> Array:
+        """Window aggregates: for every non-empty cell, aggregates of the non-empty cells within
+        ``before`` cells below and ``after`` cells above it in each dimension, e.g.
+        ``A.window({"i": (2, 2), "j": (2, 2)}, "avg(v)")`` (SciDB's flat form ``[2, 2, 2, 2]`` works
+        too). ``method`` is ``"incremental"`` (default, cost independent of the window size),
+        ``"basic"`` (incremental along one dimension) or ``"naive"`` (every window scanned)."""
+        return self._derive(window.window(self._current(), self._db.spark, extents, aggregates, method))
 
     def aggregate(self, *aggregates: str, by: Sequence[str] = ()) -> Array:
         """Aggregate all cells (one output cell) or the cells sharing each value of the ``by`` dimensions."""

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from arrayviews.array import Array
 from arrayviews.execution import jobs
+from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
 from arrayviews.model.errors import SchemaError
 from arrayviews.model.faults import checkpoint
@@ -41,6 +42,7 @@ def connect(
     On a cluster, pass an existing ``spark`` session or a ``master`` URL, and a shared
     ``catalog_uri`` (a SQLAlchemy URL such as ``postgresql+psycopg2://user@host/db``).
     """
+    tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     session = spark or start_session(master=master, config=spark_config)
     return Database(Warehouse(location, catalog_uri), session)

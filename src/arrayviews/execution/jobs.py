@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.memory import tune_allocator
 from arrayviews.storage.files import write_parquet
 
 BatchFunction = Callable[[pa.Table], pa.Table | None]
@@ -47,6 +48,7 @@ def map_batches(frame: DataFrame, function: BatchFunction, out_schema: pa.Schema
     """Apply ``function`` to every Arrow batch of ``frame``; it returns a table of ``out_schema`` or None."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tune_allocator()
         for batch in batches:
             result = function(pa.Table.from_batches([batch]))
             if result is not None and result.num_rows:
@@ -61,6 +63,7 @@ def map_partitions(
     """Apply ``function`` to the stream of Arrow tables of each partition."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tune_allocator()
         tables = (pa.Table.from_batches([b]) for b in batches)
         for result in function(tables):
             if result is not None and result.num_rows:
@@ -75,6 +78,7 @@ def group_tables(
     """Apply ``function`` to all rows sharing each value of ``keys`` (one Arrow table per group)."""
 
     def run(table: pa.Table) -> pa.Table:
+        tune_allocator()
         result = function(table)
         return out_schema.empty_table() if result is None else conform(result, out_schema)
 
@@ -91,6 +95,7 @@ def cogroup_tables(
     """Apply ``function`` to the rows of both frames sharing each value of ``keys``."""
 
     def run(left_rows: pa.Table, right_rows: pa.Table) -> pa.Table:
+        tune_allocator()
         result = function(left_rows, right_rows)
         return out_schema.empty_table() if result is None else conform(result, out_schema)
 
@@ -140,6 +145,7 @@ def write_files(
     """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tune_allocator()
         pending: list[pa.Table] = []
         pending_bytes = 0
         written = []

@@ -170,6 +170,17 @@ def _regrid(db: Database, node: ast.Regrid) -> Array:
     return source.regrid(list(node.blocks), *(call.to_text() for call in node.aggregates))
 
 
+@array_builder(ast.Window)
+def _window(db: Database, node: ast.Window) -> Array:
+    source = evaluate(db, node.source)
+    if len(node.extents) != 2 * source.schema.ndim:
+        raise ValidationError(
+            f"window over {source.name} needs {2 * source.schema.ndim} extents (a before, after pair per "
+            f"dimension {', '.join(source.schema.dimension_names)}), got {len(node.extents)}"
+        )
+    return source.window(list(node.extents), *(call.to_text() for call in node.aggregates))
+
+
 @array_builder(ast.Aggregate)
 def _aggregate(db: Database, node: ast.Aggregate) -> Array:
     source = evaluate(db, node.source)

@@ -416,6 +416,27 @@ def _regrid(args: Arguments) -> ast.ArrayExpr:
     return ast.Regrid(source, tuple(blocks), tuple(calls))
 
 
+@array_function("window")
+def _window(args: Arguments) -> ast.ArrayExpr:
+    usage = "window(array, before_1, after_1, ..., before_d, after_d, aggregate(...), ...)"
+    args.count(4, None, usage)
+    source = args.array(0)
+    k, extents = 1, []
+    while k < len(args) and args.is_integer(k):
+        extents.append(args.integer(k))
+        k += 1
+    if not extents or len(extents) % 2:
+        raise args.error(f"needs a (before, after) pair of integers per dimension; use {usage}", k, ("integer",))
+    if k == len(args):
+        raise args.error(f"needs at least one aggregate call after the extents; use {usage}", None, ("','",))
+    calls = []
+    for j in range(k, len(args)):
+        if args.is_integer(j):
+            raise args.error("window extents come before the aggregate calls", j, ("aggregate call",))
+        calls.append(args.aggregate(j))
+    return ast.Window(source, tuple(extents), tuple(calls))
+
+
 @array_function("aggregate")
 def _aggregate(args: Arguments) -> ast.ArrayExpr:
     usage = "aggregate(array, aggregate(...), ... [, dimension, ...])"

@@ -20,6 +20,7 @@ _ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
     ast.Project: lambda n: list(n.attributes),
     ast.Apply: lambda n: [text for name, expr in n.assignments for text in (name, expr.to_text())],
     ast.Regrid: lambda n: [str(b) for b in n.blocks] + [c.to_text() for c in n.aggregates],
+    ast.Window: lambda n: [str(e) for e in n.extents] + [c.to_text() for c in n.aggregates],
     ast.Aggregate: lambda n: [c.to_text() for c in n.aggregates] + list(n.by),
     ast.Join: lambda n: [],
 }

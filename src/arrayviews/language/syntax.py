@@ -165,6 +165,22 @@ def _calls(values: object) -> tuple[AggregateCall, ...]:
 
 
 @dataclass(frozen=True)
+class Window(ArrayExpr):
+    """``window(source, before_1, after_1, ..., before_d, after_d, agg(...), ...)``: window aggregates."""
+
+    function: ClassVar[str] = "window"
+    source: ArrayExpr
+    extents: tuple[int, ...]
+    aggregates: tuple[AggregateCall, ...]
+
+    def __post_init__(self) -> None:
+        _set(self, "extents", _integers(self.extents, "window extents"))
+        if not self.extents or len(self.extents) % 2:
+            raise ValueError("window needs a (before, after) pair of extents per dimension")
+        _set(self, "aggregates", _calls(self.aggregates))
+
+
+@dataclass(frozen=True)
 class Regrid(ArrayExpr):
     """``regrid(source, b_1, ..., b_d, agg(...), ...)``: aggregates over blocks of cells."""
 
@@ -376,6 +392,7 @@ __all__ = [
     "Load",
     "Project",
     "Regrid",
+    "Window",
     "Select",
     "ShowArrays",
     "ShowChunks",

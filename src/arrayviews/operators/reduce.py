@@ -140,7 +140,7 @@ def parse_calls(schema: ArraySchema, aggregates: Sequence[str | AggregateCall]) 
     return calls
 
 
-def _output_attributes(
+def output_attributes(
     schema: ArraySchema, calls: list[AggregateCall], dimension_names, over_everything: bool = False
 ) -> list[Attribute]:
     """Output attributes; an aggregate over everything may see no cell, so its values may be null."""
@@ -239,7 +239,7 @@ def regrid(
             )
         )
     out_schema = ArraySchema(
-        schema.name, tuple(_output_attributes(schema, calls, schema.dimension_names)), tuple(dimensions)
+        schema.name, tuple(output_attributes(schema, calls, schema.dimension_names)), tuple(dimensions)
     )
     lows = np.array([d.low for d in schema.dimensions], dtype=np.int64)
     cell_map = functools.partial(_block_map, lows=lows, blocks=np.asarray(blocks, dtype=np.int64))
@@ -270,7 +270,7 @@ def aggregate(
         name = "i" if "i" not in {c.output_name for c in calls} else "aggregate_index"
         dimensions = (Dimension(name, 0, 0, 1),)
     names = [d.name for d in dimensions]
-    attributes = _output_attributes(schema, calls, names, over_everything=not by)
+    attributes = output_attributes(schema, calls, names, over_everything=not by)
     out_schema = ArraySchema(schema.name, tuple(attributes), dimensions)
     positions = [schema.dimension_names.index(n) for n in by]
     cell_map = functools.partial(_select_map, positions=positions)

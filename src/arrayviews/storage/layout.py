@@ -260,17 +260,32 @@ def _unravel_by_box(
     fixed shape; only chunks clipped at the array edge form (small) groups of their own.
     """
     ndim = sizes.shape[1]
-    coords = np.empty((len(offsets), ndim), dtype=np.int64, order="F")  # contiguous columns
+    coords = arrow_pool_empty((ndim, len(offsets)), np.int64).T  # contiguous columns, pooled memory
     shapes, group_of = np.unique(sizes, axis=0, return_inverse=True)
     group_of = group_of.reshape(-1)
     for group, shape in enumerate(shapes):
         rows = np.flatnonzero(group_of == group)
         cells = slice(None) if len(shapes) == 1 else np.repeat(group_of == group, counts)
         local = np.unravel_index(offsets[cells], tuple(int(x) for x in shape))
-        base = np.repeat(starts[rows], counts[rows], axis=0)
         for k in range(ndim):
-            coords[cells, k] = local[k] + base[:, k]
+            base = np.repeat(starts[rows, k], counts[rows])
+            if len(shapes) == 1:
+                np.add(local[k], base, out=coords[:, k])
+            else:
+                coords[cells, k] = local[k] + base
     return coords
+
+
+def arrow_pool_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialized C-order numpy array in memory from Arrow's pool.
+
+    Arrow's allocator keeps freed memory for reuse, while large numpy allocations come fresh from the
+    operating system each time, and first-touch page faults then cost more than the decoding itself.
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    buffer = pa.allocate_buffer(max(1, count * dtype.itemsize))
+    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
 
 def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema) -> pa.Table:

@@ -1,0 +1,176 @@
+"""Halo exchange: every chunk receives the cells of its neighbours that lie within a reach of it.
+
+A task cuts each input fragment into *pieces*, one per target chunk whose halo region the fragment
+overlaps; a piece holds just the cells inside that region, encoded like a fragment but relative to
+its own box (``p_low``, ``p_size``). A shuffle by target chunk then brings the target's own cells and
+all halo pieces together. Windows and shape-based joins use this; a window larger than a chunk simply
+produces pieces for chunks several steps away.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.storage import codec, layout
+
+TARGET_PREFIX = "t__"
+LOW_PREFIX = "p_low__"
+SIZE_PREFIX = "p_size__"
+
+
+def target_columns(schema: ArraySchema) -> list[str]:
+    return [TARGET_PREFIX + d for d in schema.dimension_names]
+
+
+def piece_schema(schema: ArraySchema) -> pa.Schema:
+    """Arrow schema of halo pieces: target chunk, piece box, and a fragment-style encoding of its cells."""
+    fields = [pa.field(TARGET_PREFIX + d, pa.int64()) for d in schema.dimension_names]
+    fields += [pa.field(LOW_PREFIX + d, pa.int64()) for d in schema.dimension_names]
+    fields += [pa.field(SIZE_PREFIX + d, pa.int64()) for d in schema.dimension_names]
+    fragment = layout.fragment_schema(schema)
+    keep = {layout.N_CELLS, layout.DENSE, layout.CELLS}
+    keep |= {layout.value_column(a.name) for a in schema.attributes}
+    keep |= {layout.null_column(a.name) for a in schema.attributes if a.nullable}
+    fields += [fragment.field(name) for name in fragment.names if name in keep]
+    return pa.schema(fields)
+
+
+def _clip_box(low: np.ndarray, high: np.ndarray, region_low: np.ndarray, region_high: np.ndarray):
+    start, stop = np.maximum(low, region_low), np.minimum(high, region_high)
+    return (start, stop) if np.all(start <= stop) else None
+
+
+def cut_pieces(
+    table: pa.Table, schema: ArraySchema, before: tuple[int, ...], after: tuple[int, ...]
+) -> pa.Table:
+    """Pieces of every fragment in ``table`` for every chunk within reach.
+
+    Target chunk ``T`` needs the cells in ``[T_low - before, T_high + after]`` (a window reaching
+    ``before`` cells down and ``after`` cells up from each of its cells), so a fragment of chunk ``C``
+    feeds the chunks within ``after`` below and ``before`` above ``C``.
+    """
+    grid = ChunkGrid.of(schema)
+    dtypes = layout.attribute_dtypes(schema)
+    rows = []
+    for fragment in layout.iter_fragments(table, schema):
+        low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(fragment.chunk))
+        shape = tuple(int(x) for x in high - low + 1)
+        cells = None
+        for target in grid.neighbour_chunks(fragment.chunk, after, before):
+            t_low, t_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
+            box = _clip_box(low, high, t_low - np.asarray(before), t_high + np.asarray(after))
+            if box is None:
+                continue
+            start, stop = box
+            if np.array_equal(start, low) and np.array_equal(stop, high):
+                piece = fragment
+                piece_low, piece_shape = low, shape
+            else:
+                if cells is None:
+                    cells = grid.cells_at(fragment.offsets, fragment.chunk)
+                inside = np.all((cells >= start) & (cells <= stop), axis=1)
+                if not inside.any():
+                    continue
+                piece_low, piece_shape = start, tuple(int(x) for x in stop - start + 1)
+                local = cells[inside] - start
+                offsets = np.ravel_multi_index(tuple(local.T), piece_shape).astype(np.int64)
+                taken = fragment.take(inside)
+                piece = codec.Fragment(fragment.chunk, offsets, taken.values, taken.nulls)
+            encoded = codec.encode(piece, math.prod(piece_shape), dtypes)
+            rows.append((tuple(target), tuple(int(x) for x in piece_low), piece_shape, encoded))
+    return _piece_table(rows, schema)
+
+
+def _piece_table(rows: list, schema: ArraySchema) -> pa.Table:
+    target = piece_schema(schema)
+    if not rows:
+        return target.empty_table()
+    columns: dict[str, pa.Array] = {}
+    for k, dimension in enumerate(schema.dimension_names):
+        columns[TARGET_PREFIX + dimension] = pa.array([r[0][k] for r in rows], pa.int64())
+        columns[LOW_PREFIX + dimension] = pa.array([r[1][k] for r in rows], pa.int64())
+        columns[SIZE_PREFIX + dimension] = pa.array([r[2][k] for r in rows], pa.int64())
+    encoded = [r[3] for r in rows]
+    columns[layout.N_CELLS] = pa.array([e.n_cells for e in encoded], pa.int64())
+    columns[layout.DENSE] = pa.array([e.dense for e in encoded], pa.bool_())
+    columns[layout.CELLS] = layout.binary_array([e.cells for e in encoded])
+    empty = np.zeros(0, np.uint8)
+    for attribute in schema.attributes:
+        columns[layout.value_column(attribute.name)] = layout.binary_array(
+            [e.values[attribute.name] for e in encoded]
+        )
+        if attribute.nullable:
+            columns[layout.null_column(attribute.name)] = layout.binary_array(
+                [e.nulls.get(attribute.name, empty) for e in encoded]
+            )
+    return pa.table([columns[f.name] for f in target], schema=target)
+
+
+@dataclass
+class Neighbourhood:
+    """All cells a target chunk needs, as points: coordinates, values, null masks."""
+
+    coords: np.ndarray  # (n, d)
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
+
+
+def gather(pieces: pa.Table, schema: ArraySchema) -> Neighbourhood:
+    """Decode the pieces sent to one target chunk into points."""
+    dtypes = layout.attribute_dtypes(schema)
+    coords, values, nulls = [], {a: [] for a in dtypes}, {a: [] for a in dtypes}
+    for batch in pieces.to_batches():
+        cells_data, cells_off = layout.binary_parts(batch.column(layout.CELLS))
+        payloads = {a: layout.binary_parts(batch.column(layout.value_column(a))) for a in dtypes}
+        null_parts = {
+            a.name: layout.binary_parts(batch.column(layout.null_column(a.name)))
+            for a in schema.attributes
+            if a.nullable
+        }
+        n_cells = np.asarray(batch.column(layout.N_CELLS))
+        dense = np.asarray(batch.column(layout.DENSE))
+        lows = np.stack([np.asarray(batch.column(LOW_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        sizes = np.stack([np.asarray(batch.column(SIZE_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        for row in range(batch.num_rows):
+            shape = tuple(int(x) for x in sizes[row])
+            volume = math.prod(shape)
+            offsets = codec.decode_offsets(
+                bool(dense[row]), int(n_cells[row]), cells_data[cells_off[row] : cells_off[row + 1]], volume
+            )
+            local = np.stack(np.unravel_index(offsets, shape), axis=1).reshape(-1, len(shape))
+            coords.append(local + lows[row])
+            for name, dtype in dtypes.items():
+                data, off = payloads[name]
+                values[name].append(
+                    codec.decode_values(
+                        bool(dense[row]),
+                        int(n_cells[row]),
+                        volume,
+                        data[off[row] : off[row + 1]],
+                        dtype,
+                        offsets,
+                    )
+                )
+                mask = None
+                if name in null_parts:
+                    data, off = null_parts[name]
+                    mask = codec.decode_nulls(
+                        bool(dense[row]), int(n_cells[row]), volume, data[off[row] : off[row + 1]], offsets
+                    )
+                nulls[name].append(mask if mask is not None else np.zeros(len(offsets), dtype=bool))
+    ndim = schema.ndim
+    return Neighbourhood(
+        np.vstack(coords) if coords else np.zeros((0, ndim), np.int64),
+        {a: (np.concatenate(v) if v else np.zeros(0, dtypes[a])) for a, v in values.items()},
+        {a: np.concatenate(v) for a, v in nulls.items() if v and np.concatenate(v).any()},
+    )
+
+
+def target_of(pieces: pa.Table, schema: ArraySchema) -> tuple[int, ...]:
+    return tuple(int(pieces.column(TARGET_PREFIX + d)[0].as_py()) for d in schema.dimension_names)

@@ -1,0 +1,166 @@
+"""The window aggregate: every non-empty cell gets aggregates of the non-empty cells in a box around it.
+
+Distributed as a halo exchange (operators/halo.py): each output chunk receives its own cells and
+the cells of its neighbours within the window's reach, then a per-chunk kernel computes the
+aggregates. Dense neighbourhoods go to the block kernel (kernels/window.py: naive, basic or
+recursive incremental), sparse ones to the point kernel (kernels/window_points.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from arrayviews.execution import jobs
+from arrayviews.kernels.window import window_block
+from arrayviews.kernels.window_points import window_points
+from arrayviews.model.aggregate_calls import AggregateCall
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.schema import ArraySchema
+from arrayviews.operators import halo
+from arrayviews.operators.reduce import output_attributes, parse_calls
+from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.storage import codec, layout
+
+METHODS = ("naive", "basic", "incremental")
+#: Neighbourhoods denser than this (present cells / block cells) use the dense block kernel.
+DENSE_FRACTION = 0.05
+#: Largest block (cells) the dense kernel is given; larger neighbourhoods use the point kernel.
+MAX_BLOCK_CELLS = 1 << 26
+
+
+def window_extents(
+    schema: ArraySchema, extents: Mapping[str, tuple[int, int]] | Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Per dimension (before, after) from a mapping or SciDB's flat list ``b1, a1, b2, a2, ...``."""
+    if isinstance(extents, Mapping):
+        for name in extents:
+            schema.dimension(name)
+        pairs = [tuple(extents.get(d, (0, 0))) for d in schema.dimension_names]
+    else:
+        flat = list(extents)
+        if len(flat) != 2 * schema.ndim:
+            raise ValidationError(
+                f"array {schema.name}: window needs a (before, after) pair per dimension "
+                f"({2 * schema.ndim} numbers), got {len(flat)}"
+            )
+        pairs = [(flat[2 * k], flat[2 * k + 1]) for k in range(schema.ndim)]
+    for name, pair in zip(schema.dimension_names, pairs, strict=True):
+        if len(pair) != 2 or any(not isinstance(v, (int, np.integer)) or v < 0 for v in pair):
+            raise ValidationError(
+                f"array {schema.name}: window extent for {name} must be two integers >= 0, got {pair!r}"
+            )
+    return tuple(int(p[0]) for p in pairs), tuple(int(p[1]) for p in pairs)
+
+
+def _functions_by_input(calls: list[AggregateCall]) -> dict[str | None, list[str]]:
+    by_input: dict[str | None, list[str]] = {}
+    for call in calls:
+        functions = by_input.setdefault(call.attribute, [])
+        if call.function not in functions:
+            functions.append(call.function)
+    return by_input
+
+
+def _window_chunk(
+    pieces: pa.Table,
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> pa.Table | None:
+    """Stage 2: the window aggregates of one output chunk's present cells."""
+    grid = ChunkGrid.of(schema)
+    target = halo.target_of(pieces, schema)
+    low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
+    points = halo.gather(pieces, schema)
+    own = np.all((points.coords >= low) & (points.coords <= high), axis=1)
+    if not own.any():
+        return None
+    queries = points.coords[own]
+    shape = tuple(int(x) for x in high - low + 1)
+    offsets = np.ravel_multi_index(tuple((queries - low).T), shape).astype(np.int64)
+    order = np.argsort(offsets)
+    offsets, queries = offsets[order], queries[order]
+    block_low = low - np.asarray(before)
+    block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
+    block_cells = math.prod(block_shape)
+    use_block = block_cells <= MAX_BLOCK_CELLS and len(points.coords) >= DENSE_FRACTION * block_cells
+    results: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+    for attribute, functions in _functions_by_input(calls).items():
+        if attribute is None:
+            values = np.ones(len(points.coords), dtype=np.int64)
+            valid = None
+        else:
+            values = points.values[attribute]
+            valid = ~points.nulls[attribute] if attribute in points.nulls else None
+        if use_block:
+            block = np.zeros(block_shape, dtype=values.dtype)
+            present = np.zeros(block_shape, dtype=bool)
+            index = tuple((points.coords - block_low).T)
+            block[index] = values
+            present[index] = True if valid is None else valid
+            computed = window_block(block, present, before, after, functions, method)
+            core_index = tuple((queries - low).T)
+            for function, (result, null) in computed.items():
+                results[(attribute, function)] = (
+                    result[core_index],
+                    None if null is None else null[core_index],
+                )
+        else:
+            keep = slice(None) if valid is None else valid
+            computed = window_points(points.coords[keep], values[keep], queries, before, after, functions)
+            for function, pair in computed.items():
+                results[(attribute, function)] = pair
+    values_out, nulls_out = {}, {}
+    for call in calls:
+        result, null = results[(call.attribute, call.function)]
+        values_out[call.output_name] = result
+        if null is not None and null.any():
+            nulls_out[call.output_name] = null
+    fragment = codec.Fragment(target, offsets, values_out, nulls_out)
+    encoded = codec.encode(fragment, math.prod(shape), layout.attribute_dtypes(out_schema))
+    return layout.encoded_to_table([encoded], out_schema, 0)
+
+
+def window(
+    source: Source,
+    spark: SparkSession,
+    extents: Mapping[str, tuple[int, int]] | Sequence[int],
+    aggregates: Sequence[str],
+    method: str = "incremental",
+) -> ComputedSource:
+    """Window aggregates over ``[x - before, x + after]`` per dimension, one output per non-empty cell."""
+    schema = source.schema
+    if method not in METHODS:
+        raise ValidationError(f"window method must be one of {', '.join(METHODS)}, got {method!r}")
+    before, after = window_extents(schema, extents)
+    calls = parse_calls(schema, aggregates)
+    attributes = output_attributes(schema, calls, schema.dimension_names)
+    out_schema = schema.with_attributes(attributes)
+    pieces = jobs.map_batches(
+        source.frame(spark),
+        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
+        halo.piece_schema(schema),
+    )
+    function = functools.partial(
+        _window_chunk,
+        schema=schema,
+        out_schema=out_schema,
+        before=before,
+        after=after,
+        calls=calls,
+        method=method,
+    )
+    frame = jobs.group_tables(
+        pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema)
+    )
+    return ComputedSource(out_schema, frame)

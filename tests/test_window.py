@@ -1,0 +1,152 @@
+"""The window operator end to end (halo exchange on Spark + kernels) against a brute-force reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arrayviews.model.errors import ValidationError
+
+FUNCTIONS = ("count", "sum", "avg", "min", "max", "var", "stdev")
+
+
+def brute_force(coords: np.ndarray, values: np.ndarray, before, after) -> dict[str, np.ndarray]:
+    """For every cell, aggregates of the cells within [x - before, x + after] (O(n^2), small n only)."""
+    low = coords[:, None, :] - np.asarray(before)
+    high = coords[:, None, :] + np.asarray(after)
+    inside = np.all((coords[None, :, :] >= low) & (coords[None, :, :] <= high), axis=2)
+    out = {f: np.empty(len(coords)) for f in FUNCTIONS}
+    for row in range(len(coords)):
+        window = values[inside[row]]
+        out["count"][row] = len(window)
+        out["sum"][row] = window.sum()
+        out["avg"][row] = window.mean()
+        out["min"][row] = window.min()
+        out["max"][row] = window.max()
+        out["var"][row] = window.var(ddof=1) if len(window) > 1 else np.nan
+        out["stdev"][row] = np.sqrt(out["var"][row])
+    return out
+
+
+def make_array(db, name: str, extents, chunks, density: float, seed: int, lows=None):
+    rng = np.random.default_rng(seed)
+    lows = lows or [0] * len(extents)
+    dims = "; ".join(
+        f"d{k}={low}:{low + extent - 1}:{chunk}"
+        for k, (low, extent, chunk) in enumerate(zip(lows, extents, chunks, strict=True))
+    )
+    array = db.create_array(f"{name}<v:float64>[{dims}]")
+    grid = np.indices(extents).reshape(len(extents), -1).T + np.asarray(lows)
+    keep = rng.random(len(grid)) < density
+    coords = grid[keep]
+    values = rng.normal(size=len(coords)).round(3)
+    cells = {f"d{k}": coords[:, k] for k in range(len(extents))}
+    cells["v"] = values
+    array.insert(cells)
+    return array, coords, values
+
+
+def check(result, coords, values, before, after, functions=FUNCTIONS) -> None:
+    frame = result.to_pandas()
+    names = [f"d{k}" for k in range(coords.shape[1])]
+    reference = pd.DataFrame(coords, columns=names)
+    expected = brute_force(coords, values, before, after)
+    for function in functions:
+        reference[f"v_{function}"] = expected[function]
+    reference = reference.sort_values(names).reset_index(drop=True)
+    assert len(frame) == len(reference)
+    for name in names:
+        np.testing.assert_array_equal(frame[name].to_numpy(), reference[name].to_numpy())
+    for function in functions:
+        got = frame[f"v_{function}"].to_numpy(dtype=float)
+        np.testing.assert_allclose(
+            got, reference[f"v_{function}"].to_numpy(), rtol=1e-9, atol=1e-9, equal_nan=True
+        )
+
+
+CALLS = [f"{f}(v)" for f in FUNCTIONS]
+
+
+@pytest.mark.parametrize("method", ["incremental", "basic", "naive"])
+def test_dense_2d_all_aggregates_all_methods(db, method) -> None:
+    array, coords, values = make_array(db, "W", (13, 11), (5, 4), 1.0, seed=1, lows=[-3, 2])
+    # SciDB's flat form: d0 two before and one after, d1 one before and three after
+    check(array.window([2, 1, 1, 3], *CALLS, method=method), coords, values, (2, 1), (1, 3))
+
+
+@pytest.mark.parametrize("method", ["incremental", "naive"])
+def test_sparse_2d_window_larger_than_chunk(db, method) -> None:
+    array, coords, values = make_array(db, "S", (30, 25), (4, 3), 0.15, seed=2)
+    check(array.window({"d0": (6, 5), "d1": (0, 7)}, *CALLS, method=method), coords, values, (6, 0), (5, 7))
+
+
+@pytest.mark.parametrize("ndim", [1, 3, 4, 5])
+def test_dimensions_one_to_five(db, ndim) -> None:
+    extents = {1: (40,), 3: (9, 8, 7), 4: (6, 5, 5, 4), 5: (5, 4, 4, 3, 3)}[ndim]
+    chunks = {1: (7,), 3: (4, 3, 5), 4: (3, 2, 4, 3), 5: (2, 3, 2, 2, 2)}[ndim]
+    array, coords, values = make_array(db, f"N{ndim}", extents, chunks, 0.6, seed=ndim)
+    before = tuple((k % 3) for k in range(ndim))
+    after = tuple(((k + 1) % 2) for k in range(ndim))
+    flat = [x for pair in zip(before, after, strict=True) for x in pair]
+    check(
+        array.window(flat, "count(v)", "sum(v)", "max(v)", "var(v)"),
+        coords,
+        values,
+        before,
+        after,
+        functions=("count", "sum", "max", "var"),
+    )
+
+
+def test_very_sparse_array_uses_points(db) -> None:
+    rng = np.random.default_rng(5)
+    array = db.create_array("P<v:float64>[t=0:99999:1000; x=0:99999:1000]")
+    coords = np.unique(rng.integers(0, 300, size=(400, 2)) * 7, axis=0)
+    values = rng.normal(size=len(coords))
+    array.insert({"t": coords[:, 0], "x": coords[:, 1], "v": values})
+    result = array.window({"t": (20, 20), "x": (30, 10)}, *CALLS)
+    frame = result.to_pandas()
+    reference = brute_force(coords, values, (20, 30), (20, 10))
+    order = np.lexsort(coords.T[::-1])
+    for function in FUNCTIONS:
+        np.testing.assert_allclose(
+            frame[f"v_{function}"].to_numpy(dtype=float),
+            reference[function][order],
+            rtol=1e-9,
+            equal_nan=True,
+        )
+
+
+def test_window_results_compose_and_store(db) -> None:
+    array, coords, values = make_array(db, "C", (12, 12), (5, 5), 0.7, seed=9)
+    stored = array.window([1, 1, 1, 1], "avg(v)").filter("v_avg > 0").store("smoothed")
+    reference = brute_force(coords, values, (1, 1), (1, 1))["avg"]
+    assert stored.count() == int((reference > 0).sum())
+    assert stored.versions()["operation"].tolist() == ["store"]
+
+
+def test_bad_window_arguments(db) -> None:
+    array, _, _ = make_array(db, "B", (6, 6), (3, 3), 1.0, seed=3)
+    version = array.version
+    with pytest.raises(ValidationError):
+        array.window([1, 1, 1], "avg(v)")
+    with pytest.raises(ValidationError):
+        array.window({"q": (1, 1)}, "avg(v)")
+    with pytest.raises(ValidationError):
+        array.window([1, -1, 1, 1], "avg(v)")
+    with pytest.raises(ValidationError):
+        array.window([1, 1, 1, 1], "avg(w)")
+    with pytest.raises(ValidationError):
+        array.window([1, 1, 1, 1], "avg(v)", method="fast")
+    assert array.version == version
+
+
+def test_window_statement(db) -> None:
+    array, coords, values = make_array(db, "Q", (8, 9), (3, 4), 0.8, seed=4)
+    result = db.sql("SELECT * FROM window(Q, 1, 2, 0, 1, avg(v), max(v))")
+    reference = brute_force(coords, values, (1, 0), (2, 1))
+    order = np.lexsort(coords.T[::-1])
+    frame = result.to_pandas()
+    np.testing.assert_allclose(frame["v_avg"].to_numpy(), reference["avg"][order], rtol=1e-9)
+    np.testing.assert_allclose(frame["v_max"].to_numpy(), reference["max"][order])
