@@ -179,6 +179,9 @@ class Window(ArrayExpr):
             raise ValueError("window needs a (before, after) pair of extents per dimension")
         _set(self, "aggregates", _calls(self.aggregates))
 
+    def inputs(self) -> tuple[ArrayExpr, ...]:
+        return (self.source,)
+
 
 @dataclass(frozen=True)
 class Regrid(ArrayExpr):
