@@ -426,7 +426,9 @@ def _window(args: Arguments) -> ast.ArrayExpr:
         extents.append(args.integer(k))
         k += 1
     if not extents or len(extents) % 2:
-        raise args.error(f"needs a (before, after) pair of integers per dimension; use {usage}", k, ("integer",))
+        raise args.error(
+            f"needs a (before, after) pair of integers per dimension; use {usage}", k, ("integer",)
+        )
     if k == len(args):
         raise args.error(f"needs at least one aggregate call after the extents; use {usage}", None, ("','",))
     calls = []

@@ -62,12 +62,26 @@ def cut_pieces(
         low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(fragment.chunk))
         shape = tuple(int(x) for x in high - low + 1)
         cells = None
+        full = fragment.size == math.prod(shape) and not fragment.nulls
         for target in grid.neighbour_chunks(fragment.chunk, after, before):
             t_low, t_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
             box = _clip_box(low, high, t_low - np.asarray(before), t_high + np.asarray(after))
             if box is None:
                 continue
             start, stop = box
+            if full:
+                # A complete chunk: slice the block, no coordinates needed.
+                window = tuple(
+                    slice(int(a - lo), int(b - lo + 1)) for a, b, lo in zip(start, stop, low, strict=True)
+                )
+                piece_shape = tuple(int(x) for x in stop - start + 1)
+                values = {
+                    name: np.ascontiguousarray(column.reshape(shape)[window]).reshape(-1)
+                    for name, column in fragment.values.items()
+                }
+                encoded = codec.encode_full_block(values, math.prod(piece_shape), dtypes)
+                rows.append((tuple(target), tuple(int(x) for x in start), piece_shape, encoded))
+                continue
             if np.array_equal(start, low) and np.array_equal(stop, high):
                 piece = fragment
                 piece_low, piece_shape = low, shape
@@ -170,6 +184,89 @@ def gather(pieces: pa.Table, schema: ArraySchema) -> Neighbourhood:
         {a: (np.concatenate(v) if v else np.zeros(0, dtypes[a])) for a, v in values.items()},
         {a: np.concatenate(v) for a, v in nulls.items() if v and np.concatenate(v).any()},
     )
+
+
+@dataclass
+class Block:
+    """All cells a target chunk needs, placed in a dense block (values, presence, null masks)."""
+
+    low: np.ndarray
+    values: dict[str, np.ndarray]
+    present: np.ndarray
+    nulls: dict[str, np.ndarray]
+
+
+def place(pieces: pa.Table, schema: ArraySchema, low: np.ndarray, shape: tuple[int, ...]) -> Block:
+    """Decode the pieces sent to one target chunk straight into a dense block starting at ``low``.
+
+    Complete dense pieces are copied as sub-blocks; other pieces are scattered by their offsets.
+    """
+    dtypes = layout.attribute_dtypes(schema)
+    values = {name: np.zeros(shape, dtype=dtype) for name, dtype in dtypes.items()}
+    present = np.zeros(shape, dtype=bool)
+    nulls: dict[str, np.ndarray] = {}
+    for batch in pieces.to_batches():
+        cells_data, cells_off = layout.binary_parts(batch.column(layout.CELLS))
+        payloads = {a: layout.binary_parts(batch.column(layout.value_column(a))) for a in dtypes}
+        null_parts = {
+            a.name: layout.binary_parts(batch.column(layout.null_column(a.name)))
+            for a in schema.attributes
+            if a.nullable
+        }
+        n_cells = np.asarray(batch.column(layout.N_CELLS))
+        dense = np.asarray(batch.column(layout.DENSE))
+        lows = np.stack([np.asarray(batch.column(LOW_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        sizes = np.stack([np.asarray(batch.column(SIZE_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        for row in range(batch.num_rows):
+            piece_shape = tuple(int(x) for x in sizes[row])
+            volume = math.prod(piece_shape)
+            start = lows[row] - low
+            window = tuple(slice(int(a), int(a) + n) for a, n in zip(start, piece_shape, strict=True))
+            complete = bool(dense[row]) and int(n_cells[row]) == volume
+            if complete:
+                present[window] = True
+                for name, dtype in dtypes.items():
+                    data, off = payloads[name]
+                    block = np.frombuffer(
+                        data[off[row] : off[row + 1]], dtype=dtype.newbyteorder("<"), count=volume
+                    )
+                    values[name][window] = block.reshape(piece_shape)
+                offsets = None
+            else:
+                cells = cells_data[cells_off[row] : cells_off[row + 1]]
+                offsets = codec.decode_offsets(bool(dense[row]), int(n_cells[row]), cells, volume)
+                local = np.unravel_index(offsets, piece_shape)
+                index = tuple(np.asarray(c) + int(a) for c, a in zip(local, start, strict=True))
+                present[index] = True
+                for name, dtype in dtypes.items():
+                    data, off = payloads[name]
+                    values[name][index] = codec.decode_values(
+                        bool(dense[row]),
+                        int(n_cells[row]),
+                        volume,
+                        data[off[row] : off[row + 1]],
+                        dtype,
+                        offsets,
+                    )
+            for name, (data, off) in null_parts.items():
+                packed = data[off[row] : off[row + 1]]
+                if len(packed) == 0:
+                    continue
+                if offsets is None:
+                    offsets = np.arange(volume, dtype=np.int64)
+                    index = tuple(
+                        np.asarray(c) + int(a)
+                        for c, a in zip(np.unravel_index(offsets, piece_shape), start, strict=True)
+                    )
+                mask = codec.decode_nulls(bool(dense[row]), int(n_cells[row]), volume, packed, offsets)
+                if mask is not None and mask.any():
+                    nulls.setdefault(name, np.zeros(shape, dtype=bool))[index] = mask
+    return Block(low, values, present, nulls)
+
+
+def piece_cells(pieces: pa.Table) -> int:
+    """Number of cells the pieces hold (from their counts, without decoding)."""
+    return int(np.sum(pieces.column(layout.N_CELLS))) if pieces.num_rows else 0
 
 
 def target_of(pieces: pa.Table, schema: ArraySchema) -> tuple[int, ...]:

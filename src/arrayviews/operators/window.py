@@ -81,43 +81,48 @@ def _window_chunk(
     grid = ChunkGrid.of(schema)
     target = halo.target_of(pieces, schema)
     low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
-    points = halo.gather(pieces, schema)
-    own = np.all((points.coords >= low) & (points.coords <= high), axis=1)
-    if not own.any():
-        return None
-    queries = points.coords[own]
     shape = tuple(int(x) for x in high - low + 1)
-    offsets = np.ravel_multi_index(tuple((queries - low).T), shape).astype(np.int64)
-    order = np.argsort(offsets)
-    offsets, queries = offsets[order], queries[order]
     block_low = low - np.asarray(before)
     block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
     block_cells = math.prod(block_shape)
-    use_block = block_cells <= MAX_BLOCK_CELLS and len(points.coords) >= DENSE_FRACTION * block_cells
-    results: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-    for attribute, functions in _functions_by_input(calls).items():
-        if attribute is None:
-            values = np.ones(len(points.coords), dtype=np.int64)
-            valid = None
-        else:
-            values = points.values[attribute]
-            valid = ~points.nulls[attribute] if attribute in points.nulls else None
-        if use_block:
-            block = np.zeros(block_shape, dtype=values.dtype)
-            present = np.zeros(block_shape, dtype=bool)
-            index = tuple((points.coords - block_low).T)
-            block[index] = values
-            present[index] = True if valid is None else valid
-            computed = window_block(block, present, before, after, functions, method)
-            core_index = tuple((queries - low).T)
+    use_block = block_cells <= MAX_BLOCK_CELLS and halo.piece_cells(pieces) >= DENSE_FRACTION * block_cells
+    results: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
+    if use_block:
+        block = halo.place(pieces, schema, block_low, block_shape)
+        core = tuple(slice(b, b + s) for b, s in zip(before, shape, strict=True))
+        own = block.present[core]
+        if not own.any():
+            return None
+        core_index = np.nonzero(own)
+        offsets = np.ravel_multi_index(core_index, shape).astype(np.int64)
+        for attribute, functions in _functions_by_input(calls).items():
+            if attribute is None:
+                values, present = None, block.present
+            else:
+                values = block.values[attribute]
+                present = (
+                    block.present & ~block.nulls[attribute] if attribute in block.nulls else block.present
+                )
+            targets = own if method != "incremental" else None
+            computed = window_block(values, present, before, after, functions, method, targets=targets)
             for function, (result, null) in computed.items():
                 results[(attribute, function)] = (
                     result[core_index],
                     None if null is None else null[core_index],
                 )
-        else:
-            keep = slice(None) if valid is None else valid
-            computed = window_points(points.coords[keep], values[keep], queries, before, after, functions)
+    else:
+        points = halo.gather(pieces, schema)
+        inside = np.all((points.coords >= low) & (points.coords <= high), axis=1)
+        if not inside.any():
+            return None
+        queries = points.coords[inside]
+        offsets = np.ravel_multi_index(tuple((queries - low).T), shape).astype(np.int64)
+        order = np.argsort(offsets)
+        offsets, queries = offsets[order], queries[order]
+        for attribute, functions in _functions_by_input(calls).items():
+            values = None if attribute is None else points.values[attribute]
+            valid = ~points.nulls[attribute] if attribute is not None and attribute in points.nulls else None
+            computed = window_points(points.coords, values, queries, before, after, functions, valid=valid)
             for function, pair in computed.items():
                 results[(attribute, function)] = pair
     values_out, nulls_out = {}, {}

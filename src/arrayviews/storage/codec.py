@@ -137,6 +137,18 @@ def _mask(offsets: np.ndarray, volume: int) -> np.ndarray:
     return mask
 
 
+def encode_full_block(
+    values: dict[str, np.ndarray], volume: int, dtypes: dict[str, np.dtype]
+) -> EncodedFragment:
+    """Encode a box in which every cell is present (values in C order), without offsets or bitmap."""
+    minimum, maximum, payloads = {}, {}, {}
+    for name, dtype in dtypes.items():
+        column = np.asarray(values[name], dtype=dtype)
+        minimum[name], maximum[name] = value_range(column, None)
+        payloads[name] = _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
+    return EncodedFragment((), volume, True, np.zeros(0, np.uint8), payloads, {}, minimum, maximum)
+
+
 def decode_offsets(dense: bool, n_cells: int, cells: bytes | memoryview, volume: int) -> np.ndarray:
     """Local offsets of the present cells of an encoded fragment."""
     if not dense:
