@@ -7,7 +7,7 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout")
+BENCHMARKS = ("ingest", "layout", "window")
 
 
 def main() -> None:

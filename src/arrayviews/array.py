@@ -78,6 +78,8 @@ class Array:
         return self._current()
 
     def _derive(self, source: Source) -> Array:
+        if isinstance(source, ComputedSource) and source.scratch is None:
+            source.scratch = self._db.scratch_location
         return Array(self._db, source)
 
     # -- writing -----------------------------------------------------------------------------------

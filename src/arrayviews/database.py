@@ -55,6 +55,11 @@ class Database:
         self.warehouse = warehouse
         self.spark = spark
 
+    @property
+    def scratch_location(self) -> str:
+        """Folder for short-lived result files that executors hand to the driver."""
+        return self.warehouse.location.rstrip("/") + "/_scratch"
+
     def __repr__(self) -> str:
         return f"<Database {self.warehouse.location} on Spark {self.spark.sparkContext.master}>"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from arrayviews.execution import jobs
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
-from arrayviews.storage.files import read_parquet_files
+from arrayviews.storage.files import delete_files, read_parquet_files
 
 ChunkRanges = Sequence[tuple[int, int]] | None
 
@@ -67,13 +68,29 @@ class ComputedSource:
 
     schema: ArraySchema
     plan: DataFrame
+    #: A folder where executors may leave result files for the driver to read (see ``local``).
+    scratch: str | None = None
 
     def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
         return _spark_range_filter(self.plan, self.schema, ranges)
 
     def local(self, ranges: ChunkRanges = None, columns: list[str] | None = None) -> pa.Table:
+        """Run the plan and bring its fragments (or some columns of them) to the driver.
+
+        Cell payloads travel through files: executors write Parquet into the scratch folder and the
+        driver reads it with pyarrow, which is several times faster than collecting large binary
+        values through Spark's driver connection. Small projections (metadata) are collected directly.
+        """
         arrow_schema = layout.fragment_schema(self.schema)
         frame = _spark_range_filter(self.plan, self.schema, ranges)
+        payloads = columns is None or any(c.startswith(("v__", "z__")) or c == layout.CELLS for c in columns)
+        if self.scratch is not None and payloads:
+            folder = self.scratch.rstrip("/") + "/" + uuid.uuid4().hex
+            written = jobs.write_files(frame, folder, arrow_schema)
+            try:
+                return read_parquet_files([w.uri for w in written], columns=columns, schema=arrow_schema)
+            finally:
+                delete_files([w.uri for w in written])
         if columns is not None:
             frame = frame.select(*columns)
             arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
