@@ -8,6 +8,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from scipy import ndimage
 
 from arrayviews.cli.render import table_of
 from arrayviews.database import Database
@@ -103,6 +104,10 @@ def run_demo(db: Database, batches: int = 8) -> dict:
     )
     rows = array.aggregate("avg(lum)", by=["y"]).to_numpy()
     checks.append(("aggregate by row", np.allclose(rows, image.mean(axis=1))))
+    smoothed = array.window({"y": (2, 2), "x": (2, 2)}, "avg(lum)").to_numpy()
+    ones = np.ones_like(image)
+    expected = ndimage.uniform_filter(image, 5, mode="constant") / ndimage.uniform_filter(ones, 5, mode="constant")
+    checks.append(("window 5x5 avg (smoothing)", np.allclose(smoothed, expected)))
     timings["operators"] = time.perf_counter() - step
 
     summary = Table(title="what the demo did")
