@@ -106,7 +106,9 @@ def run_demo(db: Database, batches: int = 8) -> dict:
     checks.append(("aggregate by row", np.allclose(rows, image.mean(axis=1))))
     smoothed = array.window({"y": (2, 2), "x": (2, 2)}, "avg(lum)").to_numpy()
     ones = np.ones_like(image)
-    expected = ndimage.uniform_filter(image, 5, mode="constant") / ndimage.uniform_filter(ones, 5, mode="constant")
+    expected = ndimage.uniform_filter(image, 5, mode="constant") / ndimage.uniform_filter(
+        ones, 5, mode="constant"
+    )
     checks.append(("window 5x5 avg (smoothing)", np.allclose(smoothed, expected)))
     timings["operators"] = time.perf_counter() - step
 

@@ -93,8 +93,12 @@ def _window_chunk(
         own = block.present[core]
         if not own.any():
             return None
-        core_index = np.nonzero(own)
-        offsets = np.ravel_multi_index(core_index, shape).astype(np.int64)
+        if own.all():  # a complete chunk: results in C order are the output as they are
+            core_index = (slice(None),) * len(shape)
+            offsets = np.arange(math.prod(shape), dtype=np.int64)
+        else:
+            core_index = np.nonzero(own)
+            offsets = np.ravel_multi_index(core_index, shape).astype(np.int64)
         for attribute, functions in _functions_by_input(calls).items():
             if attribute is None:
                 values, present = None, block.present
@@ -107,8 +111,8 @@ def _window_chunk(
             computed = window_block(values, present, before, after, functions, method, targets=targets)
             for function, (result, null) in computed.items():
                 results[(attribute, function)] = (
-                    result[core_index],
-                    None if null is None else null[core_index],
+                    result[core_index].reshape(-1),
+                    None if null is None else null[core_index].reshape(-1),
                 )
     else:
         points = halo.gather(pieces, schema)
