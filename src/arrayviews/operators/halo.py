@@ -79,7 +79,7 @@ def cut_pieces(
                     name: np.ascontiguousarray(column.reshape(shape)[window]).reshape(-1)
                     for name, column in fragment.values.items()
                 }
-                encoded = codec.encode_full_block(values, math.prod(piece_shape), dtypes)
+                encoded = codec.encode_full_block(values, math.prod(piece_shape), dtypes, with_range=False)
                 rows.append((tuple(target), tuple(int(x) for x in start), piece_shape, encoded))
                 continue
             if np.array_equal(start, low) and np.array_equal(stop, high):

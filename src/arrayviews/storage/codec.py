@@ -138,13 +138,16 @@ def _mask(offsets: np.ndarray, volume: int) -> np.ndarray:
 
 
 def encode_full_block(
-    values: dict[str, np.ndarray], volume: int, dtypes: dict[str, np.dtype]
+    values: dict[str, np.ndarray], volume: int, dtypes: dict[str, np.dtype], with_range: bool = True
 ) -> EncodedFragment:
-    """Encode a box in which every cell is present (values in C order), without offsets or bitmap."""
+    """Encode a box in which every cell is present (values in C order), without offsets or bitmap.
+
+    ``with_range=False`` skips the min/max (for pieces that are shipped, never stored).
+    """
     minimum, maximum, payloads = {}, {}, {}
     for name, dtype in dtypes.items():
         column = np.asarray(values[name], dtype=dtype)
-        minimum[name], maximum[name] = value_range(column, None)
+        minimum[name], maximum[name] = value_range(column, None) if with_range else (None, None)
         payloads[name] = _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
     return EncodedFragment((), volume, True, np.zeros(0, np.uint8), payloads, {}, minimum, maximum)
 
