@@ -158,3 +158,19 @@ def test_variance_is_robust_for_large_offsets_and_float32(db) -> None:
     reference = brute_force(coords, data.astype(np.float64).reshape(-1), (3, 3), (3, 3))
     np.testing.assert_allclose(result["v_var"].to_numpy(), reference["var"], rtol=1e-6)
     np.testing.assert_allclose(result["v_avg"].to_numpy(), reference["avg"], rtol=1e-12)
+
+
+def test_nullable_values_do_not_count(db) -> None:
+    """A null value is left out of the window aggregates of its attribute (count(v) too), while
+    count(*) counts cells."""
+    array = db.create_array("Z<v:float64 NULL>[i=0:9:4]")
+    values = [1.0, None, 3.0, 4.0, None, 6.0, 7.0, 8.0, None, 10.0]
+    array.insert(pd.DataFrame({"i": np.arange(10), "v": pd.array(values, dtype="Float64")}))
+    frame = array.window([1, 1], "count(*)", "count(v)", "sum(v)", "avg(v)").to_pandas()
+    present = np.array([v is not None for v in values])
+    data = np.array([0.0 if v is None else v for v in values])
+    for i in range(10):
+        lo, hi = max(0, i - 1), min(9, i + 1)
+        assert frame["count"][i] == hi - lo + 1
+        assert frame["v_count"][i] == present[lo : hi + 1].sum()
+        assert frame["v_sum"][i] == data[lo : hi + 1][present[lo : hi + 1]].sum()

@@ -393,26 +393,30 @@ def _apply(args: Arguments) -> ast.ArrayExpr:
     return ast.Apply(source, pairs)
 
 
+def _integers_then_calls(args: Arguments, what: str, usage: str) -> tuple[list[int], list]:
+    """The leading integer arguments (after the array) and the aggregate calls that follow them."""
+    k, numbers = 1, []
+    while k < len(args) and args.is_integer(k):
+        numbers.append(args.integer(k))
+        k += 1
+    if k == len(args):
+        raise args.error(f"needs at least one aggregate call after the {what}; use {usage}", None, ("','",))
+    calls = []
+    for j in range(k, len(args)):
+        if args.is_integer(j):
+            raise args.error(f"{what} come before the aggregate calls", j, ("aggregate call",))
+        calls.append(args.aggregate(j))
+    return numbers, calls
+
+
 @array_function("regrid")
 def _regrid(args: Arguments) -> ast.ArrayExpr:
     usage = "regrid(array, block_1, ..., block_d, aggregate(...), ...)"
     args.count(3, None, usage)
     source = args.array(0)
-    k, blocks = 1, []
-    while k < len(args) and args.is_integer(k):
-        blocks.append(args.integer(k))
-        k += 1
-    if not blocks:
+    if not args.is_integer(1):
         raise args.error(f"argument 2 must be a block size (integer); use {usage}", 1, ("integer",))
-    if k == len(args):
-        raise args.error(
-            f"needs at least one aggregate call after the block sizes; use {usage}", None, ("','",)
-        )
-    calls = []
-    for j in range(k, len(args)):
-        if args.is_integer(j):
-            raise args.error("block sizes come before the aggregate calls", j, ("aggregate call",))
-        calls.append(args.aggregate(j))
+    blocks, calls = _integers_then_calls(args, "block sizes", usage)
     return ast.Regrid(source, tuple(blocks), tuple(calls))
 
 
@@ -421,21 +425,13 @@ def _window(args: Arguments) -> ast.ArrayExpr:
     usage = "window(array, before_1, after_1, ..., before_d, after_d, aggregate(...), ...)"
     args.count(4, None, usage)
     source = args.array(0)
-    k, extents = 1, []
-    while k < len(args) and args.is_integer(k):
-        extents.append(args.integer(k))
-        k += 1
+    extents, calls = _integers_then_calls(args, "window extents", usage)
     if not extents or len(extents) % 2:
         raise args.error(
-            f"needs a (before, after) pair of integers per dimension; use {usage}", k, ("integer",)
+            f"needs a (before, after) pair of integers per dimension; use {usage}",
+            1 + len(extents),
+            ("integer",),
         )
-    if k == len(args):
-        raise args.error(f"needs at least one aggregate call after the extents; use {usage}", None, ("','",))
-    calls = []
-    for j in range(k, len(args)):
-        if args.is_integer(j):
-            raise args.error("window extents come before the aggregate calls", j, ("aggregate call",))
-        calls.append(args.aggregate(j))
     return ast.Window(source, tuple(extents), tuple(calls))
 
 

@@ -10,6 +10,7 @@ produces pieces for chunks several steps away.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,6 +128,64 @@ def _piece_table(rows: list, schema: ArraySchema) -> pa.Table:
 
 
 @dataclass
+class Piece:
+    """One received halo piece: its box and its encoded cells (views of the Arrow buffers)."""
+
+    low: np.ndarray
+    shape: tuple[int, ...]
+    dense: bool
+    n_cells: int
+    cells: np.ndarray
+    payloads: dict[str, np.ndarray]
+    null_bytes: dict[str, np.ndarray]
+
+    @property
+    def volume(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def complete(self) -> bool:
+        """Every cell of the box present and stored in box order (no offsets needed)."""
+        return self.dense and self.n_cells == self.volume
+
+    def offsets(self) -> np.ndarray:
+        return codec.decode_offsets(self.dense, self.n_cells, self.cells, self.volume)
+
+    def values(self, name: str, dtype: np.dtype, offsets: np.ndarray) -> np.ndarray:
+        return codec.decode_values(self.dense, self.n_cells, self.volume, self.payloads[name], dtype, offsets)
+
+    def nulls(self, name: str, offsets: np.ndarray) -> np.ndarray | None:
+        packed = self.null_bytes.get(name)
+        if packed is None or len(packed) == 0:
+            return None
+        return codec.decode_nulls(self.dense, self.n_cells, self.volume, packed, offsets)
+
+
+def iter_pieces(pieces: pa.Table, schema: ArraySchema) -> Iterator[Piece]:
+    """The pieces of a table, batch by batch, without copying their bytes."""
+    names = schema.attribute_names
+    nullable = [a.name for a in schema.attributes if a.nullable]
+    for batch in pieces.to_batches():
+        cells_data, cells_off = layout.binary_parts(batch.column(layout.CELLS))
+        payloads = {a: layout.binary_parts(batch.column(layout.value_column(a))) for a in names}
+        nulls = {a: layout.binary_parts(batch.column(layout.null_column(a))) for a in nullable}
+        n_cells = np.asarray(batch.column(layout.N_CELLS))
+        dense = np.asarray(batch.column(layout.DENSE))
+        lows = np.stack([np.asarray(batch.column(LOW_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        sizes = np.stack([np.asarray(batch.column(SIZE_PREFIX + d)) for d in schema.dimension_names], axis=1)
+        for row in range(batch.num_rows):
+            yield Piece(
+                lows[row],
+                tuple(int(x) for x in sizes[row]),
+                bool(dense[row]),
+                int(n_cells[row]),
+                cells_data[cells_off[row] : cells_off[row + 1]],
+                {a: data[off[row] : off[row + 1]] for a, (data, off) in payloads.items()},
+                {a: data[off[row] : off[row + 1]] for a, (data, off) in nulls.items()},
+            )
+
+
+@dataclass
 class Neighbourhood:
     """All cells a target chunk needs, as points: coordinates, values, null masks."""
 
@@ -139,48 +198,17 @@ def gather(pieces: pa.Table, schema: ArraySchema) -> Neighbourhood:
     """Decode the pieces sent to one target chunk into points."""
     dtypes = layout.attribute_dtypes(schema)
     coords, values, nulls = [], {a: [] for a in dtypes}, {a: [] for a in dtypes}
-    for batch in pieces.to_batches():
-        cells_data, cells_off = layout.binary_parts(batch.column(layout.CELLS))
-        payloads = {a: layout.binary_parts(batch.column(layout.value_column(a))) for a in dtypes}
-        null_parts = {
-            a.name: layout.binary_parts(batch.column(layout.null_column(a.name)))
-            for a in schema.attributes
-            if a.nullable
-        }
-        n_cells = np.asarray(batch.column(layout.N_CELLS))
-        dense = np.asarray(batch.column(layout.DENSE))
-        lows = np.stack([np.asarray(batch.column(LOW_PREFIX + d)) for d in schema.dimension_names], axis=1)
-        sizes = np.stack([np.asarray(batch.column(SIZE_PREFIX + d)) for d in schema.dimension_names], axis=1)
-        for row in range(batch.num_rows):
-            shape = tuple(int(x) for x in sizes[row])
-            volume = math.prod(shape)
-            offsets = codec.decode_offsets(
-                bool(dense[row]), int(n_cells[row]), cells_data[cells_off[row] : cells_off[row + 1]], volume
-            )
-            local = np.stack(np.unravel_index(offsets, shape), axis=1).reshape(-1, len(shape))
-            coords.append(local + lows[row])
-            for name, dtype in dtypes.items():
-                data, off = payloads[name]
-                values[name].append(
-                    codec.decode_values(
-                        bool(dense[row]),
-                        int(n_cells[row]),
-                        volume,
-                        data[off[row] : off[row + 1]],
-                        dtype,
-                        offsets,
-                    )
-                )
-                mask = None
-                if name in null_parts:
-                    data, off = null_parts[name]
-                    mask = codec.decode_nulls(
-                        bool(dense[row]), int(n_cells[row]), volume, data[off[row] : off[row + 1]], offsets
-                    )
-                nulls[name].append(mask if mask is not None else np.zeros(len(offsets), dtype=bool))
-    ndim = schema.ndim
+    for piece in iter_pieces(pieces, schema):
+        offsets = piece.offsets()
+        coords.append(
+            np.stack(np.unravel_index(offsets, piece.shape), axis=1).reshape(-1, len(piece.shape)) + piece.low
+        )
+        for name, dtype in dtypes.items():
+            values[name].append(piece.values(name, dtype, offsets))
+            mask = piece.nulls(name, offsets)
+            nulls[name].append(mask if mask is not None else np.zeros(len(offsets), dtype=bool))
     return Neighbourhood(
-        np.vstack(coords) if coords else np.zeros((0, ndim), np.int64),
+        np.vstack(coords) if coords else np.zeros((0, schema.ndim), np.int64),
         {a: (np.concatenate(v) if v else np.zeros(0, dtypes[a])) for a, v in values.items()},
         {a: np.concatenate(v) for a, v in nulls.items() if v and np.concatenate(v).any()},
     )
@@ -205,62 +233,26 @@ def place(pieces: pa.Table, schema: ArraySchema, low: np.ndarray, shape: tuple[i
     values = {name: np.zeros(shape, dtype=dtype) for name, dtype in dtypes.items()}
     present = np.zeros(shape, dtype=bool)
     nulls: dict[str, np.ndarray] = {}
-    for batch in pieces.to_batches():
-        cells_data, cells_off = layout.binary_parts(batch.column(layout.CELLS))
-        payloads = {a: layout.binary_parts(batch.column(layout.value_column(a))) for a in dtypes}
-        null_parts = {
-            a.name: layout.binary_parts(batch.column(layout.null_column(a.name)))
-            for a in schema.attributes
-            if a.nullable
-        }
-        n_cells = np.asarray(batch.column(layout.N_CELLS))
-        dense = np.asarray(batch.column(layout.DENSE))
-        lows = np.stack([np.asarray(batch.column(LOW_PREFIX + d)) for d in schema.dimension_names], axis=1)
-        sizes = np.stack([np.asarray(batch.column(SIZE_PREFIX + d)) for d in schema.dimension_names], axis=1)
-        for row in range(batch.num_rows):
-            piece_shape = tuple(int(x) for x in sizes[row])
-            volume = math.prod(piece_shape)
-            start = lows[row] - low
-            window = tuple(slice(int(a), int(a) + n) for a, n in zip(start, piece_shape, strict=True))
-            complete = bool(dense[row]) and int(n_cells[row]) == volume
-            if complete:
-                present[window] = True
-                for name, dtype in dtypes.items():
-                    data, off = payloads[name]
-                    block = np.frombuffer(
-                        data[off[row] : off[row + 1]], dtype=dtype.newbyteorder("<"), count=volume
-                    )
-                    values[name][window] = block.reshape(piece_shape)
-                offsets = None
-            else:
-                cells = cells_data[cells_off[row] : cells_off[row + 1]]
-                offsets = codec.decode_offsets(bool(dense[row]), int(n_cells[row]), cells, volume)
-                local = np.unravel_index(offsets, piece_shape)
-                index = tuple(np.asarray(c) + int(a) for c, a in zip(local, start, strict=True))
-                present[index] = True
-                for name, dtype in dtypes.items():
-                    data, off = payloads[name]
-                    values[name][index] = codec.decode_values(
-                        bool(dense[row]),
-                        int(n_cells[row]),
-                        volume,
-                        data[off[row] : off[row + 1]],
-                        dtype,
-                        offsets,
-                    )
-            for name, (data, off) in null_parts.items():
-                packed = data[off[row] : off[row + 1]]
-                if len(packed) == 0:
-                    continue
-                if offsets is None:
-                    offsets = np.arange(volume, dtype=np.int64)
-                    index = tuple(
-                        np.asarray(c) + int(a)
-                        for c, a in zip(np.unravel_index(offsets, piece_shape), start, strict=True)
-                    )
-                mask = codec.decode_nulls(bool(dense[row]), int(n_cells[row]), volume, packed, offsets)
-                if mask is not None and mask.any():
-                    nulls.setdefault(name, np.zeros(shape, dtype=bool))[index] = mask
+    for piece in iter_pieces(pieces, schema):
+        start = piece.low - low
+        if piece.complete:
+            index = tuple(slice(int(a), int(a) + n) for a, n in zip(start, piece.shape, strict=True))
+            offsets = np.arange(piece.volume, dtype=np.int64) if piece.null_bytes else None
+            for name, dtype in dtypes.items():
+                block = np.frombuffer(piece.payloads[name], dtype=dtype.newbyteorder("<"), count=piece.volume)
+                values[name][index] = block.reshape(piece.shape)
+        else:
+            offsets = piece.offsets()
+            local = np.unravel_index(offsets, piece.shape)
+            index = tuple(np.asarray(c) + int(a) for c, a in zip(local, start, strict=True))
+            for name, dtype in dtypes.items():
+                values[name][index] = piece.values(name, dtype, offsets)
+        present[index] = True
+        for name in piece.null_bytes:
+            mask = piece.nulls(name, offsets)
+            if mask is not None and mask.any():
+                target = nulls.setdefault(name, np.zeros(shape, dtype=bool))
+                target[index] = mask.reshape(piece.shape) if piece.complete else mask
     return Block(low, values, present, nulls)
 
 

@@ -69,7 +69,12 @@ def _first_index(mask: np.ndarray) -> int:
 
 
 def check_columns(names: list[str], schema: ArraySchema) -> None:
-    """Unknown and missing columns."""
+    """Columns named twice, unknown columns and missing columns."""
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise ValidationError(
+            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
+        )
     expected = set(schema.dimension_names) | set(schema.attribute_names)
     unknown = [n for n in names if n not in expected]
     if unknown:
@@ -99,11 +104,6 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
     """Validate a driver-side batch against ``schema`` and return it in numpy form."""
     table = to_arrow(data, schema.name)
     names = table.column_names
-    if len(set(names)) != len(names):
-        duplicate = next(n for n in names if names.count(n) > 1)
-        raise ValidationError(
-            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
-        )
     check_columns(names, schema)
     n = table.num_rows
     coords = np.empty((n, schema.ndim), dtype=np.int64, order="F")  # columns contiguous

@@ -37,11 +37,6 @@ TASK_SCHEMA = pa.schema(
 def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
     """Check a cell DataFrame's columns and types against ``schema`` and cast it to the exact types."""
     names = frame.columns
-    if len(set(names)) != len(names):
-        duplicate = next(n for n in names if names.count(n) > 1)
-        raise ValidationError(
-            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
-        )
     check_columns(names, schema)
     types = {field.name: field.dataType for field in frame.schema.fields}
     columns = []
