@@ -1,0 +1,113 @@
+"""Dimension mappings of the similarity join: which cell of beta a cell of alpha is centred on.
+
+Each beta dimension is an integer affine function of one alpha dimension,
+``b_k = floor(a_src * multiplier / divisor) + offset``: the identity, renamings (dimensions matched by
+name or listed explicitly), and changes of resolution (``divisor = 2`` when beta is twice as coarse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.schema import ArraySchema
+
+
+@dataclass(frozen=True)
+class AxisMap:
+    """``beta[target] = floor(alpha[source] * multiplier / divisor) + offset``."""
+
+    target: str
+    source: str
+    multiplier: int = 1
+    divisor: int = 1
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.divisor < 1:
+            raise ValidationError(f"mapping of {self.target}: divisor must be >= 1, got {self.divisor}")
+        if self.multiplier == 0:
+            raise ValidationError(f"mapping of {self.target}: multiplier must not be 0")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One :class:`AxisMap` per beta dimension, in beta's dimension order."""
+
+    axes: tuple[AxisMap, ...]
+
+    @classmethod
+    def identity(cls, alpha: ArraySchema, beta: ArraySchema) -> Mapping:
+        """Dimensions matched by name (or by position when the names differ but the counts agree)."""
+        if set(alpha.dimension_names) >= set(beta.dimension_names):
+            return cls(tuple(AxisMap(d, d) for d in beta.dimension_names))
+        if alpha.ndim == beta.ndim:
+            return cls(
+                tuple(AxisMap(b, a) for a, b in zip(alpha.dimension_names, beta.dimension_names, strict=True))
+            )
+        raise ValidationError(
+            f"no mapping from {alpha.name}[{', '.join(alpha.dimension_names)}] to "
+            f"{beta.name}[{', '.join(beta.dimension_names)}]: give one explicitly"
+        )
+
+    @classmethod
+    def of(
+        cls, alpha: ArraySchema, beta: ArraySchema, spec: Mapping | Sequence[AxisMap] | dict | None
+    ) -> Mapping:
+        """A mapping from a spec: None (identity), a Mapping, AxisMaps, or ``{beta_dim: alpha_dim or AxisMap}``."""
+        if spec is None:
+            mapping = cls.identity(alpha, beta)
+        elif isinstance(spec, Mapping):
+            mapping = spec
+        elif isinstance(spec, dict):
+            axes = []
+            for target in beta.dimension_names:
+                if target not in spec:
+                    raise ValidationError(f"mapping gives no source for dimension {target} of {beta.name}")
+                value = spec[target]
+                axes.append(value if isinstance(value, AxisMap) else AxisMap(target, str(value)))
+            mapping = cls(tuple(axes))
+        else:
+            mapping = cls(tuple(spec))
+        mapping.check(alpha, beta)
+        return mapping
+
+    def check(self, alpha: ArraySchema, beta: ArraySchema) -> None:
+        if [a.target for a in self.axes] != list(beta.dimension_names):
+            raise ValidationError(
+                f"mapping must give {beta.name}'s dimensions {', '.join(beta.dimension_names)} in order"
+            )
+        for axis in self.axes:
+            alpha.dimension(axis.source)
+
+    def apply(self, coords: np.ndarray, alpha: ArraySchema) -> np.ndarray:
+        """beta coordinates (n, d_beta) of alpha cells (n, d_alpha)."""
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, alpha.ndim)
+        out = np.empty((len(coords), len(self.axes)), dtype=np.int64)
+        for k, axis in enumerate(self.axes):
+            source = coords[:, alpha.dimension_names.index(axis.source)]
+            out[:, k] = np.floor_divide(source * axis.multiplier, axis.divisor) + axis.offset
+        return out
+
+    def map_box(
+        self, low: Sequence[int], high: Sequence[int], alpha: ArraySchema
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The beta box covering the images of every alpha cell in ``[low, high]`` (maps are monotone per axis)."""
+        corners = self.apply(np.array([low, high], dtype=np.int64), alpha)
+        return corners.min(axis=0), corners.max(axis=0)
+
+    @property
+    def is_identity(self) -> bool:
+        return all(
+            a.target == a.source and a.multiplier == 1 and a.divisor == 1 and a.offset == 0 for a in self.axes
+        )
+
+    def to_json(self) -> list[dict]:
+        return [a.__dict__.copy() for a in self.axes]
+
+    @classmethod
+    def from_json(cls, data: list[dict]) -> Mapping:
+        return cls(tuple(AxisMap(**a) for a in data))
