@@ -102,6 +102,30 @@ class Database:
             )
         return pd.DataFrame(rows, columns=["name", "schema", "version", "cells"])
 
+    # -- views ----------------------------------------------------------------------------------------
+    def create_view(self, name: str, definition, chunks=None):
+        """Create a materialized view (computed now, stored as an array) from a definition object or
+        the text of ``SELECT ... FROM A A1 SIMILARITY JOIN B A2 ON ... WITH SHAPE ... GROUP BY ...``."""
+        from arrayviews.views.view import create_view
+
+        if isinstance(definition, str):
+            from arrayviews.language.executor import view_definition_from_text
+
+            definition = view_definition_from_text(self, definition)
+        return create_view(self, name, definition, chunks)
+
+    def view(self, name: str):
+        from arrayviews.views.view import open_view
+
+        return open_view(self, name)
+
+    def views(self) -> list[str]:
+        return self.warehouse.names(kind="view")
+
+    def drop_view(self, name: str) -> None:
+        self.view(name)  # raises if it is not a view
+        self.warehouse.drop(name)
+
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
         schema = array.schema.renamed(name)

@@ -226,3 +226,71 @@ def join_aggregate(
             result.maximum[name] = outputs[f"{kind}_max"][:, k]
             result.has_extreme[name] = outputs[f"{kind}_has"][:, k]
     return result
+
+
+@numba.njit(cache=True)
+def _pairs(left, right, right_keys, order, origin, size, strides, counts_per_dim, stencil, centre, fill, out_left, out_right):
+    """Count (fill=False) or write (fill=True) the pairs; returns how many there are."""
+    n, d = left.shape
+    corner = np.empty(d, dtype=np.int64)
+    first_bucket = np.empty(d, dtype=np.int64)
+    span = np.empty(d, dtype=np.int64)
+    found = 0
+    for i in range(n):
+        total = 1
+        for k in range(d):
+            low = left[i, k] - centre[k]
+            corner[k] = low
+            b0 = max((low - origin[k]) // size[k], 0)
+            b1 = min((low + stencil.shape[k] - 1 - origin[k]) // size[k], counts_per_dim[k] - 1)
+            first_bucket[k] = b0
+            span[k] = b1 - b0 + 1
+            total *= max(span[k], 0)
+        for combo in range(total):
+            rest = combo
+            key = 0
+            for k in range(d - 1, -1, -1):
+                key += (first_bucket[k] + rest % span[k]) * strides[k]
+                rest //= span[k]
+            lo = np.searchsorted(right_keys, key)
+            hi = np.searchsorted(right_keys, key, side="right")
+            for p in range(lo, hi):
+                j = order[p]
+                flat = 0
+                inside = True
+                for k in range(d):
+                    offset = right[j, k] - corner[k]
+                    if offset < 0 or offset >= stencil.shape[k]:
+                        inside = False
+                        break
+                    flat = flat * stencil.shape[k] + offset
+                if inside and stencil.flat[flat]:
+                    if fill:
+                        out_left[found] = i
+                        out_right[found] = j
+                    found += 1
+    return found
+
+
+def join_pairs(left: np.ndarray, right: np.ndarray, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``(i, j)`` with ``right[j] - left[i]`` in ``shape`` (left already mapped), by ``i``."""
+    left = np.ascontiguousarray(left, dtype=np.int64).reshape(-1, shape.ndim)
+    right = np.ascontiguousarray(right, dtype=np.int64).reshape(-1, shape.ndim)
+    if len(left) == 0 or len(right) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    size = np.asarray(shape.stencil.shape, dtype=np.int64)
+    origin = right.min(axis=0)
+    counts_per_dim = (right.max(axis=0) - origin) // size + 1
+    strides = np.ones(shape.ndim, dtype=np.int64)
+    for k in range(shape.ndim - 2, -1, -1):
+        strides[k] = strides[k + 1] * counts_per_dim[k + 1]
+    keys = _bucket_keys(right, origin, size, strides)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    stencil = np.ascontiguousarray(shape.stencil)
+    centre = np.asarray(shape.centre, dtype=np.int64)
+    empty = np.zeros(0, np.int64)
+    count = _pairs(left, right, sorted_keys, order, origin, size, strides, counts_per_dim, stencil, centre, False, empty, empty)
+    out_left, out_right = np.empty(count, np.int64), np.empty(count, np.int64)
+    _pairs(left, right, sorted_keys, order, origin, size, strides, counts_per_dim, stencil, centre, True, out_left, out_right)
+    return out_left, out_right

@@ -10,7 +10,7 @@ produces pieces for chunks several steps away.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,13 +25,15 @@ LOW_PREFIX = "p_low__"
 SIZE_PREFIX = "p_size__"
 
 
-def target_columns(schema: ArraySchema) -> list[str]:
-    return [TARGET_PREFIX + d for d in schema.dimension_names]
+def target_columns(schema: ArraySchema | Sequence[str]) -> list[str]:
+    names = schema.dimension_names if isinstance(schema, ArraySchema) else schema
+    return [TARGET_PREFIX + d for d in names]
 
 
-def piece_schema(schema: ArraySchema) -> pa.Schema:
+def piece_schema(schema: ArraySchema, target_names: Sequence[str] | None = None) -> pa.Schema:
     """Arrow schema of halo pieces: target chunk, piece box, and a fragment-style encoding of its cells."""
-    fields = [pa.field(TARGET_PREFIX + d, pa.int64()) for d in schema.dimension_names]
+    target_names = schema.dimension_names if target_names is None else target_names
+    fields = [pa.field(TARGET_PREFIX + d, pa.int64()) for d in target_names]
     fields += [pa.field(LOW_PREFIX + d, pa.int64()) for d in schema.dimension_names]
     fields += [pa.field(SIZE_PREFIX + d, pa.int64()) for d in schema.dimension_names]
     fragment = layout.fragment_schema(schema)
@@ -47,6 +49,9 @@ def _clip_box(low: np.ndarray, high: np.ndarray, region_low: np.ndarray, region_
     return (start, stop) if np.all(start <= stop) else None
 
 
+Region = tuple[tuple[int, ...], np.ndarray, np.ndarray]  # target chunk, region low, region high
+
+
 def cut_pieces(
     table: pa.Table, schema: ArraySchema, before: tuple[int, ...], after: tuple[int, ...]
 ) -> pa.Table:
@@ -57,6 +62,26 @@ def cut_pieces(
     feeds the chunks within ``after`` below and ``before`` above ``C``.
     """
     grid = ChunkGrid.of(schema)
+    reach_low, reach_high = np.asarray(before), np.asarray(after)
+
+    def regions(chunk: tuple[int, ...]):
+        for target in grid.neighbour_chunks(chunk, after, before):
+            t_low, t_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
+            yield tuple(target), t_low - reach_low, t_high + reach_high
+
+    return cut_to_regions(table, schema, regions, schema.dimension_names)
+
+
+def cut_to_regions(
+    table: pa.Table,
+    schema: ArraySchema,
+    regions: Callable[[tuple[int, ...]], Iterable[Region]],
+    target_names: Sequence[str],
+) -> pa.Table:
+    """Cut every fragment into pieces: for each (target, low, high) that ``regions(chunk)`` yields,
+    the fragment's cells inside ``[low, high]``, addressed to ``target`` (a chunk of any array whose
+    dimensions are ``target_names``)."""
+    grid = ChunkGrid.of(schema)
     dtypes = layout.attribute_dtypes(schema)
     rows = []
     for fragment in layout.iter_fragments(table, schema):
@@ -64,18 +89,17 @@ def cut_pieces(
         shape = tuple(int(x) for x in high - low + 1)
         cells = None
         full = fragment.size == math.prod(shape) and not fragment.nulls
-        for target in grid.neighbour_chunks(fragment.chunk, after, before):
-            t_low, t_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
-            box = _clip_box(low, high, t_low - np.asarray(before), t_high + np.asarray(after))
+        for target, region_low, region_high in regions(fragment.chunk):
+            box = _clip_box(low, high, region_low, region_high)
             if box is None:
                 continue
             start, stop = box
+            piece_shape = tuple(int(x) for x in stop - start + 1)
             if full:
                 # A complete chunk: slice the block, no coordinates needed.
                 window = tuple(
                     slice(int(a - lo), int(b - lo + 1)) for a, b, lo in zip(start, stop, low, strict=True)
                 )
-                piece_shape = tuple(int(x) for x in stop - start + 1)
                 values = {
                     name: np.ascontiguousarray(column.reshape(shape)[window]).reshape(-1)
                     for name, column in fragment.values.items()
@@ -85,30 +109,29 @@ def cut_pieces(
                 continue
             if np.array_equal(start, low) and np.array_equal(stop, high):
                 piece = fragment
-                piece_low, piece_shape = low, shape
             else:
                 if cells is None:
                     cells = grid.cells_at(fragment.offsets, fragment.chunk)
                 inside = np.all((cells >= start) & (cells <= stop), axis=1)
                 if not inside.any():
                     continue
-                piece_low, piece_shape = start, tuple(int(x) for x in stop - start + 1)
                 local = cells[inside] - start
                 offsets = np.ravel_multi_index(tuple(local.T), piece_shape).astype(np.int64)
                 taken = fragment.take(inside)
                 piece = codec.Fragment(fragment.chunk, offsets, taken.values, taken.nulls)
             encoded = codec.encode(piece, math.prod(piece_shape), dtypes)
-            rows.append((tuple(target), tuple(int(x) for x in piece_low), piece_shape, encoded))
-    return _piece_table(rows, schema)
+            rows.append((tuple(target), tuple(int(x) for x in start), piece_shape, encoded))
+    return _piece_table(rows, schema, target_names)
 
 
-def _piece_table(rows: list, schema: ArraySchema) -> pa.Table:
-    target = piece_schema(schema)
+def _piece_table(rows: list, schema: ArraySchema, target_names: Sequence[str]) -> pa.Table:
+    target = piece_schema(schema, target_names)
     if not rows:
         return target.empty_table()
     columns: dict[str, pa.Array] = {}
+    for k, name in enumerate(target_names):
+        columns[TARGET_PREFIX + name] = pa.array([r[0][k] for r in rows], pa.int64())
     for k, dimension in enumerate(schema.dimension_names):
-        columns[TARGET_PREFIX + dimension] = pa.array([r[0][k] for r in rows], pa.int64())
         columns[LOW_PREFIX + dimension] = pa.array([r[1][k] for r in rows], pa.int64())
         columns[SIZE_PREFIX + dimension] = pa.array([r[2][k] for r in rows], pa.int64())
     encoded = [r[3] for r in rows]
@@ -261,5 +284,6 @@ def piece_cells(pieces: pa.Table) -> int:
     return int(np.sum(pieces.column(layout.N_CELLS))) if pieces.num_rows else 0
 
 
-def target_of(pieces: pa.Table, schema: ArraySchema) -> tuple[int, ...]:
-    return tuple(int(pieces.column(TARGET_PREFIX + d)[0].as_py()) for d in schema.dimension_names)
+def target_of(pieces: pa.Table, schema: ArraySchema | Sequence[str]) -> tuple[int, ...]:
+    names = schema.dimension_names if isinstance(schema, ArraySchema) else schema
+    return tuple(int(pieces.column(TARGET_PREFIX + d)[0].as_py()) for d in names)

@@ -92,6 +92,11 @@ def cell_schema(schema: ArraySchema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def arrow_type_of(attribute) -> pa.DataType:
+    """The Arrow type of an attribute's values."""
+    return arrow_type(attribute.type)
+
+
 def attribute_dtypes(schema: ArraySchema) -> dict[str, np.dtype]:
     return {a.name: numpy_dtype(a.type) for a in schema.attributes}
 

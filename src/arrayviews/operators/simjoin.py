@@ -1,0 +1,181 @@
+"""The shape-based array similarity join, run on Spark: chunk pairs from metadata, right cells routed
+to the left chunks whose shapes reach them, and the signed join kernel per left chunk.
+
+For every non-empty cell ``a`` of the left array (alpha), the join pairs it with the non-empty cells
+``b`` of the right array (beta) such that ``b - M(a)`` lies in the shape, where ``M`` maps alpha's
+coordinates into beta's. The usual use, a group-by aggregate over alpha's cells, never materializes
+the pairs: each left chunk receives the right cells within its reach and the kernel aggregates them.
+The same machinery evaluates the signed terms of view maintenance (``roles`` below).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from arrayviews.execution import jobs
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.mappings import Mapping
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.shapes import Shape
+from arrayviews.operators import halo
+from arrayviews.storage import layout
+
+ROLE = "role"
+#: Roles of rows in a join: which side, and whether old content or a signed delta.
+LEFT_OLD, LEFT_MINUS, LEFT_PLUS, RIGHT_OLD, RIGHT_MINUS, RIGHT_PLUS = range(6)
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """What to join: left (alpha) and right (beta) schemas, the shape (in beta's dimensions) and the mapping."""
+
+    left: ArraySchema
+    right: ArraySchema
+    shape: Shape
+    mapping: Mapping
+
+    def __post_init__(self) -> None:
+        if self.shape.ndim != self.right.ndim:
+            from arrayviews.model.errors import ValidationError
+
+            raise ValidationError(
+                f"shape {self.shape!r} has {self.shape.ndim} dimension(s), the right array {self.right.name} {self.right.ndim}"
+            )
+
+    def right_region(self, low: Sequence[int], high: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The box of right coordinates that left cells in ``[low, high]`` can pair with."""
+        mapped_low, mapped_high = self.mapping.map_box(low, high, self.left)
+        return mapped_low - np.asarray(self.shape.before), mapped_high + np.asarray(self.shape.after)
+
+    def right_chunks_of(self, left_chunk: Sequence[int]) -> tuple[tuple[int, int], ...] | None:
+        """Per right dimension the chunk range a left chunk's cells can reach."""
+        low, high = ChunkGrid.of(self.left).chunk_bounds(left_chunk)
+        region_low, region_high = self.right_region(low, high)
+        return ChunkGrid.of(self.right).chunk_ranges_overlapping(region_low, region_high)
+
+
+def plan_pairs(
+    spec: JoinSpec, left_chunks: np.ndarray, right_chunks: np.ndarray
+) -> list[tuple[tuple, tuple]]:
+    """The (left chunk, right chunk) pairs to join, from chunk lists alone (metadata, never data)."""
+    existing = {tuple(int(c) for c in row) for row in np.asarray(right_chunks).reshape(-1, spec.right.ndim)}
+    pairs = []
+    for row in np.asarray(left_chunks).reshape(-1, spec.left.ndim):
+        left = tuple(int(c) for c in row)
+        ranges = spec.right_chunks_of(left)
+        if ranges is None:
+            continue
+        volume = 1
+        for a, b in ranges:
+            volume *= b - a + 1
+        if volume <= 4 * len(existing):
+            candidates = (
+                tuple(c)
+                for c in np.stack(
+                    np.meshgrid(*[np.arange(a, b + 1) for a, b in ranges], indexing="ij"), -1
+                ).reshape(-1, len(ranges))
+            )
+            pairs.extend(
+                (left, tuple(int(x) for x in q)) for q in candidates if tuple(int(x) for x in q) in existing
+            )
+        else:  # a reach far wider than the data: test the existing chunks instead
+            pairs.extend(
+                (left, q) for q in existing if all(a <= c <= b for c, (a, b) in zip(q, ranges, strict=True))
+            )
+    return pairs
+
+
+def _targets_by_right(pairs) -> dict[tuple, list[tuple]]:
+    """For every right chunk, the distinct left chunks it must reach (pairs may repeat)."""
+    targets: dict[tuple, list[tuple]] = {}
+    for left, right in dict.fromkeys(pairs):
+        targets.setdefault(right, []).append(left)
+    return targets
+
+
+def _regions_for(spec: JoinSpec, targets: dict[tuple, list[tuple]]):
+    grid = ChunkGrid.of(spec.left)
+
+    def regions(chunk: tuple[int, ...]) -> Iterator[halo.Region]:
+        for target in targets.get(tuple(int(c) for c in chunk), ()):
+            low, high = grid.chunk_bounds(target)
+            region_low, region_high = spec.right_region(low, high)
+            yield target, region_low, region_high
+
+    return regions
+
+
+def _right_pieces(table: pa.Table, spec: JoinSpec, targets: dict, role: int) -> pa.Table:
+    pieces = halo.cut_to_regions(table, spec.right, _regions_for(spec, targets), spec.left.dimension_names)
+    return pieces.append_column(ROLE, pa.array(np.full(pieces.num_rows, role, dtype=np.int8)))
+
+
+def _left_pieces(table: pa.Table, spec: JoinSpec, role: int) -> pa.Table:
+    """Left fragments addressed to their own chunk."""
+    grid = ChunkGrid.of(spec.left)
+
+    def regions(chunk: tuple[int, ...]) -> Iterator[halo.Region]:
+        low, high = grid.chunk_bounds(chunk)
+        yield tuple(int(c) for c in chunk), np.asarray(low), np.asarray(high)
+
+    pieces = halo.cut_to_regions(table, spec.left, regions, spec.left.dimension_names)
+    return pieces.append_column(ROLE, pa.array(np.full(pieces.num_rows, role, dtype=np.int8)))
+
+
+def left_piece_schema(spec: JoinSpec) -> pa.Schema:
+    return halo.piece_schema(spec.left, spec.left.dimension_names).append(pa.field(ROLE, pa.int8()))
+
+
+def right_piece_schema(spec: JoinSpec) -> pa.Schema:
+    return halo.piece_schema(spec.right, spec.left.dimension_names).append(pa.field(ROLE, pa.int8()))
+
+
+def route_left(frame: DataFrame, spec: JoinSpec, role: int, chunks: np.ndarray | None = None) -> DataFrame:
+    """Left fragments as pieces addressed to their own chunks (optionally only ``chunks``)."""
+    if chunks is not None:
+        frame = only_chunks(frame, spec.left, chunks)
+    function = functools.partial(_left_pieces, spec=spec, role=role)
+    return jobs.map_batches(frame, function, left_piece_schema(spec))
+
+
+def route_right(frame: DataFrame, spec: JoinSpec, pairs: list[tuple[tuple, tuple]], role: int) -> DataFrame:
+    """Right fragments cut into pieces for every left chunk of ``pairs`` that reaches them."""
+    targets = _targets_by_right(pairs)
+    if not targets:
+        return frame.sparkSession.createDataFrame([], jobs.spark_schema(right_piece_schema(spec)))
+    frame = only_chunks(frame, spec.right, np.array(list(targets), dtype=np.int64))
+    function = functools.partial(_right_pieces, spec=spec, targets=targets, role=role)
+    return jobs.map_batches(frame, function, right_piece_schema(spec))
+
+
+def only_chunks(frame: DataFrame, schema: ArraySchema, chunks: np.ndarray) -> DataFrame:
+    """Rows of a fragment frame whose chunk is one of ``chunks`` (a broadcast semi-join)."""
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, schema.ndim)
+    names = layout.chunk_columns(schema)
+    wanted = frame.sparkSession.createDataFrame(
+        pa.table({name: pa.array(chunks[:, k], pa.int64()) for k, name in enumerate(names)})
+    )
+    return frame.join(F.broadcast(wanted), on=names, how="left_semi")
+
+
+def fragments_to_left(spark: SparkSession, table: pa.Table, spec: JoinSpec, role: int) -> DataFrame:
+    """A small fragment table on the driver (e.g. a delta) as left pieces."""
+    pieces = _left_pieces(table, spec, role)
+    return spark.createDataFrame(
+        jobs.conform(pieces, left_piece_schema(spec)), schema=jobs.spark_schema(left_piece_schema(spec))
+    )
+
+
+def fragments_to_right(spark: SparkSession, table: pa.Table, spec: JoinSpec, pairs, role: int) -> DataFrame:
+    """A small fragment table on the driver (e.g. a delta) as right pieces for ``pairs``."""
+    pieces = _right_pieces(table, spec, _targets_by_right(pairs), role)
+    return spark.createDataFrame(
+        jobs.conform(pieces, right_piece_schema(spec)), schema=jobs.spark_schema(right_piece_schema(spec))
+    )

@@ -1,0 +1,57 @@
+"""Committing new view chunks: rewrite the files that held them (copying their other fragments
+unchanged) and swap the files in one snapshot that records the base versions reflected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from arrayviews.execution import jobs
+from arrayviews.model.faults import checkpoint
+from arrayviews.operators import staging
+from arrayviews.storage import layout
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
+from arrayviews.storage.files import delete_files
+
+
+def replace_chunks(
+    spark: SparkSession,
+    view: ArrayTable,
+    new_fragments: DataFrame | None,
+    affected: np.ndarray | None,
+    expected_version: int,
+    info: CommitInfo,
+) -> int:
+    """Replace the view chunks in ``affected`` (None: every chunk) by ``new_fragments``; one snapshot."""
+    schema = view.schema
+    arrow_schema = layout.fragment_schema(schema)
+    if affected is None:
+        removed = view.data_files(expected_version)
+        frames = [] if new_fragments is None else [new_fragments]
+    else:
+        removed = staging.find_overlap(view, expected_version, affected).files if len(affected) else []
+        frames = [] if new_fragments is None else [new_fragments]
+        if removed:
+            kept = jobs.read_files(spark, [f.file_path for f in removed], arrow_schema)
+            frames.append(_without_chunks(kept, schema, affected))
+    written: list[jobs.WrittenFile] = []
+    try:
+        for frame in frames:
+            written += jobs.write_files(frame, view.data_directory, arrow_schema)
+        checkpoint("refresh.written")
+        checkpoint("refresh.before-commit")
+        return view.commit([w.uri for w in written], removed, info, expected_version)
+    except BaseException:
+        delete_files([w.uri for w in written])
+        raise
+
+
+def _without_chunks(frame: DataFrame, schema, chunks: np.ndarray) -> DataFrame:
+    """Rows of a fragment frame whose chunk is not one of ``chunks`` (a broadcast anti-join)."""
+    names = layout.chunk_columns(schema)
+    unwanted = frame.sparkSession.createDataFrame(
+        pa.table({name: pa.array(np.asarray(chunks)[:, k], pa.int64()) for k, name in enumerate(names)})
+    )
+    return frame.join(F.broadcast(unwanted), on=names, how="left_anti")

@@ -1,0 +1,41 @@
+"""A view's table read as an array: its public aggregates only, the maintenance state left out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from arrayviews.model.schema import ArraySchema
+from arrayviews.operators.source import ChunkRanges, StoredSource
+from arrayviews.storage import layout
+
+
+@dataclass
+class ViewSource(StoredSource):
+    """Fragments of a stored view as of one version, projected to the public attributes.
+
+    Attributes are stored column by column, so leaving the state out reads nothing extra.
+    """
+
+    public: ArraySchema | None = None
+
+    @property
+    def schema(self) -> ArraySchema:
+        return self.public
+
+    @property
+    def stored_schema(self) -> ArraySchema:
+        return self.table.schema
+
+    def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
+        frame = StoredSource.frame(self, spark, ranges)
+        return frame.select(*layout.fragment_schema(self.public).names)
+
+    def local(self, ranges: ChunkRanges = None, columns: list[str] | None = None) -> pa.Table:
+        columns = columns if columns is not None else layout.fragment_schema(self.public).names
+        return StoredSource.local(self, ranges, columns)
+
+    def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
+        return StoredSource.local(self, ranges, layout.metadata_columns(self.public))

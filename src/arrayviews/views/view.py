@@ -1,0 +1,337 @@
+"""``View``: a materialized array view kept fresh by refreshes, readable like any array."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from arrayviews.array import Array
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.faults import checkpoint
+from arrayviews.model.schema import ArraySchema, Dimension
+from arrayviews.operators import reads
+from arrayviews.operators.deltas import version_delta
+from arrayviews.operators.simjoin import JoinSpec
+from arrayviews.operators.source import StoredSource
+from arrayviews.operators.window import window_extents
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
+from arrayviews.views import similarity, state, windowed
+from arrayviews.views.commit import replace_chunks
+from arrayviews.views.definition import (
+    SimilarityViewDefinition,
+    ViewDefinition,
+    WindowViewDefinition,
+    check_aggregates,
+)
+from arrayviews.views.source import ViewSource
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+DEFINITION_PROPERTY = "arrayviews.view.definition"
+STRATEGIES = ("full", "baseline")
+BASE_KEY = "base."
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """What a refresh did."""
+
+    view: str
+    strategy: str
+    committed: bool
+    version: int
+    base_versions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    update_triples: int = 0
+    view_chunks_rewritten: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def reflected_versions(table: ArrayTable) -> dict[str, int]:
+    """The base array versions the view's current version reflects."""
+    current = table.current()
+    if current is None:
+        return {}
+    return {k[len(BASE_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(BASE_KEY)}
+
+
+class View(Array):
+    """A materialized array view: reads see its public aggregates as of its newest refresh."""
+
+    def __init__(
+        self, database: Database, table: ArrayTable, definition: ViewDefinition, public: ArraySchema
+    ) -> None:
+        self._definition = definition
+        self._public = public
+        super().__init__(database, ViewSource(table, table.current_version(), public))
+
+    @property
+    def definition(self) -> ViewDefinition:
+        return self._definition
+
+    def _current(self) -> ViewSource:
+        table = self._source.table.refresh()
+        return ViewSource(table, table.current_version(), self._public)
+
+    def _writable(self):
+        raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
+
+    def at_version(self, version: int) -> Array:
+        source = self._current()
+        source.table.snapshot_of(version)
+        return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def status(self) -> dict:
+        """Base versions reflected and current, and whether deltas are pending."""
+        table = self._current().table
+        reflected = reflected_versions(table)
+        rows = []
+        for base in self._definition.bases:
+            current = self._db.array(base).version
+            rows.append({"base": base, "reflected": reflected.get(base, 0), "current": current})
+        pending = any(r["reflected"] != r["current"] for r in rows)
+        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
+
+    def refresh(self, strategy: str = "baseline") -> RefreshResult:
+        """Bring the view up to date with its base arrays (one atomic snapshot)."""
+        if strategy not in STRATEGIES:
+            raise ValidationError(
+                f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+            )
+        return refresh_view(self._db, self, strategy)
+
+    def verify(self) -> bool:
+        """Recompute the view from scratch and compare with what is stored; True when they agree."""
+        expected = compute_from_scratch(self._db, self)
+        actual = self.to_pandas()
+        return frames_agree(actual, expected)
+
+    def __repr__(self) -> str:
+        return f"<View {self._public.to_text()} (version {self.version})>"
+
+
+def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
+    """Same cells and values: integers exactly, floats to 1e-9 relative, nulls and NaN alike."""
+    if list(actual.columns) != list(expected.columns) or len(actual) != len(expected):
+        return False
+    for column in actual.columns:
+        left, right = actual[column].to_numpy(), expected[column].to_numpy()
+        if left.dtype.kind == "f" or right.dtype.kind == "f":
+            left, right = left.astype(float), right.astype(float)
+            if not np.allclose(left, right, rtol=1e-9, atol=1e-12, equal_nan=True):
+                return False
+        elif not np.array_equal(pd.isna(left), pd.isna(right)) or not np.array_equal(
+            left[~pd.isna(left)], right[~pd.isna(right)]
+        ):
+            return False
+    return True
+
+
+# -- creation -------------------------------------------------------------------------------------
+def view_schemas(
+    db: Database, name: str, definition: ViewDefinition, chunks=None
+) -> tuple[ArraySchema, ArraySchema]:
+    """(public schema, stored schema) of a view."""
+    if isinstance(definition, WindowViewDefinition):
+        base = db.array(definition.base)
+        flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
+        public = base.window(flat, *definition.aggregates).schema.renamed(name)
+        if chunks is not None and list(_dimensions(public, chunks)) != list(public.dimensions):
+            raise ValidationError(f"window view {name}: the view keeps the chunking of {definition.base}")
+        return public, public
+    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+    check_aggregates(definition, left, right)
+    dims = _dimensions(left, chunks)
+    stored = state.stored_schema(name, definition, left, right, dims)
+    public = ArraySchema(name, tuple(state.public_attributes(definition, left, right)), tuple(dims))
+    return public, stored
+
+
+def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
+    if chunks is None:
+        return list(schema.dimensions)
+    lengths = chunks if isinstance(chunks, dict) else dict(zip(schema.dimension_names, chunks, strict=True))
+    for dimension in lengths:
+        schema.dimension(dimension)
+    return [
+        Dimension(d.name, d.low, d.high, int(lengths.get(d.name, d.chunk_length))) for d in schema.dimensions
+    ]
+
+
+def join_spec(db: Database, definition: SimilarityViewDefinition) -> JoinSpec:
+    from arrayviews.model.mappings import Mapping
+
+    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+    return JoinSpec(left, right, definition.shape, Mapping.of(left, right, definition.mapping))
+
+
+def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
+    """The view's public content recomputed from the current base arrays (nothing is stored)."""
+    definition = view.definition
+    if isinstance(definition, WindowViewDefinition):
+        flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
+        return db.array(definition.base).window(flat, *definition.aggregates).to_pandas()
+    stored = view._current().stored_schema
+    spec = join_spec(db, definition)
+    left, right = db.array(definition.left).source, db.array(definition.right).source
+    fragments, _ = similarity.full_computation(db.spark, spec, definition, stored, left, right)
+    from arrayviews.operators.source import ComputedSource
+
+    computed = ComputedSource(stored, fragments, db.scratch_location)
+    table = reads.to_arrow(computed)
+    return table.select(list(view._public.dimension_names) + list(view._public.attribute_names)).to_pandas()
+
+
+def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
+    """Create a view, compute it and store it as its first version (one snapshot)."""
+    public, stored = view_schemas(db, name, definition, chunks)
+    table = db.warehouse.create(stored, kind="view", properties={DEFINITION_PROPERTY: definition.to_json()})
+    try:
+        view = View(db, table, definition, public)
+        _run_refresh(db, view, "full", initial=True)
+    except BaseException:
+        db.warehouse.drop(name)
+        raise
+    return View(db, table.refresh(), definition, public)
+
+
+# -- refresh ---------------------------------------------------------------------------------------
+def refresh_view(db: Database, view: View, strategy: str) -> RefreshResult:
+    return _run_refresh(db, view, strategy, initial=False)
+
+
+def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> RefreshResult:
+    started = time.perf_counter()
+    table = view._current().table
+    expected = table.current_version()
+    reflected = reflected_versions(table)
+    bases = {b: db.array(b) for b in view.definition.bases}
+    current = {b: array.version for b, array in bases.items()}
+    if not initial and all(reflected.get(b, 0) == v for b, v in current.items()):
+        return RefreshResult(
+            view.name,
+            strategy,
+            False,
+            expected,
+            {b: (v, v) for b, v in current.items()},
+            message=f"view {view.name} is up to date (nothing pending)",
+        )
+    for base, version in reflected.items():
+        if base in bases and strategy == "baseline":
+            try:
+                bases[base].source.table.snapshot_of(version)
+            except KeyError:
+                strategy = "full"  # the reflected version was expired: no delta can be formed
+    stored = table.schema
+    definition = view.definition
+    checkpoint("refresh.start")
+    affected: np.ndarray | None = None
+    triples = 0
+    if isinstance(definition, WindowViewDefinition):
+        base = bases[definition.base]
+        before, after = window_extents(
+            base.schema, [x for p in zip(definition.before, definition.after, strict=True) for x in p]
+        )
+        if strategy == "full" or initial:
+            fragments = windowed.window_fragments(
+                db.spark, base.source, before, after, definition.aggregates, None, stored
+            )
+        else:
+            delta = version_delta(
+                base.source.table, reflected.get(definition.base, 0), current[definition.base]
+            )
+            checkpoint("refresh.delta")
+            affected = windowed.affected_chunks(delta, stored, before, after)
+            triples = len(affected)
+            fragments = (
+                windowed.window_fragments(
+                    db.spark, base.source, before, after, definition.aggregates, affected, stored
+                )
+                if len(affected)
+                else None
+            )
+    else:
+        spec = join_spec(db, definition)
+        left, right = bases[definition.left].source, bases[definition.right].source
+        if strategy == "full" or initial:
+            fragments, plan = similarity.full_computation(db.spark, spec, definition, stored, left, right)
+        else:
+            old_left = StoredSource(left.table, reflected.get(definition.left, 0))
+            old_right = StoredSource(right.table, reflected.get(definition.right, 0))
+            left_delta = version_delta(left.table, old_left.version, current[definition.left])
+            right_delta = (
+                left_delta
+                if definition.right == definition.left
+                else version_delta(right.table, old_right.version, current[definition.right])
+            )
+            checkpoint("refresh.delta")
+            needs_recompute = any(a.function in ("min", "max") for a in definition.aggregates) and (
+                left_delta.minus.num_rows or right_delta.minus.num_rows
+            )
+            fragments, affected, plan = similarity.baseline_refresh(
+                db.spark,
+                spec,
+                definition,
+                stored,
+                old_left,
+                old_right,
+                left_delta,
+                right_delta,
+                ViewSource(table, expected, stored),
+                recompute=bool(needs_recompute),
+                left_new=left,
+                right_new=right,
+            )
+        triples = len(plan.triples)
+    checkpoint("refresh.computed")
+    properties = {BASE_KEY + b: str(v) for b, v in current.items()}
+    properties.update({"strategy": "full" if initial else strategy, "update-triples": str(triples)})
+    chunks_rewritten = "all" if affected is None else str(len(affected))
+    version = replace_chunks(
+        db.spark,
+        table,
+        fragments,
+        affected,
+        expected,
+        CommitInfo("create" if initial else "refresh", properties=properties),
+    )
+    seconds = time.perf_counter() - started
+    return RefreshResult(
+        view.name,
+        strategy,
+        True,
+        version,
+        {b: (reflected.get(b, 0), v) for b, v in current.items()},
+        triples,
+        0 if affected is None else len(affected),
+        seconds,
+        f"refresh ({strategy}) of view {view.name}: now at version {version}, reflecting "
+        + ", ".join(f"{b} v{v}" for b, v in current.items())
+        + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}; {seconds:.2f} s",
+    )
+
+
+def open_view(db: Database, name: str) -> View:
+    from arrayviews.views.definition import definition_from_json
+
+    table = db.warehouse.open(name)
+    properties = table.table.metadata.properties
+    if DEFINITION_PROPERTY not in properties:
+        raise ValidationError(f"{name} is an array, not a view")
+    definition = definition_from_json(properties[DEFINITION_PROPERTY])
+    stored = table.schema
+    public_names = [a for a in stored.attributes if not a.name.startswith("_")]
+    public = stored.with_attributes(public_names)
+    return View(db, table, definition, public)
+
+
+__all__ = ["RefreshResult", "View", "create_view", "open_view"]
