@@ -38,8 +38,9 @@ def replace_chunks(
             frames.append(_without_chunks(kept, schema, affected))
     written: list[jobs.WrittenFile] = []
     try:
-        for frame in frames:
-            written += jobs.write_files(frame, view.data_directory, arrow_schema)
+        if frames:  # one job writes the new chunks and the copied ones
+            frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+            written = jobs.write_files(frame, view.data_directory, arrow_schema)
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         return view.commit([w.uri for w in written], removed, info, expected_version)

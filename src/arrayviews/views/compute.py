@@ -219,8 +219,10 @@ def merge_chunk(
     """Stage 3: new view fragments of one view chunk from its old fragments and its state change."""
     schema = delta_schema(stored)
     delta = delta_rows
-    if delta.num_rows == 0:
-        return None
+    if delta.num_rows == 0:  # nothing changed in this chunk: keep its fragments as they are
+        return (
+            None if full or old_rows.num_rows == 0 else old_rows.select(layout.fragment_schema(stored).names)
+        )
     coords, delta_values, delta_nulls = cell_columns(delta, schema)
     state_names = [a.name for a in stored.attributes if a.name.startswith("_")]
     state = {name: delta_values[name] for name in state_names}

@@ -172,7 +172,11 @@ def baseline_refresh(
     first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks)
     second = simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks)
     third = simjoin.plan_pairs(spec, left_delta_chunks, right_delta_chunks)
-    plan = Plan(list(dict.fromkeys((p, q, p) for p, q in first + second + third)), left_delta_chunks, right_delta_chunks)
+    plan = Plan(
+        list(dict.fromkeys((p, q, p) for p, q in first + second + third)),
+        left_delta_chunks,
+        right_delta_chunks,
+    )
     checkpoint("refresh.planned")
     left_rows = [
         simjoin.fragments_to_left(spark, _signed_fragments(left_delta, "minus"), spec, simjoin.LEFT_MINUS),
@@ -193,24 +197,23 @@ def baseline_refresh(
         right_rows.append(simjoin.route_right(right_old.frame(spark), spec, first, simjoin.RIGHT_OLD))
     left_frame = functools.reduce(DataFrame.unionByName, left_rows)
     right_frame = functools.reduce(DataFrame.unionByName, right_rows)
-    state = compute_state(spark, spec, definition, stored, left_frame, right_frame, compute.DELTA_TERMS)
-    state = state.persist()
+    # The view chunks that may change, from the plan alone (no job runs to find them): those
+    # overlapping a left chunk that receives work. Chunks without any change pass through unchanged.
     view_grid = ChunkGrid.of(stored)
-    touched = state.select(*stored.dimension_names).toArrow()
-    if touched.num_rows == 0:
-        state.unpersist()
+    left_grid = ChunkGrid.of(spec.left)
+    targets = sorted({p for p, _, _ in plan.triples})
+    candidates = set()
+    for target in targets:
+        low, high = left_grid.chunk_bounds(target)
+        candidates.update(view_grid.chunks_overlapping(low, high))
+    if not candidates:
         return None, np.zeros((0, stored.ndim), np.int64), plan
-    coords = np.stack([np.asarray(touched.column(d)) for d in stored.dimension_names], axis=1)
-    affected = np.unique(view_grid.chunk_of(coords), axis=0)
+    affected = np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
     if recompute:
-        state.unpersist()
-        view_grid_boxes = [view_grid.chunk_bounds(c) for c in affected]
-        left_grid = ChunkGrid.of(spec.left)
         left_chunks = set()
-        for low, high in view_grid_boxes:
-            ranges = left_grid.chunk_ranges_overlapping(low, high)
-            if ranges is not None:
-                left_chunks.update(left_grid.chunks_overlapping(low, high))
+        for chunk in affected:
+            low, high = view_grid.chunk_bounds(chunk)
+            left_chunks.update(left_grid.chunks_overlapping(low, high))
         chunks = np.array(sorted(left_chunks), dtype=np.int64).reshape(-1, spec.left.ndim)
         pairs = simjoin.plan_pairs(spec, chunks, _chunks_of(right_new))
         plan.triples += [(p, q, p) for p, q in pairs]
@@ -219,8 +222,8 @@ def baseline_refresh(
         fresh = compute_state(spark, spec, definition, stored, left_rows, right_rows, compute.FULL_TERMS)
         keep = _inside_chunks(fresh, stored, affected)
         return merge_into_view(spark, keep, None, definition, stored, full=True), affected, plan
-    old_frame = old_view.frame(spark)
-    old_frame = simjoin.only_chunks(old_frame, stored, affected)
+    state = compute_state(spark, spec, definition, stored, left_frame, right_frame, compute.DELTA_TERMS)
+    old_frame = simjoin.only_chunks(old_view.frame(spark), stored, affected)
     merged = merge_into_view(spark, state, old_frame, definition, stored, full=False)
     return merged, affected, plan
 
