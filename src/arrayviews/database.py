@@ -114,6 +114,14 @@ class Database:
             definition = view_definition_from_text(self, definition)
         return create_view(self, name, definition, chunks)
 
+    def similarity_join(self, alpha, beta, shape, mapping=None, value=None):
+        """For each non-empty cell of ``alpha``, the non-empty cells of ``beta`` inside ``shape`` centred
+        on the mapped cell; ``.aggregate("count(*) as cnt", ...)`` groups by alpha's cells without
+        materializing pairs, ``.materialize()`` gives the 2d-dimensional array of pairs."""
+        from arrayviews.views.join import similarity_join
+
+        return similarity_join(self, alpha, beta, shape, mapping, value)
+
     def view(self, name: str):
         from arrayviews.views.view import open_view
 

@@ -4,6 +4,7 @@ side, or a window aggregate over one array; stored as JSON with the view."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,3 +147,55 @@ def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, ri
             raise ValidationError(
                 f"{aggregate.function} over bool attribute {aggregate.attribute} is not supported in views"
             )
+
+
+def parse_view_aggregate(text: str, left_alias: str = "left", right_alias: str = "right") -> ViewAggregate:
+    """``"count(*) as cnt"``, ``"avg(right.v) as mean_v"``, ``"max(A2.s)"`` (aliases name the sides)."""
+    match = re.fullmatch(
+        r"\s*(\w+)\s*\(\s*(\*|(\w+)\s*\.\s*(\w+))\s*\)\s*(?:as\s+(\w+))?\s*", text, flags=re.IGNORECASE
+    )
+    if match is None:
+        raise ValidationError(
+            f"cannot read view aggregate {text!r}: write e.g. 'count(*) as cnt' or 'avg(right.v) as m'"
+        )
+    function = match.group(1).lower()
+    function = {"mean": "avg"}.get(function, function)
+    if match.group(2) == "*":
+        return ViewAggregate(function, None, None, match.group(5) or "count")
+    alias, attribute = match.group(3), match.group(4)
+    sides = {left_alias.lower(): "left", right_alias.lower(): "right"}
+    if alias.lower() not in sides:
+        raise ValidationError(
+            f"view aggregate {text!r}: {alias!r} is neither {left_alias!r} nor {right_alias!r}"
+        )
+    return ViewAggregate(
+        function, sides[alias.lower()], attribute, match.group(5) or f"{attribute}_{function}"
+    )
+
+
+def similarity(
+    left: str, right: str, shape: Shape, aggregates, mapping: Mapping | None = None
+) -> SimilarityViewDefinition:
+    """A similarity-view definition from aggregate strings, e.g.
+    ``similarity("A", "A", L1(1, 2), ["count(*) as cnt", "avg(right.v) as mean_v"])``."""
+    calls = tuple(a if isinstance(a, ViewAggregate) else parse_view_aggregate(a) for a in aggregates)
+    return SimilarityViewDefinition(left, right, shape, calls, mapping)
+
+
+def window(
+    base: str,
+    extents: dict[str, tuple[int, int]] | list[int],
+    aggregates,
+    dimensions: list[str] | None = None,
+) -> WindowViewDefinition:
+    """A window-view definition: ``window("A", [1, 1, 2, 2], ["avg(v)"])`` (flat before/after per dimension)."""
+    if isinstance(extents, dict):
+        if dimensions is None:
+            raise ValidationError("window view extents given by name need the base's dimension order")
+        pairs = [extents.get(d, (0, 0)) for d in dimensions]
+    else:
+        flat = list(extents)
+        pairs = [(flat[k], flat[k + 1]) for k in range(0, len(flat), 2)]
+    return WindowViewDefinition(
+        base, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(aggregates)
+    )

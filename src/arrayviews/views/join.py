@@ -1,0 +1,149 @@
+"""``db.similarity_join(alpha, beta, shape, mapping, value)``: the join as an array, either grouped by
+alpha's cells with aggregates (the usual use; pairs never materialized) or as the full 2d-dimensional
+array of pairs."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from arrayviews.array import Array
+from arrayviews.execution import jobs
+from arrayviews.kernels.simjoin import join_pairs
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.mappings import Mapping
+from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.shapes import Shape
+from arrayviews.operators import halo, simjoin
+from arrayviews.operators.cells import cells_to_fragment_table
+from arrayviews.operators.simjoin import JoinSpec
+from arrayviews.operators.source import ComputedSource
+from arrayviews.storage import layout
+from arrayviews.views import similarity as views_similarity
+from arrayviews.views import state
+from arrayviews.views.definition import parse_view_aggregate, similarity
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+
+class SimilarityJoin:
+    """A similarity join not computed yet; ``aggregate`` or ``materialize`` runs it."""
+
+    def __init__(
+        self, db: Database, left: Array, right: Array, shape: Shape, mapping=None, value=None
+    ) -> None:
+        self._db, self.left, self.right = db, left, right
+        self.spec = JoinSpec(left.schema, right.schema, shape, Mapping.of(left.schema, right.schema, mapping))
+        self.value = value
+
+    def _pairs(self) -> list:
+        left_chunks = views_similarity._chunks_of(self.left.source)
+        right_chunks = views_similarity._chunks_of(self.right.source)
+        return simjoin.plan_pairs(self.spec, left_chunks, right_chunks)
+
+    def aggregate(self, *aggregates: str) -> Array:
+        """One cell per left cell that has a pair, e.g. ``aggregate("count(*) as cnt", "avg(right.v) as m")``."""
+        if not aggregates:
+            raise ValidationError(
+                "similarity join aggregate needs at least one aggregate, e.g. 'count(*) as cnt'"
+            )
+        definition = similarity(
+            self.left.name,
+            self.right.name,
+            self.spec.shape,
+            [parse_view_aggregate(a) for a in aggregates],
+            self.spec.mapping,
+        )
+        stored = state.stored_schema(
+            self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
+        )
+        fragments, _ = views_similarity.full_computation(
+            self._db.spark, self.spec, definition, stored, self.left.source, self.right.source
+        )
+        public = stored.with_attributes([a for a in stored.attributes if not a.name.startswith("_")])
+        frame = fragments.select(*layout.fragment_schema(public).names)
+        return Array(self._db, ComputedSource(public, frame, self._db.scratch_location))
+
+    def pair_schema(self) -> ArraySchema:
+        """Dimensions of both arrays (the right's renamed with a ``_2`` suffix when names clash), and the
+        attributes of both (or those in ``value``)."""
+        left, right = self.spec.left, self.spec.right
+        taken = set(left.dimension_names) | set(left.attribute_names)
+
+        def rename(name: str) -> str:
+            return name if name not in taken else f"{name}_2"
+
+        dims = list(left.dimensions) + [
+            Dimension(rename(d.name), d.low, d.high, d.chunk_length, d.chunk_origin) for d in right.dimensions
+        ]
+        attrs = list(left.attributes) + [
+            Attribute(rename(a.name), a.type, a.nullable) for a in right.attributes
+        ]
+        if self.value is not None:
+            wanted = list(self.value)
+            attrs = [a for a in attrs if a.name in wanted]
+        return ArraySchema(f"{left.name}_join_{right.name}", tuple(attrs), tuple(dims))
+
+    def materialize(self) -> Array:
+        """The full 2d-dimensional join result: one cell per pair (left cell, right cell)."""
+        out = self.pair_schema()
+        pairs = self._pairs()
+        left_rows = simjoin.route_left(self.left.source.frame(self._db.spark), self.spec, simjoin.LEFT_OLD)
+        right_rows = simjoin.route_right(
+            self.right.source.frame(self._db.spark), self.spec, pairs, simjoin.RIGHT_OLD
+        )
+        function = functools.partial(_pairs_of_chunk, spec=self.spec, out=out)
+        keys = halo.target_columns(self.spec.left.dimension_names)
+        frame = jobs.cogroup_tables(left_rows, right_rows, keys, function, layout.fragment_schema(out))
+        return Array(self._db, ComputedSource(out, frame, self._db.scratch_location))
+
+
+def _pairs_of_chunk(
+    left_rows: pa.Table, right_rows: pa.Table, spec: JoinSpec, out: ArraySchema
+) -> pa.Table | None:
+    if left_rows.num_rows == 0 or right_rows.num_rows == 0:
+        return None
+    left = halo.gather(left_rows, spec.left)
+    right = halo.gather(right_rows, spec.right)
+    i, j = join_pairs(spec.mapping.apply(left.coords, spec.left), right.coords, spec.shape)
+    if len(i) == 0:
+        return None
+    columns = {}
+    names = out.dimension_names
+    for k in range(spec.left.ndim):
+        columns[names[k]] = left.coords[i, k]
+    for k in range(spec.right.ndim):
+        columns[names[spec.left.ndim + k]] = right.coords[j, k]
+    attributes = {a.name for a in out.attributes}
+    for side, points, index, schema in (("left", left, i, spec.left), ("right", right, j, spec.right)):
+        for attribute in schema.attributes:
+            name = (
+                attribute.name
+                if side == "left"
+                or attribute.name not in spec.left.attribute_names + spec.left.dimension_names
+                else f"{attribute.name}_2"
+            )
+            if name not in attributes:
+                continue
+            mask = points.nulls.get(attribute.name)
+            columns[name] = pa.array(
+                points.values[attribute.name][index],
+                layout.arrow_type_of(attribute),
+                mask=None if mask is None else mask[index],
+            )
+    table = pa.table(
+        {n: columns[n] for n in [*names, *[a.name for a in out.attributes]]}, schema=layout.cell_schema(out)
+    )
+    return cells_to_fragment_table(table, out)
+
+
+def similarity_join(db: Database, alpha, beta, shape: Shape, mapping=None, value=None) -> SimilarityJoin:
+    left = alpha if isinstance(alpha, Array) else db.array(alpha)
+    right = beta if isinstance(beta, Array) else db.array(beta)
+    return SimilarityJoin(db, left, right, shape, mapping, value)
+
+
+__all__ = ["SimilarityJoin", "similarity_join"]
