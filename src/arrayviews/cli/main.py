@@ -118,12 +118,16 @@ def compact(context: Context, array: str) -> None:
 
 @cli.command()
 @click.option("--batches", default=8, show_default=True, help="Number of batches the image arrives in.")
+@click.option(
+    "--nights", default=8, show_default=True, help="Nightly sky-catalog batches after the initial load."
+)
 @click.pass_obj
-def demo(context: Context, batches: int) -> None:
-    """The main job: ingest the Hubble deep field image in batches and run array operators on it."""
+def demo(context: Context, batches: int, nights: int) -> None:
+    """The main job: a Hubble image through array operators, then a sky catalog whose galaxy-group
+    view is kept fresh incrementally night by night."""
     from arrayviews.cli.demo import run_demo
 
-    run_demo(context.db, batches=batches)
+    run_demo(context.db, batches=batches, nights=nights)
 
 
 def main() -> None:
