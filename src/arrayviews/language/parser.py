@@ -8,7 +8,12 @@ expressions, aggregate calls) are re-raised at their position in ``text``.
 Array functions (``subarray``, ``filter``, ...) are not grammar rules: the grammar captures
 ``name(argument, ...)`` with raw argument spans, and :data:`ARRAY_FUNCTIONS` maps each function
 name to a builder that reads its arguments as arrays, integers, names, expressions or aggregate
-calls. Adding an operator is one builder registered with :func:`array_function`.
+calls. Adding an operator is one builder registered with :func:`array_function`. Similarity shapes
+(``L1(1)``, ``BOX(-2:0, -1:1)``, ``PRODUCT(...)``) work the same way: :data:`SHAPE_FUNCTIONS` maps each
+shape name to a builder registered with :func:`shape_function`.
+
+``parse_view_query(text)`` reads the SELECT of a view definition alone (what
+``db.create_view(name, text)`` receives).
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ _TERMINAL_NAMES = {
     "STAR": "'*'",
     "_COMMA": "','",
     "_SEMICOLON": "';'",
+    "DOT": "'.'",
+    "COLON": "':'",
+    "EQUAL": "'='",
+    "AFFINE_OP": "'*', '/', '+' or '-'",
     "TRUE": "true",
     "FALSE": "false",
     "NULL": "null",
@@ -78,7 +87,7 @@ def _parser() -> Lark:
         "grammar.lark",
         rel_to=__file__,
         parser="lalr",
-        start=["script", "array_expr"],
+        start=["script", "array_expr", "view_select"],
         propagate_positions=True,
         maybe_placeholders=True,
         lexer_callbacks={"COMMENT": _collect_comment},
@@ -122,6 +131,13 @@ def parse_array_expression(text: str) -> ast.ArrayExpr:
     """One array expression, e.g. ``regrid(A, 2, 2, avg(v))``."""
     source = _Source(text)
     return source.array_expression(0, len(text))
+
+
+def parse_view_query(text: str) -> ast.ViewQuery:
+    """The SELECT of a view definition, e.g. ``SELECT * FROM window(A, 1, 1, avg(v))``."""
+    source = _Source(text)
+    tree = source.parse_tree(0, len(text), "view_select")
+    return _StatementBuilder(source).view_query(tree)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +228,7 @@ class _Source:
             if "SCHEMA_TEXT" in accepts and str(token).startswith("<"):
                 return self._schema_error(start + token.start_pos, end)
             if expected == _STATEMENT_END or expected == (_END,):
-                what = "statement" if rule == "script" else "array expression"
+                what = {"script": "statement", "view_select": "view definition"}.get(rule, "array expression")
                 reason = f"unexpected {str(token)!r} after the end of the {what}"
             else:
                 reason = f"unexpected {str(token)!r}"
@@ -462,6 +478,128 @@ def _join(args: Arguments) -> ast.ArrayExpr:
 
 
 # ---------------------------------------------------------------------------------------------
+# Shapes of similarity views
+
+
+class ShapeArguments:
+    """The arguments of one shape call (``BOX(-2:0, -1:1)``), read by kind: shape, integer or range.
+
+    Every reader raises ParseError at the argument's position when it does not have that kind.
+    """
+
+    def __init__(self, builder: _StatementBuilder, function: str, at: int, items: list, end: int) -> None:
+        self.builder = builder
+        self.source = builder.source
+        self.function = function  # upper case
+        self.at = at  # offset of the shape name
+        self.items = items  # Trees (shape, shape_range) and NUMBER tokens
+        self.end = end  # offset of the closing parenthesis
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def start(self, k: int) -> int:
+        item = self.items[k]
+        return item.start_pos if isinstance(item, Token) else item.meta.start_pos
+
+    def kind(self, k: int) -> str:
+        item = self.items[k]
+        return "number" if isinstance(item, Token) else item.data
+
+    def error(self, reason: str, k: int | None = None, expected: tuple[str, ...] = ()) -> ParseError:
+        """A ParseError at argument ``k`` (None: at the closing parenthesis; -1: at the name)."""
+        offset = self.end if k is None else self.at if k < 0 else self.start(k)
+        return self.source.error(f"{self.function}: {reason}", offset, expected)
+
+    def count(self, fewest: int, most: int | None, usage: str) -> None:
+        n = len(self)
+        if n < fewest:
+            raise self.error(f"too few arguments ({n}); use {usage}", None, ("','",))
+        if most is not None and n > most:
+            raise self.error(f"too many arguments ({n}); use {usage}", most, ("')'",))
+
+    def integer(self, k: int, what: str = "an integer") -> int:
+        if self.kind(k) != "number":
+            raise self.error(f"argument {k + 1} must be {what}", k, ("integer",))
+        return self.builder.integer(self.items[k], what, self.function + ": ")
+
+    def range(self, k: int) -> tuple[int, int]:
+        if self.kind(k) != "shape_range":
+            raise self.error(f"argument {k + 1} must be a range low:high, e.g. -1:1", k, ("range",))
+        low, _, high = self.items[k].children
+        bounds = (self.builder.integer(low, "an integer"), self.builder.integer(high, "an integer"))
+        if bounds[0] > bounds[1]:
+            raise self.error(f"range {bounds[0]}:{bounds[1]} is empty (low > high)", k, ("range",))
+        return bounds
+
+    def shape(self, k: int) -> ast.ShapeExpr:
+        if self.kind(k) != "shape":
+            raise self.error(
+                f"argument {k + 1} must be a shape, e.g. L1(1)", k, tuple(sorted(SHAPE_FUNCTIONS))
+            )
+        return self.builder.shape(self.items[k])
+
+    def node(self, build: Callable[[], ast.ShapeExpr], k: int = -1) -> ast.ShapeExpr:
+        """``build()``, with a ValueError of the node's checks raised as ParseError at argument ``k``."""
+        try:
+            return build()
+        except ValueError as error:
+            raise self.source.error(str(error), self.at if k < 0 else self.start(k)) from None
+
+
+ShapeFunction = Callable[[ShapeArguments], ast.ShapeExpr]
+#: Shape functions by (upper-case) name: each builds its node from the call's arguments.
+SHAPE_FUNCTIONS: dict[str, ShapeFunction] = {}
+
+
+def shape_function(name: str) -> Callable[[ShapeFunction], ShapeFunction]:
+    """Register the builder of shape function ``name`` (a decorator)."""
+
+    def register(builder: ShapeFunction) -> ShapeFunction:
+        SHAPE_FUNCTIONS[name.upper()] = builder
+        return builder
+
+    return register
+
+
+def _ball(args: ShapeArguments) -> ast.ShapeExpr:
+    args.count(1, 1, f"{args.function}(radius)")
+    radius = args.integer(0, "a radius (an integer >= 0)")
+    if radius < 0:
+        raise args.error(f"the radius must be an integer >= 0, got {radius}", 0, ("integer",))
+    return ast.BallShape(args.function, radius)
+
+
+shape_function("L1")(_ball)
+shape_function("LINF")(_ball)
+
+
+@shape_function("BOX")
+def _box_shape(args: ShapeArguments) -> ast.ShapeExpr:
+    args.count(1, None, "BOX(low_1:high_1, ..., low_d:high_d)")
+    return ast.BoxShape(tuple(args.range(k) for k in range(len(args))))
+
+
+@shape_function("PRODUCT")
+def _product_shape(args: ShapeArguments) -> ast.ShapeExpr:
+    args.count(2, None, "PRODUCT(shape, shape, ...)")
+    parts = [args.shape(k) for k in range(len(args))]
+    free = [k for k, part in enumerate(parts) if part.fixed_ndim() is None]
+    return args.node(lambda: ast.ProductShape(tuple(parts)), free[1] if len(free) > 1 else -1)
+
+
+def _set_shape(args: ShapeArguments) -> ast.ShapeExpr:
+    binary = args.function == "DIFFERENCE"
+    args.count(2, 2 if binary else None, f"{args.function}(shape, shape{'' if binary else ', ...'})")
+    parts = tuple(args.shape(k) for k in range(len(args)))
+    return args.node(lambda: ast.SetShape(args.function, parts))
+
+
+for _operation in ast.SetShape.OPERATIONS:
+    shape_function(_operation)(_set_shape)
+
+
+# ---------------------------------------------------------------------------------------------
 # Tree -> syntax tree
 
 
@@ -480,7 +618,7 @@ class _StatementBuilder:
 
     # -- statements --------------------------------------------------------------------------
     def create_array(self, tree: Tree) -> ast.Statement:
-        _, _, name, schema_text = tree.children
+        _, _, name, schema_text = tree.children  # name: an IDENTIFIER or the keyword VIEW
         try:
             check_identifier(str(name), "array")
         except SchemaError as error:
@@ -499,7 +637,12 @@ class _StatementBuilder:
 
     def show_of(self, tree: Tree) -> ast.Statement:
         _, what, _, name = tree.children
-        kinds = {"VERSIONS": ast.ShowVersions, "CHUNKS": ast.ShowChunks, "SCHEMA": ast.ShowSchema}
+        kinds = {
+            "VERSIONS": ast.ShowVersions,
+            "CHUNKS": ast.ShowChunks,
+            "SCHEMA": ast.ShowSchema,
+            "STATUS": ast.ShowStatus,
+        }
         return kinds[what.type](str(name))
 
     def select(self, tree: Tree) -> ast.Statement:
@@ -533,6 +676,224 @@ class _StatementBuilder:
             raise self.source.error(
                 str(error), target_tree.meta.start_pos, ("identifier", "subarray")
             ) from None
+
+    # -- views -------------------------------------------------------------------------------
+    def create_view(self, tree: Tree) -> ast.Statement:
+        name, chunks_tree, query_tree = tree.children[3], tree.children[4], tree.children[6]
+        chunks = None
+        if chunks_tree is not None:
+            numbers = [t for t in _tokens(chunks_tree) if t.type == "NUMBER"]
+            chunks = tuple(self.integer(t, "a chunk length (a positive integer)") for t in numbers)
+            for token, length in zip(numbers, chunks, strict=True):
+                if length < 1:
+                    raise self.source.error(
+                        f"chunk lengths must be positive integers, got {length}",
+                        token.start_pos,
+                        ("integer",),
+                    )
+        return ast.CreateView(str(name), self.view_query(query_tree), chunks)
+
+    def drop_view(self, tree: Tree) -> ast.Statement:
+        return ast.DropView(str(tree.children[2]))
+
+    def show_views(self, tree: Tree) -> ast.Statement:
+        return ast.ShowViews()
+
+    def refresh_view(self, tree: Tree) -> ast.Statement:
+        _, _, name, _, strategy = tree.children
+        return ast.RefreshView(str(name), None if strategy is None else strategy.type.lower())
+
+    def verify_view(self, tree: Tree) -> ast.Statement:
+        return ast.VerifyView(str(tree.children[2]))
+
+    def view_query(self, tree: Tree) -> ast.ViewQuery:
+        return getattr(self, tree.data)(tree)
+
+    def window_select(self, tree: Tree) -> ast.ViewQuery:
+        source_tree = tree.children[3]
+        window = self.array_expr(source_tree)
+        if not isinstance(window, ast.Window) or not isinstance(window.source, ast.ArrayName):
+            raise self.source.error(
+                "a window view is SELECT * FROM window(array, before_1, after_1, ..., aggregate(...), ...) "
+                "over a stored array; other views are similarity joins: SELECT aggregates FROM A a "
+                "SIMILARITY JOIN B b ... WITH SHAPE ... GROUP BY a.dims",
+                source_tree.meta.start_pos,
+                ("window",),
+            )
+        return ast.WindowSelect(window)
+
+    def similarity_select(self, tree: Tree) -> ast.ViewQuery:
+        parts = {c.data: c for c in tree.children if isinstance(c, Tree) and c.data != "view_aggregate"}
+        items = [c for c in tree.children if isinstance(c, Tree) and c.data == "view_aggregate"]
+        on = next((c for c in tree.children if isinstance(c, Token) and c.type == "ON"), None)
+        left, left_alias, _, _, right, right_alias = parts["view_from"].children
+        aliases = {str(left_alias or left): "left"}
+        if str(right_alias or right) in aliases:
+            where = right_alias or right
+            raise self.source.error(
+                f"both sides of the similarity join are called {where}; give them different aliases, "
+                f"e.g. FROM {left} {left}1 SIMILARITY JOIN {right} {right}2",
+                where.start_pos,
+                ("identifier",),
+            )
+        aliases[str(right_alias or right)] = "right"
+        locations = [self._located("left", left.start_pos), self._located("right", right.start_pos)]
+        aggregates = []
+        for item in items:
+            aggregate = self.view_aggregate(item, aliases)
+            if any(a.name == aggregate.name for a in aggregates):
+                raise self.source.error(
+                    f"view output {aggregate.name!r} is named twice; rename one with AS", item.meta.start_pos
+                )
+            aggregates.append(aggregate)
+            locations.append(self._located("aggregate " + aggregate.name, item.meta.start_pos))
+        mapping = None
+        locations.append(self._located("on", (on or right_alias or right).start_pos))
+        if "join_condition" in parts:
+            mapping = self.join_condition(parts["join_condition"], aliases)
+        shape_tree = parts["view_shape"].children[2]
+        locations.append(self._located("shape", shape_tree.meta.start_pos))
+        group_items = [c for c in parts["view_group"].children if isinstance(c, Tree)]
+        locations.append(self._located("group_by", group_items[0].meta.start_pos))
+        group_by = []
+        for qualified in group_items:
+            alias, dimension = self.qualified(qualified, aliases)
+            if aliases[alias] != "left":
+                raise self.source.error(
+                    f"GROUP BY {alias}.{dimension}: only grouping by the left array's cells is supported; "
+                    f"list every dimension of {left_alias or left} (the first FROM array), in order",
+                    qualified.meta.start_pos,
+                )
+            if dimension in group_by:
+                raise self.source.error(
+                    f"GROUP BY lists {alias}.{dimension} twice", qualified.meta.start_pos, ("identifier",)
+                )
+            group_by.append(dimension)
+        return ast.SimilaritySelect(
+            tuple(aggregates),
+            str(left),
+            str(right),
+            self.shape(shape_tree),
+            tuple(group_by),
+            mapping,
+            str(left_alias or left),
+            str(right_alias or right),
+            tuple(locations),
+        )
+
+    def _located(self, part: str, offset: int) -> tuple[str, int, int]:
+        return (part, *self.source.position(offset))
+
+    def qualified(self, tree: Tree, aliases: dict[str, str]) -> tuple[str, str]:
+        """``alias.name`` with a known alias: (alias, name)."""
+        alias, _, name = tree.children
+        if str(alias) not in aliases:
+            known = " and ".join(f"{a} ({side})" for a, side in aliases.items())
+            raise self.source.error(
+                f"unknown alias {str(alias)!r}; FROM names {known}", alias.start_pos, tuple(aliases)
+            )
+        return str(alias), str(name)
+
+    def view_aggregate(self, tree: Tree, aliases: dict[str, str]) -> ast.ViewAggregateItem:
+        function, _, argument, _, _, name = tree.children
+        canonical = {"mean": "avg"}.get(str(function).lower(), str(function).lower())
+        if canonical not in ast.VIEW_FUNCTIONS:
+            raise self.source.error(
+                f"unknown view aggregate {str(function)!r}; views support {', '.join(ast.VIEW_FUNCTIONS)}",
+                function.start_pos,
+                ast.VIEW_FUNCTIONS,
+            )
+        if isinstance(argument, Token):  # '*'
+            if canonical != "count":
+                raise self.source.error(
+                    f"{canonical}(*) is not an aggregate; name an attribute, e.g. {canonical}(a.v)",
+                    argument.start_pos,
+                    ("identifier",),
+                )
+            table = attribute = None
+        else:
+            table, attribute = self.qualified(argument, aliases)
+        return ast.ViewAggregateItem(canonical, table, attribute, None if name is None else str(name))
+
+    def join_condition(self, tree: Tree, aliases: dict[str, str]) -> tuple[ast.AxisEquation, ...]:
+        equations: list[ast.AxisEquation] = []
+        for equation in (c for c in tree.children if isinstance(c, Tree)):
+            first, second = (c for c in equation.children if isinstance(c, Tree))
+            sides = []
+            for affine in (first, second):
+                alias, dimension = self.qualified(affine.children[0], aliases)
+                sides.append((aliases[alias], alias, dimension, affine))
+            if sides[0][0] == sides[1][0]:
+                raise self.source.error(
+                    "each equality of ON relates a dimension of the right array to one of the left array, "
+                    "e.g. (b.i = a.i / 2)",
+                    equation.meta.start_pos,
+                )
+            (_, _, target, right_side), (_, _, source, left_side) = sorted(
+                sides, key=lambda s: s[0] != "right"
+            )
+            if len(right_side.children) > 1:
+                raise self.source.error(
+                    "the right array's dimension stands alone in an equality of ON; put the arithmetic on "
+                    "the left array's side, e.g. (b.i = a.i * 2 + 1)",
+                    right_side.children[1].start_pos,
+                    ("'='", "')'"),
+                )
+            if any(e.target == target for e in equations):
+                raise self.source.error(
+                    f"ON maps dimension {target} of the right array twice", equation.meta.start_pos
+                )
+            factors = self.affine_factors(left_side)
+            try:
+                equations.append(ast.AxisEquation(target, source, *factors))
+            except ValueError as error:
+                raise self.source.error(str(error), left_side.meta.start_pos) from None
+        return tuple(equations)
+
+    def affine_factors(self, tree: Tree) -> tuple[int, int, int]:
+        """(multiplier, divisor, offset) of ``a.i [* m] [/ d] [+|- c]``."""
+        tokens = tree.children[1:]
+        factors = {"*": 1, "/": 1, "+": 0}
+        stage = 0  # the operators allowed next: *, / and +/- in that order, each at most once
+        usage = "write the left side as a.i [* m] [/ d] [+ c | - c]"
+        for k in range(0, len(tokens), 2):
+            op, number = tokens[k], tokens[k + 1]
+            order = {"*": 1, "/": 2, "+": 3, "-": 3}[str(op)]
+            if order <= stage:
+                raise self.source.error(f"unexpected {str(op)!r}: {usage}", op.start_pos, ("'='", "')'"))
+            stage = order
+            value = self.integer(number, "an integer")
+            if str(op) == "*" and value == 0:
+                raise self.source.error("the multiplier must not be 0", number.start_pos, ("integer",))
+            if str(op) == "/" and value < 1:
+                raise self.source.error(
+                    f"the divisor must be a positive integer, got {value}", number.start_pos, ("integer",)
+                )
+            factors["+" if order == 3 else str(op)] = -value if str(op) == "-" else value
+        return factors["*"], factors["/"], factors["+"]
+
+    def shape(self, tree: Tree) -> ast.ShapeExpr:
+        name, _, *items, rpar = tree.children
+        builder = SHAPE_FUNCTIONS.get(str(name).upper())
+        if builder is None:
+            known = tuple(sorted(SHAPE_FUNCTIONS))
+            raise self.source.error(
+                f"unknown shape {str(name)!r}; known: {', '.join(known)}", name.start_pos, known
+            )
+        return builder(ShapeArguments(self, str(name).upper(), name.start_pos, items, rpar.start_pos))
+
+    def integer(self, token: Token, what: str, prefix: str = "") -> int:
+        """The integer of a NUMBER token (ParseError at it if it is not an int64 integer)."""
+        if not _INTEGER.fullmatch(str(token)):
+            raise self.source.error(
+                f"{prefix}expected {what}, got {str(token)!r}", token.start_pos, ("integer",)
+            )
+        value = int(str(token))
+        if not ast.INT64_MIN <= value <= ast.INT64_MAX:
+            raise self.source.error(
+                f"{prefix}integer {value} is outside the int64 range", token.start_pos, ("integer",)
+            )
+        return value
 
     # -- parts -------------------------------------------------------------------------------
     def condition(self, tree: Tree) -> Expr:
@@ -570,4 +931,16 @@ class _StatementBuilder:
         return builder(Arguments(self.source, str(name).lower(), name.start_pos, spans, rpar.start_pos))
 
 
-__all__ = ["ARRAY_FUNCTIONS", "Arguments", "ParsedStatement", "array_function", "parse", "parse_statements"]
+__all__ = [
+    "ARRAY_FUNCTIONS",
+    "SHAPE_FUNCTIONS",
+    "Arguments",
+    "ParsedStatement",
+    "ShapeArguments",
+    "array_function",
+    "parse",
+    "parse_array_expression",
+    "parse_statements",
+    "parse_view_query",
+    "shape_function",
+]

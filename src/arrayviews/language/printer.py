@@ -3,6 +3,11 @@
 Keywords are upper case, array functions lower case, one space after every comma; cell expressions,
 aggregate calls and schemas use the model's canonical forms. Statements print on one line without
 the closing ``;``.
+
+View definitions: shapes upper case (``PRODUCT(BOX(-2:0), L1(1))``), view aggregates lower case with
+``AS name`` only when the name is not the default, aliases only when they differ from the array's
+name, and ON equalities as ``(a.i = b.i)`` when plain, else ``(b.i = a.i * m / d + c)`` (the right
+side first).
 """
 
 from __future__ import annotations
@@ -45,6 +50,86 @@ def array_text(node: ast.ArrayExpr) -> str:
         raise TypeError(f"no printer for array expression {node!r}")
     parts = [array_text(i) for i in node.inputs()] + printer(node)
     return f"{node.function}({', '.join(parts)})"
+
+
+# -- view definitions ---------------------------------------------------------------------------
+#: Printers of each shape node type.
+_SHAPES: dict[type, Callable[[ast.ShapeExpr], str]] = {
+    ast.BallShape: lambda n: f"{n.norm}({n.radius})",
+    ast.BoxShape: lambda n: "BOX(" + ", ".join(f"{low}:{high}" for low, high in n.ranges) + ")",
+    ast.ProductShape: lambda n: "PRODUCT(" + ", ".join(shape_text(p) for p in n.parts) + ")",
+    ast.SetShape: lambda n: f"{n.operation}(" + ", ".join(shape_text(p) for p in n.parts) + ")",
+}
+
+
+def shape_printer(node_type: type) -> Callable:
+    """Register how a shape node is printed (a decorator)."""
+
+    def register(printer: Callable[[ast.ShapeExpr], str]) -> Callable:
+        _SHAPES[node_type] = printer
+        return printer
+
+    return register
+
+
+def shape_text(node: ast.ShapeExpr) -> str:
+    printer = _SHAPES.get(type(node))
+    if printer is None:
+        raise TypeError(f"no printer for shape {node!r}")
+    return printer(node)
+
+
+def _view_aggregate(item: ast.ViewAggregateItem) -> str:
+    argument = "*" if item.attribute is None else f"{item.table}.{item.attribute}"
+    text = f"{item.function}({argument})"
+    return text if item.name == item.default_name else f"{text} AS {item.name}"
+
+
+def _equation(q: ast.SimilaritySelect, e: ast.AxisEquation) -> str:
+    right, left = f"{q.right_alias}.{e.target}", f"{q.left_alias}.{e.source}"
+    if e.is_plain:
+        return f"({left} = {right})"
+    text = left
+    if e.multiplier != 1:
+        text += f" * {e.multiplier}"
+    if e.divisor != 1:
+        text += f" / {e.divisor}"
+    if e.offset:
+        text += f" {'-' if e.offset < 0 else '+'} {abs(e.offset)}"
+    return f"({right} = {text})"
+
+
+def _similarity_select(q: ast.SimilaritySelect) -> str:
+    def table(name: str, alias: str) -> str:
+        return name if alias == name else f"{name} {alias}"
+
+    text = "SELECT " + ", ".join(_view_aggregate(a) for a in q.aggregates)
+    text += f" FROM {table(q.left, q.left_alias)} SIMILARITY JOIN {table(q.right, q.right_alias)}"
+    if q.mapping is not None:
+        text += " ON " + " AND ".join(_equation(q, e) for e in q.mapping)
+    text += f" WITH SHAPE {shape_text(q.shape)}"
+    return text + " GROUP BY " + ", ".join(f"{q.left_alias}.{d}" for d in q.group_by)
+
+
+def view_query_text(query: ast.ViewQuery) -> str:
+    """The canonical SELECT of a view definition (what the view's definition stores as its text)."""
+    if isinstance(query, ast.WindowSelect):
+        return f"SELECT * FROM {array_text(query.window)}"
+    if isinstance(query, ast.SimilaritySelect):
+        return _similarity_select(query)
+    raise TypeError(f"no printer for view query {query!r}")
+
+
+def _create_view(s: ast.CreateView) -> str:
+    text = f"CREATE ARRAY VIEW {s.name}"
+    if s.chunks is not None:
+        text += " WITH CHUNKS (" + ", ".join(str(n) for n in s.chunks) + ")"
+    return f"{text} AS {view_query_text(s.query)}"
+
+
+def _refresh_view(s: ast.RefreshView) -> str:
+    text = f"REFRESH VIEW {s.name}"
+    return text if s.strategy is None else f"{text} USING {s.strategy.upper()}"
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -106,6 +191,12 @@ _STATEMENTS: dict[type, Callable] = {
     ast.Insert: _insert,
     ast.Load: _load,
     ast.Delete: lambda s: f"DELETE FROM {array_text(s.target)}",
+    ast.CreateView: _create_view,
+    ast.DropView: lambda s: f"DROP VIEW {s.name}",
+    ast.ShowViews: lambda s: "SHOW VIEWS",
+    ast.ShowStatus: lambda s: f"SHOW STATUS OF {s.name}",
+    ast.RefreshView: _refresh_view,
+    ast.VerifyView: lambda s: f"VERIFY VIEW {s.name}",
 }
 
 
@@ -119,10 +210,14 @@ def statement_printer(node_type: type) -> Callable:
     return register
 
 
-def to_text(node: ast.Statement | ast.ArrayExpr) -> str:
-    """The canonical text of a statement (without ``;``) or of an array expression."""
+def to_text(node: ast.Statement | ast.ArrayExpr | ast.ViewQuery | ast.ShapeExpr) -> str:
+    """The canonical text of a statement (without ``;``), an array expression, a view's SELECT or a shape."""
     if isinstance(node, ast.ArrayExpr):
         return array_text(node)
+    if isinstance(node, ast.ViewQuery):
+        return view_query_text(node)
+    if isinstance(node, ast.ShapeExpr):
+        return shape_text(node)
     printer = _STATEMENTS.get(type(node))
     if printer is None:
         raise TypeError(f"no printer for statement {node!r}")
@@ -138,7 +233,10 @@ __all__ = [
     "array_argument_printer",
     "array_text",
     "script_text",
+    "shape_printer",
+    "shape_text",
     "statement_printer",
     "to_text",
     "value_text",
+    "view_query_text",
 ]

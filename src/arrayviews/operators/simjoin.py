@@ -165,17 +165,23 @@ def only_chunks(frame: DataFrame, schema: ArraySchema, chunks: np.ndarray) -> Da
     return frame.join(F.broadcast(wanted), on=names, how="left_semi")
 
 
-def fragments_to_left(spark: SparkSession, table: pa.Table, spec: JoinSpec, role: int) -> DataFrame:
-    """A small fragment table on the driver (e.g. a delta) as left pieces."""
-    pieces = _left_pieces(table, spec, role)
+def fragments_to_left(spark: SparkSession, tables: dict[int, pa.Table], spec: JoinSpec) -> DataFrame:
+    """Small fragment tables on the driver (e.g. the signed parts of a delta, by role) as left pieces,
+    in one DataFrame."""
+    schema = left_piece_schema(spec)
+    parts = [jobs.conform(_left_pieces(table, spec, role), schema) for role, table in tables.items()]
     return spark.createDataFrame(
-        jobs.conform(pieces, left_piece_schema(spec)), schema=jobs.spark_schema(left_piece_schema(spec))
+        pa.concat_tables(parts) if parts else schema.empty_table(), schema=jobs.spark_schema(schema)
     )
 
 
-def fragments_to_right(spark: SparkSession, table: pa.Table, spec: JoinSpec, pairs, role: int) -> DataFrame:
-    """A small fragment table on the driver (e.g. a delta) as right pieces for ``pairs``."""
-    pieces = _right_pieces(table, spec, _targets_by_right(pairs), role)
+def fragments_to_right(spark: SparkSession, tables: dict[int, pa.Table], spec: JoinSpec, pairs) -> DataFrame:
+    """Small fragment tables on the driver (by role) as right pieces for ``pairs``, in one DataFrame."""
+    schema = right_piece_schema(spec)
+    targets = _targets_by_right(pairs)
+    parts = [
+        jobs.conform(_right_pieces(table, spec, targets, role), schema) for role, table in tables.items()
+    ]
     return spark.createDataFrame(
-        jobs.conform(pieces, right_piece_schema(spec)), schema=jobs.spark_schema(right_piece_schema(spec))
+        pa.concat_tables(parts) if parts else schema.empty_table(), schema=jobs.spark_schema(schema)
     )

@@ -179,19 +179,28 @@ def baseline_refresh(
     )
     checkpoint("refresh.planned")
     left_rows = [
-        simjoin.fragments_to_left(spark, _signed_fragments(left_delta, "minus"), spec, simjoin.LEFT_MINUS),
-        simjoin.fragments_to_left(spark, _signed_fragments(left_delta, "plus"), spec, simjoin.LEFT_PLUS),
+        simjoin.fragments_to_left(
+            spark,
+            {
+                simjoin.LEFT_MINUS: _signed_fragments(left_delta, "minus"),
+                simjoin.LEFT_PLUS: _signed_fragments(left_delta, "plus"),
+            },
+            spec,
+        )
     ]
     second_targets = np.array(sorted({p for p, _ in second}), dtype=np.int64).reshape(-1, spec.left.ndim)
     if len(second_targets):
         left_rows.append(simjoin.route_left(left_old.frame(spark), spec, simjoin.LEFT_OLD, second_targets))
     right_rows = [
         simjoin.fragments_to_right(
-            spark, _signed_fragments(right_delta, "minus"), spec, second + third, simjoin.RIGHT_MINUS
-        ),
-        simjoin.fragments_to_right(
-            spark, _signed_fragments(right_delta, "plus"), spec, second + third, simjoin.RIGHT_PLUS
-        ),
+            spark,
+            {
+                simjoin.RIGHT_MINUS: _signed_fragments(right_delta, "minus"),
+                simjoin.RIGHT_PLUS: _signed_fragments(right_delta, "plus"),
+            },
+            spec,
+            second + third,
+        )
     ]
     if first:
         right_rows.append(simjoin.route_right(right_old.frame(spark), spec, first, simjoin.RIGHT_OLD))
