@@ -7,7 +7,7 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout", "window")
+BENCHMARKS = ("ingest", "layout", "window", "views")
 
 
 def main() -> None:

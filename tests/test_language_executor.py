@@ -13,7 +13,7 @@ import pytest
 import arrayviews
 from arrayviews.array import Array
 from arrayviews.language import syntax as ast
-from arrayviews.language.executor import execute, execute_text
+from arrayviews.language.executor import execute, execute_text, view_definition_from_text
 from arrayviews.language.printer import to_text
 from arrayviews.model.errors import (
     AlreadyExistsError,
@@ -22,6 +22,7 @@ from arrayviews.model.errors import (
     ParseError,
     ValidationError,
 )
+from arrayviews.views.definition import ViewAggregate, WindowViewDefinition
 
 pytestmark = pytest.mark.spark
 
@@ -337,3 +338,273 @@ def test_delete(db) -> None:
     assert db.sql("DELETE FROM D").cells_removed == 2
     assert db.array("D").count() == 0
     assert list(db.sql("SHOW VERSIONS OF D").operation) == ["insert", "delete", "delete"]
+
+
+# -- views --------------------------------------------------------------------------------------
+CROSS = [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]  # L1(1) in 2-D
+SQUARE = [(di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1)]  # LINF(1), a 1-cell window
+
+
+def _dense(frame: pd.DataFrame, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    mask, values = np.zeros(shape, bool), np.zeros(shape)
+    mask[frame.i - 1, frame.j - 1] = True
+    values[frame.i - 1, frame.j - 1] = frame.v
+    return mask, values
+
+
+def _shifted(grid: np.ndarray, di: int, dj: int, fill: float) -> np.ndarray:
+    """grid[i + di, j + dj] at [i, j] (``fill`` outside)."""
+    padded = np.pad(grid.astype(float), 1, constant_values=fill)
+    return padded[1 + di : 1 + di + grid.shape[0], 1 + dj : 1 + dj + grid.shape[1]]
+
+
+def _neighbourhood_reference(frame: pd.DataFrame, shape, offsets) -> dict[str, np.ndarray]:
+    """Per non-empty cell: how many non-empty cells lie at the offsets, their mean and max (NaN elsewhere)."""
+    mask, values = _dense(frame, shape)
+    count = sum(_shifted(mask, di, dj, 0) for di, dj in offsets)
+    total = sum(_shifted(np.where(mask, values, 0), di, dj, 0) for di, dj in offsets)
+    high = np.max([_shifted(np.where(mask, values, -np.inf), di, dj, -np.inf) for di, dj in offsets], axis=0)
+    nan = np.where(mask, 1.0, np.nan)
+    return {"count": count * nan, "mean": total / np.maximum(count, 1) * nan, "max": high * nan}
+
+
+def _random_cells(seed: int, shape, keep: float, exclude: pd.DataFrame | None = None) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(1, shape[0] + 1), np.arange(1, shape[1] + 1), indexing="ij")
+    present = rng.random(shape) < keep
+    if exclude is not None:
+        present[exclude.i - 1, exclude.j - 1] = False
+    return pd.DataFrame({"i": i[present], "j": j[present], "v": rng.random(int(present.sum()))})
+
+
+SIMILARITY_VIEW = (
+    "CREATE ARRAY VIEW V AS SELECT COUNT(*) AS cnt, AVG(A2.v) AS mean_v FROM A A1 SIMILARITY JOIN A A2 "
+    "ON (A1.i = A2.i) AND (A1.j = A2.j) WITH SHAPE L1(1) GROUP BY A1.i, A1.j"
+)
+
+
+def test_similarity_view_lifecycle(db) -> None:
+    grid = (6, 8)
+    first = _random_cells(3, grid, 0.5)
+    db.sql(f"CREATE ARRAY A <v:float64> [i=1:6:2; j=1:8:4]; {_insert_text('A', first)}")
+    view = db.sql(SIMILARITY_VIEW)
+    assert view.name == "V" and db.views() == ["V"]
+    assert view.definition.text == to_text(db_parse_query(SIMILARITY_VIEW))
+
+    def check(cells: pd.DataFrame) -> None:
+        expected = _neighbourhood_reference(cells, grid, CROSS)
+        result = db.sql("SELECT * FROM V")
+        assert list(result.to_pandas().columns) == ["i", "j", "cnt", "mean_v"]  # no hidden state
+        np.testing.assert_array_equal(result.to_numpy("cnt", fill=np.nan), expected["count"])
+        np.testing.assert_allclose(result.to_numpy("mean_v"), expected["mean"], equal_nan=True)
+
+    check(first)
+    assert db.sql("SHOW SCHEMA OF V") == "V<cnt:int64, mean_v:float64 NULL>[i=1:6:2; j=1:8:4]"
+    assert db.sql("SELECT cnt FROM V WHERE cnt > 2").count() == int(
+        (_neighbourhood_reference(first, grid, CROSS)["count"] > 2).sum()
+    )
+    assert list(db.sql("SHOW ARRAYS").name) == ["A"]  # views are listed by SHOW VIEWS
+    views = db.sql("SHOW VIEWS")
+    assert views.to_dict("records") == [
+        {"name": "V", "definition": view.definition.text, "version": 1, "pending": False}
+    ]
+
+    second = _random_cells(4, grid, 0.3, exclude=first)
+    db.sql(_insert_text("A", second))
+    status = db.sql("SHOW STATUS OF V")
+    assert status.to_dict("records") == [{"base": "A", "reflected": 1, "current": 2, "pending": True}]
+    assert bool(db.sql("SHOW VIEWS").pending.iloc[0])
+    result = db.sql("REFRESH VIEW V")
+    assert result.committed and result.strategy == "baseline" and result.version == 2
+    assert str(result).startswith("refresh (baseline) of view V: now at version 2")
+    check(pd.concat([first, second]))
+    assert db.sql("VERIFY VIEW V") is True
+    assert not db.sql("REFRESH VIEW V USING FULL").committed  # nothing pending
+    assert list(db.sql("SHOW STATUS OF V").pending) == [False]
+
+    with pytest.raises(ValidationError, match="V is a view: write to its base arrays and refresh it"):
+        db.sql("INSERT INTO V VALUES (1, 1, 5, 0.5)")
+    with pytest.raises(ValidationError, match="array A is a base of view"):
+        db.sql("DROP ARRAY A")
+    with pytest.raises(ValidationError, match="V is a view; drop it with DROP VIEW V"):
+        db.sql("DROP ARRAY V")
+    assert db.sql("DROP VIEW V") is None
+    assert db.views() == [] and db.arrays() == ["A"]
+    assert db.sql("SHOW VIEWS").empty
+
+
+def db_parse_query(text: str):
+    from arrayviews.language.parser import parse
+
+    (statement,) = parse(text)
+    return statement.query
+
+
+def test_window_view_from_text_and_full_refresh(db) -> None:
+    grid = (6, 8)
+    first = _random_cells(5, grid, 0.5)
+    db.sql(f"CREATE ARRAY A <v:float64> [i=1:6:2; j=1:8:4]; {_insert_text('A', first)}")
+    view = db.create_view("W", "select * from WINDOW(A, 1, 1, 1, 1, Avg(v), max(v) AS top)")
+    assert view.definition == WindowViewDefinition(
+        "A",
+        (1, 1),
+        (1, 1),
+        ("avg(v)", "max(v) as top"),
+        "SELECT * FROM window(A, 1, 1, 1, 1, avg(v), max(v) as top)",
+    )
+
+    def check(cells: pd.DataFrame) -> None:
+        expected = _neighbourhood_reference(cells, grid, SQUARE)
+        result = db.sql("SELECT * FROM W")
+        np.testing.assert_allclose(result.to_numpy("v_avg"), expected["mean"], equal_nan=True)
+        np.testing.assert_allclose(result.to_numpy("top"), expected["max"], equal_nan=True)
+
+    check(first)
+    second = _random_cells(6, grid, 0.3, exclude=first)
+    db.sql(_insert_text("A", second))
+    result = db.sql("REFRESH VIEW W USING FULL")
+    assert result.committed and result.strategy == "full"
+    check(pd.concat([first, second]))
+    assert db.sql("SHOW VIEWS").to_dict("records") == [
+        {"name": "W", "definition": view.definition.text, "version": 2, "pending": False}
+    ]
+
+
+def test_view_with_affine_mapping_box_shape_and_chunks(db) -> None:
+    """A (fine grid) looks at B (twice as coarse, shifted by one) through a BOX: a brute-force check."""
+    db.sql("CREATE ARRAY A <v:float64> [i=1:6:3; j=1:4:2]; CREATE ARRAY B <w:int64> [x=0:4:5; y=0:3:2]")
+    a = _random_cells(7, (6, 4), 0.6)
+    b = pd.DataFrame(
+        [(x, y, 10 * x + y) for x in range(5) for y in range(4) if (x + y) % 3], columns=["x", "y", "w"]
+    )
+    db.sql(_insert_text("A", a) + ";" + to_text(ast.Insert("B", tuple(map(tuple, b.to_numpy().tolist())))))
+    view = db.sql(
+        "CREATE ARRAY VIEW V WITH CHUNKS (2, 4) AS SELECT count(*), sum(b.w), min(b.w) AS low, avg(a.v)\n"
+        "  FROM A a SIMILARITY JOIN B b ON (b.x = a.i / 2 + 1) AND (a.j = b.y)\n"
+        "  WITH SHAPE BOX(-1:0, 0:1) GROUP BY a.i, a.j"
+    )
+    assert view.schema.to_text() == (
+        "V<count:int64, w_sum:int64 NULL, low:int64 NULL, v_avg:float64 NULL>[i=1:6:2; j=1:4:4]"
+    )
+    present = {(x, y): w for x, y, w in b.itertuples(index=False)}
+    rows = []
+    for i, j, v in a.itertuples(index=False):
+        centre = (i // 2 + 1, j)
+        ws = [
+            present[(centre[0] + dx, centre[1] + dy)]
+            for dx in (-1, 0)
+            for dy in (0, 1)
+            if (centre[0] + dx, centre[1] + dy) in present
+        ]
+        rows.append((i, j, len(ws), sum(ws) if ws else None, min(ws) if ws else None, v if ws else None))
+    expected = pd.DataFrame(rows, columns=["i", "j", "count", "w_sum", "low", "v_avg"])
+    assert_cells(db.sql("SELECT * FROM V").to_pandas(), expected)
+
+
+VIEW_ERRORS = [
+    # statement (on the module's A <v, n> and B <w>, both [i; j]), error type, fragment of the message
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b\n  ON (b.i = a.i) WITH SHAPE L1(1) GROUP BY a.i, a.j",
+        ValidationError,
+        "ON does not map dimension j of B (b): every dimension of the right array needs exactly one equality, "
+        "e.g. (b.j = a.i) (at line 2, column 3)",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b ON (b.k = a.i) WITH SHAPE L1(1) GROUP BY a.i, a.j",
+        ValidationError,
+        "ON: b.k: array B has no dimension 'k'; dimensions: i, j (at line 1, column 69)",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY a.j, a.i",
+        ValidationError,
+        "GROUP BY must list every dimension of A in order (a.i, a.j): only grouping by the left array's cells "
+        "is supported (at line 1, column 95)",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY a.i",
+        ValidationError,
+        "GROUP BY must list every dimension of A in order",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*), avg(b.v) FROM A a SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY a.i, a.j",
+        ValidationError,
+        "b.v: array B has no attribute 'v'; attributes: w (at line 1, column 41)",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) AS i FROM A a SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY a.i, a.j",
+        ValidationError,
+        "view output 'i' clashes with a dimension of A",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE BOX(-1:1) GROUP BY a.i, a.j",
+        ValidationError,
+        "WITH SHAPE: BOX has 1 range(s) but the shape needs 2 (one per dimension) (at line 1, column 80)",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE PRODUCT(BOX(0:0), BOX(0:0), L1(1)) GROUP BY a.i, a.j",
+        ValidationError,
+        "WITH SHAPE: PRODUCT covers 2 dimension(s) plus a ball, but the shape needs 2",
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM C c SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY c.i, c.j",
+        NotFoundError,
+        "no array named C (arrays: A, B) (at line 1, column 45)",
+    ),
+    (
+        "CREATE ARRAY VIEW V WITH CHUNKS (2) AS SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE L1(1) GROUP BY a.i, a.j",
+        ValidationError,
+        "WITH CHUNKS needs one chunk length per dimension of the view (i, j), got 1",
+    ),
+    ("CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, avg(v))", ValidationError, "needs 4 extents"),
+    (
+        "CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, 1, 1, avg(x))",
+        ValidationError,
+        "unknown attribute 'x'",
+    ),
+    (
+        "CREATE ARRAY VIEW B AS SELECT * FROM window(A, 1, 1, 1, 1, avg(v))",
+        AlreadyExistsError,
+        "B already exists",
+    ),
+    ("DROP VIEW A", ValidationError, "A is an array, not a view"),
+    ("REFRESH VIEW C", NotFoundError, "no view named C (views: none)"),
+    ("SHOW STATUS OF B", ValidationError, "B is an array, not a view"),
+    ("VERIFY VIEW C", NotFoundError, "no view named C"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "message"), VIEW_ERRORS, ids=[v[0][:70] for v in VIEW_ERRORS])
+def test_bad_view_statements_change_nothing(loaded, text: str, kind: type, message: str) -> None:
+    db, _, _ = loaded
+    before = _state(db)
+    with pytest.raises(kind) as caught:
+        db.sql(text)
+    assert message in str(caught.value)
+    assert str(caught.value).endswith("(statement at line 1)")
+    assert _state(db) == before and db.views() == []
+
+
+def test_view_definition_from_text_points_into_the_select(loaded) -> None:
+    db, _, _ = loaded
+    text = "SELECT count(*)\nFROM A a SIMILARITY JOIN B b\nON (b.i = a.i)\nWITH SHAPE L1(1) GROUP BY a.i, a.j"
+    with pytest.raises(
+        ValidationError, match=r"ON does not map dimension j of B .* \(at line 3, column 1\)$"
+    ):
+        db.create_view("V", text)
+    with pytest.raises(ParseError) as caught:
+        db.create_view("V", "SELECT count(*) FROM A a SIMILARITY JOIN B b WITH SHAPE L2(1) GROUP BY a.i, a.j")
+    assert (caught.value.line, caught.value.column) == (1, 57)
+    definition = view_definition_from_text(
+        db, "select Count(*) from A a similarity join A b with shape linf(0) group by a.i, a.j"
+    )
+    assert (
+        definition.text == "SELECT count(*) FROM A a SIMILARITY JOIN A b WITH SHAPE LINF(0) GROUP BY a.i, a.j"
+    )
+    assert (definition.left, definition.right, definition.mapping, len(definition.shape)) == (
+        "A",
+        "A",
+        None,
+        1,
+    )
+    assert definition.aggregates == (ViewAggregate("count", None, None, "count"),)
+    assert db.views() == []

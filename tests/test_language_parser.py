@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from arrayviews.language import parser as parser_module
 from arrayviews.language import printer as printer_module
 from arrayviews.language import syntax as ast
-from arrayviews.language.parser import parse, parse_array_expression, parse_statements
+from arrayviews.language.parser import parse, parse_array_expression, parse_statements, parse_view_query
 from arrayviews.language.printer import script_text, to_text
 from arrayviews.model.aggregate_calls import FUNCTIONS as AGGREGATES
 from arrayviews.model.aggregate_calls import AggregateCall
@@ -250,10 +250,28 @@ ERRORS = [
         1,
         1,
         "unexpected 'SELEC'",
-        ("';'", "CREATE", "DELETE", "DROP", "INSERT", "LOAD", "SELECT", "SHOW", "end of input"),
+        (
+            "';'",
+            "CREATE",
+            "DELETE",
+            "DROP",
+            "INSERT",
+            "LOAD",
+            "REFRESH",
+            "SELECT",
+            "SHOW",
+            "VERIFY",
+            "end of input",
+        ),
     ),
     ("SHOW ARRAYS foo", 1, 13, "unexpected 'foo' after the end of the statement", ("';'", "end of input")),
-    ("SHOW TABLES", 1, 6, "unexpected 'TABLES'", ("ARRAYS", "CHUNKS", "SCHEMA", "VERSIONS")),
+    (
+        "SHOW TABLES",
+        1,
+        6,
+        "unexpected 'TABLES'",
+        ("ARRAYS", "CHUNKS", "SCHEMA", "STATUS", "VERSIONS", "VIEWS"),
+    ),
     ("SELECT * FROM", 1, 14, "unexpected end of input", ("identifier",)),
     ("SELECT FROM A", 1, 13, "unexpected 'A'", ("','", "FROM", "INTO")),
     ("SELECT * FROM A WHERE", 1, 22, "unexpected end of input", ("'('", "expression")),
@@ -369,6 +387,308 @@ def test_unknown_function_lists_the_known_ones() -> None:
         parse("SELECT * FROM windw(A, 1)")
     assert caught.value.expected == tuple(sorted(parser_module.ARRAY_FUNCTIONS))
     assert "known: aggregate, apply, filter, join, project, regrid, subarray" in caught.value.reason
+
+
+# -- views ----------------------------------------------------------------------------------------
+_SIM = "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b "
+_TAIL = " WITH SHAPE L1(1) GROUP BY a.i"
+
+
+def test_view_nodes() -> None:
+    (statement,) = parse(
+        "CREATE ARRAY VIEW V AS SELECT COUNT(*) AS cnt, AVG(A2.v) AS mean_v FROM A A1 SIMILARITY JOIN A A2 "
+        "ON (A1.i = A2.i) AND (A1.j = A2.j) WITH SHAPE L1(1) GROUP BY A1.i, A1.j"
+    )
+    assert statement == ast.CreateView(
+        "V",
+        ast.SimilaritySelect(
+            (ast.ViewAggregateItem("count", name="cnt"), ast.ViewAggregateItem("avg", "A2", "v", "mean_v")),
+            "A",
+            "A",
+            ast.BallShape("L1", 1),
+            ("i", "j"),
+            (ast.AxisEquation("i", "i"), ast.AxisEquation("j", "j")),
+            "A1",
+            "A2",
+        ),
+    )
+    query = statement.query
+    assert query.side("A1") == "left" and query.side("A2") == "right"
+    assert query.locations == (
+        ("left", 1, 73),
+        ("right", 1, 94),
+        ("aggregate cnt", 1, 31),
+        ("aggregate mean_v", 1, 48),
+        ("on", 1, 99),
+        ("shape", 1, 145),
+        ("group_by", 1, 160),
+    )
+    assert query.location("on") == (1, 99) and query.location("nowhere") is None
+    # either side of an equality first, parentheses optional, affine forms
+    (a,) = parse(_SIM + "ON (b.i = a.i * 2 / 3 - 4) AND (a.j = b.j)" + _TAIL)
+    (b,) = parse(_SIM + "ON a.i*2/3-4 = b.i AND b.j = a.j" + _TAIL)
+    assert a == b
+    assert a.query.mapping == (ast.AxisEquation("i", "i", 2, 3, -4), ast.AxisEquation("j", "j"))
+    # default names and aliases
+    (c,) = parse(
+        "CREATE ARRAY VIEW V AS SELECT count(*), mean(B.w), max(A.v) FROM A SIMILARITY JOIN B"
+        + _TAIL.replace("a.i", "A.i")
+    )
+    assert [x.name for x in c.query.aggregates] == ["count", "w_avg", "v_max"]
+    assert (c.query.left_alias, c.query.right_alias, c.query.mapping) == ("A", "B", None)
+    # shapes
+    (d,) = parse(
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN B b "
+        "WITH SHAPE union(product(box(-200:0), linf(1)), difference(BOX(0:0, -1:1, 2:3), l1(0))) GROUP BY a.t"
+    )
+    assert d.query.shape == ast.SetShape(
+        "UNION",
+        (
+            ast.ProductShape((ast.BoxShape(((-200, 0),)), ast.BallShape("LINF", 1))),
+            ast.SetShape("DIFFERENCE", (ast.BoxShape(((0, 0), (-1, 1), (2, 3))), ast.BallShape("L1", 0))),
+        ),
+    )
+    assert d.query.shape.fixed_ndim() == 3
+    # window views and the chunks clause
+    (w,) = parse(
+        "CREATE ARRAY VIEW W WITH CHUNKS (2, 3) AS SELECT * FROM window(A, 1, 1, 2, 2, avg(v), max(v))"
+    )
+    assert w == ast.CreateView(
+        "W",
+        ast.WindowSelect(
+            ast.Window(
+                ast.ArrayName("A"), (1, 1, 2, 2), (AggregateCall("avg", "v"), AggregateCall("max", "v"))
+            )
+        ),
+        (2, 3),
+    )
+    assert w.query.base == "A"
+
+
+def test_parse_view_query_reads_the_select_alone() -> None:
+    text = "SELECT count(*) AS n -- neighbours\nFROM A a SIMILARITY JOIN A b WITH SHAPE LINF(1) GROUP BY a.i"
+    query = parse_view_query(text)
+    assert isinstance(query, ast.SimilaritySelect)
+    assert (
+        to_text(query) == "SELECT count(*) AS n FROM A a SIMILARITY JOIN A b WITH SHAPE LINF(1) GROUP BY a.i"
+    )
+    assert parse_view_query(to_text(query)) == query
+    assert query.location("group_by") == (2, 58)
+    assert parse_view_query("select * from window(A, 0, 1, sum(v))") == ast.WindowSelect(
+        ast.Window(ast.ArrayName("A"), (0, 1), (AggregateCall("sum", "v"),))
+    )
+    with pytest.raises(ParseError) as caught:
+        parse_view_query("SELECT * FROM window(A, 0, 1, sum(v));")
+    assert caught.value.reason == "unexpected ';' after the end of the view definition"
+    assert (caught.value.line, caught.value.column) == (1, 38)
+
+
+VIEW_ERRORS = [
+    # text, line, column, reason (start of the message), expected (None: not checked)
+    ("DROP VIEW", 1, 10, "unexpected end of input", ("identifier",)),
+    ("SHOW STATUS V", 1, 13, "unexpected 'V'", ("OF",)),
+    ("REFRESH VIEW V USING FAST", 1, 22, "unexpected 'FAST'", ("BASELINE", "FULL")),
+    ("REFRESH V", 1, 9, "unexpected 'V'", ("VIEW",)),
+    ("VERIFY VIEW V W", 1, 15, "unexpected 'W' after the end of the statement", None),
+    ("CREATE ARRAY VIEW V", 1, 20, "unexpected end of input", ("AS", "WITH")),
+    ("CREATE ARRAY VIEW V AS SELECT * FROM A", 1, 38, "a window view is SELECT * FROM window(", ("window",)),
+    (
+        "CREATE ARRAY VIEW V AS SELECT * FROM window(filter(A, v > 1), 1, 1, avg(v))",
+        1,
+        38,
+        "a window view",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V WITH CHUNKS (0) AS SELECT * FROM window(A, 1, 1, avg(v))",
+        1,
+        34,
+        "chunk lengths must",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V WITH CHUNKS (2.5) AS SELECT * FROM window(A, 1, 1, avg(v))",
+        1,
+        34,
+        "expected a chunk",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V WITH CHUNKS () AS SELECT * FROM window(A, 1, 1, avg(v))",
+        1,
+        34,
+        "unexpected ')'",
+        ("number",),
+    ),
+    ("CREATE ARRAY VIEW V AS SELECT v FROM A", 1, 33, "unexpected 'FROM'", ("'('",)),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A",
+        1,
+        46,
+        "unexpected end of input",
+        ("SIMILARITY", "identifier"),
+    ),
+    ("CREATE ARRAY VIEW V AS SELECT count(*) FROM A a JOIN B b", 1, 49, "unexpected 'JOIN'", ("SIMILARITY",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(-1)"), 1, 84, "L1: the radius must be an integer >= 0", ("integer",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(1.5)"), 1, 84, "L1: expected a radius", ("integer",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(1, 2)"), 1, 87, "L1: too many arguments (2)", ("')'",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(0:1)"), 1, 84, "L1: argument 1 must be a radius", ("integer",)),
+    (_SIM + _TAIL.replace("L1(1)", "l2(1)"), 1, 81, "unknown shape 'l2'; known: BOX, DIFFERENCE", None),
+    (_SIM + _TAIL.replace("L1(1)", "L1()"), 1, 84, "unexpected ')'", None),
+    (_SIM + _TAIL.replace("L1(1)", "L1"), 1, 84, "unexpected 'GROUP'", ("'('",)),
+    (_SIM + _TAIL.replace("L1(1)", "BOX(1)"), 1, 85, "BOX: argument 1 must be a range low:high", ("range",)),
+    (_SIM + _TAIL.replace("L1(1)", "BOX(1:2, L1(1))"), 1, 90, "BOX: argument 2 must be a range", ("range",)),
+    (_SIM + _TAIL.replace("L1(1)", "BOX(1:x)"), 1, 87, "unexpected 'x'", ("number",)),
+    (_SIM + _TAIL.replace("L1(1)", "PRODUCT(L1(1))"), 1, 94, "PRODUCT: too few arguments (1)", ("','",)),
+    (_SIM + _TAIL.replace("L1(1)", "PRODUCT(L1(1), 2)"), 1, 96, "PRODUCT: argument 2 must be a shape", None),
+    (
+        _SIM + _TAIL.replace("L1(1)", "PRODUCT(L1(1), BOX(0:1), LINF(1))"),
+        1,
+        106,
+        "PRODUCT: at most one part",
+        None,
+    ),
+    (
+        _SIM + _TAIL.replace("L1(1)", "UNION(BOX(0:1), BOX(0:1, 0:1))"),
+        1,
+        81,
+        "UNION: the shapes have different",
+        None,
+    ),
+    (
+        _SIM + _TAIL.replace("L1(1)", "DIFFERENCE(L1(1), L1(2), L1(3))"),
+        1,
+        106,
+        "DIFFERENCE: too many arguments (3)",
+        None,
+    ),
+    (
+        _SIM + "ON (b.i = a.i / 0)" + _TAIL,
+        1,
+        85,
+        "the divisor must be a positive integer, got 0",
+        ("integer",),
+    ),
+    (_SIM + "ON (b.i = a.i * 0)" + _TAIL, 1, 85, "the multiplier must not be 0", ("integer",)),
+    (_SIM + "ON (b.i = a.i * 1.5)" + _TAIL, 1, 85, "expected an integer, got '1.5'", ("integer",)),
+    (_SIM + "ON (b.i = a.i + 1 + 2)" + _TAIL, 1, 87, "unexpected '+': write the left side as", None),
+    (_SIM + "ON (b.i = a.i / 2 * 3)" + _TAIL, 1, 87, "unexpected '*'", None),
+    (_SIM + "ON (b.i - 1 = a.i)" + _TAIL, 1, 77, "the right array's dimension stands alone", None),
+    (
+        _SIM + "ON (a.i = a.j)" + _TAIL,
+        1,
+        72,
+        "each equality of ON relates a dimension of the right array",
+        None,
+    ),
+    (
+        _SIM + "ON (b.i = c.i)" + _TAIL,
+        1,
+        79,
+        "unknown alias 'c'; FROM names a (left) and b (right)",
+        ("a", "b"),
+    ),
+    (_SIM + "ON (b.i = i)" + _TAIL, 1, 80, "unexpected ')'", ("'.'",)),
+    (_SIM + "ON (b.i = a.i) (b.j = a.j)" + _TAIL, 1, 84, "unexpected '('", ("AND", "WITH")),
+    (
+        _SIM + "ON (b.i = a.i) AND (b.i = a.j)" + _TAIL,
+        1,
+        88,
+        "ON maps dimension i of the right array twice",
+        None,
+    ),
+    # 'with' after ON is read as an alias (a keyword only where the grammar expects one)
+    (_SIM + "ON" + _TAIL, 1, 77, "unexpected 'SHAPE'", ("'.'",)),
+    (_SIM + "WITH SHAPE L1(1) GROUP BY i", 1, 96, "unexpected end of input", ("'.'",)),
+    (
+        _SIM + "WITH SHAPE L1(1) GROUP BY b.i",
+        1,
+        95,
+        "GROUP BY b.i: only grouping by the left array's cells",
+        None,
+    ),
+    (_SIM + "WITH SHAPE L1(1) GROUP BY a.i, x.j", 1, 100, "unknown alias 'x'", ("a", "b")),
+    (_SIM + "WITH SHAPE L1(1) GROUP BY a.i, a.i", 1, 100, "GROUP BY lists a.i twice", None),
+    (_SIM + "WITH SHAPE L1(1)", 1, 85, "unexpected end of input", ("GROUP",)),
+    (
+        "CREATE ARRAY VIEW V AS SELECT avg(*) FROM A a SIMILARITY JOIN B b" + _TAIL,
+        1,
+        35,
+        "avg(*) is not an aggregate",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT var(a.v) FROM A a SIMILARITY JOIN B b" + _TAIL,
+        1,
+        31,
+        "unknown view aggregate 'var'",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT sum(c.v) FROM A a SIMILARITY JOIN B b" + _TAIL,
+        1,
+        35,
+        "unknown alias 'c'",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT sum(v) FROM A a SIMILARITY JOIN B b" + _TAIL,
+        1,
+        36,
+        "unexpected ')'",
+        ("'.'",),
+    ),
+    ("CREATE ARRAY VIEW V AS SELECT sum(a.v) FROM A a SIMILARITY JOIN B b" + _TAIL, 1, 1, "", None),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*),\n  count(*) FROM A a SIMILARITY JOIN B b" + _TAIL,
+        2,
+        3,
+        "view output 'count' is named twice",
+        None,
+    ),
+    (
+        "CREATE ARRAY VIEW V AS SELECT count(*) FROM A x SIMILARITY JOIN B x" + _TAIL,
+        1,
+        67,
+        "both sides",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "reason", "expected"), VIEW_ERRORS, ids=[f"{e[0]}@{e[2]}" for e in VIEW_ERRORS]
+)
+def test_view_syntax_errors(text: str, line: int, column: int, reason: str, expected: tuple | None) -> None:
+    if not reason:  # a control: the statement is fine
+        assert len(parse(text)) == 1
+        return
+    test_syntax_errors(text, line, column, reason, expected)
+
+
+def test_shape_function_table_can_be_extended() -> None:
+    """A new shape is one builder and one printer (plus one executor builder): no grammar change."""
+
+    @dataclass(frozen=True)
+    class Ring(ast.ShapeExpr):
+        function: ClassVar[str] = "RING"
+        radius: int
+
+    saved_parsers = dict(parser_module.SHAPE_FUNCTIONS)
+    saved_printers = dict(printer_module._SHAPES)
+    try:
+        parser_module.shape_function("ring")(
+            lambda args: (args.count(1, 1, "RING(r)"), Ring(args.integer(0)))[1]
+        )
+        printer_module.shape_printer(Ring)(lambda n: f"RING({n.radius})")
+        (statement,) = parse(_SIM + _TAIL.replace("L1(1)", "UNION(Ring(2), L1(0))"))
+        assert statement.query.shape == ast.SetShape("UNION", (Ring(2), ast.BallShape("L1", 0)))
+        assert "WITH SHAPE UNION(RING(2), L1(0))" in to_text(statement)
+    finally:
+        parser_module.SHAPE_FUNCTIONS.clear()
+        parser_module.SHAPE_FUNCTIONS.update(saved_parsers)
+        printer_module._SHAPES.clear()
+        printer_module._SHAPES.update(saved_printers)
 
 
 # -- the syntax tree ----------------------------------------------------------------------------
@@ -521,6 +841,103 @@ _delete_targets = st.one_of(
     ),
 )
 
+# -- view statements --
+_NOT_ALIASES = {"similarity", "on", "with"}  # keywords where an alias may stand
+_aliases = _names.filter(lambda n: n.lower() not in _NOT_ALIASES)
+_small_ints = st.integers(-50, 50)
+_ranges = st.tuples(_small_ints, _small_ints).map(lambda p: (min(p), max(p)))
+_balls = st.builds(ast.BallShape, st.sampled_from(["L1", "LINF", "l1", "Linf"]), st.integers(0, 9))
+_boxes = st.lists(_ranges, min_size=1, max_size=3).map(lambda r: ast.BoxShape(tuple(r)))
+
+
+def _try(build, *args):
+    try:
+        return build(*args)
+    except ValueError:
+        return None
+
+
+def _grow_shapes(children):
+    products = st.lists(children, min_size=2, max_size=3).map(lambda p: _try(ast.ProductShape, tuple(p)))
+    sets = st.tuples(
+        st.sampled_from(ast.SetShape.OPERATIONS), st.lists(children, min_size=2, max_size=3)
+    ).map(lambda o: _try(ast.SetShape, o[0], tuple(o[1][:2] if o[0] == "DIFFERENCE" else o[1])))
+    return st.one_of(products, sets).filter(lambda n: n is not None)
+
+
+shape_expressions = st.recursive(st.one_of(_balls, _boxes), _grow_shapes, max_leaves=5)
+_equations = st.builds(
+    ast.AxisEquation,
+    _names,
+    _names,
+    st.integers(-5, 5).filter(bool),
+    st.integers(1, 5),
+    st.integers(-(2**40), 2**40),
+)
+
+
+@st.composite
+def similarity_selects(draw) -> ast.SimilaritySelect:
+    left, right = draw(_names), draw(_names)
+    left_alias = draw(st.none() | _aliases)
+    right_alias = draw((st.none() | _aliases).filter(lambda a: (a or right) != (left_alias or left)))
+    aliases = [left_alias or left, right_alias or right]
+    items = draw(
+        st.lists(
+            st.one_of(
+                st.builds(ast.ViewAggregateItem, st.just("count"), name=st.none() | _names),
+                st.builds(
+                    ast.ViewAggregateItem,
+                    st.sampled_from([*ast.VIEW_FUNCTIONS, "MEAN"]),
+                    st.sampled_from(aliases),
+                    _names,
+                    st.none() | _names,
+                ),
+            ),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda item: item.name,
+        )
+    )
+    mapping = draw(st.none() | st.lists(_equations, min_size=1, max_size=3, unique_by=lambda e: e.target))
+    return ast.SimilaritySelect(
+        tuple(items),
+        left,
+        right,
+        draw(shape_expressions),
+        tuple(draw(st.lists(_names, min_size=1, max_size=3, unique=True))),
+        None if mapping is None else tuple(mapping),
+        left_alias,
+        right_alias,
+    )
+
+
+window_selects = st.builds(
+    ast.WindowSelect,
+    st.builds(
+        ast.Window,
+        _names.map(ast.ArrayName),
+        st.integers(1, 3)
+        .flatmap(lambda d: st.lists(st.integers(0, 2**40), min_size=2 * d, max_size=2 * d))
+        .map(tuple),
+        st.lists(aggregate_calls, min_size=1, max_size=3).map(tuple),
+    ),
+)
+view_queries = st.one_of(similarity_selects(), window_selects)
+view_statements = st.one_of(
+    st.builds(
+        ast.CreateView,
+        _names,
+        view_queries,
+        st.none() | st.lists(st.integers(1, 2**40), min_size=1, max_size=3).map(tuple),
+    ),
+    st.builds(ast.DropView, _names),
+    st.just(ast.ShowViews()),
+    st.builds(ast.ShowStatus, _names),
+    st.builds(ast.RefreshView, _names, st.sampled_from([None, "full", "baseline", "FULL"])),
+    st.builds(ast.VerifyView, _names),
+)
+
 statements = st.one_of(
     st.builds(ast.CreateArray, schemas()),
     st.builds(ast.DropArray, _names),
@@ -551,6 +968,7 @@ statements = st.one_of(
         st.sampled_from([None, "csv", "parquet"]),
     ),
     st.builds(ast.Delete, _delete_targets),
+    view_statements,
 )
 
 
@@ -566,3 +984,17 @@ def test_printed_statements_parse_back(statement: ast.Statement) -> None:
 @given(st.lists(statements, min_size=1, max_size=4))
 def test_printed_scripts_parse_back(items: list[ast.Statement]) -> None:
     assert parse(script_text(items)) == items
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+@given(view_statements)
+def test_printed_view_statements_parse_back(statement: ast.Statement) -> None:
+    printed = to_text(statement)
+    assert parse(printed) == [statement], printed
+    assert to_text(parse(printed)[0]) == printed
+    if isinstance(statement, ast.CreateView):
+        query = statement.query
+        assert parse_view_query(to_text(query)) == query
+        assert printed.endswith(" AS " + to_text(query))

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse_statements, parse_view_query
-from arrayviews.language.printer import view_query_text
+from arrayviews.language.printer import shape_text, view_query_text
 from arrayviews.model import shapes
 from arrayviews.model.errors import ArrayViewsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.mappings import AxisMap, Mapping
@@ -344,7 +344,7 @@ def _show_schema(db: Database, s: ast.ShowSchema) -> str:
 # ---------------------------------------------------------------------------------------------
 # Views
 
-#: Builders of each shape node: (node, number of dimensions, query) -> Shape.
+#: Builders of each shape node: (node, number of dimensions) -> Shape.
 SHAPES: dict[type, Callable[[Any, int], shapes.Shape]] = {}
 
 
@@ -366,7 +366,7 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
     shape = builder(node, ndim)
     if shape.ndim != ndim:
         raise ValidationError(f"shape {node.function} has {shape.ndim} dimension(s), the right array {ndim}")
-    return shape
+    return shapes.Shape(shape.stencil, shape.centre, shape_text(node))  # named as written
 
 
 @shape_builder(ast.BallShape)
@@ -405,13 +405,7 @@ def _set_shape(node: ast.SetShape, ndim: int) -> shapes.Shape:
     result = parts[0]
     for part in parts[1:]:
         result = combine.get(node.operation, shapes.Shape.difference)(result, part)
-    return shapes.Shape(result.stencil, result.centre, shape_name(node))
-
-
-def shape_name(node: ast.ShapeExpr) -> str:
-    from arrayviews.language.printer import shape_text
-
-    return shape_text(node)
+    return result
 
 
 def _at(query: ast.SimilaritySelect, part: str) -> str:

@@ -227,6 +227,8 @@ class _Source:
         if isinstance(error, UnexpectedToken) and token.type != "$END":
             if "SCHEMA_TEXT" in accepts and str(token).startswith("<"):
                 return self._schema_error(start + token.start_pos, end)
+            if not expected:  # lark lists nothing after a complete start rule: only the end may follow
+                expected = (_END,)
             if expected == _STATEMENT_END or expected == (_END,):
                 what = {"script": "statement", "view_select": "view definition"}.get(rule, "array expression")
                 reason = f"unexpected {str(token)!r} after the end of the {what}"
@@ -760,8 +762,8 @@ class _StatementBuilder:
             alias, dimension = self.qualified(qualified, aliases)
             if aliases[alias] != "left":
                 raise self.source.error(
-                    f"GROUP BY {alias}.{dimension}: only grouping by the left array's cells is supported; "
-                    f"list every dimension of {left_alias or left} (the first FROM array), in order",
+                    f"GROUP BY {alias}.{dimension}: only grouping by the left array's cells is supported "
+                    f"(GROUP BY every dimension of {left_alias or left}, the first FROM array, in order)",
                     qualified.meta.start_pos,
                 )
             if dimension in group_by:
