@@ -31,7 +31,12 @@ def shuffle_bytes(spark) -> int:
 
 
 def _fresh(db, name):
-    if name.lower() in {n.lower() for n in db.arrays()}:
+    if name.lower() in {n.lower() for n in db.views()}:
+        db.drop_view(name)
+    elif name.lower() in {n.lower() for n in db.arrays()}:
+        for view in db.views():  # views over the array go first
+            if name.lower() in {b.lower() for b in db.view(view).definition.bases}:
+                db.drop_view(view)
         db.drop_array(name)
 
 

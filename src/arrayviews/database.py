@@ -12,14 +12,14 @@ from arrayviews.array import Array
 from arrayviews.execution import jobs
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
-from arrayviews.model.errors import SchemaError
+from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
 from arrayviews.operators.source import StoredSource
 from arrayviews.operators.writes import WriteResult
 from arrayviews.storage import layout
-from arrayviews.storage.array_table import CommitInfo
+from arrayviews.storage.array_table import KIND_PROPERTY, CommitInfo
 from arrayviews.storage.files import delete_files
 from arrayviews.storage.warehouse import Warehouse
 
@@ -76,15 +76,24 @@ class Database:
         return Array(self, StoredSource(table, 0))
 
     def array(self, name: str) -> Array:
-        """The stored array ``name`` (reads follow its newest version)."""
+        """The stored array ``name`` (reads follow its newest version); for a view, the view."""
         table = self.warehouse.open(name)
+        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+            return self.view(name)
         return Array(self, StoredSource(table, table.current_version()))
 
     def arrays(self) -> list[str]:
-        return self.warehouse.names()
+        """Names of the arrays (views are listed by :meth:`views`)."""
+        return self.warehouse.names(kind="array")
 
     def drop_array(self, name: str) -> None:
-        """Drop an array and delete its data."""
+        """Drop an array and delete its data (refused while a view is defined over it)."""
+        table = self.warehouse.open(name)
+        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+            raise ValidationError(f"{table.name} is a view: use drop_view")
+        dependants = [v for v in self.views() if table.name.lower() in {b.lower() for b in self.view(v).definition.bases}]
+        if dependants:
+            raise ValidationError(f"array {table.name} is the base of view(s) {', '.join(dependants)}: drop them first")
         self.warehouse.drop(name)
 
     def describe(self) -> pd.DataFrame:
@@ -123,8 +132,11 @@ class Database:
         return similarity_join(self, alpha, beta, shape, mapping, value)
 
     def view(self, name: str):
+        """The view ``name``."""
         from arrayviews.views.view import open_view
 
+        if not self.warehouse.exists(name):
+            raise NotFoundError(f"no view named {name} (views: {', '.join(self.views()) or 'none'})")
         return open_view(self, name)
 
     def views(self) -> list[str]:

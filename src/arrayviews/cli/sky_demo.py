@@ -22,9 +22,10 @@ CATALOG, VIEW = "ptf", "galaxy_groups"
 
 def run_sky_demo(db: Database, nights: int = 8, history: int = 30, reach: int = 20) -> dict:
     survey = SkySurvey(nights=history + nights + 1, sources=40_000)
-    for name in (VIEW, CATALOG):
-        if name in {n.lower() for n in db.arrays()}:
-            db.drop_array(name)
+    if VIEW in {n.lower() for n in db.views()}:
+        db.drop_view(VIEW)
+    if CATALOG in {n.lower() for n in db.arrays()}:
+        db.drop_array(CATALOG)
     console.print(
         f"[bold]sky catalog[/bold]: {survey.ra_cells} x {survey.dec_cells} cells of 0.001 degree, "
         f"{survey.nights} nights; view = detections within L1(1) on the sky over the previous {reach} nights"

@@ -159,6 +159,8 @@ def view_schemas(
 def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
     if chunks is None:
         return list(schema.dimensions)
+    if not isinstance(chunks, dict) and len(chunks) != schema.ndim:
+        raise ValidationError(f"chunks gives {len(chunks)} length(s); {schema.name} has {schema.ndim} dimension(s)")
     lengths = chunks if isinstance(chunks, dict) else dict(zip(schema.dimension_names, chunks, strict=True))
     for dimension in lengths:
         schema.dimension(dimension)
