@@ -733,7 +733,11 @@ def reference(expr: Expr, row: dict, types: dict[Expr, str]):
     if function == "sqrt":
         return sqrt(x)
     if function in ("floor", "ceil"):
-        return x if not math.isfinite(x) else float((math.floor if function == "floor" else math.ceil)(x))
+        if not math.isfinite(x):
+            return x
+        whole = float((math.floor if function == "floor" else math.ceil)(x))
+        # IEEE floor/ceil keep the sign of the argument when the result is zero (ceil(-0.5) is -0.0).
+        return math.copysign(whole, x) if whole == 0.0 else whole
     if function == "round":
         return round_half_away(x)
     return guarded(TRANSCENDENTAL[function], x)
@@ -941,3 +945,11 @@ def test_transcendental_functions_match_math_module(
     # numpy and libm may differ in the last bits here, so results are compared with a tolerance.
     length, columns = chunk
     _check_against_reference(expr, length, columns, tolerance=1e-13)
+
+
+def test_ceil_of_small_negative_keeps_the_sign_of_zero() -> None:
+    """Regression: the reference lost the sign of ceil(-0.5) = -0.0, so 0.5 / ceil(-0.5) disagreed (inf vs -inf)."""
+    columns = {"x32": np.array([-0.5, 1.5], dtype=np.float32), "x64": np.array([0.5, 3.0])}
+    assert math.copysign(1.0, evaluate(parse_expression("ceil(x32)"), columns, 2)[0]) < 0
+    result = evaluate(parse_expression("x64 / ceil(x32)"), columns, 2)
+    assert result[0] == -np.inf and result[1] == 1.5
