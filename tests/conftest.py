@@ -17,7 +17,11 @@ def spark():
 
     session = start_session(
         master="local[2]",
-        config={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2", "spark.driver.memory": "2g"},
+        config={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "2g",
+        },
         app_name="arrayviews-tests",
     )
     yield session

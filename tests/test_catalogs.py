@@ -36,7 +36,9 @@ def catalog_db(request, spark, tmp_path):
         return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
     if not POSTGRES:
         pytest.skip("set ARRAYVIEWS_TEST_POSTGRES_URL to test the PostgreSQL catalog")
-    return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, catalog_uri=_fresh_postgres_schema_url())
+    return arrayviews.connect(
+        str(tmp_path / "warehouse"), spark=spark, catalog_uri=_fresh_postgres_schema_url()
+    )
 
 
 def test_catalog_contract(catalog_db) -> None:
@@ -53,7 +55,9 @@ def test_catalog_contract(catalog_db) -> None:
     np.testing.assert_array_equal(array.to_numpy(), data)
     np.testing.assert_array_equal(array.at_version(1).to_numpy(masked=True).mask[5:], True)
     reopened = db.array("a")  # names are case-insensitive
-    np.testing.assert_array_equal(reopened.regrid([5, 5], "sum(v)").to_numpy(), data.reshape(2, 5, 2, 5).sum(axis=(1, 3)))
+    np.testing.assert_array_equal(
+        reopened.regrid([5, 5], "sum(v)").to_numpy(), data.reshape(2, 5, 2, 5).sum(axis=(1, 3))
+    )
     db.drop_array("A")
     assert db.arrays() == []
     with pytest.raises(NotFoundError):

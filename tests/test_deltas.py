@@ -44,7 +44,9 @@ def batch(cells: dict[Cell, Value]) -> pa.Table:
             "i": pa.array([c[0] for c in coords], pa.int64()),
             "j": pa.array([c[1] for c in coords], pa.int64()),
             "v": pa.array(v, pa.float64()),
-            "w": pa.array([0 if x is None else x for x in w], pa.int64(), mask=np.array([x is None for x in w])),
+            "w": pa.array(
+                [0 if x is None else x for x in w], pa.int64(), mask=np.array([x is None for x in w])
+            ),
         }
     )
 
@@ -129,7 +131,8 @@ def apply(array, model: Model, operation) -> Model:
         if present:
             chosen = [present[k] for k in rng.choice(len(present), min(6, len(present)), replace=False)]
             cells = {
-                c: model[c] if k % 2 == 0 else (float(rng.integers(-3, 4)), None) for k, c in enumerate(chosen)
+                c: model[c] if k % 2 == 0 else (float(rng.integers(-3, 4)), None)
+                for k, c in enumerate(chosen)
             }
             array.insert(batch(cells), on_conflict="replace")
             model.update(cells)
@@ -159,20 +162,18 @@ def run(mdb, ops) -> tuple[object, dict[int, Model]]:
         model = apply(array, model, operation)
         version = mdb.array(array.name).version
         if version in history:  # nothing was committed: the model must not have changed
-            assert history[version] == model or all(
-                same(model[c], history[version][c]) for c in model
-            )
+            assert history[version] == model or all(same(model[c], history[version][c]) for c in model)
         history[version] = model
     return mdb.array(array.name), history
 
 
 @pytest.mark.slow
 @settings(
-    max_examples=6,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(operations(), min_size=2, max_size=5))
+@given(st.lists(operations(), min_size=3, max_size=6))
 def test_random_histories(mdb, ops) -> None:
     array, history = run(mdb, ops)
     versions = sorted(history)
@@ -215,7 +216,9 @@ def test_copied_cells_cancel(mdb) -> None:
     assert delta.empty, (delta.minus.to_pylist(), delta.plus.to_pylist())
     assert len(delta.touched_chunks()) == 0
     # null -> value and NaN -> number are changes
-    array.insert(batch({(1, 1): (float("nan"), 0), (9, 9): (-1.0, None), (1, 2): (2.5, 3)}), on_conflict="replace")
+    array.insert(
+        batch({(1, 1): (float("nan"), 0), (9, 9): (-1.0, None), (1, 2): (2.5, 3)}), on_conflict="replace"
+    )
     array = mdb.array(array.name)
     delta = version_delta(array.source.table, first, array.version)
     assert sorted(as_model(delta.minus)) == [(1, 1), (1, 2)]

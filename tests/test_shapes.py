@@ -89,9 +89,7 @@ def test_box_is_the_product_of_its_ranges(ranges) -> None:
     assert shape.before == tuple(-lo for lo, _ in ranges)
     assert shape.after == tuple(hi for _, hi in ranges)
     probe = np.array(grid(6, len(ranges)), dtype=np.int64)
-    inside = np.all(
-        (probe >= [lo for lo, _ in ranges]) & (probe <= [hi for _, hi in ranges]), axis=1
-    )
+    inside = np.all((probe >= [lo for lo, _ in ranges]) & (probe <= [hi for _, hi in ranges]), axis=1)
     np.testing.assert_array_equal(shape.contains(probe), inside)
 
 

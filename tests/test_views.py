@@ -313,9 +313,7 @@ def test_figure1_count_view(db) -> None:
     assert len(changed) == 11  # "the number of cells in view V impacted by the insertions is 11"
     assert_view(view, reference_similarity(base, base, l1(1), (COUNT,)))
     cells = base.coords()
-    np.testing.assert_array_equal(
-        [after[tuple(c)] for c in cells], kdtree_counts(cells, cells, 1, p=1)
-    )
+    np.testing.assert_array_equal([after[tuple(c)] for c in cells], kdtree_counts(cells, cells, 1, p=1))
     assert view.status()["pending"] is False
     assert view.status()["bases"] == [{"base": "A", "reflected": 2, "current": 2}]
 
@@ -344,43 +342,66 @@ def test_figure1_count_view(db) -> None:
 
 # -- every aggregate on both sides, under inserts, updates and deletes ---------------------------------------
 
-ALL_AGGREGATES = (
+ADDITIVE_AGGREGATES = (
     COUNT,
     *(
         ViewAggregate(function, side, attribute, f"{function}_{side[0]}{attribute}")
         for side in ("left", "right")
         for attribute in ("x", "y")
-        for function in ("count", "sum", "avg", "min", "max")
+        for function in ("count", "sum", "avg")
     ),
 )
-ALIASES = [a.alias for a in ALL_AGGREGATES]
+EXTREME_AGGREGATES = (
+    ViewAggregate("count", "right", "y", "n"),
+    *(
+        ViewAggregate(function, side, attribute, f"{function}_{side[0]}{attribute}")
+        for side in ("left", "right")
+        for attribute in ("x", "y")
+        for function in ("min", "max")
+    ),
+)
 
 
 @pytest.mark.slow
 def test_every_aggregate_under_insert_update_delete(db) -> None:
+    """count/sum/avg (maintained by adding and subtracting) and min/max (recomputed under deletes) on
+    both sides, int and float attributes with nulls and NaN, under every kind of batch."""
     rng = np.random.default_rng(11)
     types = {"x": "int64", "y": "float64"}
     ranges = [(0, 13), (0, 13)]
     base = make_base(db, "A<x:int64 NULL, y:float64 NULL>[i=0:13:4; j=0:13:5]", "ij", types)
     base.insert(random_cells(rng, ranges, 60, types))
     shape, member = box([(-1, 2), (-1, 1)]), in_box([(-1, 2), (-1, 1)])
-    view = db.create_view("V", SimilarityViewDefinition("A", "A", shape, ALL_AGGREGATES))
+    views = {
+        aggregates: db.create_view(name, SimilarityViewDefinition("A", "A", shape, aggregates))
+        for name, aggregates in (("VA", ADDITIVE_AGGREGATES), ("VE", EXTREME_AGGREGATES))
+    }
+
+    def refresh(strategy: str = "baseline") -> None:
+        for view in views.values():
+            result = view.refresh(strategy)
+            assert result.committed and result.strategy == strategy
 
     def check() -> None:
-        assert_view(view, reference_similarity(base, base, member, ALL_AGGREGATES), ALIASES)
+        for aggregates, view in views.items():
+            expected = reference_similarity(base, base, member, aggregates)
+            assert_view(view, expected, [a.alias for a in aggregates])
 
     check()
     # 1. new cells
     base.insert(random_cells(rng, ranges, 15, types, exclude=base.cells))
-    view.refresh()
+    refresh()
     check()
     # 2. updates: new values, value <-> null, numbers <-> NaN, and unchanged copies
     updates = {c: {a: random_value(rng, t) for a, t in types.items()} for c in pick(rng, base.cells, 20)}
+    nans = [c for c, row in base.cells.items() if isinstance(row["y"], float) and math.isnan(row["y"])]
+    updates.update({c: {"x": 1, "y": 0.5} for c in nans[:2]})  # NaN leaves the sums
     updates.update({c: dict(base.cells[c]) for c in pick(rng, base.cells, 5) if c not in updates})
     base.replace(updates)
-    view.refresh()
+    refresh()
     check()
-    # 3. deletes of the current extremes (min/max must be recomputed), with more writes pending
+
+    # 3. deletes of the current extremes, with more writes pending
     def extreme_cells(attribute: str) -> list[Cell]:
         present = [(v, c) for c, row in base.cells.items() if isinstance(v := row[attribute], (int, float))]
         present = [(v, c) for v, c in present if not (isinstance(v, float) and math.isnan(v))]
@@ -391,21 +412,26 @@ def test_every_aggregate_under_insert_update_delete(db) -> None:
         {c: {a: random_value(rng, t) for a, t in types.items()} for c in pick(rng, base.cells, 5)}
         | random_cells(rng, ranges, 5, types, exclude=base.cells)
     )
-    assert view.status()["bases"][0]["current"] - view.status()["bases"][0]["reflected"] == 2
-    view.refresh()
+    bases = views[ADDITIVE_AGGREGATES].status()["bases"]
+    assert bases[0]["current"] - bases[0]["reflected"] == 2
+    refresh()
     check()
     # 4. full recomputation with changes pending
     base.delete(pick(rng, base.cells, 6))
-    result = view.refresh("full")
-    assert result.committed and result.strategy == "full"
+    refresh("full")
     check()
-    assert view.verify() is True
-    # 5. deleting every cell empties the view
+    assert all(view.verify() for view in views.values())
+    # 5. deleting every cell empties the views
     base.delete_all()
-    view.refresh()
-    assert view.to_pandas().empty
-    assert view.count() == 0
-    assert view.verify() is True
+    refresh()
+    for view in views.values():
+        assert view.to_pandas().empty
+        assert view.count() == 0
+        assert view.verify() is True
+    # 6. and cells coming back fill them again
+    base.insert(random_cells(rng, ranges, 12, types))
+    refresh()
+    check()
 
 
 # -- random shapes on random sparse arrays --------------------------------------------------------------------
@@ -450,13 +476,20 @@ def view_cases(draw):
     shape = draw(random_shapes(ndim))
     view_chunks = draw(st.one_of(st.none(), st.lists(st.integers(2, 7), min_size=ndim, max_size=ndim)))
     density = draw(st.sampled_from([0.05, 0.15, 0.35]))
+    aggregates = draw(st.sampled_from([RANDOM_ADDITIVE, RANDOM_EXTREMES]))
     seed = draw(st.integers(0, 2**32 - 1))
-    return ndim, extent, lows, chunks, shape, view_chunks, density, seed
+    return ndim, extent, lows, chunks, shape, view_chunks, density, aggregates, seed
 
 
-RANDOM_AGGREGATES = (
+RANDOM_ADDITIVE = (
     COUNT,
     ViewAggregate("sum", "right", "v", "sum_v"),
+    ViewAggregate("avg", "right", "w", "avg_w"),
+    ViewAggregate("sum", "left", "w", "sum_lw"),
+    ViewAggregate("count", "left", "v", "count_lv"),
+)
+RANDOM_EXTREMES = (
+    COUNT,
     ViewAggregate("max", "right", "w", "max_w"),
     ViewAggregate("avg", "left", "w", "avg_lw"),
     ViewAggregate("min", "left", "v", "min_lv"),
@@ -478,7 +511,7 @@ def mdb(spark, tmp_path_factory):
 )
 @given(view_cases())
 def test_random_shapes_and_batches(mdb, case) -> None:
-    ndim, extent, lows, chunks, (shape, member, kind), view_chunks, density, seed = case
+    ndim, extent, lows, chunks, (shape, member, kind), view_chunks, density, aggregates, seed = case
     rng = np.random.default_rng(seed)
     n = next(_names)
     dims = ["i", "j", "k"][:ndim]
@@ -488,18 +521,20 @@ def test_random_shapes_and_batches(mdb, case) -> None:
     base = make_base(mdb, f"R{n}<v:int64 NULL, w:float64 NULL>[{text}]", dims, types)
     volume = extent**ndim
     base.insert(random_cells(rng, ranges, max(1, int(volume * density)), types))
-    definition = SimilarityViewDefinition(base.name, base.name, shape, RANDOM_AGGREGATES)
+    definition = SimilarityViewDefinition(base.name, base.name, shape, aggregates)
     view = mdb.create_view(f"RV{n}", definition, chunks=view_chunks)
     if view_chunks is not None:
         assert [d.chunk_length for d in view.schema.dimensions] == view_chunks
-    assert_view(view, reference_similarity(base, base, member, RANDOM_AGGREGATES))
+    assert_view(view, reference_similarity(base, base, member, aggregates))
     # one refresh for a batch of inserts, updates and deletes
     batch = max(2, int(volume * density / 4))
     base.insert(random_cells(rng, ranges, batch, types, exclude=base.cells))
-    base.replace({c: {a: random_value(rng, t) for a, t in types.items()} for c in pick(rng, base.cells, batch)})
+    base.replace(
+        {c: {a: random_value(rng, t) for a, t in types.items()} for c in pick(rng, base.cells, batch)}
+    )
     base.delete(pick(rng, base.cells, batch))
     view.refresh()
-    expected = reference_similarity(base, base, member, RANDOM_AGGREGATES)
+    expected = reference_similarity(base, base, member, aggregates)
     assert_view(view, expected)
     if kind in ("L1", "Linf"):  # the counts once more, from cKDTree
         radius = next(r for r in range(3) if shape == (L1(r, ndim) if kind == "L1" else Linf(r, ndim)))
@@ -512,7 +547,8 @@ def test_random_shapes_and_batches(mdb, case) -> None:
 
 
 def halve(coords: np.ndarray) -> np.ndarray:
-    return np.floor_divide(coords, 2)
+    """B.x = A.i / 2, B.y = A.j / 2 - 1 (floor division)."""
+    return np.floor_divide(coords, 2) - np.array([0, 1])
 
 
 def double(coords: np.ndarray) -> np.ndarray:
@@ -537,7 +573,7 @@ COARSE_AGGREGATES = (
 
 @pytest.mark.slow
 def test_two_arrays_at_different_resolutions(db) -> None:
-    """alpha A (fine) joined with beta B twice as coarse (B.x = A.i / 2), and the reverse view B -> A
+    """alpha A (fine) joined with beta B twice as coarse (B.x = A.i / 2, B.y = A.j / 2 - 1), and the reverse view B -> A
     (each coarse cell aggregates its 2x2 fine cells) stored with its own chunking."""
     rng = np.random.default_rng(5)
     fine = make_base(db, "A<a:int64 NULL>[i=0:15:4; j=0:15:4]", "ij", {"a": "int64"})
@@ -545,7 +581,7 @@ def test_two_arrays_at_different_resolutions(db) -> None:
     fine_ranges, coarse_ranges = [(0, 15), (0, 15)], [(0, 7), (0, 7)]
     fine.insert(random_cells(rng, fine_ranges, 50, fine.types))
     coarse.insert(random_cells(rng, coarse_ranges, 14, coarse.types, nulls=False, nan=False))
-    down = Mapping((AxisMap("x", "i", divisor=2), AxisMap("y", "j", divisor=2)))
+    down = Mapping((AxisMap("x", "i", divisor=2), AxisMap("y", "j", divisor=2, offset=-1)))
     up = Mapping((AxisMap("i", "x", multiplier=2), AxisMap("j", "y", multiplier=2)))
     fine_view = db.create_view("FV", SimilarityViewDefinition("A", "B", L1(1), FINE_AGGREGATES, down))
     block = box([(0, 1), (0, 1)])
@@ -589,6 +625,12 @@ def test_two_arrays_at_different_resolutions(db) -> None:
     refresh_both()
     check()
     assert fine_view.verify() and coarse_view.verify()
+    # the versions the views reflect are expired: no delta can be formed, refreshes recompute
+    fine.delete(pick(rng, fine.cells, 4))
+    fine.array.expire_versions()
+    for view in (fine_view, coarse_view):
+        assert view.refresh().strategy == "full"
+    check()
 
 
 # -- window views -------------------------------------------------------------------------------------------
@@ -642,3 +684,36 @@ def test_window_view_refreshes(db) -> None:
     assert_view(view, reference_window(base, before, after))
     assert view.verify() is True
     assert view.refresh().committed is False
+
+
+# -- known bugs ----------------------------------------------------------------------------------------------
+
+
+def test_left_sum_with_infinite_value(db) -> None:
+    base = make_base(db, "F<y:float64>[i=0:7:4]", "i", {"y": "float64"})
+    base.insert({(0,): {"y": float("inf")}, (1,): {"y": 1.0}})
+    aggregates = (
+        COUNT,
+        ViewAggregate("sum", "left", "y", "ls"),
+        ViewAggregate("avg", "left", "y", "la"),
+    )
+    view = db.create_view("FV", SimilarityViewDefinition("F", "F", L1(1, 1), aggregates))
+    base.delete([(1,)])  # cell 0 loses its neighbour: 2 pairs -> 1 pair, sum 2 * inf -> 1 * inf
+    view.refresh()
+    # regression: count * value maintained by adding gave NaN here (inf - inf); expected inf
+    assert_view(view, reference_similarity(base, base, l1(1), aggregates))
+
+
+def test_view_versions_count_cells(db) -> None:
+    base = make_base(db, "C<v:int64>[i=0:7:4]", "i", {"v": "int64"})
+    base.insert({(0,): {"v": 1}, (1,): {"v": 2}, (5,): {"v": 3}})
+    view = db.create_view("CV", SimilarityViewDefinition("C", "C", L1(1, 1), (COUNT,)))
+    assert view.count() == 3
+    assert int(view.versions()["cells_total"].iloc[-1]) == 3
+    base.insert({(6,): {"v": 4}})  # chunk 1 rewritten: 1 cell becomes 2
+    base.delete([(0,)])  # chunk 0: 2 cells become 1
+    view.refresh()
+    assert view.count() == 3
+    assert int(view.versions()["cells_total"].iloc[-1]) == 3
+    view.refresh(strategy="full")
+    assert int(view.versions()["cells_total"].iloc[-1]) == view.count() == 3

@@ -91,9 +91,15 @@ class Database:
         table = self.warehouse.open(name)
         if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
             raise ValidationError(f"{table.name} is a view: use drop_view")
-        dependants = [v for v in self.views() if table.name.lower() in {b.lower() for b in self.view(v).definition.bases}]
+        dependants = [
+            v
+            for v in self.views()
+            if table.name.lower() in {b.lower() for b in self.view(v).definition.bases}
+        ]
         if dependants:
-            raise ValidationError(f"array {table.name} is the base of view(s) {', '.join(dependants)}: drop them first")
+            raise ValidationError(
+                f"array {table.name} is the base of view(s) {', '.join(dependants)}: drop them first"
+            )
         self.warehouse.drop(name)
 
     def describe(self) -> pd.DataFrame:

@@ -173,13 +173,17 @@ def join_aggregate(
     def matrix(columns, dtype):
         if not columns:
             return np.zeros((m, 0), dtype=dtype)
-        return np.ascontiguousarray(np.stack([np.asarray(right_values[c]).astype(dtype) for c in columns], axis=1))
+        return np.ascontiguousarray(
+            np.stack([np.asarray(right_values[c]).astype(dtype) for c in columns], axis=1)
+        )
 
     def valid_matrix(columns):
         if not columns:
             return np.zeros((m, 0), dtype=np.bool_)
         return np.ascontiguousarray(
-            np.stack([np.asarray(right_valid.get(c, np.ones(m, dtype=bool)), dtype=bool) for c in columns], axis=1)
+            np.stack(
+                [np.asarray(right_valid.get(c, np.ones(m, dtype=bool)), dtype=bool) for c in columns], axis=1
+            )
         )
 
     int_values, float_values = matrix(int_columns, np.int64), matrix(float_columns, np.float64)
@@ -229,7 +233,21 @@ def join_aggregate(
 
 
 @numba.njit(cache=True)
-def _pairs(left, right, right_keys, order, origin, size, strides, counts_per_dim, stencil, centre, fill, out_left, out_right):
+def _pairs(
+    left,
+    right,
+    right_keys,
+    order,
+    origin,
+    size,
+    strides,
+    counts_per_dim,
+    stencil,
+    centre,
+    fill,
+    out_left,
+    out_right,
+):
     """Count (fill=False) or write (fill=True) the pairs; returns how many there are."""
     n, d = left.shape
     corner = np.empty(d, dtype=np.int64)
@@ -290,7 +308,35 @@ def join_pairs(left: np.ndarray, right: np.ndarray, shape: Shape) -> tuple[np.nd
     stencil = np.ascontiguousarray(shape.stencil)
     centre = np.asarray(shape.centre, dtype=np.int64)
     empty = np.zeros(0, np.int64)
-    count = _pairs(left, right, sorted_keys, order, origin, size, strides, counts_per_dim, stencil, centre, False, empty, empty)
+    count = _pairs(
+        left,
+        right,
+        sorted_keys,
+        order,
+        origin,
+        size,
+        strides,
+        counts_per_dim,
+        stencil,
+        centre,
+        False,
+        empty,
+        empty,
+    )
     out_left, out_right = np.empty(count, np.int64), np.empty(count, np.int64)
-    _pairs(left, right, sorted_keys, order, origin, size, strides, counts_per_dim, stencil, centre, True, out_left, out_right)
+    _pairs(
+        left,
+        right,
+        sorted_keys,
+        order,
+        origin,
+        size,
+        strides,
+        counts_per_dim,
+        stencil,
+        centre,
+        True,
+        out_left,
+        out_right,
+    )
     return out_left, out_right

@@ -3,6 +3,8 @@ unchanged) and swap the files in one snapshot that records the base versions ref
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -27,12 +29,15 @@ def replace_chunks(
     """Replace the view chunks in ``affected`` (None: every chunk) by ``new_fragments``; one snapshot."""
     schema = view.schema
     arrow_schema = layout.fragment_schema(schema)
+    frames = [] if new_fragments is None else [new_fragments]
     if affected is None:
         removed = view.data_files(expected_version)
-        frames = [] if new_fragments is None else [new_fragments]
+        previous = view.current()
+        cells_removed = 0 if previous is None or not removed else previous.cells_total
     else:
-        removed = staging.find_overlap(view, expected_version, affected).files if len(affected) else []
-        frames = [] if new_fragments is None else [new_fragments]
+        overlap = staging.find_overlap(view, expected_version, affected) if len(affected) else None
+        removed = overlap.files if overlap is not None else []
+        cells_removed = overlap.cells_in(removed) if removed else 0
         if removed:
             kept = jobs.read_files(spark, [f.file_path for f in removed], arrow_schema)
             frames.append(_without_chunks(kept, schema, affected))
@@ -43,7 +48,11 @@ def replace_chunks(
             written = jobs.write_files(frame, view.data_directory, arrow_schema)
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
-        return view.commit([w.uri for w in written], removed, info, expected_version)
+        # cells counted as the files' contents: the rewritten files re-add the fragments they copied
+        counted = dataclasses.replace(
+            info, cells_added=sum(w.cells for w in written), cells_removed=cells_removed
+        )
+        return view.commit([w.uri for w in written], removed, counted, expected_version)
     except BaseException:
         delete_files([w.uri for w in written])
         raise

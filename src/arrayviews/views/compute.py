@@ -46,7 +46,7 @@ def delta_schema(stored: ArraySchema) -> ArraySchema:
     cells touched by a negative pair."""
     state = [a for a in stored.attributes if a.name.startswith("_")]
     relaxed = [
-        Attribute(a.name, a.type, nullable=a.name.startswith(("_lmin", "_lmax", "_rmin", "_rmax")))
+        Attribute(a.name, a.type, nullable=a.name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES))
         for a in state
     ]
     return stored.with_attributes([*relaxed, Attribute(NEGATIVE, "bool")])
@@ -109,6 +109,7 @@ def join_chunk(
     additive: dict[str, list[np.ndarray]] = {st.PAIRS: []}
     extremes: dict[str, list[np.ndarray]] = {}
     extreme_has: dict[str, list[np.ndarray]] = {}
+    replaced: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     negative = []
     for left_roles, right_roles in terms:
         left, left_sign, left_kind = _points(left_rows, spec.left, left_roles)
@@ -147,22 +148,12 @@ def join_chunk(
                     extreme_has.setdefault(column, []).append(result.has_extreme[name][keep])
         for name, functions in left_inputs.items():
             valid = ~left.nulls[name][keep] if name in left.nulls else np.ones(len(keep), bool)
-            value = left.values[name][keep]
-            signed = result.count[keep] * valid
-            additive.setdefault(st.count_column("left", name), []).append(signed)
-            if functions & {"sum", "avg"}:
-                kind = np.float64 if value.dtype.kind == "f" else np.int64
-                additive.setdefault(st.sum_column("left", name), []).append(
-                    signed.astype(kind) * value.astype(kind)
+            additive.setdefault(st.count_column("left", name), []).append(result.count[keep] * valid)
+            if functions - {"count"}:  # the left value itself; a new value (PLUS) wins over the old
+                kind = left_kind[keep]
+                replaced.setdefault(st.value_column(name), []).append(
+                    (left.values[name][keep], valid & (kind != LEFT_MINUS), kind == LEFT_PLUS)
                 )
-            current = valid & (left_kind[keep] != LEFT_MINUS)
-            for function, column in (
-                ("min", st.min_column("left", name)),
-                ("max", st.max_column("left", name)),
-            ):
-                if function in functions:
-                    extremes.setdefault(column, []).append(value)
-                    extreme_has.setdefault(column, []).append(current)
     if not rows_coords:
         return None
     coords = np.vstack(rows_coords)
@@ -195,6 +186,20 @@ def join_chunk(
                 reduced = np.where(nan, np.nan, reduced)
             out[groups[starts]] = reduced
             seen[groups[starts]] = True
+        columns[name] = out
+        nulls[name] = ~seen
+    for name, parts in replaced.items():
+        values = np.concatenate([p[0] for p in parts])
+        has = np.concatenate([p[1] for p in parts])
+        newer = np.concatenate([p[2] for p in parts])
+        out = np.zeros(count, dtype=values.dtype)
+        seen = np.zeros(count, dtype=bool)
+        rows = np.flatnonzero(has)
+        rows = rows[np.lexsort((newer[rows], inverse[rows]))]  # per cell, the newest value last
+        groups = inverse[rows]
+        last = rows[np.flatnonzero(np.append(groups[1:] != groups[:-1], True))] if len(rows) else rows
+        out[inverse[last]] = values[last]
+        seen[inverse[last]] = True
         columns[name] = out
         nulls[name] = ~seen
     flags = np.zeros(count, dtype=bool)
@@ -237,7 +242,7 @@ def merge_chunk(
         for name in state_names:
             dtype = stored.attribute(name)
             target = np.zeros(len(cells), dtype=numpy_dtype(dtype.type))
-            extreme = name.startswith(("_lmin", "_lmax", "_rmin", "_rmax"))
+            extreme = name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES)
             if not extreme:
                 np.add.at(target, old_index, old_values[name])
                 np.add.at(target, new_index, delta_values[name])
@@ -250,7 +255,7 @@ def merge_chunk(
             new_has = ~delta_nulls.get(name, np.zeros(len(new_index), bool))
             incoming = delta_values[name][new_has]
             slots = new_index[new_has]
-            if name.startswith(("_lmin", "_lmax")):  # a new left value replaces the old one
+            if name.startswith(st.REPLACED_PREFIXES):  # a new left value replaces the old one
                 target[slots] = incoming
             else:
                 reducer = np.fmin if "min" in name else np.fmax
@@ -268,7 +273,7 @@ def merge_chunk(
         coords = cells
     else:
         for name in state_names:
-            if name.startswith(("_lmin", "_lmax", "_rmin", "_rmax")):
+            if name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES):
                 delta_nulls.setdefault(name, np.zeros(len(coords), bool))
     alive = state[st.PAIRS] > 0
     if not alive.any():

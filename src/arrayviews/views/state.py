@@ -1,6 +1,11 @@
 """What a similarity view stores per cell: the public aggregates plus the additive state that lets a
 refresh add and subtract contributions (pair count, per-attribute valid counts and sums).
 
+An aggregate over a LEFT attribute aggregates the same value once per pair, so its state is the
+left cell's value itself (replaced, never added) with the pair count: sum = count * value,
+avg = min = max = value. Adding and subtracting ``count * value`` instead would turn an infinite
+value into NaN as soon as the count changes.
+
 State attributes start with an underscore and are hidden from readers of the view.
 """
 
@@ -24,6 +29,15 @@ def count_column(side: str, attribute: str) -> str:
 
 def sum_column(side: str, attribute: str) -> str:
     return f"{_prefix(side)}s_{attribute}"
+
+
+def value_column(attribute: str) -> str:
+    """The left cell's own value of ``attribute`` (replaced by refreshes, never added)."""
+    return f"_lv_{attribute}"
+
+
+REPLACED_PREFIXES = ("_lv_",)
+EXTREME_PREFIXES = ("_rmin", "_rmax")
 
 
 def min_column(side: str, attribute: str) -> str:
@@ -67,6 +81,10 @@ def state_attributes(
     for (side, name), functions in _inputs(definition).items():
         source = (left if side == "left" else right).attribute(name)
         attributes.append(Attribute(count_column(side, name), "int64"))
+        if side == "left":
+            if functions - {"count"}:
+                attributes.append(Attribute(value_column(name), source.type, nullable=True))
+            continue
         if functions & {"sum", "avg"}:
             attributes.append(
                 Attribute(sum_column(side, name), "float64" if source.type.startswith("float") else "int64")
@@ -105,7 +123,17 @@ def finalize(
         if aggregate.function == "count":
             values[alias] = count.astype(np.int64)
             continue
-        if aggregate.function == "sum":
+        if side == "left":
+            value = state[value_column(name)]
+            if aggregate.function == "sum":
+                kind = np.float64 if value.dtype.kind == "f" else np.int64
+                with np.errstate(invalid="ignore", over="ignore"):
+                    result = np.maximum(count, 0).astype(kind) * value.astype(kind)
+            elif aggregate.function == "avg":
+                result = value.astype(np.float64)
+            else:
+                result = value.copy()
+        elif aggregate.function == "sum":
             result = state[sum_column(side, name)].copy()
         elif aggregate.function == "avg":
             with np.errstate(invalid="ignore", divide="ignore"):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from arrayviews.array import Array
 from arrayviews.model.errors import ValidationError
@@ -160,7 +161,9 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
     if chunks is None:
         return list(schema.dimensions)
     if not isinstance(chunks, dict) and len(chunks) != schema.ndim:
-        raise ValidationError(f"chunks gives {len(chunks)} length(s); {schema.name} has {schema.ndim} dimension(s)")
+        raise ValidationError(
+            f"chunks gives {len(chunks)} length(s); {schema.name} has {schema.ndim} dimension(s)"
+        )
     lengths = chunks if isinstance(chunks, dict) else dict(zip(schema.dimension_names, chunks, strict=True))
     for dimension in lengths:
         schema.dimension(dimension)
@@ -276,9 +279,10 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
                 else version_delta(right.table, old_right.version, current[definition.right])
             )
             checkpoint("refresh.delta")
-            needs_recompute = any(a.function in ("min", "max") for a in definition.aggregates) and (
-                left_delta.minus.num_rows or right_delta.minus.num_rows
-            )
+            needs_recompute = (
+                any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
+                and (left_delta.minus.num_rows or right_delta.minus.num_rows)
+            ) or _removes_non_finite(definition, right_delta)
             fragments, affected, plan = similarity.baseline_refresh(
                 db.spark,
                 spec,
@@ -320,6 +324,22 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
         + ", ".join(f"{b} v{v}" for b, v in current.items())
         + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}; {seconds:.2f} s",
     )
+
+
+def _removes_non_finite(definition: SimilarityViewDefinition, right_delta) -> bool:
+    """Whether a NaN or infinite value summed by a sum/avg over the right side leaves (deleted or
+    updated): subtracting it cannot restore a finite sum (NaN - NaN is NaN), so the touched chunks
+    are recomputed. (Left-side aggregates keep the left value itself and need no recompute.)"""
+    for aggregate in definition.aggregates:
+        if aggregate.function not in ("sum", "avg") or aggregate.side != "right":
+            continue
+        minus = right_delta.minus
+        if aggregate.attribute is None or minus.num_rows == 0:
+            continue
+        column = minus.column(aggregate.attribute)
+        if pa.types.is_floating(column.type) and not np.isfinite(np.asarray(column.fill_null(0.0))).all():
+            return True
+    return False
 
 
 def open_view(db: Database, name: str) -> View:
