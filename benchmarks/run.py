@@ -7,7 +7,7 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout", "window", "views")
+BENCHMARKS = ("ingest", "layout", "window", "views", "viewdf")
 
 
 def main() -> None:

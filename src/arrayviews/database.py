@@ -152,6 +152,77 @@ class Database:
         self.view(name)  # raises if it is not a view
         self.warehouse.drop(name)
 
+    # -- streams (paper 004) ---------------------------------------------------------------------------
+    def create_stream(self, name: str, schema, partition_length: int, time_column: str):
+        """An append-only stream of rows (schema as Spark DDL text or a StructType) cut into parts of
+        ``partition_length`` seconds of ``time_column``; each append maintains the stream views."""
+        from arrayviews.streams.stream import create_stream
+
+        return create_stream(self, name, schema, partition_length, time_column)
+
+    def stream(self, name: str):
+        from arrayviews.streams.stream import open_stream
+
+        return open_stream(self, name)
+
+    def streams(self) -> list[str]:
+        from arrayviews.streams.stream import stream_names
+
+        return stream_names(self)
+
+    def drop_stream(self, name: str) -> None:
+        """Drop a stream; refused while a stream view reads it."""
+        from arrayviews.streams.stream import drop_stream
+        from arrayviews.streams.world import StreamWorld
+
+        readers = sorted(
+            d.name
+            for d in StreamWorld(self.spark, self.warehouse.catalog).definitions().values()
+            if name.lower() in d.sources()
+        )
+        if readers:
+            raise ValidationError(f"stream {name} is read by view(s) {', '.join(readers)}; drop those first")
+        drop_stream(self, name)
+
+    def create_stream_view(self, definition, lateness_parts: int | None = None):
+        """Create a view maintained by View Delta Functions over streams: a ``CREATE VIEW`` statement
+        (hand-written INITIALIZE/UPDATE, or a PATTERN or WINDOW query translated automatically), a
+        ViewDFDefinition, or a list of them (helpers first). Builds its parts now; returns the view.
+        ``lateness_parts``: how many parts of late rows a helper view keeps its old parts for."""
+        from arrayviews.streams.stream_views import StreamView, create_views
+
+        if isinstance(definition, str):
+            from arrayviews.streams.sql import execute
+
+            return execute(self, definition)
+        definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
+        create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
+        return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
+
+    def stream_view(self, name: str):
+        from arrayviews.streams.stream_views import StreamView
+
+        return StreamView(self.spark, self.warehouse.catalog, name)
+
+    def stream_views(self, helpers: bool = False) -> list[str]:
+        from arrayviews.streams.world import StreamWorld
+
+        definitions = StreamWorld(self.spark, self.warehouse.catalog).definitions()
+        return sorted(n for n, d in definitions.items() if helpers or not d.helper)
+
+    def drop_stream_view(self, name: str) -> list[str]:
+        """Drop a stream view and the helper views only it reads; returns the names dropped."""
+        from arrayviews.streams.stream_views import drop_view
+
+        return drop_view(self.spark, self.warehouse.catalog, name)
+
+    def maintain_streams(self):
+        """Bring every stream view up to date (new parts, late rows, retention)."""
+        from arrayviews.streams.maintainer import maintain_all
+        from arrayviews.streams.world import StreamWorld
+
+        return maintain_all(self.spark, StreamWorld(self.spark, self.warehouse.catalog))
+
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
         schema = array.schema.renamed(name)
@@ -181,10 +252,22 @@ class Database:
 
     # -- statements --------------------------------------------------------------------------------
     def sql(self, text: str):
-        """Run statements of the array language; returns the result of the last one."""
+        """Run statements of the array language, or one stream statement (ViewDF, PATTERN or WINDOW
+        view, EXPLAIN, or a Spark SQL query over streams and stream views); returns the result of the
+        last one."""
         # The language layer sits above the API and builds calls of it; import it on first use.
         from arrayviews.language.executor import execute_text
+        from arrayviews.streams import sql as stream_sql
+        from arrayviews.streams.parser import is_stream_statement
 
+        if is_stream_statement(text):
+            return stream_sql.execute(self, text)
+        dropped = stream_sql.dropped_stream_view(self.spark, self.warehouse.catalog, text)
+        if dropped is not None:
+            self.drop_stream_view(dropped)
+            return None
+        if stream_sql.reads_streams(self.spark, self.warehouse.catalog, text):
+            return stream_sql.run_query(self.spark, self.warehouse.catalog, text)
         return execute_text(self, text)
 
 

@@ -1,0 +1,373 @@
+"""ViewDF benchmark (paper 004, section 7): network-monitoring streams, per batch the time to bring
+a view up to date by naive recomputation over the last `scope` parts, by a hand-written ViewDF, and by
+the ViewDF translated from the query.
+
+1. Pattern view ``[a, b, c, d+]`` (loss > 10): time vs tuples per batch (Fig. 6), vs naive scope
+   (Fig. 7), vs share of high-loss readings (Fig. 8).
+2. Sliding-window MAX and SUM with ten readings per pair per part: time vs tuples per part
+   (Figs. 9, 11) and vs window length in parts (Figs. 10, 12).
+
+Each ViewDF time is one maintenance step (``db.maintain_streams()`` right after an append that did
+not maintain); the naive time computes the same part from the stream's last parts and writes it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from arrayviews.datasets.network import minute_batch
+from benchmarks.common import RESULTS, write_results
+
+SCHEMA = "ts timestamp, src string, dest string, loss int"
+
+PATTERN_QUERY = """CREATE VIEW {name} AS
+SELECT src, dest, count(*) AS ct, sum(loss) AS sum_loss
+FROM {stream} PATTERN [a, b, c, d+]
+WHERE a.loss > 10 AND b.loss > 10 AND c.loss > 10 AND d.loss > 10
+GROUP BY src, dest"""
+
+HAND_HELPER = """CREATE VIEW {name}_h AS
+INITIALIZE {name}_h[i] AS
+  SELECT src, dest, 1 AS ct, loss AS sum_loss FROM {stream}[i] WHERE loss > 10
+UPDATE {name}_h[j] AS
+  SELECT New.src, New.dest, coalesce(Prev.ct, 0) + 1 AS ct, coalesce(Prev.sum_loss, 0) + New.loss AS sum_loss
+  FROM {stream}[j] AS New LEFT OUTER JOIN {name}_h[j-1] AS Prev
+    ON New.src = Prev.src AND New.dest = Prev.dest
+  WHERE New.loss > 10
+PARTITION LENGTH 60"""
+
+HAND_FINAL = """CREATE VIEW {name} AS
+INITIALIZE {name}[i] AS SELECT src, dest, ct, sum_loss FROM {name}_h[i] WHERE ct >= 4
+UPDATE {name}[j] AS SELECT src, dest, ct, sum_loss FROM {name}_h[j] WHERE ct >= 4
+PARTITION LENGTH 60"""
+
+WINDOW_QUERY = """CREATE VIEW {name} AS
+SELECT src, dest, {aggregate}(loss) AS value FROM {stream} [WINDOW {minutes} MINUTES]
+GROUP BY src, dest"""
+
+HAND_MAX_HELPER = """CREATE VIEW {name}_h AS
+INITIALIZE {name}_h[i] AS SELECT src, dest, max(loss) AS value FROM {stream}[i] GROUP BY src, dest
+UPDATE {name}_h[j] AS SELECT src, dest, max(loss) AS value FROM {stream}[j] GROUP BY src, dest
+PARTITION LENGTH 60"""
+
+HAND_MAX_FINAL = """CREATE VIEW {name} AS
+INITIALIZE {name}[i] AS SELECT src, dest, max(value) AS value FROM {name}_h[i-{back} .. i] GROUP BY src, dest
+UPDATE {name}[j] AS SELECT src, dest, max(value) AS value FROM {name}_h[j-{back} .. j] GROUP BY src, dest
+PARTITION LENGTH 60"""
+
+HAND_SUM_HELPER = """CREATE VIEW {name}_h AS
+INITIALIZE {name}_h[i] AS
+  SELECT src, dest, sum(loss) AS total, count(*) AS n FROM {stream}[i] GROUP BY src, dest
+UPDATE {name}_h[j] AS
+  SELECT src, dest, sum(total) AS total, sum(n) AS n FROM (
+    SELECT src, dest, sum(loss) AS total, count(*) AS n FROM {stream}[j] GROUP BY src, dest
+    UNION ALL SELECT src, dest, total, n FROM {name}_h[j-1]) AS t
+  GROUP BY src, dest
+PARTITION LENGTH 60"""
+
+HAND_SUM_FINAL = """CREATE VIEW {name} AS
+INITIALIZE {name}[i] AS
+  SELECT src, dest, sum(total) AS value FROM (
+    SELECT src, dest, total, n FROM {name}_h[i]
+    UNION ALL SELECT src, dest, -total, -n FROM {name}_h[i-{window}]) AS t
+  GROUP BY src, dest HAVING sum(n) > 0
+UPDATE {name}[j] AS
+  SELECT src, dest, sum(total) AS value FROM (
+    SELECT src, dest, total, n FROM {name}_h[j]
+    UNION ALL SELECT src, dest, -total, -n FROM {name}_h[j-{window}]) AS t
+  GROUP BY src, dest HAVING sum(n) > 0
+PARTITION LENGTH 60"""
+
+
+class Bench:
+    """A fresh warehouse area per scenario, and the timing of one maintenance step."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+        self.scratch = tempfile.mkdtemp(prefix="viewdf-naive-")
+
+    def reset(self) -> None:
+        for view in self.db.stream_views():
+            self.db.drop_stream_view(view)
+        for stream in self.db.streams():
+            self.db.drop_stream(stream)
+
+    def append(self, stream, batch) -> float:
+        start = time.perf_counter()
+        stream.append(batch, maintain=False)
+        return time.perf_counter() - start
+
+    def maintain(self) -> float:
+        start = time.perf_counter()
+        self.db.maintain_streams()
+        return time.perf_counter() - start
+
+    def write(self, frame: DataFrame) -> float:
+        start = time.perf_counter()
+        frame.write.mode("overwrite").parquet(self.scratch + "/naive")
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def naive_pattern(stream, newest: int, scope: int) -> DataFrame:
+    """Pairs with at least four consecutive high readings ending at part ``newest``, looking back
+    ``scope`` parts only (the naive strategy of the paper)."""
+    rows = stream.read(newest - scope + 1, newest)
+    low = rows.filter("loss <= 10").groupBy("src", "dest").agg(F.max("_part").alias("last_low"))
+    run = rows.join(low, ["src", "dest"], "left").filter(
+        F.col("_part") > F.coalesce(F.col("last_low"), F.lit(newest - scope))
+    )
+    return (
+        run.groupBy("src", "dest")
+        .agg(F.count("*").alias("ct"), F.sum("loss").alias("sum_loss"), F.max("_part").alias("last"))
+        .filter((F.col("ct") >= 4) & (F.col("last") == newest))
+        .drop("last")
+    )
+
+
+def naive_window(stream, newest: int, window: int, aggregate: str) -> DataFrame:
+    rows = stream.read(newest - window + 1, newest)
+    function = F.max if aggregate == "max" else F.sum
+    return rows.groupBy("src", "dest").agg(function("loss").alias("value"))
+
+
+def _pattern_views(db, stream_name: str, methods: tuple[str, ...]) -> None:
+    for method in methods:
+        name = f"{stream_name}_{method}"
+        if method == "generated":
+            db.sql(PATTERN_QUERY.format(name=name, stream=stream_name))
+        elif method == "hand":
+            db.sql(HAND_HELPER.format(name=name, stream=stream_name))
+            db.sql(HAND_FINAL.format(name=name, stream=stream_name))
+
+
+def _run_pattern(
+    bench: Bench, stream_name: str, pairs: int, minutes: int, high: float, method: str, measure: int
+):
+    """Append ``minutes`` batches with maintenance; time the last ``measure`` maintenance steps."""
+    db = bench.db
+    stream = db.create_stream(stream_name, SCHEMA, 60, "ts")
+    bench.append(stream, minute_batch(0, pairs, high_share=high))
+    _pattern_views(db, stream_name, (method,))
+    times = []
+    for minute in range(1, minutes):
+        bench.append(stream, minute_batch(minute, pairs, high_share=high))
+        elapsed = bench.maintain()
+        if minute >= minutes - measure:
+            times.append(elapsed)
+    return stream, times
+
+
+def pattern_scaling(bench: Bench, sizes: list[int], minutes: int, scope: int) -> list[dict]:
+    rows = []
+    for pairs in sizes:
+        row = {"tuples_per_batch": pairs}
+        for method in ("hand", "generated"):
+            bench.reset()
+            stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, method, 3)
+            row[f"{method}_s"] = float(np.median(times))
+        newest = stream.part_range()[1]
+        row["naive_s"] = min(bench.write(naive_pattern(stream, newest, scope)) for _ in range(2))
+        row["naive_scope"] = scope
+        rows.append(row)
+        print(
+            f"pattern {pairs:>8} tuples/batch: naive(scope {scope}) {row['naive_s']:.2f} s, "
+            f"hand {row['hand_s']:.2f} s, generated {row['generated_s']:.2f} s"
+        )
+    return rows
+
+
+def pattern_scope(bench: Bench, pairs: int, scopes: list[int]) -> list[dict]:
+    bench.reset()
+    minutes = max(scopes) + 2
+    stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, "generated", 5)
+    history = [float(t) for t in times]
+    newest = stream.part_range()[1]
+    rows = []
+    for scope in scopes:
+        naive = min(bench.write(naive_pattern(stream, newest, scope)) for _ in range(2))
+        rows.append({"scope": scope, "naive_s": naive, "generated_s": float(np.median(history))})
+        print(
+            f"pattern scope {scope:>4}: naive {naive:.2f} s, generated {np.median(history):.2f} s "
+            f"(naive / generated {naive / np.median(history):.1f}x)"
+        )
+    return rows
+
+
+def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> list[dict]:
+    rows = []
+    for share in shares:
+        bench.reset()
+        stream, times = _run_pattern(bench, "m", pairs, 8, share, "generated", 3)
+        newest = stream.part_range()[1]
+        naive = min(bench.write(naive_pattern(stream, newest, scope)) for _ in range(2))
+        rows.append({"high_share": share, "naive_s": naive, "generated_s": float(np.median(times))})
+        print(
+            f"pattern high share {share:.0%}: naive(scope {scope}) {naive:.2f} s, generated {np.median(times):.2f} s"
+        )
+    return rows
+
+
+def _window_views(db, stream: str, aggregate: str, window: int, method: str) -> str:
+    name = f"{stream}_{aggregate}_{method}"
+    if method == "generated":
+        db.sql(WINDOW_QUERY.format(name=name, stream=stream, aggregate=aggregate, minutes=window))
+    elif aggregate == "max":
+        db.sql(HAND_MAX_HELPER.format(name=name, stream=stream))
+        db.sql(HAND_MAX_FINAL.format(name=name, stream=stream, back=window - 1))
+    else:
+        db.sql(HAND_SUM_HELPER.format(name=name, stream=stream))
+        db.sql(HAND_SUM_FINAL.format(name=name, stream=stream, window=window))
+    return name
+
+
+def _run_window(
+    bench: Bench, tuples: int, window: int, aggregate: str, method: str, parts: int, measure: int
+):
+    db = bench.db
+    stream = db.create_stream("s", SCHEMA, 60, "ts")
+    pairs = max(1, tuples // 10)
+    bench.append(stream, minute_batch(0, pairs, readings_per_pair=10))
+    _window_views(db, "s", aggregate, window, method)
+    times = []
+    for minute in range(1, parts):
+        bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))
+        elapsed = bench.maintain()
+        if minute >= parts - measure:
+            times.append(elapsed)
+    return stream, float(np.median(times))
+
+
+def window_scaling(bench: Bench, sizes: list[int], window: int) -> list[dict]:
+    rows = []
+    for aggregate in ("max", "sum"):
+        for tuples in sizes:
+            row = {"aggregate": aggregate, "tuples_per_part": tuples, "window": window}
+            for method in ("hand", "generated"):
+                bench.reset()
+                stream, row[f"{method}_s"] = _run_window(
+                    bench, tuples, window, aggregate, method, window + 3, 2
+                )
+            newest = stream.part_range()[1]
+            row["naive_s"] = min(
+                bench.write(naive_window(stream, newest, window, aggregate)) for _ in range(2)
+            )
+            rows.append(row)
+            print(
+                f"window {aggregate} {tuples:>8} tuples/part W={window}: naive {row['naive_s']:.2f} s, "
+                f"hand {row['hand_s']:.2f} s, generated {row['generated_s']:.2f} s"
+            )
+    return rows
+
+
+def window_length(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
+    rows = []
+    for aggregate in ("max", "sum"):
+        for window in windows:
+            bench.reset()
+            stream, generated = _run_window(bench, tuples, window, aggregate, "generated", window + 3, 2)
+            newest = stream.part_range()[1]
+            naive = min(bench.write(naive_window(stream, newest, window, aggregate)) for _ in range(2))
+            rows.append(
+                {"aggregate": aggregate, "window": window, "naive_s": naive, "generated_s": generated}
+            )
+            print(
+                f"window {aggregate} W={window:>4}: naive {naive:.2f} s, generated {generated:.2f} s "
+                f"(naive / generated {naive / generated:.1f}x)"
+            )
+    return rows
+
+
+def run(db, quick: bool = False) -> dict:
+    bench = Bench(db)
+    try:
+        if quick:
+            return {
+                "pattern_scaling": pattern_scaling(bench, [1_000, 10_000], minutes=7, scope=10),
+                "pattern_scope": pattern_scope(bench, 1_000, [5, 10]),
+                "pattern_share": pattern_share(bench, 1_000, [0.1, 1.0], scope=4),
+                "window_scaling": window_scaling(bench, [10_000], window=3),
+                "window_length": window_length(bench, 10_000, [3, 6]),
+            }
+        return {
+            "pattern_scaling": pattern_scaling(bench, [10_000, 100_000, 1_000_000], minutes=7, scope=10),
+            "pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100]),
+            "pattern_share": pattern_share(bench, 10_000, [0.1, 0.25, 0.5, 1.0], scope=4),
+            "window_scaling": window_scaling(bench, [10_000, 100_000, 1_000_000, 2_000_000], window=10),
+            "window_length": window_length(bench, 100_000, [5, 10, 25, 50, 100]),
+        }
+    finally:
+        bench.reset()
+        bench.close()
+
+
+def report(results: dict, quick: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name = "viewdf_quick" if quick else "viewdf"
+    write_results(name, {"quick": quick, "results": results})
+    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
+    panels = [
+        (
+            axes[0][0],
+            results["pattern_scaling"],
+            "tuples_per_batch",
+            "pattern: time vs tuples per batch",
+            True,
+        ),
+        (axes[0][1], results["pattern_scope"], "scope", "pattern: time vs naive scope", False),
+        (axes[0][2], results["pattern_share"], "high_share", "pattern: time vs share of loss > 10", False),
+    ]
+    for axis, rows, key, title, log in panels:
+        for method in ("naive", "hand", "generated"):
+            if rows and f"{method}_s" in rows[0]:
+                axis.plot([r[key] for r in rows], [r[f"{method}_s"] for r in rows], marker="o", label=method)
+        axis.set(title=title, xlabel=key, ylabel="s per batch")
+        if log:
+            axis.set(xscale="log", yscale="log")
+        axis.legend()
+    for aggregate, axis in (("max", axes[1][0]), ("sum", axes[1][1])):
+        rows = [r for r in results["window_scaling"] if r["aggregate"] == aggregate]
+        for method in ("naive", "hand", "generated"):
+            axis.plot(
+                [r["tuples_per_part"] for r in rows],
+                [r[f"{method}_s"] for r in rows],
+                marker="o",
+                label=method,
+            )
+        axis.set(
+            title=f"sliding {aggregate.upper()}: time vs tuples per part",
+            xlabel="tuples per part",
+            ylabel="s per part",
+            xscale="log",
+            yscale="log",
+        )
+        axis.legend()
+    axis = axes[1][2]
+    for aggregate in ("max", "sum"):
+        rows = [r for r in results["window_length"] if r["aggregate"] == aggregate]
+        axis.plot(
+            [r["window"] for r in rows], [r["naive_s"] for r in rows], marker="o", label=f"{aggregate} naive"
+        )
+        axis.plot(
+            [r["window"] for r in rows],
+            [r["generated_s"] for r in rows],
+            marker="s",
+            label=f"{aggregate} ViewDF",
+        )
+    axis.set(title="sliding window: time vs window length", xlabel="parts in window", ylabel="s per part")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(RESULTS / f"{name}.png", dpi=110)
+    plt.close(figure)

@@ -1,0 +1,1 @@
+"""Time-partitioned streams and the views maintained over them by View Delta Functions (ViewDF)."""

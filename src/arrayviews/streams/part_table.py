@@ -1,0 +1,683 @@
+"""An Iceberg table partitioned by time part: one snapshot per change, parts read by range, per-part history.
+
+Rows are the user's columns plus ``_part``, the part number (``floor(unix seconds / partition
+length)``); the table is partitioned by identity(``_part``) and every data file holds rows of one
+part only, so a part is replaced or dropped by swapping whole files. Every change is one snapshot
+whose summary names the version, the operation and the parts it wrote (``"5-9,12"``); the history
+of parts (what changed since a version, when each part was last written) is read from those
+summaries alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow.fs import FileSelector
+from pyiceberg import types as iceberg
+from pyiceberg.catalog import Catalog
+from pyiceberg.conversions import from_bytes
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+from pyiceberg.expressions import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+    Or,
+)
+from pyiceberg.io.pyarrow import parquet_files_to_data_files
+from pyiceberg.manifest import DataFile, ManifestContent, ManifestFile
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from arrayviews.execution.jobs import conform, new_file_name, spark_schema
+from arrayviews.execution.memory import tune_allocator
+from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
+from arrayviews.storage.catalog import ensure_namespace
+from arrayviews.storage.files import delete_files, filesystem, write_parquet
+
+#: The column holding each row's part number.
+PART = "_part"
+PREFIX = "arrayviews."
+
+KIND_PROPERTY = PREFIX + "kind"
+LENGTH_PROPERTY = PREFIX + "partition-length"
+TIME_COLUMN_PROPERTY = PREFIX + "time-column"
+DEFINITION_PROPERTY = PREFIX + "definition"
+NAME_PROPERTY = PREFIX + "name"
+SCHEMA_PROPERTY = PREFIX + "spark-schema"
+
+VERSION_KEY = PREFIX + "version"
+OPERATION_KEY = PREFIX + "operation"
+PARTS_KEY = PREFIX + "parts"
+DROPPED_BELOW_KEY = PREFIX + "dropped-below"
+_RESERVED_KEYS = (VERSION_KEY, OPERATION_KEY, PARTS_KEY, DROPPED_BELOW_KEY)
+
+#: Files bigger than this are split (each still holding one part).
+TARGET_FILE_BYTES = 128 * 1024 * 1024
+
+_SIMPLE_TYPES: dict[type, tuple[pa.DataType, iceberg.IcebergType]] = {
+    T.BooleanType: (pa.bool_(), iceberg.BooleanType()),
+    T.IntegerType: (pa.int32(), iceberg.IntegerType()),
+    T.LongType: (pa.int64(), iceberg.LongType()),
+    T.FloatType: (pa.float32(), iceberg.FloatType()),
+    T.DoubleType: (pa.float64(), iceberg.DoubleType()),
+    T.StringType: (pa.string(), iceberg.StringType()),
+    # Spark timestamps are instants: microseconds, UTC-adjusted (Iceberg timestamptz).
+    T.TimestampType: (pa.timestamp("us", tz="UTC"), iceberg.TimestamptzType()),
+    T.TimestampNTZType: (pa.timestamp("us"), iceberg.TimestampType()),
+    T.DateType: (pa.date32(), iceberg.DateType()),
+}
+SUPPORTED_TYPES = "boolean, int, bigint, float, double, string, timestamp, timestamp_ntz, date, decimal"
+
+
+# -- part sets as text ------------------------------------------------------------------------------
+def format_parts(parts: Iterable[int]) -> str:
+    """Parts as compact text: runs of consecutive parts become ``low-high`` (``"-3--1,5-9,12"``)."""
+    values = np.unique(np.fromiter(parts, dtype=np.int64))
+    if values.size == 0:
+        return ""
+    breaks = np.flatnonzero(np.diff(values) != 1) + 1
+    starts = values[np.concatenate([[0], breaks])]
+    ends = values[np.concatenate([breaks - 1, [values.size - 1]])]
+    return ",".join(str(s) if s == e else f"{s}-{e}" for s, e in zip(starts, ends, strict=True))
+
+
+_RUN = re.compile(r"^(-?\d+)(?:-(-?\d+))?$")
+
+
+def parse_parts(text: str) -> list[int]:
+    """The sorted parts named by text written by :func:`format_parts`."""
+    parts: list[int] = []
+    for piece in filter(None, (p.strip() for p in text.split(","))):
+        match = _RUN.match(piece)
+        if match is None:
+            raise ValueError(f"malformed part list {text!r}")
+        low = int(match.group(1))
+        high = low if match.group(2) is None else int(match.group(2))
+        parts.extend(range(low, high + 1))
+    return sorted(set(parts))
+
+
+# -- types ------------------------------------------------------------------------------------------
+def storage_types(data_type: T.DataType) -> tuple[pa.DataType, iceberg.IcebergType] | None:
+    """The Arrow type files are written with and the Iceberg type of a Spark column type (None if
+    the type cannot be stored)."""
+    if isinstance(data_type, T.DecimalType):
+        return pa.decimal128(data_type.precision, data_type.scale), iceberg.DecimalType(
+            data_type.precision, data_type.scale
+        )
+    return _SIMPLE_TYPES.get(type(data_type))
+
+
+def check_storable(schema: T.StructType, label: str) -> None:
+    """Raise ValidationError naming the first column whose type cannot be stored, or ``_part``."""
+    for column in schema.fields:
+        if column.name == PART:
+            raise ValidationError(
+                f"{label}: column name {PART} is reserved for the part number", array=label, column=PART
+            )
+        if storage_types(column.dataType) is None:
+            raise ValidationError(
+                f"{label}, column {column.name}: type {column.dataType.simpleString()} cannot be stored "
+                f"(supported: {SUPPORTED_TYPES})",
+                array=label,
+                column=column.name,
+                value=column.dataType.simpleString(),
+            )
+
+
+def with_part(schema: T.StructType) -> T.StructType:
+    """The user columns followed by the long ``_part`` column."""
+    return T.StructType([*schema.fields, T.StructField(PART, T.LongType(), True)])
+
+
+def arrow_schema_of(schema: T.StructType) -> pa.Schema:
+    """The Arrow schema of stored rows: user columns (storage types) plus ``_part``."""
+    fields = [pa.field(c.name, storage_types(c.dataType)[0]) for c in schema.fields]
+    return pa.schema([*fields, pa.field(PART, pa.int64())])
+
+
+def iceberg_schema_of(schema: T.StructType) -> Schema:
+    """The Iceberg schema of stored rows (all columns optional, ``_part`` last)."""
+    fields = [
+        iceberg.NestedField(number, c.name, storage_types(c.dataType)[1], required=False)
+        for number, c in enumerate(schema.fields, start=1)
+    ]
+    fields.append(iceberg.NestedField(len(fields) + 1, PART, iceberg.LongType(), required=False))
+    return Schema(*fields)
+
+
+def _prefixed(key: str) -> str:
+    return key if key.startswith(PREFIX) else PREFIX + key
+
+
+def _caller_properties(properties: dict[str, str]) -> dict[str, str]:
+    """``arrayviews.*`` entries other than the reserved ones, without the prefix."""
+    return {
+        key[len(PREFIX) :]: value
+        for key, value in properties.items()
+        if key.startswith(PREFIX) and key not in _RESERVED_KEYS
+    }
+
+
+def _part_of(data_file: DataFile) -> int:
+    return int(data_file.partition[0])
+
+
+# -- results ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StagedFile:
+    """A data file written by an executor (rows of one part), not yet committed."""
+
+    uri: str
+    part: int
+    rows: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class PartVersion:
+    """One committed version of a part table."""
+
+    version: int
+    snapshot_id: int
+    time: dt.datetime
+    operation: str
+    parts: list[int]
+    properties: dict[str, str] = field(default_factory=dict)
+    dropped_below: int | None = None
+
+
+class UnpartitionedRowsError(ValidationError):
+    """Rows reached staging without a part number (their time was null); nothing was staged."""
+
+    def __init__(self, message: str, rows: int) -> None:
+        super().__init__(message, column=PART, value=rows)
+        self.rows = rows
+
+
+# -- the staging job --------------------------------------------------------------------------------
+STAGED_SCHEMA = pa.schema(
+    [("uri", pa.string()), ("part", pa.int64()), ("rows", pa.int64()), ("nbytes", pa.int64())]
+)
+
+
+def _part_writer(
+    directory: str, arrow_schema: pa.Schema, token: str, target_bytes: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The task function of :meth:`PartTable.stage`: rows arrive sorted by part; each run of one part
+    becomes a file (split past ``target_bytes``). Reports (uri, part, rows, bytes) per file and one
+    row with a null uri counting the rows that had no part."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tune_allocator()
+        reports: list[tuple[str | None, int | None, int, int]] = []
+        pending: list[pa.Table] = []
+        pending_part: int | None = None
+        pending_bytes = 0
+        partless = 0
+
+        def flush() -> None:
+            table = pa.concat_tables(pending)
+            uri = f"{directory}/{token}-{new_file_name()}"
+            reports.append((uri, pending_part, table.num_rows, write_parquet(table, uri)))
+
+        for batch in batches:
+            table = conform(batch, arrow_schema)
+            if table.column(PART).null_count:
+                partless += table.column(PART).null_count
+                table = table.filter(pc.is_valid(table.column(PART)))
+            if table.num_rows == 0:
+                continue
+            parts = table.column(PART).to_numpy()
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
+            ends = np.append(starts[1:], parts.size)
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+                part = int(parts[start])
+                if pending and (part != pending_part or pending_bytes >= target_bytes):
+                    flush()
+                    pending, pending_bytes = [], 0
+                piece = table.slice(start, end - start)
+                pending.append(piece)
+                pending_part = part
+                pending_bytes += piece.nbytes
+        if pending:
+            flush()
+        if partless:
+            reports.append((None, None, partless, 0))
+        if reports:
+            columns = list(zip(*reports, strict=True))
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(column, type=f.type) for column, f in zip(columns, STAGED_SCHEMA, strict=True)],
+                schema=STAGED_SCHEMA,
+            )
+
+    return run
+
+
+def _delete_token_files(directory: str, token: str) -> None:
+    """Delete the files of one staging job (named ``<token>-...``), e.g. after some of its tasks failed."""
+    fs, path = filesystem(directory)
+    found = fs.get_file_info(FileSelector(path, allow_not_found=True))
+    delete_files(
+        [
+            f"{directory}/{info.base_name}"
+            for info in found
+            if info.is_file and info.base_name.startswith(token)
+        ]
+    )
+
+
+# -- the table --------------------------------------------------------------------------------------
+class PartTable:
+    """One part-partitioned Iceberg table: metadata, planning by part range, staging and commits."""
+
+    def __init__(self, catalog: Catalog, table: Table) -> None:
+        self.catalog = catalog
+        self.table = table
+
+    # -- creating and finding ---------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        catalog: Catalog,
+        namespace: str,
+        name: str,
+        spark_schema: T.StructType,
+        partition_length: int,
+        kind: str,
+        properties: dict[str, str] | None = None,
+    ) -> PartTable:
+        """Create an empty table (version 0) of ``spark_schema`` plus ``_part``.
+
+        ``properties`` become table properties (``arrayviews.`` is prefixed when missing), e.g.
+        ``{"time-column": "ts"}`` or ``{"definition": "..."}``.
+        """
+        label = f"{kind} {name}"
+        if (
+            isinstance(partition_length, bool)
+            or not isinstance(partition_length, int)
+            or partition_length <= 0
+        ):
+            raise ValidationError(
+                f"{label}: partition length must be a positive integer (seconds), got {partition_length!r}",
+                array=name,
+                value=partition_length,
+            )
+        check_storable(spark_schema, label)
+        schema = iceberg_schema_of(spark_schema)
+        part_field = schema.find_field(PART)
+        spec = PartitionSpec(
+            PartitionField(
+                source_id=part_field.field_id, field_id=1000, transform=IdentityTransform(), name=PART
+            )
+        )
+        table_properties = {
+            KIND_PROPERTY: kind,
+            LENGTH_PROPERTY: str(partition_length),
+            NAME_PROPERTY: name,
+            SCHEMA_PROPERTY: spark_schema.json(),
+            "commit.manifest-merge.enabled": "true",
+            "commit.manifest.min-count-to-merge": "16",
+            **{_prefixed(k): str(v) for k, v in (properties or {}).items()},
+        }
+        ensure_namespace(catalog, namespace)
+        try:
+            table = catalog.create_table(
+                (namespace, name.lower()), schema=schema, partition_spec=spec, properties=table_properties
+            )
+        except TableAlreadyExistsError:
+            raise AlreadyExistsError(f"a table named {name} already exists in {namespace}") from None
+        # add_files resolves Parquet columns by name through this mapping.
+        with table.transaction() as transaction:
+            transaction.set_properties(
+                **{"schema.name-mapping.default": table.metadata.schema().name_mapping.model_dump_json()}
+            )
+        return cls(catalog, table.refresh())
+
+    @classmethod
+    def open(cls, catalog: Catalog, namespace: str, name: str) -> PartTable:
+        try:
+            return cls(catalog, catalog.load_table((namespace, name.lower())))
+        except (NoSuchTableError, NoSuchNamespaceError):
+            raise NotFoundError(f"no table named {name} in {namespace}") from None
+
+    @staticmethod
+    def exists(catalog: Catalog, namespace: str, name: str) -> bool:
+        return catalog.table_exists((namespace, name.lower()))
+
+    @staticmethod
+    def names(catalog: Catalog, namespace: str, kind: str | None = None) -> list[str]:
+        """Names (as created) of the part tables in ``namespace``, optionally only those of one kind."""
+        try:
+            identifiers = catalog.list_tables(namespace)
+        except NoSuchNamespaceError:
+            return []
+        found = []
+        for identifier in identifiers:
+            properties = catalog.load_table(identifier).metadata.properties
+            if NAME_PROPERTY not in properties or (
+                kind is not None and properties.get(KIND_PROPERTY) != kind
+            ):
+                continue
+            found.append(properties[NAME_PROPERTY])
+        return sorted(found)
+
+    def drop(self) -> None:
+        """Drop the table from the catalog and delete its files."""
+        location = self.table.location()
+        self.catalog.drop_table(self.table.name())
+        fs, path = filesystem(location)
+        with contextlib.suppress(FileNotFoundError):
+            fs.delete_dir(path)
+
+    # -- description ------------------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.table.metadata.properties
+
+    @property
+    def name(self) -> str:
+        return self.properties[NAME_PROPERTY]
+
+    @property
+    def kind(self) -> str:
+        return self.properties[KIND_PROPERTY]
+
+    @property
+    def partition_length(self) -> int:
+        return int(self.properties[LENGTH_PROPERTY])
+
+    @property
+    def table_properties(self) -> dict[str, str]:
+        """The ``arrayviews.*`` table properties, without the prefix (``time-column``, ``definition``...)."""
+        return {k[len(PREFIX) :]: v for k, v in self.properties.items() if k.startswith(PREFIX)}
+
+    @property
+    def spark_schema(self) -> T.StructType:
+        """The user columns (without ``_part``)."""
+        return T.StructType.fromJson(json.loads(self.properties[SCHEMA_PROPERTY]))
+
+    @property
+    def read_schema(self) -> T.StructType:
+        """The user columns and ``_part``, as reads return them."""
+        return with_part(self.spark_schema)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema_of(self.spark_schema)
+
+    @property
+    def data_directory(self) -> str:
+        return self.table.location().rstrip("/") + "/data"
+
+    def refresh(self) -> PartTable:
+        self.table = self.table.refresh()
+        return self
+
+    # -- versions ---------------------------------------------------------------------------------
+    def versions(self) -> list[PartVersion]:
+        """Every version still held, oldest first (version 0, the empty table, has no snapshot)."""
+        result = []
+        for snapshot in self.table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            if VERSION_KEY not in summary:
+                continue
+            dropped = summary.get(DROPPED_BELOW_KEY)
+            result.append(
+                PartVersion(
+                    version=int(summary[VERSION_KEY]),
+                    snapshot_id=snapshot.snapshot_id,
+                    time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+                    operation=summary.get(OPERATION_KEY, "?"),
+                    parts=parse_parts(summary.get(PARTS_KEY, "")),
+                    properties=_caller_properties(summary),
+                    dropped_below=None if dropped is None else int(dropped),
+                )
+            )
+        return sorted(result, key=lambda v: v.version)
+
+    def current_version(self) -> int:
+        snapshot = self.table.current_snapshot()
+        if snapshot is None or snapshot.summary is None:
+            return 0
+        return int(snapshot.summary.additional_properties.get(VERSION_KEY, 0))
+
+    def snapshot_of(self, version: int) -> int | None:
+        """Snapshot id of ``version`` (None for version 0); NotFoundError if it is unknown or expired."""
+        if version == 0:
+            return None
+        held = self.versions()
+        for info in held:
+            if info.version == version:
+                return info.snapshot_id
+        known = ", ".join(str(v.version) for v in held) or "none"
+        raise NotFoundError(f"{self.kind} {self.name} has no version {version} (versions held: {known})")
+
+    def latest_properties(self) -> dict[str, str]:
+        """The caller properties of the current snapshot (without the ``arrayviews.`` prefix)."""
+        snapshot = self.table.current_snapshot()
+        if snapshot is None or snapshot.summary is None:
+            return {}
+        return _caller_properties(snapshot.summary.additional_properties)
+
+    def part_updated(self) -> dict[int, dt.datetime]:
+        """For each part holding data, the time of the latest snapshot still held that wrote it
+        (parts removed by retention are left out)."""
+        updated: dict[int, dt.datetime] = {}
+        for info in self.versions():
+            if info.dropped_below is not None:
+                updated = {p: t for p, t in updated.items() if p >= info.dropped_below}
+            updated.update(dict.fromkeys(info.parts, info.time))
+        return dict(sorted(updated.items()))
+
+    def changes_since(self, version: int) -> list[int]:
+        """Parts written or replaced by the versions after ``version`` (retention drops not included)."""
+        return sorted({p for info in self.versions() if info.version > version for p in info.parts})
+
+    # -- planning ---------------------------------------------------------------------------------
+    def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[DataFile]:
+        snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
+        if snapshot_id is None:
+            return []
+        scan = self.table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
+        return [task.file for task in scan.plan_files()]
+
+    def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
+        """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by default)."""
+        row_filter = And(GreaterThanOrEqual(PART, low), LessThanOrEqual(PART, high))
+        return [f.file_path for f in self._live_files(row_filter, version) if low <= _part_of(f) <= high]
+
+    def files_by_part(self, version: int | None = None) -> dict[int, list[str]]:
+        """The data file URIs of every part of a version (current by default)."""
+        found: dict[int, list[str]] = {}
+        for data_file in self._live_files(AlwaysTrue(), version):
+            found.setdefault(_part_of(data_file), []).append(data_file.file_path)
+        return dict(sorted(found.items()))
+
+    def part_range(self) -> tuple[int, int] | None:
+        """Lowest and highest part holding data now, from manifest metadata only (no data is read)."""
+        snapshot = self.table.current_snapshot()
+        if snapshot is None:
+            return None
+        lows, highs = [], []
+        for manifest in snapshot.manifests(self.table.io):
+            bounds = self._manifest_bounds(manifest)
+            if bounds is not None:
+                lows.append(bounds[0])
+                highs.append(bounds[1])
+        return (min(lows), max(highs)) if lows else None
+
+    def _manifest_bounds(self, manifest: ManifestFile) -> tuple[int, int] | None:
+        if manifest.content != ManifestContent.DATA:
+            return None
+        if not (manifest.has_added_files() or manifest.has_existing_files()):
+            return None
+        summary = manifest.partitions[0] if manifest.partitions else None
+        # The manifest's summary also covers entries it marks deleted: trust it only when there are none.
+        if manifest.deleted_files_count == 0 and summary is not None and summary.lower_bound is not None:
+            long_type = iceberg.LongType()
+            return from_bytes(long_type, summary.lower_bound), from_bytes(long_type, summary.upper_bound)
+        parts = [
+            _part_of(e.data_file) for e in manifest.fetch_manifest_entry(self.table.io, discard_deleted=True)
+        ]
+        return (min(parts), max(parts)) if parts else None
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read_parts(
+        self,
+        spark: SparkSession,
+        low: int,
+        high: int,
+        version: int | None = None,
+        extra_files: Iterable[str] = (),
+    ) -> DataFrame:
+        """The rows (user columns and ``_part``) of parts ``low`` to ``high``, plus the rows of
+        ``extra_files`` (staged files, read whole)."""
+        return self.read_files(spark, self.files_of_parts(low, high, version) + list(extra_files))
+
+    def read_files(self, spark: SparkSession, uris: Iterable[str]) -> DataFrame:
+        """The rows (user columns and ``_part``) of some data files of this table, committed or staged."""
+        uris = list(uris)
+        if not uris:
+            return spark.createDataFrame([], self.read_schema)
+        return spark.read.schema(self.read_schema).parquet(*uris)
+
+    # -- writing ----------------------------------------------------------------------------------
+    def stage(self, frame: DataFrame, target_bytes: int = TARGET_FILE_BYTES) -> list[StagedFile]:
+        """Executors write the rows of ``frame`` (user columns and ``_part``) as Parquet files under the
+        data folder, each file holding one part; nothing is committed.
+
+        Rows with a null ``_part`` are not written: if there are any, the files of this job are
+        deleted and UnpartitionedRowsError is raised. If the job fails, its files are deleted too.
+        """
+        arrow_schema = self.arrow_schema
+        token = uuid.uuid4().hex[:12]
+        run = _part_writer(self.data_directory, arrow_schema, token, target_bytes)
+        columns = [F.col(f"`{name}`") for name in arrow_schema.names]
+        ordered = frame.select(*columns).repartition(F.col(PART)).sortWithinPartitions(PART)
+        try:
+            rows = ordered.mapInArrow(run, spark_schema(STAGED_SCHEMA)).collect()
+        except BaseException:
+            _delete_token_files(self.data_directory, token)
+            raise
+        staged = [
+            StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows if r["uri"] is not None
+        ]
+        partless = sum(r["rows"] for r in rows if r["uri"] is None)
+        if partless:
+            self.discard(staged)
+            raise UnpartitionedRowsError(
+                f"{self.kind} {self.name}: {partless} row(s) have no part number; nothing was written",
+                partless,
+            )
+        return sorted(staged, key=lambda s: (s.part, s.uri))
+
+    def discard(self, staged: Iterable[StagedFile]) -> None:
+        """Delete staged files that will not be committed."""
+        delete_files([s.uri for s in staged])
+
+    def commit(
+        self,
+        added: list[StagedFile],
+        *,
+        replace_parts: Iterable[int] = (),
+        drop_below: int | None = None,
+        operation: str,
+        properties: dict[str, str] | None = None,
+        expected_version: int,
+    ) -> int:
+        """Commit **one** snapshot that removes every data file of ``replace_parts`` and of the parts
+        below ``drop_below`` and adds the staged files; returns the new version.
+
+        The summary records the version, ``operation``, the parts added or replaced and the caller's
+        ``properties`` (stored with the ``arrayviews.`` prefix). With nothing to add, remove or record,
+        no snapshot is made and the current version is returned. Raises CommitConflictError
+        (committing nothing) if the table is no longer at ``expected_version``.
+        """
+        self.refresh()
+        current = self.current_version()
+        if current != expected_version:
+            raise CommitConflictError(
+                f"{self.kind} {self.name} changed while writing (now version {current}, "
+                f"expected {expected_version}); nothing was committed"
+            )
+        replaced = sorted(set(replace_parts))
+        removed = self._removed_files(replaced, drop_below)
+        written = sorted({s.part for s in added} | set(replaced))
+        caller = {_prefixed(k): str(v) for k, v in (properties or {}).items()}
+        if not (added or removed or written or caller):
+            return current
+        version = current + 1
+        summary = {
+            **caller,
+            VERSION_KEY: str(version),
+            OPERATION_KEY: operation,
+            PARTS_KEY: format_parts(written),
+        }
+        if drop_below is not None:
+            summary[DROPPED_BELOW_KEY] = str(drop_below)
+        try:
+            with self.table.transaction() as transaction:
+                data_files = list(
+                    parquet_files_to_data_files(
+                        self.table.io, transaction.table_metadata, iter([s.uri for s in added])
+                    )
+                )
+                update = transaction.update_snapshot(snapshot_properties=summary)
+                # A snapshot with nothing to add or remove is still made (an append of no files),
+                # so a commit can record properties alone.
+                producer = update.overwrite() if removed else update.merge_append()
+                with producer as snapshot:
+                    for data_file in removed:
+                        snapshot.delete_data_file(data_file)
+                    for data_file in data_files:
+                        snapshot.append_data_file(data_file)
+        except CommitFailedException as error:
+            raise CommitConflictError(
+                f"{self.kind} {self.name}: concurrent commit, nothing committed ({error})"
+            ) from error
+        self.refresh()
+        return version
+
+    def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[DataFile]:
+        if not replaced and drop_below is None:
+            return []
+        conditions: list[BooleanExpression] = []
+        if replaced:
+            conditions.append(In(PART, replaced))
+        if drop_below is not None:
+            conditions.append(LessThan(PART, drop_below))
+        row_filter = conditions[0] if len(conditions) == 1 else Or(*conditions)
+        doomed = set(replaced)
+        return [
+            f
+            for f in self._live_files(row_filter)
+            if _part_of(f) in doomed or (drop_below is not None and _part_of(f) < drop_below)
+        ]
+
+    def all_files(self, version: int | None = None) -> list[str]:
+        """URIs of every data file of a version (current by default)."""
+        return [f.file_path for f in self._live_files(AlwaysTrue(), version)]

@@ -1,0 +1,389 @@
+"""Append-only streams: a timestamp column, a partition length, one atomic commit per batch.
+
+A row's part is ``floor(unix seconds of its time / partition length)``, computed by Spark with
+exact integer arithmetic (so times before 1970 fall into negative parts). A batch is checked on the
+driver (columns, types, null times), written by executors as one file per part and committed as one
+snapshot; rows of parts older than the newest one are late rows and simply go to their part.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.errors import ParseException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from arrayviews.execution.jobs import integer_div
+from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
+from arrayviews.model.faults import checkpoint
+from arrayviews.streams import part_table
+from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+NAMESPACE = "streams"
+KIND = "stream"
+#: Column names a stream may not use (the part number, and the part start time views may add).
+RESERVED_COLUMNS = (PART, "PART_TIMESTAMP")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+_INTEGER_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
+_INTEGER_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 19}
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What one append committed: the new version, its rows and parts, and which parts got late rows."""
+
+    version: int
+    rows: int
+    parts: list[int]
+    late_parts: list[int]
+    maintenance: list = field(default_factory=list)
+
+
+def part_number(time: Column, partition_length: int) -> Column:
+    """``floor(unix seconds / partition_length)`` of a timestamp column, exactly, for any sign."""
+    micros = F.unix_micros(time)
+    period = F.lit(partition_length * 1_000_000)
+    # Subtracting the non-negative remainder first makes the division exact, so truncation is floor.
+    return integer_div(micros - F.pmod(micros, period), partition_length * 1_000_000).cast("long")
+
+
+# -- creating, opening, listing ---------------------------------------------------------------------
+def parse_ddl(text: str, stream: str) -> T.StructType:
+    """A Spark schema from DDL text (``"ts timestamp, src string"``); ParseError says where it failed."""
+    try:
+        return T.StructType.fromDDL(text)
+    except ParseException as error:
+        message = str(error).strip()
+        position = _POSITION.search(message)
+        reason = _POSITION.sub("", message.splitlines()[0]).strip()
+        reason = re.sub(r"^\[[A-Z_.]+\]\s*", "", reason)
+        reason = re.sub(r"\s*SQLSTATE: \w+\.?", "", reason)
+        if position is None:
+            raise ParseError(f"stream {stream}: malformed schema: {reason}", text=text) from None
+        raise ParseError(
+            f"stream {stream}: malformed schema: {reason}",
+            text=text,
+            line=int(position.group(1)),
+            column=int(position.group(2)) + 1,
+        ) from None
+
+
+def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
+    seen: set[str] = set()
+    for column in schema.fields:
+        if column.name.lower() in {c.lower() for c in RESERVED_COLUMNS}:
+            raise ValidationError(
+                f"stream {name}: column name {column.name} is reserved", array=name, column=column.name
+            )
+        if column.name.lower() in seen:
+            raise ValidationError(
+                f"stream {name}: column {column.name} appears twice", array=name, column=column.name
+            )
+        seen.add(column.name.lower())
+    part_table.check_storable(schema, f"stream {name}")
+    if time_column not in schema.names:
+        raise ValidationError(
+            f"stream {name}: time column {time_column} is not a column (columns: {', '.join(schema.names)})",
+            array=name,
+            column=time_column,
+        )
+    time_type = schema[time_column].dataType
+    if not isinstance(time_type, T.TimestampType):
+        raise ValidationError(
+            f"stream {name}, column {time_column}: the time column must be a timestamp, "
+            f"got {time_type.simpleString()}",
+            array=name,
+            column=time_column,
+            value=time_type.simpleString(),
+        )
+
+
+def create_stream(
+    db: Database, name: str, schema: str | T.StructType, partition_length: int, time_column: str
+) -> Stream:
+    """Create an empty stream (version 0) in ``db`` (an ``arrayviews.Database``).
+
+    ``schema`` is Spark DDL (``"ts timestamp, src string, loss int"``) or a StructType;
+    ``partition_length`` is in seconds; ``time_column`` names a timestamp column.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValidationError(f"stream name {name!r} is not an identifier (letters, digits, _)", value=name)
+    if isinstance(partition_length, bool) or not isinstance(partition_length, int) or partition_length <= 0:
+        raise ValidationError(
+            f"stream {name}: partition length must be a positive integer (seconds), got {partition_length!r}",
+            array=name,
+            value=partition_length,
+        )
+    if isinstance(schema, str):
+        schema = parse_ddl(schema, name)
+    if not isinstance(schema, T.StructType):
+        raise ValidationError(
+            f"stream {name}: schema must be DDL text or a StructType, got {type(schema).__name__}", array=name
+        )
+    _check_schema(name, schema, time_column)
+    catalog = db.warehouse.catalog
+    if PartTable.exists(catalog, NAMESPACE, name):
+        raise AlreadyExistsError(f"a stream named {name} already exists")
+    try:
+        table = PartTable.create(
+            catalog, NAMESPACE, name, schema, partition_length, KIND, {"time-column": time_column}
+        )
+    except AlreadyExistsError:
+        raise AlreadyExistsError(f"a stream named {name} already exists") from None
+    return Stream(db, table)
+
+
+def open_stream(db: Database, name: str) -> Stream:
+    """The stream ``name``; NotFoundError lists the streams there are."""
+    try:
+        table = PartTable.open(db.warehouse.catalog, NAMESPACE, name)
+    except NotFoundError:
+        table = None
+    if table is None or table.table_properties.get("kind") != KIND:
+        known = ", ".join(stream_names(db)) or "none"
+        raise NotFoundError(f"no stream named {name} (streams: {known})")
+    return Stream(db, table)
+
+
+def stream_names(db: Database) -> list[str]:
+    return PartTable.names(db.warehouse.catalog, NAMESPACE, kind=KIND)
+
+
+def drop_stream(db: Database, name: str) -> None:
+    """Drop a stream and delete its files."""
+    open_stream(db, name).table.drop()
+
+
+# -- checking batches -------------------------------------------------------------------------------
+def _arrow_accepts(target: pa.DataType, given: pa.DataType) -> bool:
+    """Whether values of Arrow type ``given`` may be stored in a column of ``target`` (after a value check)."""
+    if pa.types.is_null(given):
+        return True
+    if pa.types.is_boolean(target):
+        return pa.types.is_boolean(given)
+    if pa.types.is_integer(target):
+        return pa.types.is_integer(given)
+    if pa.types.is_floating(target):
+        return pa.types.is_integer(given) or pa.types.is_floating(given)
+    if pa.types.is_decimal(target):
+        return pa.types.is_decimal(given) or pa.types.is_integer(given)
+    if pa.types.is_string(target):
+        return pa.types.is_string(given) or pa.types.is_large_string(given)
+    if pa.types.is_timestamp(target):
+        return pa.types.is_timestamp(given)
+    if pa.types.is_date(target):
+        return pa.types.is_date(given)
+    return given == target
+
+
+def _spark_accepts(target: T.DataType, given: T.DataType) -> bool:
+    """Whether Spark type ``given`` casts to ``target`` without any value being able to fail."""
+    if given == target or isinstance(given, T.NullType):
+        return True
+    given_rank = _INTEGER_RANK.get(type(given))
+    if isinstance(target, T.IntegerType | T.LongType):
+        return given_rank is not None and given_rank <= _INTEGER_RANK[type(target)]
+    if isinstance(target, T.DoubleType):
+        return given_rank is not None or isinstance(given, T.FloatType)
+    if isinstance(target, T.FloatType):
+        return given_rank is not None
+    if isinstance(target, T.DecimalType):
+        whole = target.precision - target.scale
+        if given_rank is not None:
+            return _INTEGER_DIGITS[type(given)] <= whole
+        return (
+            isinstance(given, T.DecimalType)
+            and given.scale <= target.scale
+            and given.precision - given.scale <= whole
+        )
+    return False
+
+
+class Stream:
+    """An append-only, time-partitioned table of rows."""
+
+    def __init__(self, db: Database, table: PartTable) -> None:
+        self.db = db
+        self.table = table
+
+    def __repr__(self) -> str:
+        return f"<Stream {self.name} every {self.partition_length}s, version {self.version}>"
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    @property
+    def partition_length(self) -> int:
+        return self.table.partition_length
+
+    @property
+    def time_column(self) -> str:
+        return self.table.table_properties["time-column"]
+
+    @property
+    def schema(self) -> T.StructType:
+        return self.table.spark_schema
+
+    @property
+    def version(self) -> int:
+        return self.table.refresh().current_version()
+
+    def versions(self) -> list[PartVersion]:
+        return self.table.refresh().versions()
+
+    def part_range(self) -> tuple[int, int] | None:
+        return self.table.refresh().part_range()
+
+    def read(self, low: int | None = None, high: int | None = None) -> DataFrame:
+        """The rows (all columns plus ``_part``) of parts ``low`` to ``high`` (default: all parts)."""
+        bounds = self.part_range()
+        if bounds is None:
+            return self.db.spark.createDataFrame([], self.table.read_schema)
+        low = bounds[0] if low is None else low
+        high = bounds[1] if high is None else high
+        return self.table.read_parts(self.db.spark, low, high)
+
+    # -- appending --------------------------------------------------------------------------------
+    def append(self, batch: pd.DataFrame | pa.Table | DataFrame, maintain: bool = True) -> AppendResult:
+        """Append a batch (pandas, Arrow or Spark) as one version; rows of old parts are late rows.
+        With ``maintain`` (the default) the stream views are then brought up to date
+        (``AppendResult.maintenance`` says what each view did); each view commits on its own.
+
+        Nothing is written if any column is missing, unknown or of the wrong type, or any time is
+        null. An empty batch commits nothing and returns the current version.
+        """
+        frame = self._frame(batch)
+        expected = self.table.refresh().current_version()
+        if frame is None:
+            return AppendResult(expected, 0, [], [])
+        bounds = self.table.part_range()
+        frame = frame.withColumn(PART, part_number(F.col(f"`{self.time_column}`"), self.partition_length))
+        staged: list[StagedFile] = []
+        try:
+            try:
+                staged = self.table.stage(frame)
+            except UnpartitionedRowsError as error:
+                raise self._null_times(error.rows) from None
+            checkpoint("stream.staged")
+            if not staged:
+                return AppendResult(expected, 0, [], [])
+            checkpoint("stream.before-commit")
+            version = self.table.commit(staged, operation="append", expected_version=expected)
+        except BaseException:
+            self.table.discard(staged)
+            raise
+        parts = sorted({s.part for s in staged})
+        late = [p for p in parts if bounds is not None and p < bounds[1]]
+        maintenance = self.db.maintain_streams() if maintain else []
+        return AppendResult(version, sum(s.rows for s in staged), parts, late, maintenance)
+
+    def _null_times(self, rows: int) -> ValidationError:
+        return ValidationError(
+            f"stream {self.name}, column {self.time_column}: {rows} row(s) have a null time; nothing was written",
+            array=self.name,
+            column=self.time_column,
+            value=rows,
+        )
+
+    def _check_names(self, columns: list[str]) -> None:
+        expected = self.schema.names
+        unknown = [c for c in columns if c not in expected]
+        if unknown:
+            raise ValidationError(
+                f"stream {self.name}: unknown column {unknown[0]} (columns: {', '.join(expected)})",
+                array=self.name,
+                column=unknown[0],
+            )
+        missing = [c for c in expected if c not in columns]
+        if missing:
+            raise ValidationError(
+                f"stream {self.name}: column {missing[0]} is missing from the batch",
+                array=self.name,
+                column=missing[0],
+            )
+
+    def _type_error(self, column: str, target: str, given: str) -> ValidationError:
+        return ValidationError(
+            f"stream {self.name}, column {column}: expected {target}, got {given}",
+            array=self.name,
+            column=column,
+            value=given,
+        )
+
+    def _frame(self, batch) -> DataFrame | None:
+        """The batch as a checked Spark DataFrame of exactly the stream's columns (None if empty)."""
+        if isinstance(batch, DataFrame):
+            return self._spark_frame(batch)
+        table = self._arrow_batch(batch)
+        if table.num_rows == 0:
+            return None
+        return self.db.spark.createDataFrame(table, schema=self.schema)
+
+    def _spark_frame(self, frame: DataFrame) -> DataFrame:
+        self._check_names(frame.columns)
+        given = {f.name: f.dataType for f in frame.schema.fields}
+        columns = []
+        for target in self.schema.fields:
+            if not _spark_accepts(target.dataType, given[target.name]):
+                raise self._type_error(
+                    target.name, target.dataType.simpleString(), given[target.name].simpleString()
+                )
+            columns.append(frame[target.name].cast(target.dataType).alias(target.name))
+        return frame.select(*columns)
+
+    def _arrow_batch(self, batch: pd.DataFrame | pa.Table) -> pa.Table:
+        """A pandas or Arrow batch checked and cast to the stored Arrow types."""
+        if isinstance(batch, pd.DataFrame):
+            self._check_names([str(c) for c in batch.columns])
+            if batch.empty:  # pandas gives empty columns arbitrary types: nothing to check
+                return part_table.arrow_schema_of(self.schema).empty_table()
+            arrays = {}
+            for name in self.schema.names:
+                try:
+                    arrays[name] = pa.array(batch[name], from_pandas=True)
+                except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+                    raise self._type_error(
+                        name, self.schema[name].dataType.simpleString(), str(error)
+                    ) from None
+            table = pa.table(arrays)
+        elif isinstance(batch, pa.Table | pa.RecordBatch):
+            self._check_names(batch.schema.names)
+            table = pa.table({name: batch.column(name) for name in self.schema.names})
+        else:
+            raise ValidationError(
+                f"stream {self.name}: a batch must be a pandas DataFrame, pyarrow Table or Spark "
+                f"DataFrame, got {type(batch).__name__}",
+                array=self.name,
+            )
+        target_schema = part_table.arrow_schema_of(self.schema)
+        columns = []
+        for name in self.schema.names:
+            target = target_schema.field(name).type
+            column = table.column(name)
+            if not _arrow_accepts(target, column.type):
+                raise self._type_error(name, str(target), str(column.type))
+            try:
+                # Timestamps keep microseconds (finer digits are dropped); other values must fit exactly.
+                columns.append(pc.cast(column, target, safe=not pa.types.is_timestamp(target)))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise ValidationError(
+                    f"stream {self.name}, column {name}: values do not fit {target} ({error})",
+                    array=self.name,
+                    column=name,
+                ) from None
+        table = pa.table(columns, names=self.schema.names)
+        if table.column(self.time_column).null_count:
+            raise self._null_times(table.column(self.time_column).null_count)
+        return table

@@ -1,0 +1,214 @@
+"""Creating, reading and dropping ViewDF views: checks of a definition against the relations it
+reads, the view's table, and reads with the PART_TIMESTAMP column (paper 004, section 4.2)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
+
+from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
+from arrayviews.streams import relations as rel
+from arrayviews.streams.definition import PartQuery, ViewDFDefinition
+from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
+from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
+from arrayviews.streams.part_table import PartTable
+from arrayviews.streams.world import PART, StreamWorld, normalized
+
+PART_TIMESTAMP = "PART_TIMESTAMP"
+
+
+def _reference_error(definition: ViewDFDefinition, reference, message: str) -> ParseError:
+    return ParseError(
+        f"view {definition.name}: {message}",
+        text=definition.text,
+        line=reference.line or None,
+        column=reference.column or None,
+    )
+
+
+def check_references(definition: ViewDFDefinition, lengths: dict[str, int]) -> None:
+    """Every reference names a known relation whose partition length divides the view's, and no
+    reference reads a part that begins after the view's part ends (a reference to the future)."""
+    length = definition.partition_length
+    for query in (definition.initialize, definition.update):
+        for reference in query.references:
+            if reference.relation == definition.name:
+                continue
+            if reference.relation not in lengths:
+                known = ", ".join(sorted(lengths)) or "none"
+                raise _reference_error(
+                    definition, reference, f"no stream or view named {reference.relation} (known: {known})"
+                )
+            source_length = lengths[reference.relation]
+            if length % source_length:
+                raise _reference_error(
+                    definition,
+                    reference,
+                    f"partition length {length} s is not a multiple of the partition length "
+                    f"{source_length} s of {reference.relation}",
+                )
+            ratio = length // source_length
+            high = reference.high
+            # part p of the view ends where part (p + 1) * ratio of the source begins
+            if high.scale > ratio or (high.scale == ratio and high.offset > ratio - 1):
+                raise _reference_error(
+                    definition,
+                    reference,
+                    f"{reference.text(query.variable)} refers to the future: for part {query.variable} "
+                    f"it reads parts of {reference.relation} that begin after part {query.variable} "
+                    f"of {definition.name} ends ({ratio} part(s) of {reference.relation} per part)",
+                )
+
+
+def _output_schema(
+    spark: SparkSession, world: StreamWorld, definition: ViewDFDefinition, query: PartQuery, own
+):
+    """The result schema of ``query`` over empty inputs (Spark analyses it; no job runs)."""
+
+    def empty(relation: str, low: int, high: int) -> DataFrame:
+        schema = own if relation == definition.name else world.table(relation).spark_schema
+        return spark.createDataFrame([], schema)
+
+    registered: list[str] = []
+    try:
+        return run_part_query(spark, query, 0, empty, registered).schema
+    except AnalysisException as error:
+        which = "INITIALIZE" if query is definition.initialize else "UPDATE"
+        raise ValidationError(
+            f"view {definition.name}: the {which} query is not valid Spark SQL: {error}"
+        ) from None
+    finally:
+        drop_temporary_views(spark, registered)
+
+
+def create_views(
+    spark: SparkSession, catalog, definitions: list[ViewDFDefinition], lateness_parts: int | None = None
+) -> list[MaintenanceResult]:
+    """Create the views (helpers first), build their parts, and return what maintenance did. On any
+    error every view created by this call is dropped again."""
+    created: list[str] = []
+    try:
+        for definition in definitions:
+            world = StreamWorld(spark, catalog)
+            definition = normalized(definition)
+            if definition.name in world.kinds:
+                raise AlreadyExistsError(f"a stream or view named {definition.name} already exists")
+            lengths = {name: world.table(name).partition_length for name in world.kinds}
+            check_references(definition, lengths)
+            schema = _output_schema(spark, world, definition, definition.initialize, None)
+            update_schema = _output_schema(spark, world, definition, definition.update, schema)
+            if len(update_schema.fields) != len(schema.fields):
+                raise ValidationError(
+                    f"view {definition.name}: the UPDATE query returns {len(update_schema.fields)} columns "
+                    f"({', '.join(update_schema.fieldNames())}) and the INITIALIZE query "
+                    f"{len(schema.fields)} ({', '.join(schema.fieldNames())})"
+                )
+            properties = {
+                rel.DEFINITION: definition.text,
+                rel.BACKFILL: "true" if definition.backfill else "false",
+                rel.HELPER: "true" if definition.helper else "false",
+            }
+            if lateness_parts is not None:
+                properties[rel.LATENESS] = str(int(lateness_parts))
+            PartTable.create(
+                catalog,
+                rel.NAMESPACE,
+                definition.name,
+                schema,
+                definition.partition_length,
+                rel.VIEW_KIND,
+                properties,
+            )
+            created.append(definition.name)
+        return maintain_all(spark, StreamWorld(spark, catalog))
+    except BaseException:
+        for name in reversed(created):
+            with contextlib.suppress(Exception):
+                PartTable.open(catalog, rel.NAMESPACE, name).drop()
+        raise
+
+
+def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
+    """Drop a view and the helper views only it reads; refused while another view reads it."""
+    world = StreamWorld(spark, catalog)
+    view = world.view(name)
+    definitions = world.definitions()
+    readers = sorted(d.name for d in definitions.values() if view.name in d.sources())
+    if readers:
+        raise ValidationError(f"view {name} is read by view(s) {', '.join(readers)}; drop those first")
+    dropped = [view.name]
+    view.table.drop()
+    for source in sorted(view.definition.sources()):
+        if source in definitions and definitions[source].helper:
+            others = [d for d in definitions.values() if d.name != view.name and source in d.sources()]
+            if not others:
+                dropped += drop_view(spark, catalog, source)
+    return dropped
+
+
+class StreamView:
+    """A ViewDF view as users see it: its parts, read with Spark, and its maintenance status."""
+
+    def __init__(self, spark: SparkSession, catalog, name: str) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        world = StreamWorld(spark, catalog)
+        self._handle = world.view(name)
+        self.name = self._handle.name
+
+    @property
+    def definition(self) -> str:
+        return self._handle.definition.text
+
+    @property
+    def partition_length(self) -> int:
+        return self._handle.definition.partition_length
+
+    def state(self) -> rel.ViewState | None:
+        self._handle.table.refresh()
+        return self._handle.state()
+
+    def parts(self) -> range:
+        """Parts held: from the oldest retained to the newest built."""
+        state = self.state()
+        return range(0) if state is None else range(state.retained, state.next)
+
+    def read(self, part: int | None = None) -> DataFrame:
+        """The view's rows (every held part, or one part) with PART_TIMESTAMP, the start of the part."""
+        held = self.parts()
+        if part is not None and part not in held:
+            span = f"{held.start}..{held.stop - 1}" if len(held) else "none yet"
+            raise NotFoundError(f"view {self.name} has no part {part} (parts held: {span})")
+        low, high = (held.start, held.stop - 1) if part is None else (part, part)
+        table = self._handle.table
+        if not len(held):
+            frame = self.spark.createDataFrame([], table.spark_schema).withColumn(PART, F.lit(0).cast("long"))
+        else:
+            frame = table.read_parts(self.spark, low, high)
+        stamp = F.timestamp_seconds(F.col(PART) * F.lit(self.partition_length))
+        return frame.withColumn(PART_TIMESTAMP, stamp).drop(PART)
+
+    def to_pandas(self, part: int | None = None) -> pd.DataFrame:
+        return self.read(part).toPandas()
+
+    def last_updated(self) -> pd.DataFrame:
+        """Per held part, when it was last written (late rows rewrite old parts)."""
+        held = self.parts()
+        updated = self._handle.table.part_updated()
+        rows = [(p, updated.get(p)) for p in held if p in updated]
+        return pd.DataFrame(rows, columns=["part", "updated"])
+
+    def status(self) -> dict[str, object]:
+        state = self.state()
+        return {
+            "view": self.name,
+            "version": self._handle.table.current_version(),
+            "first": None if state is None else state.first,
+            "next": None if state is None else state.next,
+            "retained": None if state is None else state.retained,
+            "seen": {} if state is None else dict(state.seen),
+        }
