@@ -76,7 +76,9 @@ class _Round:
         query = definition.initialize if initialize else definition.update
         frame = run_part_query(self.spark, query, part, self.resolve, self.registered)
         frame = self.view.conform_columns(frame, part)
-        self.staged[part] = self.view.table.stage(frame.withColumn(PART, F.lit(part).cast("long")))
+        self.staged[part] = self.view.table.stage(
+            frame.withColumn(PART, F.lit(part).cast("long")), single_part=True
+        )
 
     def all_staged(self) -> list:
         return [s for files in self.staged.values() for s in files]

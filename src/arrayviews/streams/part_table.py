@@ -566,9 +566,12 @@ class PartTable:
         return spark.read.schema(self.read_schema).parquet(*uris)
 
     # -- writing ----------------------------------------------------------------------------------
-    def stage(self, frame: DataFrame, target_bytes: int = TARGET_FILE_BYTES) -> list[StagedFile]:
+    def stage(
+        self, frame: DataFrame, target_bytes: int = TARGET_FILE_BYTES, single_part: bool = False
+    ) -> list[StagedFile]:
         """Executors write the rows of ``frame`` (user columns and ``_part``) as Parquet files under the
-        data folder, each file holding one part; nothing is committed.
+        data folder, each file holding one part; nothing is committed. ``single_part``: the caller
+        knows every row has the same part, so the rows are written where they are (no shuffle).
 
         Rows with a null ``_part`` are not written: if there are any, the files of this job are
         deleted and UnpartitionedRowsError is raised. If the job fails, its files are deleted too.
@@ -577,7 +580,9 @@ class PartTable:
         token = uuid.uuid4().hex[:12]
         run = _part_writer(self.data_directory, arrow_schema, token, target_bytes)
         columns = [F.col(f"`{name}`") for name in arrow_schema.names]
-        ordered = frame.select(*columns).repartition(F.col(PART)).sortWithinPartitions(PART)
+        ordered = frame.select(*columns)
+        if not single_part:
+            ordered = ordered.repartition(F.col(PART)).sortWithinPartitions(PART)
         try:
             rows = ordered.mapInArrow(run, spark_schema(STAGED_SCHEMA)).collect()
         except BaseException:
