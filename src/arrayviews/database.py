@@ -194,7 +194,7 @@ class Database:
         if isinstance(definition, str):
             from arrayviews.streams.sql import execute
 
-            return execute(self, definition)
+            return execute(self, definition, lateness_parts)
         definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
         create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)

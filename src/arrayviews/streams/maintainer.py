@@ -154,7 +154,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
         checkpoint("viewdf.before-commit")
         version = table.commit(
             kept,
-            replace_parts=sorted(recompute) + new_parts,
+            replace_parts=[p for p in sorted(recompute) + new_parts if p >= retained],
             drop_below=dropped_below,
             operation="maintain",
             properties=new_state.properties(),
@@ -178,12 +178,16 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
 
 
 def _consumer_span(world, definition: ViewDFDefinition) -> int:
-    """How many parts below a part p of the view a consumer may read together with p."""
+    """How many parts below a part p of the view a consumer may read while building a part that
+    reads p (references of one query taken together: ``H[j]`` with ``H[j-3]`` spans 3)."""
     span = 0
     for consumer in consumers_of(definition.name, world.definitions()):
-        for reference in consumer.update.references + consumer.initialize.references:
-            if reference.relation == definition.name:
-                span = max(span, reference.high.offset - reference.low.offset)
+        for query in (consumer.initialize, consumer.update):
+            references = [r for r in query.references if r.relation == definition.name]
+            if references:  # a consumer part reading p through one reference reads the lowest of all
+                highest = max(r.high.offset for r in references)
+                lowest = min(r.low.offset for r in references)
+                span = max(span, highest - lowest)
     return span
 
 
@@ -202,8 +206,8 @@ def _widen(
         if needed < state.retained:
             return set(range(state.first, next_part)), True, needed
         return recompute, False, None
-    if needed < state.retained:
-        return recompute | set(range(needed, low)), True, needed
+    if needed < state.retained:  # every dropped part from ``needed`` up is read again
+        return recompute | set(range(needed, state.retained)), True, needed
     return recompute, False, None
 
 
@@ -217,8 +221,9 @@ def _keep_from(world, definition: ViewDFDefinition, view, new_next: int, recompu
     keep = new_next - 1 - view.lateness_parts - span
     for consumer in consumers_of(definition.name, world.definitions()):
         consumer_state = world.view(consumer.name).state()
-        upcoming = consumer_state.next if consumer_state is not None else new_next
-        low = planning.lowest_part_read(consumer, definition.name, upcoming)
+        if consumer_state is None:  # not built yet: it may start from our first part
+            return None
+        low = planning.lowest_part_read(consumer, definition.name, consumer_state.next)
         if low is not None:
             keep = min(keep, low)
     if recompute:  # consumers will recompute their parts that read the recomputed ones

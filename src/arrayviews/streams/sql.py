@@ -59,7 +59,7 @@ def run_query(spark: SparkSession, catalog, text: str) -> DataFrame:
     return spark.sql(text)
 
 
-def execute(db, text: str):
+def execute(db, text: str, lateness_parts: int | None = None):
     """Run one stream statement (see streams.parser): returns the created StreamView, the EXPLAIN
     text, or a Spark DataFrame for queries."""
     from arrayviews.streams import statements as st
@@ -73,6 +73,6 @@ def execute(db, text: str):
             return inner.definition.text
         return explain(inner, db.stream(inner.query.stream).partition_length)
     if isinstance(statement, st.CreateViewDF):
-        return db.create_stream_view(statement.definition)
+        return db.create_stream_view(statement.definition, lateness_parts)
     length = db.stream(statement.query.stream).partition_length
-    return db.create_stream_view(translate(statement, length))
+    return db.create_stream_view(translate(statement, length), lateness_parts)
