@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyarrow.fs import FileSelector
-from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
-from pyiceberg.io.pyarrow import parquet_files_to_data_files
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
@@ -19,6 +17,7 @@ from arrayviews.model.errors import CommitConflictError, NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
+from arrayviews.storage.snapshots import commit_snapshot
 
 
 class _PayloadStatisticsFilter(logging.Filter):
@@ -197,24 +196,7 @@ class ArrayTable:
             TOTAL_KEY: str(total),
             **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
         }
-        try:
-            with self.table.transaction() as transaction:
-                data_files = list(
-                    parquet_files_to_data_files(self.table.io, transaction.table_metadata, iter(added))
-                )
-                update = transaction.update_snapshot(snapshot_properties=properties)
-                # Pure appends merge small manifests as they go, so planning stays fast after many
-                # batches; anything that removes files is an overwrite.
-                producer = update.overwrite() if removed else update.merge_append()
-                with producer as snapshot:
-                    for data_file in removed:
-                        snapshot.delete_data_file(data_file)
-                    for data_file in data_files:
-                        snapshot.append_data_file(data_file)
-        except CommitFailedException as error:
-            raise CommitConflictError(
-                f"array {self.name}: concurrent commit, nothing committed ({error})"
-            ) from error
+        commit_snapshot(self.table, added, removed, properties, f"array {self.name}")
         self.refresh()
         return version
 

@@ -26,7 +26,6 @@ from pyiceberg import types as iceberg
 from pyiceberg.catalog import Catalog
 from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import (
-    CommitFailedException,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -41,7 +40,6 @@ from pyiceberg.expressions import (
     LessThanOrEqual,
     Or,
 )
-from pyiceberg.io.pyarrow import parquet_files_to_data_files
 from pyiceberg.manifest import DataFile, ManifestContent, ManifestFile
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -56,6 +54,7 @@ from arrayviews.execution.memory import tune_allocator
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
 from arrayviews.storage.catalog import ensure_namespace
 from arrayviews.storage.files import delete_files, filesystem, write_parquet
+from arrayviews.storage.snapshots import commit_snapshot
 
 #: The column holding each row's part number.
 PART = "_part"
@@ -644,26 +643,7 @@ class PartTable:
         }
         if drop_below is not None:
             summary[DROPPED_BELOW_KEY] = str(drop_below)
-        try:
-            with self.table.transaction() as transaction:
-                data_files = list(
-                    parquet_files_to_data_files(
-                        self.table.io, transaction.table_metadata, iter([s.uri for s in added])
-                    )
-                )
-                update = transaction.update_snapshot(snapshot_properties=summary)
-                # A snapshot with nothing to add or remove is still made (an append of no files),
-                # so a commit can record properties alone.
-                producer = update.overwrite() if removed else update.merge_append()
-                with producer as snapshot:
-                    for data_file in removed:
-                        snapshot.delete_data_file(data_file)
-                    for data_file in data_files:
-                        snapshot.append_data_file(data_file)
-        except CommitFailedException as error:
-            raise CommitConflictError(
-                f"{self.kind} {self.name}: concurrent commit, nothing committed ({error})"
-            ) from error
+        commit_snapshot(self.table, [s.uri for s in added], removed, summary, f"{self.kind} {self.name}")
         self.refresh()
         return version
 
