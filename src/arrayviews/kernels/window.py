@@ -301,9 +301,9 @@ def _slide(array: np.ndarray, axis: int, width: int, kind: str, out_dtype=None) 
     shape[axis] -= width - 1
     if kind == "sum":
         out = np.empty(shape, dtype=out_dtype or array.dtype)
-        if not out.size:
-            pass
-        elif out.dtype.kind == "f" and width > 2:
+        if not out.size:  # no complete window along this axis: nothing to compute
+            return out
+        if out.dtype.kind == "f" and width > 2:
             if array.dtype != out.dtype:
                 array = array.astype(out.dtype)
             scratch = np.empty(math.prod(shape[axis + 1 :]), dtype=out.dtype)
