@@ -209,7 +209,8 @@ def dimensions(draw: st.DrawFn, name: str) -> Dimension:
 def schemas(draw: st.DrawFn) -> ArraySchema:
     ndim = draw(st.integers(1, 5))
     nattr = draw(st.integers(0, 4))
-    names = draw(st.lists(NAMES, min_size=ndim + nattr, max_size=ndim + nattr, unique=True))
+    # names of one array must differ in more than case (Spark compares column names without case)
+    names = draw(st.lists(NAMES, min_size=ndim + nattr, max_size=ndim + nattr, unique_by=str.lower))
     attrs = [Attribute(n, draw(st.sampled_from(ATTRIBUTE_TYPES)), draw(st.booleans())) for n in names[:nattr]]
     dims = [draw(dimensions(n)) for n in names[nattr:]]
     return ArraySchema(draw(NAMES), tuple(attrs), tuple(dims))

@@ -33,7 +33,7 @@ from arrayviews.language import syntax as ast
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
 from arrayviews.model.errors import ParseError, SchemaError
 from arrayviews.model.expressions import Expr, parse_expression
-from arrayviews.model.schema import check_identifier
+from arrayviews.model.names import IDENTIFIER, check_identifier
 from arrayviews.model.schema_parser import parse_schema
 
 # How the grammar's terminals are shown to users in "expected one of" lists; keywords not listed
@@ -65,7 +65,7 @@ _END = "end of input"
 _STATEMENT_END = ("';'", _END)
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = IDENTIFIER
 _FLOAT_SYNTAX = re.compile(r"[.eE]")
 _SCHEMA_COMMENT = re.compile(r"--[^\n]*")
 

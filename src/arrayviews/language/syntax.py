@@ -12,15 +12,14 @@ whether names exist in the database is the executor's business.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from arrayviews.model.aggregate_calls import AggregateCall
 from arrayviews.model.expressions import Expr
+from arrayviews.model.names import is_identifier
 from arrayviews.model.schema import ArraySchema
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 #: A literal of INSERT ... VALUES: null (None), a bool, an int or a float (nan and +-inf included).
@@ -30,7 +29,7 @@ FILE_FORMATS = ("csv", "parquet")
 
 
 def _identifier(value: object, what: str) -> str:
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_identifier(value):
         raise ValueError(f"invalid {what} name {value!r}")
     return value
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from arrayviews.model.errors import ParseError, ValidationError
+from arrayviews.model.names import IDENTIFIER, name_problem
 from arrayviews.model.types import normalize_type
 
 #: Canonical aggregate function names.
@@ -17,7 +18,7 @@ _FUNCTION_ALIASES = {"mean": "avg", "std": "stdev", "stddev": "stdev", "variance
 _NUMERIC_ONLY = ("var", "stdev")
 _INTEGER_TYPES = ("int32", "int64", "bool")
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = IDENTIFIER
 _SPACE = re.compile(r"\s*")
 
 
@@ -136,8 +137,9 @@ def parse_aggregate(text: str) -> AggregateCall:
         if keyword.lower() != "as":
             raise scan.fail(f"unexpected {keyword!r} after the call", ("as", "end of text"), keyword_pos)
         alias, alias_pos = scan.name("alias")
-        if "__" in alias:
-            raise scan.fail(f"invalid alias {alias!r}: double underscores are reserved", (), alias_pos)
+        problem = name_problem(alias)
+        if problem is not None:
+            raise scan.fail(f"invalid alias {alias!r}: {problem}", (), alias_pos)
         if not scan.at_end():
             raise scan.fail("unexpected text after the alias", ("end of text",))
     return AggregateCall(function, attribute, alias)

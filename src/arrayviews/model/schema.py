@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field, replace
 
 from arrayviews.model.errors import SchemaError
+from arrayviews.model.names import INTERNAL_PREFIX, check_identifier, check_internal_name, first_clash
 from arrayviews.model.types import normalize_type
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Upper bound used for a dimension declared open-ended (``i=0:*``).
 UNBOUNDED_HIGH = 2**62 - 1
 #: Largest allowed number of cells in one chunk; chunk-local offsets are int64.
 MAX_CHUNK_VOLUME = 2**62
 #: Cells per chunk aimed at when a schema leaves the chunk length out.
 DEFAULT_CHUNK_VOLUME = 1_000_000
-
-
-def check_identifier(name: str, what: str) -> str:
-    """Return ``name`` if it is a valid identifier, else raise SchemaError naming ``what``."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise SchemaError(
-            f"invalid {what} name {name!r}: use letters, digits and _, not starting with a digit"
-        )
-    if "__" in name:
-        raise SchemaError(f"invalid {what} name {name!r}: double underscores are reserved")
-    return name
 
 
 @dataclass(frozen=True)
@@ -83,14 +71,22 @@ class Dimension:
 
 @dataclass(frozen=True)
 class Attribute:
-    """One typed value attribute; ``nullable`` attributes may hold nulls in non-empty cells."""
+    """One typed value attribute; ``nullable`` attributes may hold nulls in non-empty cells.
+
+    ``internal`` attributes are arrayviews' own (view maintenance state): their names start with the
+    internal prefix (see model/names.py), which user names may not, so the two never collide.
+    """
 
     name: str
     type: str
     nullable: bool = False
+    internal: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_identifier(self.name, "attribute")
+        if self.internal:
+            check_internal_name(self.name, "attribute")
+        else:
+            check_identifier(self.name, "attribute")
         object.__setattr__(self, "type", normalize_type(self.type))
 
     def to_text(self) -> str:
@@ -112,11 +108,9 @@ class ArraySchema:
         object.__setattr__(self, "dimensions", tuple(self.dimensions))
         if not self.dimensions:
             raise SchemaError(f"array {self.name}: needs at least one dimension")
-        seen: set[str] = set()
-        for item in (*self.dimensions, *self.attributes):
-            if item.name in seen:
-                raise SchemaError(f"array {self.name}: name {item.name!r} is used twice")
-            seen.add(item.name)
+        clash = first_clash([item.name for item in (*self.dimensions, *self.attributes)])
+        if clash is not None:
+            raise SchemaError(f"array {self.name}: {_clash_text(*clash)}")
         volume = math.prod(d.chunk_length for d in self.dimensions)
         if volume > MAX_CHUNK_VOLUME:
             raise SchemaError(
@@ -201,7 +195,9 @@ class ArraySchema:
             {
                 "name": self.name,
                 "attributes": [
-                    {"name": a.name, "type": a.type, "nullable": a.nullable} for a in self.attributes
+                    {"name": a.name, "type": a.type, "nullable": a.nullable}
+                    | ({"internal": True} if a.internal else {})
+                    for a in self.attributes
                 ],
                 "dimensions": [
                     {
@@ -222,12 +218,27 @@ class ArraySchema:
         data = json.loads(text)
         return cls(
             data["name"],
-            tuple(Attribute(a["name"], a["type"], a.get("nullable", False)) for a in data["attributes"]),
+            tuple(
+                Attribute(
+                    a["name"],
+                    a["type"],
+                    a.get("nullable", False),
+                    # schemas stored before the flag existed: their internal names have the prefix
+                    a.get("internal", a["name"].startswith(INTERNAL_PREFIX)),
+                )
+                for a in data["attributes"]
+            ),
             tuple(
                 Dimension(d["name"], d["low"], d["high"], d["chunk_length"], d.get("chunk_origin"))
                 for d in data["dimensions"]
             ),
         )
+
+
+def _clash_text(first: str, second: str) -> str:
+    if first == second:
+        return f"name {first!r} is used twice"
+    return f"names {first!r} and {second!r} differ only in case (column names are case-insensitive)"
 
 
 def default_chunk_length(extent: int, ndim: int) -> int:

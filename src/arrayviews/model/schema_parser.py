@@ -10,12 +10,12 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from arrayviews.model.errors import ParseError, SchemaError
+from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import (
     UNBOUNDED_HIGH,
     ArraySchema,
     Attribute,
     Dimension,
-    check_identifier,
     default_chunk_length,
 )
 from arrayviews.model.types import normalize_type
@@ -98,7 +98,7 @@ class _Builder:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.seen: set[str] = set()
+        self.seen: dict[str, str] = {}  # lower-case name -> name as written
         self.array = ""
 
     @contextmanager
@@ -134,9 +134,15 @@ class _Builder:
         """Check that ``token`` is a valid, not yet used name and return it."""
         with self.at(token):
             check_identifier(str(token), what)
-            if str(token) in self.seen:
+            earlier = self.seen.get(str(token).lower())
+            if earlier == str(token):
                 raise SchemaError(f"array {self.array}: name {str(token)!r} is used twice")
-        self.seen.add(str(token))
+            if earlier is not None:
+                raise SchemaError(
+                    f"array {self.array}: names {earlier!r} and {str(token)!r} differ only in case "
+                    "(column names are case-insensitive)"
+                )
+        self.seen[str(token).lower()] = str(token)
         return str(token)
 
     def attribute(self, tree: Tree) -> Attribute:

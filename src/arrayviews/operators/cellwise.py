@@ -15,7 +15,8 @@ from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.expressions import infer_type, parse_expression, referenced_names
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.model.schema import ArraySchema, Attribute, Dimension, check_identifier
+from arrayviews.model.names import check_identifier
+from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import arrow_type
 from arrayviews.operators.cells import transform_cells
 from arrayviews.operators.source import ComputedSource, Source

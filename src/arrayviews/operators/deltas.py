@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.model.schema import ArraySchema, Attribute
+from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.cells import cell_columns
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
@@ -78,10 +78,7 @@ def version_delta(array: ArrayTable, old_version: int, new_version: int) -> Delt
     # Sort both sides together; a coordinate held by both shows up as two adjacent cells.
     both = pa.concat_tables([old, new])
     coords, _, _ = cell_columns(both, schema.with_attributes([]))
-    side = np.concatenate([np.zeros(old.num_rows, np.int64), np.ones(new.num_rows, np.int64)])
-    sorted_cells = sort_cells(
-        coords, {"side": side}, {}, schema.with_attributes([Attribute("side", "int64")])
-    )
+    sorted_cells = sort_cells(coords, {}, {}, schema)  # order: row of ``both``; old rows come first
     order = sorted_cells.order
     bounds = sorted_cells.bounds
     same_chunk = np.ones(len(order) - 1, dtype=bool)

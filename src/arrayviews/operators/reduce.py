@@ -33,6 +33,7 @@ from arrayviews.model.aggregate_calls import (
 )
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import ComputedSource, Source
@@ -67,10 +68,7 @@ def _partials(
         return None
     coords = np.stack([np.asarray(cells.column(d)) for d in in_schema.dimension_names], axis=1)
     out_coords = cell_map(coords)
-    positions = np.arange(cells.num_rows, dtype=np.int64)
-    grouped = sort_cells(
-        out_coords, {"row": positions}, {}, out_schema.with_attributes([Attribute("row", "int64")])
-    )
+    grouped = sort_cells(out_coords, {}, {}, out_schema)  # grouped.order: input row of each sorted cell
     columns: dict[str, list] = {layout.chunk_column(d): [] for d in out_schema.dimension_names}
     for attribute in needs:
         columns[_state_column(attribute)] = []
@@ -89,7 +87,7 @@ def _partials(
     for index, chunk in enumerate(grouped.chunks):
         lo, hi = grouped.bounds[index], grouped.bounds[index + 1]
         keys = grouped.offsets[lo:hi]
-        rows = grouped.values["row"][lo:hi]
+        rows = grouped.order[lo:hi]
         for k, dimension in enumerate(out_schema.dimension_names):
             columns[layout.chunk_column(dimension)].append(int(chunk[k]))
         for attribute, parts in needs.items():
@@ -145,9 +143,10 @@ def output_attributes(
 ) -> list[Attribute]:
     """Output attributes; an aggregate over everything may see no cell, so its values may be null."""
     attributes = []
+    dimensions = {name.lower() for name in dimension_names}
     for call in calls:
         source = schema.attribute(call.attribute) if call.attribute else None
-        if call.output_name in dimension_names:
+        if call.output_name.lower() in dimensions:
             raise ValidationError(
                 f"aggregate output {call.output_name!r} clashes with a dimension name; rename it with 'as'"
             )
@@ -267,8 +266,7 @@ def aggregate(
     if by:
         dimensions = tuple(schema.dimension(n) for n in by)
     else:
-        name = "i" if "i" not in {c.output_name for c in calls} else "aggregate_index"
-        dimensions = (Dimension(name, 0, 0, 1),)
+        dimensions = (Dimension(unused_name("i", {c.output_name for c in calls}), 0, 0, 1),)
     names = [d.name for d in dimensions]
     attributes = output_attributes(schema, calls, names, over_everything=not by)
     out_schema = ArraySchema(schema.name, tuple(attributes), dimensions)

@@ -31,6 +31,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
+from arrayviews.model.names import IDENTIFIER
 from arrayviews.streams.definition import PartIndex, PartQuery, PartReference, ViewDFDefinition
 from arrayviews.streams.statements import (
     Conjunct,
@@ -48,7 +49,7 @@ from arrayviews.streams.statements import (
     aggregate_call,
 )
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = IDENTIFIER
 _INTEGER = re.compile(r"[0-9]+")
 _LEADING_COMMENTS = re.compile(r"\s*(?:(?:--[^\n]*|/\*.*?\*/)\s*)*", re.DOTALL)
 _STREAM_START = re.compile(r"(?:explain\s+)?create\s+view(?![A-Za-z0-9_])", re.IGNORECASE)

@@ -52,12 +52,12 @@ from pyspark.sql import types as T
 from arrayviews.execution.jobs import conform, new_file_name, spark_schema
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
+from arrayviews.model.names import PART
 from arrayviews.storage.catalog import ensure_namespace
 from arrayviews.storage.files import delete_files, filesystem, write_parquet
 from arrayviews.storage.snapshots import commit_snapshot
 
 #: The column holding each row's part number.
-PART = "_part"
 PREFIX = "arrayviews."
 
 KIND_PROPERTY = PREFIX + "kind"

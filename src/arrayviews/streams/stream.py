@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from arrayviews.execution.jobs import integer_div
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.streams import part_table
 from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
 NAMESPACE = "streams"
 KIND = "stream"
 #: Column names a stream may not use (the part number, and the part start time views may add).
-RESERVED_COLUMNS = (PART, "PART_TIMESTAMP")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_COLUMNS = RESERVED_STREAM_COLUMNS
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 _INTEGER_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
 _INTEGER_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 19}
@@ -86,6 +86,13 @@ def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
             raise ValidationError(
                 f"stream {name}: column name {column.name} is reserved", array=name, column=column.name
             )
+        if column.name.startswith(INTERNAL_PREFIX):
+            raise ValidationError(
+                f"stream {name}: column name {column.name} is reserved (names starting with "
+                f"{INTERNAL_PREFIX!r} are arrayviews' own columns)",
+                array=name,
+                column=column.name,
+            )
         if column.name.lower() in seen:
             raise ValidationError(
                 f"stream {name}: column {column.name} appears twice", array=name, column=column.name
@@ -117,8 +124,10 @@ def create_stream(
     ``schema`` is Spark DDL (``"ts timestamp, src string, loss int"``) or a StructType;
     ``partition_length`` is in seconds; ``time_column`` names a timestamp column.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValidationError(f"stream name {name!r} is not an identifier (letters, digits, _)", value=name)
+    try:
+        check_identifier(name, "stream", ValidationError)
+    except ValidationError as error:
+        raise ValidationError(str(error), value=name) from None
     if isinstance(partition_length, bool) or not isinstance(partition_length, int) or partition_length <= 0:
         raise ValidationError(
             f"stream {name}: partition length must be a positive integer (seconds), got {partition_length!r}",

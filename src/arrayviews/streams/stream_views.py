@@ -11,14 +11,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
+from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
 from arrayviews.streams import relations as rel
 from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
 from arrayviews.streams.part_table import PartTable
 from arrayviews.streams.world import PART, StreamWorld, normalized
-
-PART_TIMESTAMP = "PART_TIMESTAMP"
 
 
 def _reference_error(definition: ViewDFDefinition, reference, message: str) -> ParseError:
@@ -85,6 +84,14 @@ def _output_schema(
         drop_temporary_views(spark, registered)
 
 
+def _check_view_name(definition: ViewDFDefinition) -> None:
+    """A view's name is a legal user name; a helper's is one followed by the helper suffix."""
+    name = definition.name
+    if definition.helper and isinstance(name, str) and name.endswith(HELPER_SUFFIX):
+        name = name[: -len(HELPER_SUFFIX)]
+    check_identifier(name, "helper view" if definition.helper else "view", ValidationError)
+
+
 def create_views(
     spark: SparkSession, catalog, definitions: list[ViewDFDefinition], lateness_parts: int | None = None
 ) -> list[MaintenanceResult]:
@@ -94,6 +101,7 @@ def create_views(
     try:
         for definition in definitions:
             world = StreamWorld(spark, catalog)
+            _check_view_name(definition)
             definition = normalized(definition)
             if definition.name in world.kinds:
                 raise AlreadyExistsError(f"a stream or view named {definition.name} already exists")

@@ -46,6 +46,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
+from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.streams.definition import PartIndex, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
 from arrayviews.streams.parser import parse_stream_statement
@@ -60,7 +61,6 @@ from arrayviews.streams.statements import (
     aggregate_call,
 )
 
-HELPER_SUFFIX = "__helper"
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
 
 # A query under construction: built for one part variable ("i" or "j") with the placeholder tables

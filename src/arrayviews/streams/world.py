@@ -11,11 +11,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.names import PART
 from arrayviews.streams import relations as rel
 from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.part_table import PartTable
-
-PART = "_part"
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.kernels.simjoin import join_aggregate
+from arrayviews.model.names import NEGATIVE
 from arrayviews.model.schema import ArraySchema, Attribute
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators import halo
@@ -38,18 +39,22 @@ DELTA_TERMS = (
     ((LEFT_OLD,), (RIGHT_MINUS, RIGHT_PLUS)),
     ((LEFT_MINUS, LEFT_PLUS), (RIGHT_MINUS, RIGHT_PLUS)),
 )
-NEGATIVE = "_neg"
 
 
 def delta_schema(stored: ArraySchema) -> ArraySchema:
     """Cells of a state change: every state attribute (extremes null where unchanged) and a flag for
     cells touched by a negative pair."""
-    state = [a for a in stored.attributes if a.name.startswith("_")]
+    state = [a for a in stored.attributes if a.internal]
     relaxed = [
-        Attribute(a.name, a.type, nullable=a.name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES))
+        Attribute(
+            a.name,
+            a.type,
+            nullable=a.name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES),
+            internal=True,
+        )
         for a in state
     ]
-    return stored.with_attributes([*relaxed, Attribute(NEGATIVE, "bool")])
+    return stored.with_attributes([*relaxed, Attribute(NEGATIVE, "bool", internal=True)])
 
 
 def _points(
@@ -171,7 +176,7 @@ def join_chunk(
     for name, parts in extremes.items():
         values = np.concatenate(parts)
         has = np.concatenate(extreme_has[name])
-        reducer = np.minimum if "min" in name else np.maximum
+        reducer = np.minimum if name.startswith(st.min_column("right", "")) else np.maximum
         out = np.zeros(count, dtype=values.dtype)
         seen = np.zeros(count, dtype=bool)
         if has.any():
@@ -229,7 +234,7 @@ def merge_chunk(
             None if full or old_rows.num_rows == 0 else old_rows.select(layout.fragment_schema(stored).names)
         )
     coords, delta_values, delta_nulls = cell_columns(delta, schema)
-    state_names = [a.name for a in stored.attributes if a.name.startswith("_")]
+    state_names = [a.name for a in stored.attributes if a.internal]
     state = {name: delta_values[name] for name in state_names}
     if not full and old_rows.num_rows:
         old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
@@ -258,7 +263,7 @@ def merge_chunk(
             if name.startswith(st.REPLACED_PREFIXES):  # a new left value replaces the old one
                 target[slots] = incoming
             else:
-                reducer = np.fmin if "min" in name else np.fmax
+                reducer = np.fmin if name.startswith(st.min_column("right", "")) else np.fmax
                 both = present[slots]
                 combined = np.where(both, reducer(target[slots], incoming), incoming)
                 if target.dtype.kind == "f":

@@ -11,6 +11,7 @@ import numpy as np
 
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.mappings import Mapping
+from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
 
@@ -133,11 +134,13 @@ def definition_from_json(text: str) -> ViewDefinition:
 def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, right: ArraySchema) -> None:
     """Every aggregate names an existing attribute of its side, with a type it applies to."""
     names = set()
+    dimensions = {d.lower() for d in left.dimension_names}
     for aggregate in definition.aggregates:
-        if aggregate.alias in names:
+        check_identifier(aggregate.alias, "view output", ValidationError)
+        if aggregate.alias.lower() in names:
             raise ValidationError(f"view output {aggregate.alias!r} is named twice")
-        names.add(aggregate.alias)
-        if aggregate.alias in left.dimension_names:
+        names.add(aggregate.alias.lower())
+        if aggregate.alias.lower() in dimensions:
             raise ValidationError(f"view output {aggregate.alias!r} clashes with a dimension of {left.name}")
         if aggregate.attribute is None:
             continue

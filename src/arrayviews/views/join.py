@@ -14,6 +14,7 @@ from arrayviews.execution import jobs
 from arrayviews.kernels.simjoin import join_pairs
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.mappings import Mapping
+from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.shapes import Shape
 from arrayviews.operators import halo, simjoin
@@ -63,7 +64,7 @@ class SimilarityJoin:
         fragments, _ = views_similarity.full_computation(
             self._db.spark, self.spec, definition, stored, self.left.source, self.right.source
         )
-        public = stored.with_attributes([a for a in stored.attributes if not a.name.startswith("_")])
+        public = stored.with_attributes([a for a in stored.attributes if not a.internal])
         frame = fragments.select(*layout.fragment_schema(public).names)
         return Array(self._db, ComputedSource(public, frame, self._db.scratch_location))
 
@@ -71,16 +72,12 @@ class SimilarityJoin:
         """Dimensions of both arrays (the right's renamed with a ``_2`` suffix when names clash), and the
         attributes of both (or those in ``value``)."""
         left, right = self.spec.left, self.spec.right
-        taken = set(left.dimension_names) | set(left.attribute_names)
-
-        def rename(name: str) -> str:
-            return name if name not in taken else f"{name}_2"
-
+        rename = right_names(left, right)
         dims = list(left.dimensions) + [
-            Dimension(rename(d.name), d.low, d.high, d.chunk_length, d.chunk_origin) for d in right.dimensions
+            Dimension(rename[d.name], d.low, d.high, d.chunk_length, d.chunk_origin) for d in right.dimensions
         ]
         attrs = list(left.attributes) + [
-            Attribute(rename(a.name), a.type, a.nullable) for a in right.attributes
+            Attribute(rename[a.name], a.type, a.nullable) for a in right.attributes
         ]
         if self.value is not None:
             wanted = list(self.value)
@@ -118,14 +115,10 @@ def _pairs_of_chunk(
     for k in range(spec.right.ndim):
         columns[names[spec.left.ndim + k]] = right.coords[j, k]
     attributes = {a.name for a in out.attributes}
+    rename = right_names(spec.left, spec.right)
     for side, points, index, schema in (("left", left, i, spec.left), ("right", right, j, spec.right)):
         for attribute in schema.attributes:
-            name = (
-                attribute.name
-                if side == "left"
-                or attribute.name not in spec.left.attribute_names + spec.left.dimension_names
-                else f"{attribute.name}_2"
-            )
+            name = attribute.name if side == "left" else rename[attribute.name]
             if name not in attributes:
                 continue
             mask = points.nulls.get(attribute.name)
@@ -138,6 +131,17 @@ def _pairs_of_chunk(
         {n: columns[n] for n in [*names, *[a.name for a in out.attributes]]}, schema=layout.cell_schema(out)
     )
     return cells_to_fragment_table(table, out)
+
+
+def right_names(left: ArraySchema, right: ArraySchema) -> dict[str, str]:
+    """The pair array's name for each dimension and attribute of the right array: its own, or with a
+    ``_2`` (``_3``, ...) suffix when the left array or an earlier right name already uses it."""
+    taken = set(left.dimension_names) | set(left.attribute_names)
+    names = {}
+    for name in (*right.dimension_names, *right.attribute_names):
+        names[name] = unused_name(name, taken)
+        taken.add(names[name])
+    return names
 
 
 def similarity_join(db: Database, alpha, beta, shape: Shape, mapping=None, value=None) -> SimilarityJoin:

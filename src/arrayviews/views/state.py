@@ -77,22 +77,26 @@ def public_attributes(
 def state_attributes(
     definition: SimilarityViewDefinition, left: ArraySchema, right: ArraySchema
 ) -> list[Attribute]:
-    attributes = [Attribute(PAIRS, "int64")]
+    attributes = [Attribute(PAIRS, "int64", internal=True)]
     for (side, name), functions in _inputs(definition).items():
         source = (left if side == "left" else right).attribute(name)
-        attributes.append(Attribute(count_column(side, name), "int64"))
+        attributes.append(Attribute(count_column(side, name), "int64", internal=True))
         if side == "left":
             if functions - {"count"}:
-                attributes.append(Attribute(value_column(name), source.type, nullable=True))
+                attributes.append(Attribute(value_column(name), source.type, nullable=True, internal=True))
             continue
         if functions & {"sum", "avg"}:
             attributes.append(
-                Attribute(sum_column(side, name), "float64" if source.type.startswith("float") else "int64")
+                Attribute(
+                    sum_column(side, name),
+                    "float64" if source.type.startswith("float") else "int64",
+                    internal=True,
+                )
             )
         if "min" in functions:
-            attributes.append(Attribute(min_column(side, name), source.type, nullable=True))
+            attributes.append(Attribute(min_column(side, name), source.type, nullable=True, internal=True))
         if "max" in functions:
-            attributes.append(Attribute(max_column(side, name), source.type, nullable=True))
+            attributes.append(Attribute(max_column(side, name), source.type, nullable=True, internal=True))
     return attributes
 
 
