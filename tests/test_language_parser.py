@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -531,7 +532,8 @@ VIEW_ERRORS = [
     ("CREATE ARRAY VIEW V AS SELECT count(*) FROM A a JOIN B b", 1, 49, "unexpected 'JOIN'", ("SIMILARITY",)),
     (_SIM + _TAIL.replace("L1(1)", "L1(-1)"), 1, 84, "L1: the radius must be an integer >= 0", ("integer",)),
     (_SIM + _TAIL.replace("L1(1)", "L1(1.5)"), 1, 84, "L1: expected a radius", ("integer",)),
-    (_SIM + _TAIL.replace("L1(1)", "L1(1, 2)"), 1, 87, "L1: too many arguments (2)", ("')'",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(1, 2, 3)"), 1, 90, "L1: too many arguments (3)", ("')'",)),
+    (_SIM + _TAIL.replace("L1(1)", "L1(1, 0)"), 1, 87, "L1: the dimension count must be an integer >= 1", ("integer",)),
     (_SIM + _TAIL.replace("L1(1)", "L1(0:1)"), 1, 84, "L1: argument 1 must be a radius", ("integer",)),
     (_SIM + _TAIL.replace("L1(1)", "l2(1)"), 1, 81, "unknown shape 'l2'; known: BOX, DIFFERENCE", None),
     (_SIM + _TAIL.replace("L1(1)", "L1()"), 1, 84, "unexpected ')'", None),
@@ -736,7 +738,8 @@ def test_insert_values_normalise_nan() -> None:
 
 # -- property: print -> parse is the identity ---------------------------------------------------
 _identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True)
-_model_names = _identifiers.filter(lambda n: "__" not in n)
+# names the model accepts: no leading underscore and no double underscore (reserved for its own names)
+_model_names = _identifiers.filter(lambda n: not n.startswith("_") and "__" not in n)
 _keywords = st.sampled_from(
     ["select", "FROM", "where", "values", "as", "into", "array", "show", "nan", "count"]
 )
@@ -812,7 +815,7 @@ array_expressions = st.recursive(_names.map(ast.ArrayName), _operators, max_leav
 
 @st.composite
 def schemas(draw) -> ArraySchema:
-    names = draw(st.lists(_model_names, min_size=1, max_size=5, unique=True))
+    names = draw(st.lists(_model_names, min_size=1, max_size=5, unique_by=str.lower))
     ndim = draw(st.integers(1, len(names)))
     dimensions = []
     for name in names[:ndim]:
@@ -846,7 +849,9 @@ _NOT_ALIASES = {"similarity", "on", "with"}  # keywords where an alias may stand
 _aliases = _names.filter(lambda n: n.lower() not in _NOT_ALIASES)
 _small_ints = st.integers(-50, 50)
 _ranges = st.tuples(_small_ints, _small_ints).map(lambda p: (min(p), max(p)))
-_balls = st.builds(ast.BallShape, st.sampled_from(["L1", "LINF", "l1", "Linf"]), st.integers(0, 9))
+_balls = st.builds(
+    ast.BallShape, st.sampled_from(["L1", "LINF", "l1", "Linf"]), st.integers(0, 9), st.none() | st.integers(1, 4)
+)
 _boxes = st.lists(_ranges, min_size=1, max_size=3).map(lambda r: ast.BoxShape(tuple(r)))
 
 
@@ -998,3 +1003,25 @@ def test_printed_view_statements_parse_back(statement: ast.Statement) -> None:
         query = statement.query
         assert parse_view_query(to_text(query)) == query
         assert printed.endswith(" AS " + to_text(query))
+
+
+# -- model shapes print as text that parses back to the same shape --------------------------------
+@pytest.mark.parametrize("norm", ["L1", "Linf"])
+@pytest.mark.parametrize("radius", [0, 1, 3])
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_ball_shapes_print_their_dimension_count_and_parse_back(norm: str, radius: int, ndim: int) -> None:
+    from arrayviews.language.executor import build_shape
+    from arrayviews.model import shapes
+
+    shape = getattr(shapes, norm)(radius, ndim)
+    text = repr(shape)
+    assert text == f"{norm}({radius}, {ndim})"
+    query = parse_view_query(f"SELECT count(*) AS n FROM A a SIMILARITY JOIN A b WITH SHAPE {text} GROUP BY a.i")
+    assert query.shape == ast.BallShape(norm, radius, ndim)
+    assert to_text(query.shape) == f"{norm.upper()}({radius}, {ndim})"
+    # the same offsets, whatever number of dimensions the array would have lent a bare ball
+    assert build_shape(query.shape, ndim) == shape
+    # an independent reference: the offsets in the box of half-width ``radius`` within the norm
+    grid = np.indices((2 * radius + 1,) * ndim).reshape(ndim, -1).T - radius
+    distance = np.abs(grid).sum(axis=1) if norm == "L1" else np.abs(grid).max(axis=1)
+    assert sorted(map(tuple, shape.offsets())) == sorted(map(tuple, grid[distance <= radius]))

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from arrayviews.execution.failures import translating
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import can_store
+from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
 from arrayviews.operators.ingest import normalize_cells, to_arrow
 from arrayviews.operators.ingest_spark import read_cell_files
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
 
 
+@translating
 class Array:
     """A named array: stored in the warehouse (optionally pinned to a version), or computed lazily.
 
@@ -359,12 +361,24 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
     for name, value in arrays.items():
         value = value if np.ma.isMaskedArray(value) else np.asarray(value)
         target = schema.attribute(name).type
-        if not can_store(value.dtype, target):
+        if not accepts(target, value.dtype):
             raise ValidationError(
                 f"array {schema.name}, attribute {name}: values of type {value.dtype} cannot be stored as {target}",
                 array=schema.name,
                 column=name,
                 value=str(value.dtype),
+            )
+        data = np.ma.getdata(value)
+        misfit = first_misfit(target, data.reshape(-1), ~np.ma.getmaskarray(value).reshape(-1))
+        if misfit is not None:
+            index = np.unravel_index(misfit, data.shape)
+            element = data.reshape(-1)[misfit].item()
+            raise ValidationError(
+                f"array {schema.name}, attribute {name}: {misfit_reason(target, element)} "
+                f"(block index {tuple(int(i) for i in index)})",
+                array=schema.name,
+                column=name,
+                value=element,
             )
         checked[name] = value
     if len(checked) < len(schema.attributes):

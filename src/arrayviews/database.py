@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from arrayviews.array import Array
 from arrayviews.execution import jobs
+from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
 from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
@@ -26,6 +27,7 @@ from arrayviews.storage.warehouse import Warehouse
 DEFAULT_WAREHOUSE = "warehouse"
 
 
+@translated
 def connect(
     path: str | None = None,
     *,
@@ -48,6 +50,7 @@ def connect(
     return Database(Warehouse(location, catalog_uri), session)
 
 
+@translating
 class Database:
     """Arrays in one warehouse, computed with one Spark session."""
 

@@ -1,13 +1,20 @@
-"""The ``arrayviews`` console command: create, load, query and inspect arrays, and run the demo."""
+"""The ``arrayviews`` console command: create, load, query and inspect arrays, and run the demo.
+
+Errors are printed as one line (``error: ...``) on standard error and the command exits with status
+1; Spark prints nothing unless ``--verbose`` or ``--log-level`` asks for its log (then the full
+error report follows the line).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
-from arrayviews.model.errors import ArrayViewsError
+from arrayviews.execution.session import LOG_LEVEL_VARIABLE, LOG_LEVELS
+from arrayviews.model.errors import ArrayViewsError, ExecutionError
 
 WAREHOUSE_HELP = "Warehouse folder or file system URL (default ./warehouse, or $ARRAYVIEWS_WAREHOUSE)."
 
@@ -32,9 +39,26 @@ class Context:
 @click.option("--warehouse", envvar="ARRAYVIEWS_WAREHOUSE", default=None, help=WAREHOUSE_HELP)
 @click.option("--master", default=None, help="Spark master URL (default local[*]).")
 @click.option("--catalog-uri", default=None, help="SQL catalog URL (default: SQLite file in the warehouse).")
+@click.option("-v", "--verbose", is_flag=True, help="Show Spark's log (level WARN) and full error reports.")
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default=None,
+    help="Spark's log level (default OFF, or $ARRAYVIEWS_LOG_LEVEL).",
+)
 @click.pass_context
-def cli(context: click.Context, warehouse: str | None, master: str | None, catalog_uri: str | None) -> None:
+def cli(
+    context: click.Context,
+    warehouse: str | None,
+    master: str | None,
+    catalog_uri: str | None,
+    verbose: bool,
+    log_level: str | None,
+) -> None:
     """arrayviews: multi-dimensional arrays and materialized array views on Apache Spark."""
+    level = log_level or ("WARN" if verbose else None)
+    if level is not None:
+        os.environ[LOG_LEVEL_VARIABLE] = level.upper()
     context.obj = Context(warehouse, master, catalog_uri)
 
 
@@ -130,16 +154,42 @@ def demo(context: Context, batches: int, nights: int) -> None:
     run_demo(context.db, batches=batches, nights=nights)
 
 
+def _verbose() -> bool:
+    return os.environ.get(LOG_LEVEL_VARIABLE, "OFF").upper() != "OFF"
+
+
+def report(error: ArrayViewsError) -> None:
+    """One line on standard error; with a log level, the full message and Spark's report after it."""
+    text = str(error)
+    click.secho(f"error: {text.splitlines()[0] if text else type(error).__name__}", fg="red", err=True)
+    if _verbose():
+        rest = "\n".join(text.splitlines()[1:])
+        details = getattr(error, "details", "")
+        for part in (rest, details):
+            if part:
+                click.echo(part, err=True)
+
+
 def main() -> None:
+    from arrayviews.execution.failures import translated_errors
+
     try:
-        cli.main(standalone_mode=False)
+        with translated_errors():  # results rendered here (Spark SQL frames) run Spark jobs too
+            cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(130)
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
     except ArrayViewsError as error:
-        click.secho(f"error: {error}", fg="red", err=True)
+        report(error)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as error:  # noqa: BLE001 - a bug: still one line unless asked for the trace
+        if _verbose():
+            raise
+        report(ExecutionError(f"internal error: {type(error).__name__}: {error} (run with --verbose for the trace)"))
         sys.exit(1)
 
 

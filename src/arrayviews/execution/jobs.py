@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.failures import reporting
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.storage.files import write_parquet
 
@@ -49,10 +50,11 @@ def map_batches(frame: DataFrame, function: BatchFunction, out_schema: pa.Schema
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tune_allocator()
-        for batch in batches:
-            result = function(pa.Table.from_batches([batch]))
-            if result is not None and result.num_rows:
-                yield from conform(result, out_schema).to_batches()
+        with reporting():
+            for batch in batches:
+                result = function(pa.Table.from_batches([batch]))
+                if result is not None and result.num_rows:
+                    yield from conform(result, out_schema).to_batches()
 
     return frame.mapInArrow(run, spark_schema(out_schema))
 
@@ -65,9 +67,10 @@ def map_partitions(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tune_allocator()
         tables = (pa.Table.from_batches([b]) for b in batches)
-        for result in function(tables):
-            if result is not None and result.num_rows:
-                yield from conform(result, out_schema).to_batches()
+        with reporting():
+            for result in function(tables):
+                if result is not None and result.num_rows:
+                    yield from conform(result, out_schema).to_batches()
 
     return frame.mapInArrow(run, spark_schema(out_schema))
 
@@ -79,8 +82,9 @@ def group_tables(
 
     def run(table: pa.Table) -> pa.Table:
         tune_allocator()
-        result = function(table)
-        return out_schema.empty_table() if result is None else conform(result, out_schema)
+        with reporting():
+            result = function(table)
+            return out_schema.empty_table() if result is None else conform(result, out_schema)
 
     return frame.groupBy(*keys).applyInArrow(run, spark_schema(out_schema))
 
@@ -96,8 +100,9 @@ def cogroup_tables(
 
     def run(left_rows: pa.Table, right_rows: pa.Table) -> pa.Table:
         tune_allocator()
-        result = function(left_rows, right_rows)
-        return out_schema.empty_table() if result is None else conform(result, out_schema)
+        with reporting():
+            result = function(left_rows, right_rows)
+            return out_schema.empty_table() if result is None else conform(result, out_schema)
 
     return left.groupBy(*keys).cogroup(right.groupBy(*keys)).applyInArrow(run, spark_schema(out_schema))
 
@@ -159,16 +164,17 @@ def write_files(
             cells = pc.sum(table.column("n_cells")).as_py() if "n_cells" in table.column_names else 0
             written.append((uri, table.num_rows, size, cells or 0))
 
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            pending.append(pa.Table.from_batches([batch]))
-            pending_bytes += batch.nbytes
-            if pending_bytes >= target_bytes:
+        with reporting():
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                pending.append(pa.Table.from_batches([batch]))
+                pending_bytes += batch.nbytes
+                if pending_bytes >= target_bytes:
+                    flush()
+                    pending, pending_bytes = [], 0
+            if pending:
                 flush()
-                pending, pending_bytes = [], 0
-        if pending:
-            flush()
         if written:
             yield written_batch(written)
 

@@ -1,11 +1,23 @@
-"""Starting or adopting the Spark session arrayviews runs on (local mode by default)."""
+"""Starting or adopting the Spark session arrayviews runs on (local mode by default), quietly.
+
+A session arrayviews starts logs nothing on the terminal by default: the JVM reads the log4j2
+configuration shipped next to this module (root level from ``log_level``), and its own start-up
+notices and stack dumps go to a log file (``spark_log_file()``) instead of the terminal. A log level
+other than ``OFF`` (``arrayviews --verbose`` / ``--log-level``, or ``$ARRAYVIEWS_LOG_LEVEL``) brings
+everything back. A session that is already running is adopted as it is.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+from arrayviews.model.errors import ExecutionError, ValidationError
 
 #: Settings every arrayviews session gets unless the caller overrides them.
 DEFAULT_CONFIG = {
@@ -18,24 +30,76 @@ DEFAULT_CONFIG = {
     "spark.driver.memory": "4g",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
+#: Log levels of log4j, quietest first.
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+LOG_LEVEL_VARIABLE = "ARRAYVIEWS_LOG_LEVEL"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+_log_file: str | None = None
+
+
+def resolve_log_level(level: str | None = None) -> str:
+    """The log level to use: ``level``, else ``$ARRAYVIEWS_LOG_LEVEL``, else ``OFF``."""
+    chosen = (level or os.environ.get(LOG_LEVEL_VARIABLE) or "OFF").strip().upper()
+    if chosen not in LOG_LEVELS:
+        raise ValidationError(f"unknown log level {chosen!r}; use one of {', '.join(LOG_LEVELS)}")
+    return chosen
+
+
+def spark_log_file() -> str | None:
+    """Where the JVM of a quiet session writes what it would have printed (None if not redirected)."""
+    return _log_file
 
 
 def start_session(
-    master: str | None = None, config: dict[str, str] | None = None, app_name: str = "arrayviews"
+    master: str | None = None,
+    config: dict[str, str] | None = None,
+    app_name: str = "arrayviews",
+    log_level: str | None = None,
 ) -> SparkSession:
     """Start (or return the running) Spark session.
 
     ``master`` defaults to ``local[*]`` (all cores); any Spark master URL works
     (``spark://host:7077``, ``yarn``, ``local-cluster[2,1,1024]``). Python workers use this
-    interpreter, so the installed ``arrayviews`` package is importable inside tasks.
+    interpreter, so the installed ``arrayviews`` package is importable inside tasks. ``log_level``
+    (see :func:`resolve_log_level`) sets how much Spark prints.
     """
+    level = resolve_log_level(log_level)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     cores = os.cpu_count() or 2
     settings = {**DEFAULT_CONFIG, "spark.sql.shuffle.partitions": str(max(4, 2 * cores)), **(config or {})}
+    if SparkContext._active_spark_context is None:
+        options = settings.get("spark.driver.extraJavaOptions", "")
+        if "log4j2.configurationFile" not in options:
+            ours = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Darrayviews.log.level={level.lower()}"
+            settings["spark.driver.extraJavaOptions"] = f"{options} {ours}".strip()
+        if level == "OFF":
+            _start_quiet_context(master or "local[*]", app_name, settings)
     builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel(level)
     return session
+
+
+def _start_quiet_context(master: str, app_name: str, settings: dict[str, str]) -> None:
+    """Start the JVM with its standard error going to a log file, and a SparkContext on it."""
+    from pyspark.java_gateway import launch_gateway
+
+    global _log_file
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
+    for key, value in settings.items():
+        conf.set(key, value)
+    handle, path = tempfile.mkstemp(prefix="arrayviews-spark-", suffix=".log")
+    try:
+        with os.fdopen(handle, "w") as log:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+    except Exception as error:  # noqa: BLE001 - Java missing or the JVM died while starting
+        tail = Path(path).read_text(errors="replace").strip().splitlines()[-5:]
+        raise ExecutionError(
+            f"Spark could not start ({error}); its last words: {' | '.join(tail) or 'none'} (log: {path})"
+        ) from None
+    _log_file = path
+    SparkContext(conf=conf, gateway=gateway)

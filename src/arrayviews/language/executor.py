@@ -49,7 +49,7 @@ from arrayviews.model import shapes
 from arrayviews.model.errors import ArrayViewsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import arrow_type
+from arrayviews.model.types import arrow_type, python_value_problem
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewAggregate,
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
     from arrayviews.views.view import View
 
-_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (ast.INT64_MIN, ast.INT64_MAX)}
 
 
 def execute_text(db: Database, text: str) -> Any:
@@ -281,6 +280,7 @@ def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
     """The rows of INSERT ... VALUES as a typed Arrow table (checked value by value)."""
     columns = [(d.name, "int64", False, True) for d in schema.dimensions]
     columns += [(a.name, a.type, a.nullable, False) for a in schema.attributes]
+    hints = {a.name: a.null_hint for a in schema.attributes}
     wanted = ", ".join(name for name, *_ in columns)
     for number, row in enumerate(rows, start=1):
         if len(row) != len(columns):
@@ -293,7 +293,7 @@ def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
     for k, (name, type_name, nullable, is_dimension) in enumerate(columns):
         values = [row[k] for row in rows]
         for number, value in enumerate(values, start=1):
-            problem = _value_problem(value, type_name, nullable, is_dimension)
+            problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
             if problem:
                 what = "dimension" if is_dimension else "attribute"
                 raise ValidationError(
@@ -308,23 +308,16 @@ def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
     return pa.table(arrays)
 
 
-def _value_problem(value: ast.Value, type_name: str, nullable: bool, is_dimension: bool) -> str | None:
+def _value_problem(
+    value: ast.Value, type_name: str, nullable: bool, is_dimension: bool, null_hint: str
+) -> str | None:
     if value is None:
         if is_dimension:
             return "null is not a coordinate"
-        return None if nullable else f"null, but the attribute is not nullable ({type_name})"
-    if type_name == "bool":
-        return None if isinstance(value, bool) else f"{value!r} is not a bool (use true or false)"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} is not a {type_name} value"
-    if type_name in _INT_RANGES:
-        if not isinstance(value, int):
-            kind = "an integer coordinate" if is_dimension else f"an {type_name} value"
-            return f"{value!r} is not {kind}"
-        low, high = _INT_RANGES[type_name]
-        if not low <= value <= high:
-            return f"{value} is outside the {type_name} range"
-    return None
+        return None if nullable else f"null, but the {null_hint}"
+    if is_dimension and not isinstance(value, bool) and not isinstance(value, int):
+        return f"{value!r} is not an integer coordinate"
+    return python_value_problem(value, type_name)
 
 
 def _load(db: Database, s: ast.Load) -> Any:
@@ -371,7 +364,7 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
 
 @shape_builder(ast.BallShape)
 def _ball(node: ast.BallShape, ndim: int) -> shapes.Shape:
-    return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, ndim)
+    return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, node.ndim or ndim)
 
 
 @shape_builder(ast.BoxShape)

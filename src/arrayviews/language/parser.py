@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import contextvars
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -565,11 +566,16 @@ def shape_function(name: str) -> Callable[[ShapeFunction], ShapeFunction]:
 
 
 def _ball(args: ShapeArguments) -> ast.ShapeExpr:
-    args.count(1, 1, f"{args.function}(radius)")
+    args.count(1, 2, f"{args.function}(radius) or {args.function}(radius, dimensions)")
     radius = args.integer(0, "a radius (an integer >= 0)")
     if radius < 0:
         raise args.error(f"the radius must be an integer >= 0, got {radius}", 0, ("integer",))
-    return ast.BallShape(args.function, radius)
+    ndim = None
+    if len(args) == 2:
+        ndim = args.integer(1, "a dimension count (an integer >= 1)")
+        if ndim < 1:
+            raise args.error(f"the dimension count must be an integer >= 1, got {ndim}", 1, ("integer",))
+    return ast.BallShape(args.function, radius, ndim)
 
 
 shape_function("L1")(_ball)
@@ -908,7 +914,14 @@ class _StatementBuilder:
         kind, text = token.type, str(token)
         if kind == "NUMBER":
             if _FLOAT_SYNTAX.search(text):
-                return float(text)
+                number = float(text)
+                if math.isinf(number):
+                    raise self.source.error(
+                        f"number {text} is outside the float64 range (write inf for infinity)",
+                        token.start_pos,
+                        ("number",),
+                    )
+                return number
             value = int(text)
             if not ast.INT64_MIN <= value <= ast.INT64_MAX:
                 raise self.source.error(

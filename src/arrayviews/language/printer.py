@@ -55,7 +55,7 @@ def array_text(node: ast.ArrayExpr) -> str:
 # -- view definitions ---------------------------------------------------------------------------
 #: Printers of each shape node type.
 _SHAPES: dict[type, Callable[[ast.ShapeExpr], str]] = {
-    ast.BallShape: lambda n: f"{n.norm}({n.radius})",
+    ast.BallShape: lambda n: f"{n.norm}({n.radius}" + ("" if n.ndim is None else f", {n.ndim}") + ")",
     ast.BoxShape: lambda n: "BOX(" + ", ".join(f"{low}:{high}" for low, high in n.ranges) + ")",
     ast.ProductShape: lambda n: "PRODUCT(" + ", ".join(shape_text(p) for p in n.parts) + ")",
     ast.SetShape: lambda n: f"{n.operation}(" + ", ".join(shape_text(p) for p in n.parts) + ")",

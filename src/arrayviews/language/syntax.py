@@ -413,10 +413,12 @@ class ShapeExpr:
 
 @dataclass(frozen=True)
 class BallShape(ShapeExpr):
-    """``L1(radius)`` or ``LINF(radius)``: the offsets within ``radius`` in that norm."""
+    """``L1(radius)`` or ``LINF(radius)``: the offsets within ``radius`` in that norm, over the
+    dimensions its place leaves, or over ``ndim`` dimensions when given (``L1(1, 3)``)."""
 
     norm: str
     radius: int
+    ndim: int | None = None
 
     NORMS: ClassVar[tuple[str, ...]] = ("L1", "LINF")
 
@@ -426,10 +428,17 @@ class BallShape(ShapeExpr):
         _set(self, "norm", self.norm.upper())
         if isinstance(self.radius, bool) or not isinstance(self.radius, int) or self.radius < 0:
             raise ValueError(f"{self.norm}: the radius must be an integer >= 0, got {self.radius!r}")
+        if self.ndim is not None and (
+            isinstance(self.ndim, bool) or not isinstance(self.ndim, int) or self.ndim < 1
+        ):
+            raise ValueError(f"{self.norm}: the dimension count must be an integer >= 1, got {self.ndim!r}")
 
     @property
     def function(self) -> str:  # type: ignore[override]
         return self.norm
+
+    def fixed_ndim(self) -> int | None:
+        return self.ndim
 
 
 @dataclass(frozen=True)

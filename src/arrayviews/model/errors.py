@@ -77,3 +77,13 @@ class AlreadyExistsError(ArrayViewsError, ValueError):
 
 class CommitConflictError(ArrayViewsError, RuntimeError):
     """Another writer committed to the same array first; nothing of this write was committed."""
+
+
+class ExecutionError(ArrayViewsError, RuntimeError):
+    """A Spark job failed for a reason arrayviews has no error of its own for (a failed task, a lost
+    executor, a file Spark could not read). The message is one line; ``details`` keeps Spark's full
+    report (Python and Java stack traces) for whoever needs it."""
+
+    def __init__(self, message: str, *, details: str = "") -> None:
+        self.details = details
+        super().__init__(message)

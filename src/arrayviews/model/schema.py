@@ -92,6 +92,11 @@ class Attribute:
     def to_text(self) -> str:
         return f"{self.name}:{self.type}" + (" NULL" if self.nullable else "")
 
+    @property
+    def null_hint(self) -> str:
+        """What to do about a null given for this (not nullable) attribute."""
+        return f"attribute {self.name} is not nullable; declare it as {self.name}:{self.type} NULL to allow nulls"
+
 
 @dataclass(frozen=True)
 class ArraySchema:

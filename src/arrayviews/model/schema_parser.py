@@ -173,7 +173,20 @@ class _Builder:
         else:
             culprit = high_token
         with self.at(culprit):
-            dimension = Dimension(name, low, high, chunk_length)
+            try:
+                dimension = Dimension(name, low, high, chunk_length)
+            except SchemaError as error:
+                if culprit is not chunk_token:
+                    raise
+                form = "low:high:chunk" + (":overlap" if overlap_token is not None else "")
+                given = f"{low_token}:{high_token}:{chunk_token}" + (
+                    f":{overlap_token}" if overlap_token is not None else ""
+                )
+                example = f"{name}={low_token}:{high_token}:{max(1, min(high - low + 1, 1000))}"
+                raise SchemaError(
+                    f"{error} ({name}={given} reads as {form}, so the chunk length is {chunk_token}; "
+                    f"a dimension is written name=low:high:chunk, e.g. {example})"
+                ) from None
         if overlap_token is not None and int(overlap_token) != 0:
             with self.at(overlap_token):
                 raise SchemaError(

@@ -149,7 +149,7 @@ def _ball(radius: int, ndim: int, norm: str) -> Shape:
         raise ValidationError(f"{norm}({radius}): needs at least one dimension")
     grid = np.indices((2 * radius + 1,) * ndim) - radius
     distance = np.abs(grid).sum(axis=0) if norm == "L1" else np.abs(grid).max(axis=0)
-    return Shape(distance <= radius, (int(radius),) * ndim, f"{norm}({radius})")
+    return Shape(distance <= radius, (int(radius),) * ndim, f"{norm}({radius}, {ndim})")
 
 
 def L1(radius: int, ndim: int = 2) -> Shape:  # noqa: N802 - the paper's notation

@@ -58,20 +58,186 @@ def type_of_dtype(dtype: np.dtype) -> str:
     )
 
 
-def can_store(source: np.dtype, target: str) -> bool:
-    """True if values of numpy dtype ``source`` convert to attribute type ``target`` without loss of kind.
+# -- which values a column type accepts (the one rule for arrays, statements and streams) ----------
+#: Integers up to this magnitude convert exactly to a float of each width (2**(mantissa bits + 1)).
+EXACT_INTEGER_LIMIT = {16: 2**11, 32: 2**24, 64: 2**53}
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-    Integers widen to larger integers and to floats, float32 widens to float64, bool stays bool.
-    Floats never go into integer attributes and nothing but bool goes into bool attributes.
+
+def _numeric_kind(data_type: pa.DataType) -> str | None:
+    """``"b"``, ``"i"`` or ``"f"`` for bool, integer (signed or not) and floating Arrow types."""
+    if pa.types.is_boolean(data_type):
+        return "b"
+    if pa.types.is_integer(data_type):
+        return "i"
+    if pa.types.is_floating(data_type):
+        return "f"
+    return None
+
+
+def as_arrow(data_type: pa.DataType | np.dtype | str) -> pa.DataType:
+    """An Arrow type from an Arrow type, a numpy dtype, or an attribute type name."""
+    if isinstance(data_type, pa.DataType):
+        return data_type
+    if isinstance(data_type, str) and data_type.strip().lower() in (*_NUMPY, *_ALIASES):
+        return arrow_type(data_type)
+    return pa.from_numpy_dtype(np.dtype(data_type))
+
+
+def accepts(target: pa.DataType | str, given: pa.DataType | np.dtype | str) -> bool:
+    """Whether values of type ``given`` may be stored in a column of type ``target``, subject to each
+    value passing :func:`value_limits` (a column of nulls only is accepted by every type).
+
+    bool takes bool only; integer types take integers of any width and sign; floating types take
+    integers and floats; decimals take integers and decimals; strings take strings; timestamps and
+    dates their own kind. Floats never go into integer columns (not even 1.0) and nothing else into
+    bool columns.
     """
-    source = np.dtype(source)
-    target_dtype = numpy_dtype(target)
-    if target_dtype.kind == "b":
-        return source.kind == "b"
-    if source.kind == "b":
+    target = as_arrow(target)
+    try:
+        given = as_arrow(given)
+    except (TypeError, ValueError, pa.ArrowNotImplementedError):  # e.g. numpy object arrays
         return False
-    if target_dtype.kind in "iu":
-        return source.kind in "iu" and np.can_cast(source, target_dtype, casting="safe")
-    if target_dtype.kind == "f":
-        return source.kind in "iuf" and (source.kind != "f" or source.itemsize <= target_dtype.itemsize)
-    return False
+    if pa.types.is_null(given):
+        return True
+    target_kind, given_kind = _numeric_kind(target), _numeric_kind(given)
+    if target_kind == "b":
+        return given_kind == "b"
+    if target_kind == "i":
+        return given_kind == "i"
+    if target_kind == "f":
+        return given_kind in ("i", "f")
+    if pa.types.is_decimal(target):
+        return pa.types.is_decimal(given) or given_kind == "i"
+    if pa.types.is_string(target):
+        return pa.types.is_string(given) or pa.types.is_large_string(given)
+    if pa.types.is_timestamp(target):
+        return pa.types.is_timestamp(given)
+    if pa.types.is_date(target):
+        return pa.types.is_date(given)
+    return given == target
+
+
+def value_limits(
+    target: pa.DataType | str, given: pa.DataType | np.dtype | str
+) -> tuple[int | float, int | float] | None:
+    """The inclusive range the (finite) values of an accepted numeric type must lie in to be stored in
+    ``target`` without changing, or None when every value of ``given`` fits.
+
+    Integers must fit the target integer range; integers stored as floats must be exactly
+    representable (magnitude up to 2**24 for float32, 2**53 for float64); floats stored as float32
+    round to the nearest float32 but must not overflow (NaN and infinities stay what they are).
+    """
+    if not accepts(target, given):
+        return None
+    target, given = as_arrow(target), as_arrow(given)
+    target_kind, given_kind = _numeric_kind(target), _numeric_kind(given)
+    if given_kind is None or target_kind in (None, "b"):
+        return None
+    if target_kind == "i":
+        low, high = _integer_range(target)
+        given_low, given_high = _integer_range(given)
+        return None if low <= given_low and given_high <= high else (low, high)
+    if given_kind == "i":
+        limit = EXACT_INTEGER_LIMIT[target.bit_width]
+        given_low, given_high = _integer_range(given)
+        return None if -limit <= given_low and given_high <= limit else (-limit, limit)
+    if target.bit_width < given.bit_width:
+        top = float(np.finfo(target.to_pandas_dtype()).max)
+        return (-top, top)
+    return None
+
+
+def _integer_range(data_type: pa.DataType) -> tuple[int, int]:
+    info = np.iinfo(data_type.to_pandas_dtype())
+    return int(info.min), int(info.max)
+
+
+def always_fits(target: pa.DataType | str, given: pa.DataType | np.dtype | str) -> bool:
+    """Whether every value of type ``given`` is stored in ``target`` unchanged (no value check needed)."""
+    if not accepts(target, given):
+        return False
+    target, given = as_arrow(target), as_arrow(given)
+    if pa.types.is_null(given) or given == target:
+        return True
+    if _numeric_kind(given) is not None and _numeric_kind(target) is not None:
+        return value_limits(target, given) is None
+    if pa.types.is_decimal(target):
+        whole = target.precision - target.scale
+        if _numeric_kind(given) == "i":
+            return len(str(_integer_range(given)[0])) - 1 <= whole
+        return given.scale <= target.scale and given.precision - given.scale <= whole
+    return pa.types.is_string(target) or pa.types.is_date(target)
+
+
+def first_misfit(
+    target: pa.DataType | str, values: np.ndarray, valid: np.ndarray | None = None
+) -> int | None:
+    """The index of the first value (among ``valid`` ones) that :func:`value_limits` rejects, or None."""
+    values = np.asarray(values)
+    limits = value_limits(target, values.dtype)
+    if limits is None or values.size == 0:
+        return None
+    low, high = limits
+    with np.errstate(invalid="ignore"):
+        if values.dtype.kind == "f":
+            outside = np.isfinite(values) & ((values < low) | (values > high))
+        elif values.dtype.kind == "u":
+            outside = values > np.uint64(high) if high >= 0 else np.ones(values.shape, bool)
+            if low > 0:
+                outside |= values < np.uint64(low)
+        else:
+            outside = (values < low) | (values > high)
+    if valid is not None:
+        outside &= np.asarray(valid, dtype=bool)
+    if not outside.any():
+        return None
+    return int(np.flatnonzero(outside.reshape(-1))[0])
+
+
+def misfit_reason(target: pa.DataType | str, value: object) -> str:
+    """Why ``value`` (rejected by :func:`value_limits`) cannot be stored in ``target``."""
+    target = as_arrow(target)
+    name = type_of_arrow(target)
+    if pa.types.is_integer(target):
+        low, high = _integer_range(target)
+        return f"{value} is outside the {name} range {low}..{high}"
+    if isinstance(value, (int, np.integer)):
+        limit = EXACT_INTEGER_LIMIT[target.bit_width]
+        return f"{value} is not exactly representable as {name} (integers up to 2**{limit.bit_length() - 1} are)"
+    return f"{value} is outside the {name} range (it would become infinite)"
+
+
+def type_of_arrow(data_type: pa.DataType) -> str:
+    """The attribute type name of an Arrow type when there is one, else Arrow's own name."""
+    for name, candidate in _ARROW.items():
+        if candidate == data_type:
+            return name
+    return str(data_type)
+
+
+def python_value_problem(value: object, target: str) -> str | None:
+    """Why a Python scalar (bool, int or float; None is the caller's business) cannot be stored in an
+    attribute of type ``target`` under the rule of :func:`accepts` and :func:`value_limits`, or None."""
+    target = normalize_type(target)
+    if isinstance(value, bool | np.bool_):
+        kind: np.dtype = np.dtype(np.bool_)
+    elif isinstance(value, int | np.integer):
+        if not -(2**63) <= int(value) < 2**64:
+            return f"{value} is outside the {target} range"
+        kind = np.dtype(np.uint64) if int(value) >= 2**63 else np.dtype(np.int64)
+    elif isinstance(value, float | np.floating):
+        kind = np.dtype(np.float64)
+    else:
+        return f"{value!r} is not a {target} value"
+    if not accepts(target, kind):
+        if target == "bool":
+            return f"{_literal(value)} is not a bool (use true or false)"
+        return f"{_literal(value)} is not a{'n' if target.startswith('int') else ''} {target} value"
+    if first_misfit(target, np.array([value], dtype=kind)) is not None:
+        return misfit_reason(target, value)
+    return None
+
+
+def _literal(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool | np.bool_) else repr(value)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import can_store, numpy_dtype
+from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
 
 
 @dataclass
@@ -106,6 +106,12 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
     names = table.column_names
     check_columns(names, schema)
     n = table.num_rows
+    if n == 0:  # an empty batch writes nothing (empty columns carry no meaningful type: not checked)
+        return CellBatch(
+            np.zeros((0, schema.ndim), dtype=np.int64),
+            {a.name: np.zeros(0, dtype=numpy_dtype(a.type)) for a in schema.attributes},
+            {},
+        )
     coords = np.empty((n, schema.ndim), dtype=np.int64, order="F")  # columns contiguous
     for k, dimension in enumerate(schema.dimensions):
         column = table.column(dimension.name)
@@ -154,15 +160,7 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
             continue
         column = table.column(attribute.name)
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        if pa.types.is_null(column.type) and attribute.nullable:
-            values[attribute.name] = np.zeros(n, dtype=dtype)
-            nulls[attribute.name] = np.ones(n, dtype=bool)
-            continue
-        try:
-            source_dtype = column.type.to_pandas_dtype()
-        except NotImplementedError:
-            source_dtype = None
-        if source_dtype is None or not can_store(np.dtype(source_dtype), attribute.type):
+        if not accepts(attribute.type, column.type):
             raise ValidationError(
                 f"array {schema.name}, column {attribute.name}: values of type {column.type} cannot be stored "
                 f"in attribute {attribute.name} of type {attribute.type}",
@@ -174,17 +172,31 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
         if null_mask is not None and not attribute.nullable:
             row = _first_index(null_mask)
             raise ValidationError(
-                f"array {schema.name}, column {attribute.name}: null in row {row}, but attribute "
-                f"{attribute.name} is not nullable (NaN is a valid float value; null is not)",
+                f"array {schema.name}, column {attribute.name}: null in row {row}, but {attribute.null_hint} "
+                "(NaN is a valid float value; null is not)",
                 array=schema.name,
                 column=attribute.name,
             )
-        filled = (
+        if pa.types.is_null(column.type):
+            values[attribute.name] = np.zeros(n, dtype=dtype)
+            nulls[attribute.name] = np.ones(n, dtype=bool)
+            continue
+        filled = np.asarray(
             column.fill_null(False if pa.types.is_boolean(column.type) else 0)
             if null_mask is not None
             else column
         )
-        values[attribute.name] = np.asarray(filled).astype(dtype, copy=False)
+        misfit = first_misfit(attribute.type, filled, None if null_mask is None else ~null_mask)
+        if misfit is not None:
+            value = filled[misfit].item()
+            raise ValidationError(
+                f"array {schema.name}, column {attribute.name}: {misfit_reason(attribute.type, value)} "
+                f"(row {misfit})",
+                array=schema.name,
+                column=attribute.name,
+                value=value,
+            )
+        values[attribute.name] = filled.astype(dtype, copy=False)
         if null_mask is not None:
             nulls[attribute.name] = null_mask
     return CellBatch(coords, values, nulls)

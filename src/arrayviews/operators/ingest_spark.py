@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from arrayviews.execution import jobs
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import can_store
+from arrayviews.model.types import accepts, misfit_reason, value_limits
 from arrayviews.operators.cells import cell_columns
 from arrayviews.operators.ingest import check_columns, describe_cells
 from arrayviews.operators.rechunk import by_chunk
@@ -56,10 +56,10 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
             continue
         source = types[attribute.name]
         try:
-            source_dtype = np.dtype(to_arrow_type(source).to_pandas_dtype())
+            source_type = to_arrow_type(source)
         except Exception:  # noqa: BLE001 - any type Arrow cannot map is simply not storable
-            source_dtype = None
-        if source_dtype is None or not can_store(source_dtype, attribute.type):
+            source_type = None
+        if source_type is None or not accepts(attribute.type, source_type):
             raise ValidationError(
                 f"array {schema.name}, column {attribute.name}: values of type {source.simpleString()} cannot be "
                 f"stored in attribute {attribute.name} of type {attribute.type}",
@@ -67,8 +67,30 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
                 column=attribute.name,
                 value=source.simpleString(),
             )
+        limits = value_limits(attribute.type, source_type)
+        if limits is not None:
+            _check_limits(frame, schema, attribute.name, attribute.type, limits)
         columns.append(F.col(attribute.name).cast(spark_type).alias(attribute.name))
     return frame.select(*columns)
+
+
+def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: str, limits) -> None:
+    """One job over a column whose type is wider than the attribute's: every value must fit
+    (model.types.value_limits); the first that does not is named."""
+    low, high = limits
+    column = F.col(name)
+    outside = (column < F.lit(low)) | (column > F.lit(high))
+    if isinstance(low, float):  # floats: NaN and infinities are values of every float type
+        outside = outside & ~F.isnan(column) & (F.abs(column) != F.lit(float("inf")))
+    row = frame.where(outside).select(name).first()
+    if row is not None:
+        value = row[name]
+        raise ValidationError(
+            f"array {schema.name}, column {name}: {misfit_reason(type_name, value)}",
+            array=schema.name,
+            column=name,
+            value=value,
+        )
 
 
 def _spark_type(type_name: str) -> T.DataType:
@@ -114,7 +136,7 @@ def check_frame(frame: DataFrame, schema: ArraySchema) -> int:
         if not attribute.nullable and result[f"null_{attribute.name}"]:
             raise ValidationError(
                 f"array {schema.name}, column {attribute.name}: {result[f'null_{attribute.name}']} null value(s), but "
-                f"attribute {attribute.name} is not nullable (NaN is a valid float value; null is not)",
+                f"{attribute.null_hint} (NaN is a valid float value; null is not)",
                 array=schema.name,
                 column=attribute.name,
             )

@@ -25,8 +25,15 @@ def to_uri(location: str) -> str:
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow file system and the path inside it for ``uri``."""
-    return pafs.FileSystem.from_uri(to_uri(uri))
+    """The pyarrow file system and the path inside it for ``uri``.
+
+    Local paths and ``file://`` URIs are taken literally (as :func:`to_uri` writes them and as Spark
+    reads them), so quotes, spaces and ``;`` in folder names need no escaping.
+    """
+    location = to_uri(uri)
+    if location.startswith("file://"):
+        return pafs.LocalFileSystem(), location[len("file://") :]
+    return pafs.FileSystem.from_uri(location)
 
 
 def new_data_file_uri(directory_uri: str) -> str:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,11 +20,14 @@ from pyspark.errors import ParseException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
+from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
+from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
 from arrayviews.streams import part_table
 from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 
@@ -35,8 +39,6 @@ KIND = "stream"
 #: Column names a stream may not use (the part number, and the part start time views may add).
 RESERVED_COLUMNS = RESERVED_STREAM_COLUMNS
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
-_INTEGER_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
-_INTEGER_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 19}
 
 
 @dataclass(frozen=True)
@@ -177,48 +179,20 @@ def drop_stream(db: Database, name: str) -> None:
 # -- checking batches -------------------------------------------------------------------------------
 def _arrow_accepts(target: pa.DataType, given: pa.DataType) -> bool:
     """Whether values of Arrow type ``given`` may be stored in a column of ``target`` (after a value check)."""
-    if pa.types.is_null(given):
-        return True
-    if pa.types.is_boolean(target):
-        return pa.types.is_boolean(given)
-    if pa.types.is_integer(target):
-        return pa.types.is_integer(given)
-    if pa.types.is_floating(target):
-        return pa.types.is_integer(given) or pa.types.is_floating(given)
-    if pa.types.is_decimal(target):
-        return pa.types.is_decimal(given) or pa.types.is_integer(given)
-    if pa.types.is_string(target):
-        return pa.types.is_string(given) or pa.types.is_large_string(given)
-    if pa.types.is_timestamp(target):
-        return pa.types.is_timestamp(given)
-    if pa.types.is_date(target):
-        return pa.types.is_date(given)
-    return given == target
+    return accepts(target, given)
 
 
 def _spark_accepts(target: T.DataType, given: T.DataType) -> bool:
-    """Whether Spark type ``given`` casts to ``target`` without any value being able to fail."""
+    """Whether Spark type ``given`` casts to ``target`` without any value being able to fail or change."""
     if given == target or isinstance(given, T.NullType):
         return True
-    given_rank = _INTEGER_RANK.get(type(given))
-    if isinstance(target, T.IntegerType | T.LongType):
-        return given_rank is not None and given_rank <= _INTEGER_RANK[type(target)]
-    if isinstance(target, T.DoubleType):
-        return given_rank is not None or isinstance(given, T.FloatType)
-    if isinstance(target, T.FloatType):
-        return given_rank is not None
-    if isinstance(target, T.DecimalType):
-        whole = target.precision - target.scale
-        if given_rank is not None:
-            return _INTEGER_DIGITS[type(given)] <= whole
-        return (
-            isinstance(given, T.DecimalType)
-            and given.scale <= target.scale
-            and given.precision - given.scale <= whole
-        )
-    return False
+    try:
+        return always_fits(to_arrow_type(target), to_arrow_type(given))
+    except Exception:  # noqa: BLE001 - a type Arrow cannot map is not accepted
+        return False
 
 
+@translating
 class Stream:
     """An append-only, time-partitioned table of rows."""
 
@@ -323,6 +297,23 @@ class Stream:
                 column=missing[0],
             )
 
+    def _check_values(self, name: str, target: pa.DataType, column: pa.ChunkedArray | pa.Array) -> None:
+        """Numbers must fit ``target`` (model.types.value_limits); the first that does not is named."""
+        if not pa.types.is_integer(column.type) and not pa.types.is_floating(column.type):
+            return
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        valid = None if column.null_count == 0 else ~np.asarray(column.is_null())
+        values = np.asarray(column.fill_null(0) if column.null_count else column)
+        misfit = first_misfit(target, values, valid)
+        if misfit is not None:
+            value = values[misfit].item()
+            raise ValidationError(
+                f"stream {self.name}, column {name}: {misfit_reason(target, value)} (row {misfit})",
+                array=self.name,
+                column=name,
+                value=value,
+            )
+
     def _type_error(self, column: str, target: str, given: str) -> ValidationError:
         return ValidationError(
             f"stream {self.name}, column {column}: expected {target}, got {given}",
@@ -383,6 +374,7 @@ class Stream:
             column = table.column(name)
             if not _arrow_accepts(target, column.type):
                 raise self._type_error(name, str(target), str(column.type))
+            self._check_values(name, target, column)
             try:
                 # Timestamps keep microseconds (finer digits are dropped); other values must fit exactly.
                 columns.append(pc.cast(column, target, safe=not pa.types.is_timestamp(target)))

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
+from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
 from arrayviews.streams import relations as rel
@@ -158,6 +159,7 @@ def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
     return dropped
 
 
+@translating
 class StreamView:
     """A ViewDF view as users see it: its parts, read with Spark, and its maintenance status."""
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from arrayviews.array import Array
 from arrayviews.execution import jobs
+from arrayviews.execution.failures import translating
 from arrayviews.kernels.simjoin import join_pairs
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.mappings import Mapping
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
 
 
+@translating
 class SimilarityJoin:
     """A similarity join not computed yet; ``aggregate`` or ``materialize`` runs it."""
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from arrayviews.array import Array
+from arrayviews.execution.failures import translating
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema, Dimension
@@ -64,6 +65,7 @@ def reflected_versions(table: ArrayTable) -> dict[str, int]:
     return {k[len(BASE_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(BASE_KEY)}
 
 
+@translating
 class View(Array):
     """A materialized array view: reads see its public aggregates as of its newest refresh."""
 
