@@ -73,14 +73,13 @@ def run(db, quick: bool = False) -> dict:
         reach = (1,) * ndim
         cut = {}
         for plan in ("neighbours", "cells"):
-            seconds, pieces = timed(
-                lambda plan=plan: halo.cut_pieces(table, array.schema, reach, reach, plan=plan), repeat=1
-            )
+            cutting = functools.partial(halo.cut_pieces, table, array.schema, reach, reach, plan=plan)
+            seconds, pieces = timed(cutting)
             cut[plan] = (seconds, pieces.num_rows)
         assert cut["neighbours"][1] == cut["cells"][1], "both plans must cut the same pieces"
         end = {}
         for plan in ("cells", "neighbours"):
-            seconds, cells = timed(lambda plan=plan: _window(db, array, plan))
+            seconds, cells = timed(functools.partial(_window, db, array, plan))
             end[plan] = (seconds, cells)
         assert end["cells"][1] == end["neighbours"][1] == array.count()
         row = {
