@@ -57,7 +57,7 @@ def cut_pieces(
     schema: ArraySchema,
     before: tuple[int, ...],
     after: tuple[int, ...],
-    plan: str = "cells",
+    plan: str = "auto",
 ) -> pa.Table:
     """Pieces of every fragment in ``table`` for every chunk within reach.
 
@@ -65,8 +65,9 @@ def cut_pieces(
     ``before`` cells down and ``after`` cells up from each of its cells), so a fragment of chunk ``C``
     feeds the chunks within ``after`` below and ``before`` above ``C``. ``plan="cells"`` finds those
     chunks from the fragment's cells (only the targets some cell reaches); ``"neighbours"`` visits
-    every neighbour chunk (``3**d`` of them for a reach below the chunk length; kept as the baseline
-    of the halo benchmark).
+    every neighbour chunk (``3**d`` of them for a reach below the chunk length), which is cheaper
+    while there are few; ``"auto"`` visits neighbours when a chunk has at most
+    :data:`FEW_NEIGHBOURS` of them and plans from the cells otherwise.
     """
     grid = ChunkGrid.of(schema)
     reach_low, reach_high = np.asarray(before), np.asarray(after)
@@ -88,9 +89,25 @@ def cut_pieces(
         high = np.minimum(grid.chunk_of(cells + reach_low), last)
         return expand_ranges(low, high)
 
+    if plan == "auto":
+        plan = "neighbours" if _most_neighbours(grid, before, after) <= FEW_NEIGHBOURS else "cells"
     if plan == "neighbours":
         return cut_to_regions(table, schema, regions, schema.dimension_names)
     return cut_to_regions(table, schema, regions, schema.dimension_names, cell_targets, region)
+
+
+#: Up to this many neighbour chunks per chunk, visiting each is cheaper than planning from the cells
+#: (each visit costs tens of microseconds of Python, the cell plan about a millisecond of numpy).
+FEW_NEIGHBOURS = 32
+
+
+def _most_neighbours(grid: ChunkGrid, before: Sequence[int], after: Sequence[int]) -> int:
+    """The largest number of chunks within reach of one chunk (an interior one, clipped to the grid)."""
+    count = 1
+    for dimension, b, a in zip(grid.dimensions, before, after, strict=True):
+        reach = 1 + -(-int(b) // dimension.length) + -(-int(a) // dimension.length)
+        count *= min(reach, dimension.chunk_count)
+    return count
 
 
 def expand_ranges(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
