@@ -309,6 +309,9 @@ def test_every_operator_over_internal_looking_names(ndb, case) -> None:
         for c in itertools.product(range(low[0], high[0] + 1), range(low[1], high[1] + 1))
         if c not in a_cells
     ]
+    replaced = {c: {a1: v[a1], a2: v[a2] + 1.25} for c, v in list(a_cells.items())[:2]}
+    A.insert(columns(replaced, [(a1, pa.int64()), (a2, pa.float64())]), on_conflict="replace")
+    a_cells.update(replaced)
     added = {c: {a1: 1, a2: 0.5} for c in fresh[:3]}
     if added:
         A.insert(columns(added, [(a1, pa.int64()), (a2, pa.float64())]))

@@ -202,8 +202,7 @@ def _pieces_from_cells(fragment, grid: ChunkGrid, low, high, cell_targets, regio
     for start_row, end_row in zip(starts.tolist(), ends.tolist(), strict=True):
         target = tuple(int(t) for t in targets[start_row])
         box = _clip_box(low, high, *region(target))
-        if box is None:  # cannot happen for a reached target; kept as a guard
-            continue
+        assert box is not None, "a target reached by a cell of the fragment overlaps the fragment"
         start, stop = box
         piece_shape = tuple(int(x) for x in stop - start + 1)
         chosen = members[start_row:end_row]
