@@ -179,7 +179,7 @@ def ndb(spark, tmp_path_factory):
 
 @pytest.mark.slow
 @settings(
-    max_examples=2,
+    max_examples=1,  # each example runs ~25 Spark jobs; the explicit ones hold the internal names
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

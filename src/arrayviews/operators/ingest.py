@@ -52,11 +52,16 @@ def to_arrow(data: object, array: str) -> pa.Table:
         ]
         return pa.Table.from_arrays(columns, names=[str(name) for name in data.columns])
     if isinstance(data, Mapping):
-        lengths = {name: len(np.atleast_1d(np.asarray(column))) for name, column in data.items()}
+        # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
+        columns = {
+            name: column if isinstance(column, pa.Array | pa.ChunkedArray) else np.atleast_1d(np.asarray(column))
+            for name, column in data.items()
+        }
+        lengths = {name: len(column) for name, column in columns.items()}
         if len(set(lengths.values())) > 1:
             described = ", ".join(f"{k}={v}" for k, v in lengths.items())
             raise ValidationError(f"array {array}: columns have different lengths ({described})", array=array)
-        return pa.table({name: np.atleast_1d(np.asarray(column)) for name, column in data.items()})
+        return pa.table(columns)
     raise ValidationError(
         f"array {array}: cannot read cells from {type(data).__name__}; give a pandas DataFrame, "
         "a pyarrow Table, a Spark DataFrame or a dict of numpy arrays",
