@@ -2,13 +2,16 @@
 
 A session arrayviews starts logs nothing on the terminal by default: the JVM reads the log4j2
 configuration shipped next to this module (root level from ``log_level``), and its own start-up
-notices and stack dumps go to a log file (``spark_log_file()``) instead of the terminal. A log level
+notices and stack dumps go to a log file (``spark_log_file()``, removed when the process ends)
+instead of the terminal. A log level
 other than ``OFF`` (``arrayviews --verbose`` / ``--log-level``, or ``$ARRAYVIEWS_LOG_LEVEL``) brings
 everything back. A session that is already running is adopted as it is.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
 import tempfile
@@ -102,4 +105,11 @@ def _start_quiet_context(master: str, app_name: str, settings: dict[str, str]) -
             f"Spark could not start ({error}); its last words: {' | '.join(tail) or 'none'} (log: {path})"
         ) from None
     _log_file = path
+    atexit.register(_remove_log, path)
     SparkContext(conf=conf, gateway=gateway)
+
+
+def _remove_log(path: str) -> None:
+    """The JVM's log of a session that ran to its end is not kept (``--verbose`` shows it live)."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
