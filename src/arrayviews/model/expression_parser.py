@@ -167,7 +167,8 @@ class _Source:
         try:
             return tokenizer.tokenize(self.text)
         except sqlglot.errors.TokenError:
-            offset = getattr(tokenizer, "_start", 0)
+            core = getattr(tokenizer, "_core", tokenizer)  # sqlglot keeps the scanning state there
+            offset = getattr(core, "_start", 0)
             character = self.text[offset : offset + 1] or "end of input"
             if character in ("`", "'", '"'):
                 reason = (
@@ -655,10 +656,17 @@ def float32_of_text(text: str) -> float:
     """The FLOAT nearest to the decimal number ``text`` (one rounding, ties to even), as Spark's
     ``Float.parseFloat``; infinite beyond the FLOAT range."""
     exact = Fraction(text)
-    guess = np.float32(float(exact))  # may be off by one step after the double rounding
-    if not np.isfinite(guess):
-        return float(guess)
-    candidates = [guess, np.nextafter(guess, np.float32(-np.inf)), np.nextafter(guess, np.float32(np.inf))]
+    if exact == 0:
+        return math.copysign(0.0, float(text))
+    with np.errstate(over="ignore"):
+        guess = np.float32(float(exact))  # may be off by one step after the double rounding
+        if not np.isfinite(guess):
+            return float(guess)
+        candidates = [
+            guess,
+            np.nextafter(guess, np.float32(-np.inf)),
+            np.nextafter(guess, np.float32(np.inf)),
+        ]
 
     def distance(candidate: np.float32) -> tuple:
         if not np.isfinite(candidate):

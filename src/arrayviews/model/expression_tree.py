@@ -545,5 +545,6 @@ def _unary_text(expr: Unary) -> str:
     ):
         return f"-({literal_text(operand)})"  # "-5" would read as the literal -5
     text = _print(operand, _UNARY)
-    separator = " " if text.startswith("-") else ""  # never "--", which starts a comment
+    # Never "--" (a comment) nor "~~" or "+-" glued into one token: prefix signs are spaced apart.
+    separator = " " if text[:1] in ("-", "+", "~") else ""
     return f"{expr.op}{separator}{text}"
