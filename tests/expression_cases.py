@@ -193,3 +193,24 @@ def case_columns() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         if mask.any():
             nulls[name] = mask
     return columns, nulls
+
+
+def same_values(actual: list, expected: list) -> bool:
+    """Equal lists of cell values: NaN equals NaN, the sign of zero counts, types must agree."""
+    if len(actual) != len(expected):
+        return False
+    for a, e in zip(actual, expected, strict=True):
+        if a is None or e is None:
+            if a is not e:
+                return False
+        elif isinstance(e, float) or isinstance(a, float):
+            if not isinstance(a, float):
+                return False
+            if math.isnan(e) or math.isnan(a):
+                if not (math.isnan(a) and math.isnan(e)):
+                    return False
+            elif a != e or math.copysign(1.0, a) != math.copysign(1.0, e):
+                return False
+        elif type(a) is not type(e) or a != e:
+            return False
+    return True

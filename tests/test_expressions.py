@@ -41,7 +41,7 @@ from arrayviews.model.expressions import (
     referenced_names,
     resolve_names,
 )
-from expression_cases import CASE_COLUMNS, ROWS, SEMANTICS, Raises, case_columns
+from expression_cases import CASE_COLUMNS, ROWS, SEMANTICS, Raises, case_columns, same_values
 from expression_reference import SparkError, TypeProblem, evaluate_cells, evaluate_rows, type_of
 from expression_strategies import COLUMNS, TRANSCENDENTAL, any_trees, expression_chunks, typed, well_typed
 
@@ -644,27 +644,6 @@ def _as_list(result: np.ma.MaskedArray) -> list:
     return [
         None if masked else value.item() for value, masked in zip(np.ma.getdata(result), mask, strict=True)
     ]
-
-
-def same_values(actual: list, expected: list) -> bool:
-    """Equal lists of cell values: NaN equals NaN, the sign of zero counts, types must agree."""
-    if len(actual) != len(expected):
-        return False
-    for a, e in zip(actual, expected, strict=True):
-        if a is None or e is None:
-            if a is not e:
-                return False
-        elif isinstance(e, float) or isinstance(a, float):
-            if not isinstance(a, float):
-                return False
-            if math.isnan(e) or math.isnan(a):
-                if not (math.isnan(a) and math.isnan(e)):
-                    return False
-            elif a != e or math.copysign(1.0, a) != math.copysign(1.0, e):
-                return False
-        elif type(a) is not type(e) or a != e:
-            return False
-    return True
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), SEMANTICS, ids=[text for text, _, _ in SEMANTICS])
