@@ -384,6 +384,46 @@ def test_apply_errors(dense3) -> None:
         array.apply("z", "b + 1")  # bool takes no part in arithmetic
     with pytest.raises(SchemaError):
         array.apply("bad__name", "r")
+    with pytest.raises(ValidationError, match="always an untyped NULL"):
+        array.apply("z", "NULL")
+
+
+def test_apply_gives_null_where_spark_does(dense3) -> None:
+    """ln of a number <= 0 is NULL (and NaN stays NaN); names match without regard to case."""
+    array, cells = dense3
+    result = array.apply("l", "ln(V)")
+    assert result.schema.attribute("l").type == "float64" and result.schema.attribute("l").nullable
+    v = cells.values["v"]
+    with np.errstate(all="ignore"):
+        logs = np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), 0.0)
+    logs[np.isnan(v)] = np.nan
+    expected = Cells(
+        cells.dims,
+        (*cells.attrs, Attr("l", "float64", True)),
+        cells.coords,
+        {**cells.values, "l": logs},
+        {**cells.nulls, "l": v <= 0},
+    )
+    assert expected.nulls["l"].any()
+    assert_tables_equal(result.to_arrow(), expected.arrow(), approx=["l"], rtol=1e-15)
+
+
+def test_apply_raises_where_spark_raises(dense3) -> None:
+    """INT * INT overflows: an error naming the part, the column and its value, never a wrapped value."""
+    array, cells = dense3
+    big = int(np.abs(cells.values["r"]).max())
+    factor = 2**31 // big + 1
+    assert big > 1 and factor < 2**31
+    result = array.apply("o", f"r * {factor}")
+    with pytest.raises(Exception) as caught:  # raised in a Spark task (translated by the executor)
+        result.to_arrow()
+    message = str(caught.value)
+    assert "INT overflow" in message and f"'r * {factor}'" in message and "r = " in message
+    # if() evaluates the multiplication only where it is chosen, as Spark does
+    table = array.apply("o", f"if(abs(r) < 2, r * {factor}, 0)").to_arrow()
+    r = table.column("r").to_numpy().astype(np.int64)
+    np.testing.assert_array_equal(table.column("o").to_numpy(), np.where(np.abs(r) < 2, r * factor, 0))
+    assert len(r) == cells.n
 
 
 # -- regrid ---------------------------------------------------------------------------------------
