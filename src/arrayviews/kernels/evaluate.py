@@ -77,7 +77,20 @@ from arrayviews.model.types import type_of_dtype
 
 _TRY = {"try_add": "+", "try_subtract": "-", "try_multiply": "*", "try_divide": "/"}
 _TRY_HINT = {"+": "try_add", "-": "try_subtract", "*": "try_multiply", "/": "try_divide", "div": "try_divide"}
-Value = tuple[np.ndarray, np.ndarray]  # values in the node's dtype, and where they are not NULL
+# A node's values in its dtype and where they are not NULL; either may be 0-d (a constant).
+Value = tuple[np.ndarray, np.ndarray]
+_ALL = np.True_  # every cell: valid, or evaluated
+
+
+def _both(*masks) -> np.ndarray:
+    """The cells in every mask, without array passes for the constant masks (all or none)."""
+    result = _ALL
+    for mask in masks:
+        if mask is np.False_:
+            return mask
+        if mask is not _ALL:
+            result = mask if result is _ALL else result & mask
+    return result
 
 
 def evaluate(
@@ -153,21 +166,24 @@ class _Evaluator:
 
     # -- driver ------------------------------------------------------------------------------
     def run(self) -> Value:
+        """Values and validity of the whole expression, as fresh arrays of ``length``."""
         with np.errstate(all="ignore"):
-            values, valid = self.eval(self.root, np.ones(self.length, dtype=bool))
-        return values.copy() if any(values is c for c in self.columns.values()) else values, valid
+            values, valid = self.eval(self.root, _ALL)
+        if values.ndim == 0:
+            values = np.full(self.length, values, dtype=values.dtype)
+        elif any(np.may_share_memory(values, column) for column in self.columns.values()):
+            values = values.copy()
+        return values, np.array(np.broadcast_to(valid, (self.length,)), dtype=bool)
 
     def eval(self, node: Expr, active: np.ndarray) -> Value:
         """``node``'s values and validity; ``active`` marks the cells Spark evaluates it for."""
-        if isinstance(node, Literal):
-            dtype = sa.DTYPES[node.type]
+        if isinstance(node, Literal):  # constants stay 0-d and broadcast
             value = 0 if node.value is None else node.value
-            return np.full(self.length, value, dtype=dtype), np.full(self.length, node.value is not None)
+            return np.asarray(value, dtype=sa.DTYPES[node.type]), np.bool_(node.value is not None)
         if isinstance(node, Name):
             values = np.asarray(self.columns[node.name])
             null = self.nulls.get(node.name)
-            valid = np.ones(self.length, dtype=bool) if null is None else ~np.asarray(null, dtype=bool)
-            return values, valid
+            return values, (_ALL if null is None else ~np.asarray(null, dtype=bool))
         if isinstance(node, Unary):
             return self.unary(node, active)
         if isinstance(node, Binary):
@@ -178,7 +194,7 @@ class _Evaluator:
             return self.cast(node, active)
         if isinstance(node, IsNull):
             _, valid = self.eval(node.operand, active)
-            return (valid if node.negated else ~valid), np.ones(self.length, dtype=bool)
+            return (valid if node.negated else ~valid), _ALL
         if isinstance(node, In):
             return self.in_list(node, active)
         if isinstance(node, Between):
@@ -198,12 +214,13 @@ class _Evaluator:
         """Spark's implicit widening (exact between integers, rounding from BIGINT to DOUBLE)."""
         if source == target or target == VOID:
             return values
-        return values.astype(sa.DTYPES[target])
+        return values.astype(sa.DTYPES[target], copy=False)
 
     # -- errors ------------------------------------------------------------------------------
     def fail(self, bad: np.ndarray, node: Expr, problem: str, hint: str = "") -> None:
         """Raise ValidationError if ``bad`` holds for some cell (``bad`` is already restricted to the
         cells where Spark evaluates ``node`` with non-NULL operands)."""
+        bad = np.broadcast_to(bad, (self.length,))
         if not bad.any():
             return
         row = int(np.argmax(bad))
@@ -228,7 +245,8 @@ class _Evaluator:
 
     def show_node(self, node: Expr, row: int) -> str:
         with np.errstate(all="ignore"):
-            values, valid = self.eval(node, np.zeros(self.length, dtype=bool))
+            values, valid = self.eval(node, np.False_)
+        values, valid = np.broadcast_to(values, (self.length,)), np.broadcast_to(valid, (self.length,))
         return repr(values[row].item()) if valid[row] else "NULL"
 
     # -- operators ---------------------------------------------------------------------------
@@ -236,13 +254,15 @@ class _Evaluator:
         values, valid = self.child(node, 0, active)
         kind = self.kind(node)
         if node.op == "not":
-            return ~values.astype(bool), valid
+            return ~values.astype(bool, copy=False), valid
         if node.op == "~":
             return np.invert(values), valid
         if node.op == "+":
             return values, valid
         result, overflow = sa.negate(values, kind)
-        self.fail(overflow & active & valid, node, f"{sql_name(kind)} overflow: the negation does not fit")
+        self.fail(
+            _both(overflow, active, valid), node, f"{sql_name(kind)} overflow: the negation does not fit"
+        )
         return result, valid
 
     def binary(self, node: Binary, active: np.ndarray) -> Value:
@@ -255,26 +275,26 @@ class _Evaluator:
             left, left_ok = self.child(node, 0, active)
             right, right_ok = self.child(node, 1, active)
             same = np.where(left_ok & right_ok, sa.equal(left, right), ~left_ok & ~right_ok)
-            return same, np.ones(self.length, dtype=bool)
+            return same, _ALL
         left, left_ok = self.child(node, 0, active)
-        right, right_ok = self.child(node, 1, active & left_ok)
-        valid = left_ok & right_ok
+        right, right_ok = self.child(node, 1, _both(active, left_ok))
+        valid = _both(left_ok, right_ok)
         if op in COMPARISONS:
             return sa.compare(left, right, op), valid
         if op in ("&", "|", "^"):
             return sa.bitwise(left, right, op), valid
-        return self.arithmetic(node, op, left, right, valid & active, trying=False)
+        return self.arithmetic(node, op, left, right, _both(valid, active), trying=False)
 
     def arithmetic(
         self, node: Expr, op: str, left: np.ndarray, right: np.ndarray, checked: np.ndarray, trying: bool
     ) -> Value:
         kind = self.kind(node)
         result, overflow = sa.add(left, right, kind, op)
-        valid = checked.copy()
+        valid = checked
         if trying:
-            return result, valid & ~overflow
+            return result, _both(valid, ~overflow)
         self.fail(
-            overflow & checked,
+            _both(overflow, checked),
             node,
             f"{sql_name(kind)} overflow: the result is outside the {sql_name(kind)} range",
             f"use {_TRY_HINT[op]} to get NULL instead",
@@ -286,9 +306,9 @@ class _Evaluator:
         # (for try_divide: not NULL and not zero).
         right, right_ok = self.child(node, 1, active)
         zero_divisor = right == 0
-        left_active = active & right_ok & (~zero_divisor if trying else True)
+        left_active = _both(active, right_ok, ~zero_divisor if trying else _ALL)
         left, left_ok = self.child(node, 0, left_active)
-        checked = left_active & left_ok
+        checked = _both(left_active, left_ok)
         kind = self.kind(node)
         if op == "/":
             result, zero = sa.divide(left, right)
@@ -296,25 +316,33 @@ class _Evaluator:
             result, zero = sa.remainder(left, right, kind)
         else:
             result, zero, overflow = sa.integral_divide(left, right)
-            self.fail(overflow & checked, node, "BIGINT overflow in DIV (-9223372036854775808 DIV -1)")
+            self.fail(_both(overflow, checked), node, "BIGINT overflow in DIV (-9223372036854775808 DIV -1)")
         if trying:
             return result, checked & ~zero
         word = "remainder" if op == "%" else "division"
         hint = f"use {_TRY_HINT[op]} to get NULL instead" if op in _TRY_HINT else ""
-        self.fail(zero & checked, node, f"{word} by zero", hint)
+        self.fail(_both(zero, checked), node, f"{word} by zero", hint)
         return result, right_ok & left_ok
 
     def logical(self, node: Binary, active: np.ndarray) -> Value:
         left, left_ok = self.child(node, 0, active)
-        left = left.astype(bool)
+        left = left.astype(bool, copy=False)
         if node.op == "and":
-            right, right_ok = self.child(node, 1, active & ~(left_ok & ~left))
-            right = right.astype(bool)
+            right, right_ok = self.child(
+                node, 1, _both(active, left if left_ok is _ALL else ~(left_ok & ~left))
+            )
+            right = right.astype(bool, copy=False)
+            if left_ok is _ALL and right_ok is _ALL:
+                return left & right, _ALL
             true = left_ok & left & right_ok & right
             false = (left_ok & ~left) | (right_ok & ~right)
         else:
-            right, right_ok = self.child(node, 1, active & ~(left_ok & left))
-            right = right.astype(bool)
+            right, right_ok = self.child(
+                node, 1, _both(active, ~left if left_ok is _ALL else ~(left_ok & left))
+            )
+            right = right.astype(bool, copy=False)
+            if left_ok is _ALL and right_ok is _ALL:
+                return left | right, _ALL
             true = (left_ok & left) | (right_ok & right)
             false = left_ok & ~left & right_ok & ~right
         return true, true | false
@@ -322,7 +350,7 @@ class _Evaluator:
     # -- predicates --------------------------------------------------------------------------
     def in_list(self, node: In, active: np.ndarray) -> Value:
         value, value_ok = self.child(node, 0, active)
-        looking = active & value_ok
+        looking = _both(active, value_ok)
         matched = np.zeros(self.length, dtype=bool)
         saw_null = np.zeros(self.length, dtype=bool)
         for index in range(1, len(node.children())):
@@ -340,7 +368,7 @@ class _Evaluator:
         source = self.kind(operand)
         first = self.operand_kinds(node)[0]
         second = self.operand_kinds(node)[2]
-        low_values, low_ok = self.child(node, 1, active & value_ok)
+        low_values, low_ok = self.child(node, 1, _both(active, value_ok))
         at_least = sa.compare(self.convert(value, source, first), low_values, ">=")
         at_least_ok = value_ok & low_ok
         high_active = active & value_ok & ~(at_least_ok & ~at_least)
@@ -358,7 +386,7 @@ class _Evaluator:
         remaining = active.copy()
         for index in range(len(node.branches)):
             condition, condition_ok = self.child(node, 2 * index, remaining)
-            chosen = remaining & condition_ok & condition.astype(bool)
+            chosen = remaining & condition_ok & condition.astype(bool, copy=False)
             values, values_ok = self.child(node, 2 * index + 1, chosen)
             result = np.where(chosen, values, result)
             valid = np.where(chosen, values_ok, valid)
@@ -374,10 +402,11 @@ class _Evaluator:
         name = node.function
         if name == "if":
             condition, condition_ok = self.child(node, 0, active)
-            first = condition_ok & condition.astype(bool)
-            a, a_ok = self.child(node, 1, active & first)
-            b, b_ok = self.child(node, 2, active & ~first)
-            return np.where(first, a, b), np.where(first, a_ok, b_ok)
+            first = condition_ok & condition.astype(bool, copy=False)
+            a, a_ok = self.child(node, 1, _both(active, first))
+            b, b_ok = self.child(node, 2, _both(active, ~first))
+            valid = _ALL if a_ok is _ALL and b_ok is _ALL else np.where(first, a_ok, b_ok)
+            return np.where(first, a, b), valid
         if name == "coalesce":
             result = np.zeros(self.length, dtype=sa.DTYPES[self.kind(node)])
             valid = np.zeros(self.length, dtype=bool)
@@ -394,28 +423,28 @@ class _Evaluator:
         if name == "nullif":
             first, first_ok = self.eval(node.args[0], active)
             left = self.convert(first, self.kind(node.args[0]), self.operand_kinds(node)[0])
-            right, right_ok = self.child(node, 1, active & first_ok)
+            right, right_ok = self.child(node, 1, _both(active, first_ok))
             same = right_ok & sa.equal(left, right)
             return first, first_ok & ~same
         if name == "nanvl":
             value, value_ok = self.child(node, 0, active)
             nan = np.isnan(value)
-            other, other_ok = self.child(node, 1, active & value_ok & nan)
+            other, other_ok = self.child(node, 1, _both(active, value_ok, nan))
             return np.where(nan, other, value), value_ok & np.where(nan, other_ok, True)
         if name == "isnan":
             value, value_ok = self.child(node, 0, active)
-            return value_ok & np.isnan(value), np.ones(self.length, dtype=bool)
+            return value_ok & np.isnan(value), _ALL
         if name in _TRY:
             op = _TRY[name]
             if op == "/":
                 return self.division(node, active, op, trying=True)
             left, left_ok = self.child(node, 0, active)
-            right, right_ok = self.child(node, 1, active & left_ok)
-            return self.arithmetic(node, op, left, right, left_ok & right_ok, trying=True)
+            right, right_ok = self.child(node, 1, _both(active, left_ok))
+            return self.arithmetic(node, op, left, right, _both(left_ok, right_ok), trying=True)
         if len(node.args) == 2:  # pow, log(base, x): the second only where the first is not NULL
             first, first_ok = self.child(node, 0, active)
-            second, second_ok = self.child(node, 1, active & first_ok)
-            valid = first_ok & second_ok
+            second, second_ok = self.child(node, 1, _both(active, first_ok))
+            valid = _both(first_ok, second_ok)
             if name == "pow":
                 return sa.power(first, second), valid
             (numerator, bad_x), (denominator, bad_base) = (
@@ -440,18 +469,19 @@ class _Evaluator:
         if name == "round":
             return sa.round_half_up(value, kind), valid
         result, overflow = sa.absolute(value, kind)  # abs
-        self.fail(overflow & active & valid, node, f"{sql_name(kind)} overflow: abs() does not fit")
+        self.fail(_both(overflow, active, valid), node, f"{sql_name(kind)} overflow: abs() does not fit")
         return result, valid
 
     def extreme(self, node: Call, active: np.ndarray, name: str) -> Value:
-        result = np.zeros(self.length, dtype=sa.DTYPES[self.kind(node)])
-        valid = np.zeros(self.length, dtype=bool)
-        for index in range(len(node.args)):
+        result, valid = self.child(node, 0, active)
+        for index in range(1, len(node.args)):
             values, values_ok = self.child(node, index, active)
             better = sa.less(values, result) if name == "least" else sa.less(result, values)
-            take = values_ok & (~valid | better)  # the first of equal values stays
+            # NULLs are skipped; of equal values the first stays
+            take = better if valid is _ALL else (~valid | better)
+            take = _both(values_ok, take)
             result = np.where(take, values, result)
-            valid |= values_ok
+            valid = _ALL if valid is _ALL or values_ok is _ALL else valid | values_ok
         return result, valid
 
     def cast(self, node: Cast, active: np.ndarray) -> Value:
@@ -460,7 +490,7 @@ class _Evaluator:
         result, bad = sa.cast(values, source, node.type)
         shown = sql_name(node.type)
         self.fail(
-            bad & active & valid,
+            _both(bad, active, valid),
             node,
             f"cannot cast to {shown}: the value is outside the {shown} range (or NaN)",
             "filter those cells first, or cast to a wider type",

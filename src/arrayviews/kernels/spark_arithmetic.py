@@ -1,9 +1,10 @@
 """Spark's arithmetic on numpy arrays (ANSI mode): checked integer operations, Java remainders and
 divisions, NaN-aware ordering, HALF_UP rounding, Java ``pow``, and the checked casts.
 
-Every function works on whole arrays and returns the values together with a mask of the elements
-where Spark would raise (overflow, division by zero, invalid cast); callers decide which of those
-elements Spark actually evaluates. Nothing here warns or wraps silently.
+Every function works on whole arrays (or 0-d constants) and returns the values together with a mask
+of the elements where Spark would raise (overflow, division by zero, invalid cast; ``NEVER`` when
+none can); callers decide which of those elements Spark actually evaluates. Nothing here wraps
+silently.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ DTYPES = {
     "void": np.dtype(np.bool_),  # NULL literals: the values are never read
 }
 _TWO_63 = 2.0**63
+NEVER = np.False_  # "no element fails", without allocating a mask
 
 
 def add(a: np.ndarray, b: np.ndarray, kind: str, op: str) -> tuple[np.ndarray, np.ndarray]:
     """``a + b``, ``a - b`` or ``a * b`` (``op``) in type ``kind``, and where an integer overflows."""
     if kind in ("float32", "float64"):
         result = {"+": np.add, "-": np.subtract, "*": np.multiply}[op](a, b)
-        return result, np.zeros(result.shape, dtype=bool)
+        return result, NEVER
     if kind == "int32":
         wide = {"+": np.add, "-": np.subtract, "*": np.multiply}[op](a.astype(np.int64), b.astype(np.int64))
         low, high = INT_BOUNDS["int32"]
@@ -51,14 +53,14 @@ def negate(a: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """``-a``, and where it overflows (the smallest integer has no negation)."""
     if kind in INT_BOUNDS:
         return np.negative(a), a == INT_BOUNDS[kind][0]
-    return np.negative(a), np.zeros(a.shape, dtype=bool)
+    return np.negative(a), NEVER
 
 
 def absolute(a: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """``abs(a)``, and where it overflows."""
     if kind in INT_BOUNDS:
         return np.abs(a), a == INT_BOUNDS[kind][0]
-    return np.abs(a), np.zeros(a.shape, dtype=bool)
+    return np.abs(a), NEVER
 
 
 def divide(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,9 +95,14 @@ def bitwise(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
     return {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}[op](a, b)
 
 
+def _number(x: np.ndarray) -> bool:
+    """True if ``x`` is a constant that is not NaN (then the NaN rules need no array passes)."""
+    return x.ndim == 0 and not np.isnan(x)
+
+
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spark's equality: NaN equals NaN, -0.0 equals 0.0."""
-    if a.dtype.kind == "f":
+    if a.dtype.kind == "f" and not (_number(a) or _number(b)):
         return (a == b) | (np.isnan(a) & np.isnan(b))
     return a == b
 
@@ -103,6 +110,10 @@ def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spark's ordering: NaN is larger than every other number (infinity included)."""
     if a.dtype.kind == "f":
+        if _number(b):
+            return a < b  # a NaN a is not less
+        if _number(a):
+            return (a < b) | np.isnan(b)
         return (a < b) | (~np.isnan(a) & np.isnan(b))
     if a.dtype.kind == "b":
         return ~a & b
@@ -176,13 +187,12 @@ def logarithm(a: np.ndarray, function: str) -> tuple[np.ndarray, np.ndarray]:
 def cast(value: np.ndarray, source: str, target: str) -> tuple[np.ndarray, np.ndarray]:
     """``CAST(value AS target)`` from ``source`` (ANSI), and where Spark raises CAST_OVERFLOW."""
     dtype = DTYPES[target]
-    fine = np.zeros(value.shape, dtype=bool)
     if source == target or source == "void":
-        return value.astype(dtype), fine
+        return value.astype(dtype), NEVER
     if target == "bool":
-        return value != 0, fine  # NaN is true
+        return value != 0, NEVER  # NaN is true
     if source == "bool" or target in ("float32", "float64"):
-        return value.astype(dtype), fine  # float64 -> float32 rounds (to infinity beyond the range)
+        return value.astype(dtype), NEVER  # float64 -> float32 rounds (to infinity beyond the range)
     low, high = INT_BOUNDS[target]
     if source in INT_BOUNDS:
         bad = (value < low) | (value > high)
