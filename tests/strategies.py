@@ -398,102 +398,121 @@ def boxes(draw, dims: Sequence[Dim], margin: int = 3) -> dict[str, tuple[int, in
     return box
 
 
-# -- predicates: text for arrayviews, a numpy function for the reference ------------------------
+# -- predicates: Spark SQL text for arrayviews, a numpy function for the reference --------------
 
-Predicate = tuple[str, Callable[[Cells], np.ndarray], frozenset[str]]
+#: A predicate: its text, a function giving (value, known) per cell (SQL three-valued logic: a cell
+#: where ``known`` is False is NULL), and the names it reads.
+Predicate = tuple[str, Callable[[Cells], tuple[np.ndarray, np.ndarray]], frozenset[str]]
+
+
+def spark_compare(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
+    """Spark's comparison of two numeric arrays: NaN equals NaN and is larger than everything else."""
+    a_nan = np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, dtype=bool)
+    b_nan = np.isnan(b) if np.asarray(b).dtype.kind == "f" else np.zeros(np.shape(b), dtype=bool)
+    equal = (a == b) | (a_nan & b_nan)
+    less = ((a < b) & ~a_nan & ~b_nan) | (~a_nan & b_nan)
+    greater = ((a > b) & ~a_nan & ~b_nan) | (a_nan & ~b_nan)
+    return {
+        "=": equal,
+        "<>": ~equal,
+        "<": less,
+        "<=": less | equal,
+        ">": greater,
+        ">=": greater | equal,
+    }[op]
+
+
+def _known(cells: Cells, name: str) -> np.ndarray:
+    return ~cells.nulls[name] if name in cells.nulls else np.ones(cells.n, dtype=bool)
 
 
 @st.composite
 def atoms(draw, cells: Cells) -> Predicate:
-    """One comparison over an attribute or a dimension (numpy semantics: NaN compares false but <>)."""
+    """One comparison over an attribute or a dimension (Spark semantics; NULL where the attribute is)."""
     names = list(cells.dim_names) + list(cells.attr_names)
     name = draw(st.sampled_from(names))
     kind = "int64" if name in cells.dim_names else cells.attr(name).type
     used = frozenset({name})
+
+    def atom(text: str, function: Callable[[Cells], np.ndarray]) -> Predicate:
+        return text, lambda c: (np.asarray(function(c), dtype=bool), _known(c, name)), used
+
     if kind == "bool":
         form = draw(st.sampled_from(["plain", "not", "eq", "ne"]))
         if form == "plain":
-            return name, lambda c: c.column(name).copy(), used
+            return atom(name, lambda c: c.column(name).copy())
         if form == "not":
-            return f"not {name}", lambda c: ~c.column(name), used
+            return atom(f"NOT {name}", lambda c: ~c.column(name))
         if form == "eq":
-            return f"{name} = true", lambda c: c.column(name) == True, used  # noqa: E712
-        return f"{name} <> false", lambda c: c.column(name) != False, used  # noqa: E712
+            return atom(f"{name} = TRUE", lambda c: c.column(name) == True)  # noqa: E712
+        return atom(f"{name} <> FALSE", lambda c: c.column(name) != False)  # noqa: E712
     if kind in ("float32", "float64") and draw(st.integers(0, 4)) == 0:
-        return f"is_nan({name})", lambda c: np.isnan(c.column(name)), used
-    op_text, op = draw(
-        st.sampled_from(
-            [
-                ("<", np.less),
-                ("<=", np.less_equal),
-                (">", np.greater),
-                (">=", np.greater_equal),
-                ("=", np.equal),
-                ("<>", np.not_equal),
-            ]
-        )
-    )
+        return atom(f"isnan({name})", lambda c: np.isnan(c.column(name)))
+    op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]))
     if name in cells.dim_names:
         dim = cells.dims[cells.dim_names.index(name)]
         if draw(st.booleans()):
             constant = draw(st.integers(dim.low - 1, dim.high + 1))
-            text = f"{constant}" if constant >= 0 else f"-{-constant}"
-            return f"{name} {op_text} {text}", lambda c: op(c.column(name), constant), used
+            return atom(f"{name} {op} {constant}", lambda c: spark_compare(c.column(name), constant, op))
         modulus = draw(st.integers(2, 3))
-        rest = draw(st.integers(0, modulus - 1))
-        return (
-            f"{name} % {modulus} {op_text} {rest}",
-            lambda c: op(np.remainder(c.column(name), modulus), rest),
-            used,
+        rest = draw(st.integers(-modulus + 1, modulus - 1))
+        # Spark's % is Java's remainder: the sign of the dividend (np.fmod, not np.remainder).
+        return atom(
+            f"{name} % {modulus} {op} {rest}",
+            lambda c: spark_compare(np.fmod(c.column(name), modulus), rest, op),
         )
     if kind in ("int32", "int64"):
         scale = 50 if kind == "int32" else 10**6
         constant = draw(st.integers(-scale, scale))
-    elif kind == "float32":
+        return atom(
+            f"{name} {op} {constant}",
+            lambda c: spark_compare(c.column(name).astype(np.int64), np.int64(constant), op),
+        )
+    if kind == "float32":
         constant = draw(st.integers(-80, 80)) / 4
     else:
         constant = draw(st.sampled_from([-10.5, -2.0, 0.0, 0.25, 3.0, 12.125]))
-    text = repr(abs(constant))
-    text = f"-{text}" if constant < 0 else text
-    if kind in ("int32", "int64"):
-        return (
-            f"{name} {op_text} {text}",
-            lambda c: op(c.column(name).astype(np.int64), constant),
-            used,
-        )
-    return (
-        f"{name} {op_text} {text}",
-        lambda c: op(c.column(name).astype(np.float64), float(constant)),
-        used,
+    # A decimal literal such as 0.25 is read as a DOUBLE, and a FLOAT column is widened to DOUBLE.
+    return atom(
+        f"{name} {op} {constant!r}",
+        lambda c: spark_compare(c.column(name).astype(np.float64), np.float64(constant), op),
     )
 
 
 @st.composite
 def predicates(draw, cells: Cells, depth: int = 2) -> Predicate:
-    """An atom, or a combination of predicates with and / or / not."""
+    """An atom, or a combination of predicates with AND / OR / NOT (three-valued logic)."""
     if depth == 0 or draw(st.integers(0, 2)) == 0:
         return draw(atoms(cells))
-    form = draw(st.sampled_from(["and", "or", "not"]))
+    form = draw(st.sampled_from(["AND", "OR", "NOT"]))
     left_text, left, left_used = draw(predicates(cells, depth - 1))
-    if form == "not":
-        return f"not ({left_text})", lambda c: ~left(c), left_used
+    if form == "NOT":
+
+        def negation(c: Cells) -> tuple[np.ndarray, np.ndarray]:
+            value, known = left(c)
+            return ~value, known
+
+        return f"NOT ({left_text})", negation, left_used
     right_text, right, right_used = draw(predicates(cells, depth - 1))
-    combine = np.logical_and if form == "and" else np.logical_or
-    return (
-        f"({left_text}) {form} ({right_text})",
-        lambda c: combine(left(c), right(c)),
-        left_used | right_used,
-    )
+
+    def combined(c: Cells) -> tuple[np.ndarray, np.ndarray]:
+        (a, a_known), (b, b_known) = left(c), right(c)
+        if form == "AND":
+            true = a_known & a & b_known & b
+            false = (a_known & ~a) | (b_known & ~b)
+        else:
+            true = (a_known & a) | (b_known & b)
+            false = a_known & ~a & b_known & ~b
+        return true, true | false
+
+    return f"({left_text}) {form} ({right_text})", combined, left_used | right_used
 
 
 def reference_filter(cells: Cells, predicate: Predicate) -> Cells:
-    """Cells where the predicate holds; a cell with a null in any attribute the predicate reads is
-    dropped (arrayviews' rule: a null operand makes the predicate false)."""
-    _, function, used = predicate
-    keep = np.asarray(function(cells), dtype=bool).reshape(cells.n)
-    for name in used:
-        if name in cells.nulls:
-            keep &= ~cells.nulls[name]
+    """Cells where the predicate is TRUE (SQL: a NULL or false predicate drops the cell)."""
+    _, function, _ = predicate
+    value, known = function(cells)
+    keep = np.asarray(value & known, dtype=bool).reshape(cells.n)
     return cells.take(keep)
 
 

@@ -31,6 +31,7 @@ from strategies import (
     reference_aggregate,
     reference_filter,
     reference_regrid,
+    spark_compare,
     subsets,
     write_case,
 )
@@ -207,14 +208,28 @@ def test_subarray_property(odb, case: ArrayCase, data) -> None:
 # -- filter ---------------------------------------------------------------------------------------
 
 
+def _certain(function, used=()):
+    """A reference predicate over non-NULL operands: its value, known wherever ``used`` attributes are
+    not NULL (for a single comparison that is SQL's three-valued logic)."""
+
+    def predicate(c):
+        known = np.ones(c.n, dtype=bool)
+        for name in used:
+            known &= ~c.nulls[name]
+        return np.asarray(function(c), dtype=bool), known
+
+    return predicate
+
+
 @pytest.mark.parametrize(
     ("predicate", "function"),
     [
-        ("not (v > 0)", lambda c: ~(c.values["v"] > 0)),  # NaN > 0 is false, so NaN cells pass
-        ("v <> v", lambda c: np.isnan(c.values["v"])),
+        # NaN is larger than every number in Spark SQL, so NaN cells fail NOT (v > 0)
+        ("not (v > 0)", lambda c: ~spark_compare(c.values["v"], 0.0, ">")),
+        ("v = CAST('NaN' AS DOUBLE)", lambda c: np.isnan(c.values["v"])),  # NaN equals NaN
         (
-            "is_nan(v) or (b and i % 2 = 1)",
-            lambda c: np.isnan(c.values["v"]) | (c.values["b"] & (c.coords[:, 0] % 2 == 1)),
+            "isnan(v) OR (b AND i % 2 = -1)",  # % is Java's remainder: the sign of the dividend
+            lambda c: np.isnan(c.values["v"]) | (c.values["b"] & (np.fmod(c.coords[:, 0], 2) == -1)),
         ),
         (
             "i + j > k * 2 and r / 4 >= -3.5",
@@ -225,7 +240,7 @@ def test_subarray_property(odb, case: ArrayCase, data) -> None:
 )
 def test_filter_dense(dense3, predicate: str, function) -> None:
     array, cells = dense3
-    expected = reference_filter(cells, (predicate, function, frozenset()))
+    expected = reference_filter(cells, (predicate, _certain(function), frozenset()))
     assert 0 < expected.n < cells.n
     assert_tables_equal(array.filter(predicate).to_arrow(), expected.arrow())
 
@@ -235,14 +250,18 @@ def test_filter_dense(dense3, predicate: str, function) -> None:
     [
         ("n > 0", lambda c: c.values["n"] > 0, {"n"}),
         ("not (n > 0)", lambda c: ~(c.values["n"] > 0), {"n"}),
-        ("f >= 0.5 and j <> 3", lambda c: (c.values["f"] >= 0.5) & (c.coords[:, 1] != 3), set()),
+        (  # NaN >= 0.5 is TRUE (NaN is the largest number)
+            "f >= 0.5 and j <> 3",
+            lambda c: spark_compare(c.values["f"], 0.5, ">=") & (c.coords[:, 1] != 3),
+            set(),
+        ),
     ],
     ids=["null_gt", "null_not_gt", "float32_and_dim"],
 )
 def test_filter_sparse_with_nulls(sparse2, predicate: str, function, used) -> None:
-    """A null operand makes the predicate false: null cells pass neither ``n > 0`` nor ``not (n > 0)``."""
+    """A NULL comparison is NULL, and NOT NULL is NULL: null cells pass neither ``n > 0`` nor ``not (n > 0)``."""
     array, cells = sparse2
-    expected = reference_filter(cells, (predicate, function, frozenset(used)))
+    expected = reference_filter(cells, (predicate, _certain(function, used), frozenset(used)))
     assert 0 < expected.n < cells.n
     assert_tables_equal(array.filter(predicate).to_arrow(), expected.arrow())
 
@@ -302,20 +321,21 @@ def test_project_errors(dense3) -> None:
 # -- apply ----------------------------------------------------------------------------------------
 
 APPLIED = [
-    ("a_int", "r + 1", "int64", lambda c, i, j, k: c["r"].astype(np.int64) + 1),
+    ("a_int", "r + 1", "int32", lambda c, i, j, k: c["r"] + np.int32(1)),
     ("a_dims", "r * i - j", "int64", lambda c, i, j, k: c["r"].astype(np.int64) * i - j),
     ("a_div", "r / 2", "float64", lambda c, i, j, k: c["r"] / 2),
     ("a_int_div", "i / 2", "float64", lambda c, i, j, k: i / 2),
-    ("a_cmp", "v > 0", "bool", lambda c, i, j, k: c["v"] > 0),
-    ("a_mod", "r % 3", "int64", lambda c, i, j, k: np.remainder(c["r"].astype(np.int64), 3)),
+    ("a_cmp", "v > 0", "bool", lambda c, i, j, k: spark_compare(c["v"], 0.0, ">")),  # NaN > 0
+    ("a_mod", "r % 3", "int32", lambda c, i, j, k: np.fmod(c["r"], np.int32(3))),  # Java remainder
     ("a_float", "v * 2 + k", "float64", lambda c, i, j, k: c["v"] * 2 + k),
     ("a_logic", "b and r > 0", "bool", lambda c, i, j, k: c["b"] & (c["r"] > 0)),
-    ("a_cast", "int64(b) + k", "int64", lambda c, i, j, k: c["b"].astype(np.int64) + k),
+    ("a_cast", "CAST(b AS BIGINT) + k", "int64", lambda c, i, j, k: c["b"].astype(np.int64) + k),
 ]
 
 
 def test_apply_types(dense3) -> None:
-    """Integer arithmetic stays int64, / gives float64, comparisons bool (types known without running)."""
+    """Spark's result types: INT + INT is INT, BIGINT when a BIGINT takes part, / gives DOUBLE,
+    comparisons BOOLEAN (types known without running)."""
     array, _ = dense3
     for name, expression, type_name, _ in APPLIED:
         assert array.apply(name, expression).schema.attribute(name).type == type_name
@@ -364,6 +384,46 @@ def test_apply_errors(dense3) -> None:
         array.apply("z", "b + 1")  # bool takes no part in arithmetic
     with pytest.raises(SchemaError):
         array.apply("bad__name", "r")
+    with pytest.raises(ValidationError, match="always an untyped NULL"):
+        array.apply("z", "NULL")
+
+
+def test_apply_gives_null_where_spark_does(dense3) -> None:
+    """ln of a number <= 0 is NULL (and NaN stays NaN); names match without regard to case."""
+    array, cells = dense3
+    result = array.apply("l", "ln(V)")
+    assert result.schema.attribute("l").type == "float64" and result.schema.attribute("l").nullable
+    v = cells.values["v"]
+    with np.errstate(all="ignore"):
+        logs = np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), 0.0)
+    logs[np.isnan(v)] = np.nan
+    expected = Cells(
+        cells.dims,
+        (*cells.attrs, Attr("l", "float64", True)),
+        cells.coords,
+        {**cells.values, "l": logs},
+        {**cells.nulls, "l": v <= 0},
+    )
+    assert expected.nulls["l"].any()
+    assert_tables_equal(result.to_arrow(), expected.arrow(), approx=["l"], rtol=1e-15)
+
+
+def test_apply_raises_where_spark_raises(dense3) -> None:
+    """INT * INT overflows: an error naming the part, the column and its value, never a wrapped value."""
+    array, cells = dense3
+    big = int(np.abs(cells.values["r"]).max())
+    factor = 2**31 // big + 1
+    assert big > 1 and factor < 2**31
+    result = array.apply("o", f"r * {factor}")
+    with pytest.raises(Exception) as caught:  # raised in a Spark task (translated by the executor)
+        result.to_arrow()
+    message = str(caught.value)
+    assert "INT overflow" in message and f"'r * {factor}'" in message and "r = " in message
+    # if() evaluates the multiplication only where it is chosen, as Spark does
+    table = array.apply("o", f"if(abs(r) < 2, r * {factor}, 0)").to_arrow()
+    r = table.column("r").to_numpy().astype(np.int64)
+    np.testing.assert_array_equal(table.column("o").to_numpy(), np.where(np.abs(r) < 2, r * factor, 0))
+    assert len(r) == cells.n
 
 
 # -- regrid ---------------------------------------------------------------------------------------
@@ -577,7 +637,7 @@ def test_store_computed_result(odb, sparse2) -> None:
     array, cells = sparse2
     name = new_name()
     stored = array.filter("v > 0").apply("w", "f * 2").store(name)
-    keep = cells.values["v"] > 0
+    keep = spark_compare(cells.values["v"], 0.0, ">")  # NaN > 0 in Spark SQL
     kept = cells.take(keep)
     expected = Cells(
         kept.dims,
@@ -631,9 +691,9 @@ def test_filter_then_aggregate(sparse2) -> None:
     array, cells = sparse2
     calls = [Call("sum", "v"), Call("count", None), Call("min", "n"), Call("stdev", "f")]
     result = array.filter("n > 0 or f < 0").aggregate(*[c.text for c in calls], by=["j"])
-    kept = reference_filter(
-        cells, ("", lambda c: (c.values["n"] > 0) | (c.values["f"] < 0), frozenset({"n"}))
-    )
+    # SQL's OR: a NULL n > 0 still passes where f < 0 is TRUE.
+    n_positive = (cells.values["n"] > 0) & ~cells.nulls["n"]
+    kept = cells.take(n_positive | (cells.values["f"] < 0))
     expected = reference_aggregate(kept, ("j",), calls)
     assert_tables_equal(result.to_arrow(), expected, approx=approx_columns(calls, cells))
 
@@ -644,7 +704,9 @@ def test_apply_subarray_join_project(odb, dense3) -> None:
     right = write_case(odb, new_name(), ArrayCase(other, "dense"))
     result = array.apply("s", "r * 2").subarray(j=(2, 4)).join(right.subarray(i=(-1, 3))).project("z", "s")
     left = reference_subarray(cells, {"j": (2, 4)})
-    left = Cells(left.dims, (Attr("s", "int64"),), left.coords, {"s": left.values["r"].astype(np.int64) * 2})
+    left = Cells(
+        left.dims, (Attr("s", "int32"),), left.coords, {"s": left.values["r"] * 2}
+    )  # INT * INT is INT
     expected = reference_join(left, reference_subarray(other, {"i": (-1, 3)}))
     expected = project_cells(expected, ["z", "s"])
     check_dims(result, expected.dims)

@@ -241,3 +241,31 @@ def python_value_problem(value: object, target: str) -> str | None:
 
 def _literal(value: object) -> str:
     return str(value).lower() if isinstance(value, bool | np.bool_) else repr(value)
+
+
+#: The Spark SQL name of each attribute type: how cell expressions spell it (``CAST(x AS BIGINT)``) and
+#: how Spark reports it. One row per type; a new attribute type adds its Spark name here.
+SQL_TYPE_NAMES: dict[str, str] = {
+    "int32": "INT",
+    "int64": "BIGINT",
+    "float32": "FLOAT",
+    "float64": "DOUBLE",
+    "bool": "BOOLEAN",
+}
+# Spark's other spellings of the same types (as sqlglot normalises them, plus Spark's own).
+_SQL_SYNONYMS = {"INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT", "BOOL": "BOOLEAN"}
+
+
+def sql_type_name(type_name: str) -> str:
+    """The Spark SQL name (INT, BIGINT, FLOAT, DOUBLE, BOOLEAN) of an attribute type."""
+    return SQL_TYPE_NAMES[normalize_type(type_name)]
+
+
+def type_of_sql_name(name: str) -> str | None:
+    """The attribute type a Spark SQL type name stands for, or None if arrays have no such type."""
+    key = name.strip().upper()
+    key = _SQL_SYNONYMS.get(key, key)
+    for type_name, sql_name in SQL_TYPE_NAMES.items():
+        if sql_name == key:
+            return type_name
+    return None

@@ -13,7 +13,16 @@ from pyspark.sql import functions as F
 from arrayviews.execution import jobs
 from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
 from arrayviews.model.errors import ValidationError
-from arrayviews.model.expressions import infer_type, parse_expression, referenced_names
+from arrayviews.model.expressions import (
+    VOID,
+    Expr,
+    infer_type,
+    nullable,
+    parse_expression,
+    referenced_names,
+    resolve_names,
+    sql_name,
+)
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
@@ -85,68 +94,81 @@ def _expression_types(schema: ArraySchema) -> dict[str, str]:
     return types
 
 
-def _columns(cells: pa.Table, names) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Numpy columns for the referenced names, and a mask of cells where any of them is null."""
-    columns, null = {}, np.zeros(cells.num_rows, dtype=bool)
+def _bound(schema: ArraySchema, text: str) -> tuple[Expr, str]:
+    """The expression of ``text`` with names spelled as in the schema, and its type."""
+    types = _expression_types(schema)
+    expression = parse_expression(text)
+    try:
+        expression = resolve_names(expression, types)
+    except ValidationError as error:
+        raise ValidationError(
+            f"array {schema.name}: {error} in expression {expression.to_text()!r}", column=error.column
+        ) from None
+    return expression, infer_type(expression, types)
+
+
+def _columns(cells: pa.Table, names) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Numpy columns for the referenced names, and the masks of NULL cells of the nullable ones."""
+    columns, nulls = {}, {}
     for name in names:
         column = cells.column(name).combine_chunks()
         if column.null_count:
-            null |= np.asarray(column.is_null())
+            nulls[name] = np.asarray(column.is_null())
             column = column.fill_null(False if pa.types.is_boolean(column.type) else 0)
         columns[name] = np.asarray(column)
-    return columns, null
+    return columns, nulls
 
 
-def _filter_cells(cells: pa.Table, predicate_text: str) -> pa.Table:
-    expression = parse_expression(predicate_text)
-    columns, null = _columns(cells, referenced_names(expression))
-    keep = evaluate_predicate(expression, columns, cells.num_rows) & ~null
+def _filter_cells(cells: pa.Table, predicate: Expr) -> pa.Table:
+    columns, nulls = _columns(cells, referenced_names(predicate))
+    keep = evaluate_predicate(predicate, columns, cells.num_rows, nulls)
     return cells.filter(pa.array(keep))
 
 
 def filter_cells(source: Source, spark: SparkSession, predicate: str) -> ComputedSource:
-    """Cells whose attributes (and coordinates) satisfy ``predicate``; a null operand means false."""
+    """Cells where the Spark SQL condition ``predicate`` is TRUE (not false, not NULL)."""
     schema = source.schema
-    expression = parse_expression(predicate)
-    kind = infer_type(expression, _expression_types(schema))
-    if kind != "bool":
+    expression, kind = _bound(schema, predicate)
+    if kind not in ("bool", VOID):
         raise ValidationError(
-            f"array {schema.name}: filter predicate {predicate!r} is {kind}, not a condition"
+            f"array {schema.name}: filter predicate {predicate!r} is {sql_name(kind)}, not a condition"
         )
     function = functools.partial(
         transform_cells,
         in_schema=schema,
         out_schema=schema,
-        function=functools.partial(_filter_cells, predicate_text=predicate),
+        function=functools.partial(_filter_cells, predicate=expression),
     )
     return ComputedSource(
         schema, jobs.map_batches(source.frame(spark), function, layout.fragment_schema(schema))
     )
 
 
-def _apply_cells(
-    cells: pa.Table, name: str, expression_text: str, type_name: str, nullable: bool
-) -> pa.Table:
-    expression = parse_expression(expression_text)
-    columns, null = _columns(cells, referenced_names(expression))
-    values = evaluate(expression, columns, cells.num_rows)
-    column = pa.array(values, arrow_type(type_name), mask=null if nullable and null.any() else None)
+def _apply_cells(cells: pa.Table, name: str, expression: Expr, type_name: str) -> pa.Table:
+    columns, nulls = _columns(cells, referenced_names(expression))
+    values = evaluate(expression, columns, cells.num_rows, nulls)
+    mask = np.ma.getmaskarray(values)
+    column = pa.array(np.ma.getdata(values), arrow_type(type_name), mask=mask if mask.any() else None)
     return cells.append_column(name, column)
 
 
 def apply(source: Source, spark: SparkSession, name: str, expression: str) -> ComputedSource:
-    """A new attribute ``name`` computed from ``expression`` for every cell."""
+    """A new attribute ``name`` computed from the Spark SQL ``expression`` for every cell; it is
+    nullable if the expression can be NULL (a nullable attribute read, ``ln``, ``nullif``, ...)."""
     schema = source.schema
     check_identifier(name, "attribute")
     if schema.has_attribute(name) or schema.has_dimension(name):
         raise ValidationError(f"array {schema.name} already has a dimension or attribute named {name!r}")
-    parsed = parse_expression(expression)
-    kind = infer_type(parsed, _expression_types(schema))
-    nullable = any(schema.has_attribute(n) and schema.attribute(n).nullable for n in referenced_names(parsed))
-    out_schema = schema.with_attributes([*schema.attributes, Attribute(name, kind, nullable)])
-    cell_function = functools.partial(
-        _apply_cells, name=name, expression_text=expression, type_name=kind, nullable=nullable
-    )
+    parsed, kind = _bound(schema, expression)
+    if kind == VOID:
+        raise ValidationError(
+            f"array {schema.name}: expression {expression!r} is always an untyped NULL; give it a type, "
+            f"e.g. CAST(NULL AS DOUBLE)"
+        )
+    nullable_names = {a.name for a in schema.attributes if a.nullable}
+    is_nullable = nullable(parsed, _expression_types(schema), nullable_names)
+    out_schema = schema.with_attributes([*schema.attributes, Attribute(name, kind, is_nullable)])
+    cell_function = functools.partial(_apply_cells, name=name, expression=parsed, type_name=kind)
     function = functools.partial(
         transform_cells, in_schema=schema, out_schema=out_schema, function=cell_function
     )

@@ -1,0 +1,74 @@
+"""The Spark SQL dialect cell expressions are read with: sqlglot's Spark dialect, calls kept as written.
+
+sqlglot's Spark parser maps known function names onto its own node classes and rewrites some on the
+way (``log10(x)`` becomes ``LOG(10, x)``, ``nvl`` becomes ``COALESCE``); Spark computes ``log10(x)``
+and ``log(10, x)`` differently, so cell expressions need the call as the user wrote it. This dialect
+is sqlglot's Spark dialect (same tokens, literals, operators and grammar) with two changes: every
+``name(args)`` call but CAST and TRY_CAST is kept as an anonymous call (name and arguments in written
+order, with its position), and a unary ``+`` is kept (sqlglot drops it; Spark types it: ``+true`` is
+an error).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import Token, TokenType
+
+#: The function name under which a unary plus is kept (no callable function can be spelled so).
+UNARY_PLUS = "+"
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _unary_plus(parser) -> exp.Expression:
+    operand = parser._parse_unary()
+    if operand is None:
+        parser.raise_error("Required keyword: 'this' missing for <class 'unary.Plus'>")
+    return parser.expression(exp.Anonymous(this=UNARY_PLUS, expressions=[operand]))
+
+
+class _ExpressionParser(Spark.Parser):
+    FUNCTIONS: dict = {}
+    FUNCTION_PARSERS = {key: Spark.Parser.FUNCTION_PARSERS[key] for key in ("CAST", "TRY_CAST")}
+    UNARY_PARSERS = {**Spark.Parser.UNARY_PARSERS, TokenType.PLUS: _unary_plus}
+
+
+class CellExpressionDialect(Spark):
+    """sqlglot's Spark dialect with calls kept as written and unary plus kept."""
+
+    Parser = _ExpressionParser
+
+
+DIALECT = CellExpressionDialect()
+
+
+def tokenize(text: str) -> list[Token]:
+    """The Spark SQL tokens of ``text`` (raises sqlglot's TokenError)."""
+    return DIALECT.tokenize(text)
+
+
+def parse(tokens: list[Token], text: str) -> list[exp.Expression | None]:
+    """The expressions sqlglot parses from ``tokens`` (raises sqlglot's ParseError)."""
+    return DIALECT.parser().parse(tokens, text)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_plain_name(name: str) -> bool:
+    """True if ``name`` may be written without backquotes: an identifier that is no SQL keyword (in
+    sqlglot's Spark tokenizer) and that Spark SQL reads as that column."""
+    if not _PLAIN_NAME.fullmatch(name) or name.upper() in DIALECT.tokenizer_class.KEYWORDS:
+        return False
+    try:
+        (parsed,) = parse(tokenize(name), name)
+    except Exception:  # noqa: BLE001 - any failure means the name needs quotes
+        return False
+    return (
+        isinstance(parsed, exp.Column)
+        and not parsed.table
+        and isinstance(parsed.this, exp.Identifier)
+        and not parsed.this.quoted
+        and parsed.this.this == name
+    )
