@@ -68,7 +68,9 @@ def assert_versions_sound(array, expected_total: int) -> None:
     running = 0
     for row in versions.itertuples():
         running += row.cells_added - row.cells_removed
-        assert row.cells_total == running, f"version {row.version}: cells_total {row.cells_total} != {running}"
+        assert row.cells_total == running, (
+            f"version {row.version}: cells_total {row.cells_total} != {running}"
+        )
     assert running == expected_total == array.count()
 
 

@@ -12,7 +12,7 @@ from arrayviews.array import Array
 from arrayviews.execution import jobs
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
-from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
+from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
@@ -20,7 +20,6 @@ from arrayviews.operators.source import StoredSource
 from arrayviews.operators.writes import WriteResult
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import KIND_PROPERTY, CommitInfo
-from arrayviews.storage.files import delete_files
 from arrayviews.storage.warehouse import Warehouse
 
 DEFAULT_WAREHOUSE = "warehouse"
@@ -225,29 +224,24 @@ class Database:
 
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
+        """Compute ``array`` and store it as the new array ``name``: created and filled in one
+        commit, so a crash leaves either the whole array or no array (and a retry works)."""
         schema = array.schema.renamed(name)
-        table = self.warehouse.create(schema)
-        written: list[jobs.WrittenFile] = []
-        try:
-            arrow_schema = layout.fragment_schema(schema)
+        if self.warehouse.exists(name):
+            raise AlreadyExistsError(f"an array named {name} already exists")
+        arrow_schema = layout.fragment_schema(schema)
+
+        def stamp(rows: pa.Table) -> pa.Table:
+            index = rows.schema.get_field_index(layout.VERSION)
+            return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
+
+        def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
             frame = array.source.frame(self.spark)
-
-            def stamp(rows: pa.Table) -> pa.Table:
-                index = rows.schema.get_field_index(layout.VERSION)
-                return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
-
-            written = jobs.write_files(frame, table.data_directory, arrow_schema, stamp=stamp)
+            written = jobs.write_files(frame, data_directory, arrow_schema, stamp=stamp)
             checkpoint("store.before-commit")
-            table.commit(
-                [w.uri for w in written],
-                [],
-                CommitInfo("store", cells_added=sum(w.cells for w in written)),
-                0,
-            )
-        except BaseException:
-            delete_files([w.uri for w in written])
-            self.warehouse.drop(name)
-            raise
+            return [w.uri for w in written], CommitInfo("store", cells_added=sum(w.cells for w in written))
+
+        table = self.warehouse.create(schema, fill=fill)
         return Array(self, StoredSource(table, table.current_version()))
 
     # -- statements --------------------------------------------------------------------------------

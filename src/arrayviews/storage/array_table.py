@@ -13,11 +13,11 @@ from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterTha
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import CommitConflictError, NotFoundError
+from arrayviews.model.errors import NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
-from arrayviews.storage.snapshots import commit_snapshot
+from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
 
 
 class _PayloadStatisticsFilter(logging.Filter):
@@ -173,32 +173,39 @@ class ArrayTable:
         info: CommitInfo,
         expected_version: int,
     ) -> int:
-        """Commit added data files and removed ones as **one** snapshot; returns the new version.
+        """Commit added data files and removed ones as **one** snapshot on top of version
+        ``expected_version`` (the version the write was planned on); returns the new version.
 
-        Raises CommitConflictError (committing nothing) if the array moved past
-        ``expected_version`` in the meantime.
+        Raises BaseMovedError (a CommitConflictError; nothing committed) if the array is no longer
+        at ``expected_version``, checked again by the catalog as it swaps the metadata, so the
+        version number, the cell total and every check the caller made hold for what is committed.
         """
         self.refresh()
+        label = f"array {self.name}"
         current = self.current()
         current_version = 0 if current is None else current.version
-        if current_version != expected_version:
-            raise CommitConflictError(
-                f"array {self.name} changed while writing (now version {current_version}, "
-                f"expected {expected_version}); nothing was committed"
+        base = self.table.metadata.current_snapshot_id
+        if current_version != expected_version or base != (None if current is None else current.snapshot_id):
+            raise BaseMovedError(
+                label, f"now version {current_version}, planned on version {expected_version}"
             )
         total = (0 if current is None else current.cells_total) + info.cells_added - info.cells_removed
         version = current_version + 1
-        properties = {
-            VERSION_KEY: str(version),
-            OPERATION_KEY: info.operation,
-            ADDED_KEY: str(info.cells_added),
-            REMOVED_KEY: str(info.cells_removed),
-            TOTAL_KEY: str(total),
-            **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
-        }
-        commit_snapshot(self.table, added, removed, properties, f"array {self.name}")
-        self.refresh()
+        properties = version_summary(version, total, info)
+        self.table = commit_snapshot(self.table, base, added, removed, properties, label)
         return version
+
+
+def version_summary(version: int, total: int, info: CommitInfo) -> dict[str, str]:
+    """The snapshot summary of array version ``version`` holding ``total`` cells after ``info``."""
+    return {
+        VERSION_KEY: str(version),
+        OPERATION_KEY: info.operation,
+        ADDED_KEY: str(info.cells_added),
+        REMOVED_KEY: str(info.cells_removed),
+        TOTAL_KEY: str(total),
+        **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
+    }
 
 
 @dataclass(frozen=True)

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
+import logging
+from collections.abc import Callable
 
-from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.exceptions import NoSuchTableError
 
-from arrayviews.model.errors import AlreadyExistsError, NotFoundError
+from arrayviews.model.errors import NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
-from arrayviews.storage.array_table import KIND_PROPERTY, SCHEMA_PROPERTY, ArrayTable
+from arrayviews.storage.array_table import (
+    KIND_PROPERTY,
+    SCHEMA_PROPERTY,
+    ArrayTable,
+    CommitInfo,
+    version_summary,
+)
 from arrayviews.storage.catalog import ensure_namespace, open_catalog
-from arrayviews.storage.files import filesystem, to_uri
+from arrayviews.storage.creation import create_table, delete_folder
+from arrayviews.storage.files import to_uri
 
 NAMESPACE = "arrays"
+logger = logging.getLogger(__name__)
+
+#: fill(data folder) -> (data files written there, what the first version holds)
+ArrayFill = Callable[[str], tuple[list[str], CommitInfo]]
 
 
 class Warehouse:
@@ -28,28 +40,31 @@ class Warehouse:
         return (NAMESPACE, name.lower())
 
     def create(
-        self, schema: ArraySchema, kind: str = "array", properties: dict[str, str] | None = None
+        self,
+        schema: ArraySchema,
+        kind: str = "array",
+        properties: dict[str, str] | None = None,
+        fill: ArrayFill | None = None,
     ) -> ArrayTable:
+        """Create an array table; with ``fill``, its first version too, in the same commit (a crash
+        leaves the whole array or none)."""
         arrow_schema = layout.fragment_schema(schema)
-        props = {
-            SCHEMA_PROPERTY: schema.to_json(),
-            KIND_PROPERTY: kind,
-            "commit.manifest-merge.enabled": "true",
-            "commit.manifest.min-count-to-merge": "16",
-            **(properties or {}),
-        }
-        try:
-            table = self.catalog.create_table(
-                self._identifier(schema.name), schema=arrow_schema, properties=props
-            )
-        except TableAlreadyExistsError:
-            raise AlreadyExistsError(f"an array named {schema.name} already exists") from None
-        # add_files and overwrite both resolve Parquet columns by name through this mapping.
-        with table.transaction() as transaction:
-            transaction.set_properties(
-                **{"schema.name-mapping.default": table.metadata.schema().name_mapping.model_dump_json()}
-            )
-        return ArrayTable(table.refresh(), schema)
+        props = {SCHEMA_PROPERTY: schema.to_json(), KIND_PROPERTY: kind, **(properties or {})}
+
+        def first_version(data_directory: str) -> tuple[list[str], dict[str, str]]:
+            added, info = fill(data_directory)
+            return added, version_summary(1, info.cells_added, info)
+
+        table = create_table(
+            self.catalog,
+            NAMESPACE,
+            schema.name,
+            arrow_schema,
+            props,
+            f"an array named {schema.name}",
+            fill=None if fill is None else first_version,
+        )
+        return ArrayTable(table, schema)
 
     def open(self, name: str) -> ArrayTable:
         try:
@@ -63,13 +78,18 @@ class Warehouse:
         return self.catalog.table_exists(self._identifier(name))
 
     def names(self, kind: str | None = None) -> list[str]:
-        """Names (as created) of the tables in the warehouse, optionally only those of one kind."""
+        """Names (as created) of the tables in the warehouse, optionally only those of one kind.
+        Tables that cannot be loaded (see ``Database.check``) are left out, so one broken table
+        never stops the others from being listed."""
         names = []
         for identifier in self.catalog.list_tables(NAMESPACE):
-            properties = self.catalog.load_table(identifier).metadata.properties
-            if kind is not None and properties.get(KIND_PROPERTY) != kind:
-                continue
-            names.append(ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name)
+            try:
+                properties = self.catalog.load_table(identifier).metadata.properties
+                if kind is not None and properties.get(KIND_PROPERTY) != kind:
+                    continue
+                names.append(ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name)
+            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
         return sorted(names)
 
     def drop(self, name: str) -> None:
@@ -77,6 +97,4 @@ class Warehouse:
         array = self.open(name)
         location = array.table.location()
         self.catalog.drop_table(self._identifier(name))
-        fs, path = filesystem(location)
-        with contextlib.suppress(FileNotFoundError):
-            fs.delete_dir(path)
+        delete_folder(location)

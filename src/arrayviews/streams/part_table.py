@@ -10,9 +10,9 @@ summaries alone.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +28,6 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import (
     NoSuchNamespaceError,
     NoSuchTableError,
-    TableAlreadyExistsError,
 )
 from pyiceberg.expressions import (
     AlwaysTrue,
@@ -51,10 +50,13 @@ from pyspark.sql import types as T
 
 from arrayviews.execution.jobs import conform, new_file_name, spark_schema
 from arrayviews.execution.memory import tune_allocator
-from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.storage.catalog import ensure_namespace
+from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.files import delete_files, filesystem, write_parquet
-from arrayviews.storage.snapshots import commit_snapshot
+from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
+
+logger = logging.getLogger(__name__)
 
 #: The column holding each row's part number.
 PART = "_part"
@@ -338,23 +340,19 @@ class PartTable:
             LENGTH_PROPERTY: str(partition_length),
             NAME_PROPERTY: name,
             SCHEMA_PROPERTY: spark_schema.json(),
-            "commit.manifest-merge.enabled": "true",
-            "commit.manifest.min-count-to-merge": "16",
             **{_prefixed(k): str(v) for k, v in (properties or {}).items()},
         }
         ensure_namespace(catalog, namespace)
-        try:
-            table = catalog.create_table(
-                (namespace, name.lower()), schema=schema, partition_spec=spec, properties=table_properties
-            )
-        except TableAlreadyExistsError:
-            raise AlreadyExistsError(f"a table named {name} already exists in {namespace}") from None
-        # add_files resolves Parquet columns by name through this mapping.
-        with table.transaction() as transaction:
-            transaction.set_properties(
-                **{"schema.name-mapping.default": table.metadata.schema().name_mapping.model_dump_json()}
-            )
-        return cls(catalog, table.refresh())
+        table = create_table(
+            catalog,
+            namespace,
+            name,
+            schema,
+            table_properties,
+            f"a table named {name} in {namespace}",
+            partition_spec=spec,
+        )
+        return cls(catalog, table)
 
     @classmethod
     def open(cls, catalog: Catalog, namespace: str, name: str) -> PartTable:
@@ -376,7 +374,11 @@ class PartTable:
             return []
         found = []
         for identifier in identifiers:
-            properties = catalog.load_table(identifier).metadata.properties
+            try:
+                properties = catalog.load_table(identifier).metadata.properties
+            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
+                continue
             if NAME_PROPERTY not in properties or (
                 kind is not None and properties.get(KIND_PROPERTY) != kind
             ):
@@ -388,9 +390,7 @@ class PartTable:
         """Drop the table from the catalog and delete its files."""
         location = self.table.location()
         self.catalog.drop_table(self.table.name())
-        fs, path = filesystem(location)
-        with contextlib.suppress(FileNotFoundError):
-            fs.delete_dir(path)
+        delete_folder(location)
 
     # -- description ------------------------------------------------------------------------------
     @property
@@ -618,16 +618,15 @@ class PartTable:
 
         The summary records the version, ``operation``, the parts added or replaced and the caller's
         ``properties`` (stored with the ``arrayviews.`` prefix). With nothing to add, remove or record,
-        no snapshot is made and the current version is returned. Raises CommitConflictError
-        (committing nothing) if the table is no longer at ``expected_version``.
+        no snapshot is made and the current version is returned. Raises BaseMovedError (a
+        CommitConflictError, committing nothing) if the table is no longer at ``expected_version``.
         """
         self.refresh()
         current = self.current_version()
+        label = f"{self.kind} {self.name}"
         if current != expected_version:
-            raise CommitConflictError(
-                f"{self.kind} {self.name} changed while writing (now version {current}, "
-                f"expected {expected_version}); nothing was committed"
-            )
+            raise BaseMovedError(label, f"now version {current}, planned on version {expected_version}")
+        base = self.table.metadata.current_snapshot_id
         replaced = sorted(set(replace_parts))
         removed = self._removed_files(replaced, drop_below)
         written = sorted({s.part for s in added} | set(replaced))
@@ -643,8 +642,7 @@ class PartTable:
         }
         if drop_below is not None:
             summary[DROPPED_BELOW_KEY] = str(drop_below)
-        commit_snapshot(self.table, [s.uri for s in added], removed, summary, f"{self.kind} {self.name}")
-        self.refresh()
+        self.table = commit_snapshot(self.table, base, [s.uri for s in added], removed, summary, label)
         return version
 
     def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[DataFile]:
