@@ -321,14 +321,25 @@ def _merge_chunk(table: pa.Table, schema) -> pa.Table:
     return layout.encoded_to_table([encoded], schema, newest)
 
 
-def compact(array: ArrayTable, spark: SparkSession, small_file_bytes: int = 32 * 1024 * 1024) -> WriteResult:
-    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot."""
-    return replanned(array, "compact", lambda: _compact_once(array, spark, small_file_bytes))
+def compact(
+    array: ArrayTable,
+    spark: SparkSession,
+    small_file_bytes: int = 32 * 1024 * 1024,
+    carry: tuple[str, ...] = (),
+) -> WriteResult:
+    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot. Version
+    properties whose names start with one of ``carry`` are kept from the version compacted (a
+    view's reflected base versions: compaction changes no content)."""
+    return replanned(array, "compact", lambda: _compact_once(array, spark, small_file_bytes, carry))
 
 
-def _compact_once(array: ArrayTable, spark: SparkSession, small_file_bytes: int) -> WriteResult:
+def _compact_once(
+    array: ArrayTable, spark: SparkSession, small_file_bytes: int, carry: tuple[str, ...]
+) -> WriteResult:
     schema = array.schema
     expected = array.current_version()
+    current = array.current()
+    kept = {k: v for k, v in (current.properties if current else {}).items() if carry and k.startswith(carry)}
     files = array.data_files(expected)
     small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
     if len(small) < 2:
@@ -344,7 +355,9 @@ def _compact_once(array: ArrayTable, spark: SparkSession, small_file_bytes: int)
     try:
         written = jobs.write_files(merged, array.data_directory, arrow_schema)
         checkpoint("compact.before-commit")
-        version = array.commit([w.uri for w in written], small, CommitInfo("compact"), expected)
+        version = array.commit(
+            [w.uri for w in written], small, CommitInfo("compact", properties=kept), expected
+        )
     except BaseException:
         delete_files([w.uri for w in written])
         raise

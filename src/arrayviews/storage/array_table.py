@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyarrow.fs import FileSelector
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
@@ -16,7 +15,8 @@ from pyiceberg.table import Table
 from arrayviews.model.errors import NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
-from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
+from arrayviews.storage.expiry import ExpireResult, expire_table
+from arrayviews.storage.files import new_data_file_uri, read_parquet_files
 from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
 
 
@@ -208,54 +208,15 @@ def version_summary(version: int, total: int, info: CommitInfo) -> dict[str, str
     }
 
 
-@dataclass(frozen=True)
-class ExpireResult:
-    """What ``expire`` removed."""
-
-    versions: list[int]
-    data_files: int
-    metadata_files: int
-
-
-def _referenced(table: Table) -> tuple[set[str], set[str]]:
-    """Data files and manifest (list) files referenced by any snapshot still held."""
-    data, manifests = set(), set()
-    for snapshot in table.metadata.snapshots:
-        manifests.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
-            manifests.add(manifest.manifest_path)
-        data.update(task.file.file_path for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
-    return data, manifests
-
-
 def expire(
     array: ArrayTable, older_than: dt.datetime, orphans_before: dt.datetime | None = None
 ) -> ExpireResult:
-    """Drop versions committed before ``older_than`` (never the current one) and delete files no
-    remaining version references, including files of writes that crashed before committing."""
-    array.refresh()
-    before = {v.snapshot_id: v.version for v in array.versions()}
-    data_before, manifests_before = _referenced(array.table)
-    array.table.maintenance.expire_snapshots().older_than(older_than).commit()
-    array.refresh()
-    data_after, manifests_after = _referenced(array.table)
-    expired = sorted(v for sid, v in before.items() if array.table.metadata.snapshot_by_id(sid) is None)
-    doomed = sorted(data_before - data_after)
-    # Files in the data folder that no version references and that are older than the cut-off
-    # were left by writes that never committed.
-    fs, path = filesystem(array.data_directory)
-    cutoff = (orphans_before or older_than).timestamp()
-    for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
-        uri = array.data_directory.rstrip("/") + "/" + info.base_name
-        if (
-            info.is_file
-            and uri not in data_after
-            and uri not in doomed
-            and info.mtime
-            and info.mtime.timestamp() < cutoff
-        ):
-            doomed.append(uri)
-    delete_files(doomed)
-    stale_metadata = sorted(manifests_before - manifests_after)
-    delete_files(stale_metadata)
-    return ExpireResult(expired, len(doomed), len(stale_metadata))
+    """Drop versions committed before ``older_than`` (never the current one) and delete every file no
+    remaining version needs, including files of writes that crashed before committing."""
+
+    def version_of(snapshot) -> int | None:
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        return int(summary[VERSION_KEY]) if VERSION_KEY in summary else None
+
+    array.table, result = expire_table(array.table, older_than, orphans_before or older_than, version_of)
+    return result

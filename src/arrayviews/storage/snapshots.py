@@ -51,20 +51,31 @@ def missing_properties(table: Table) -> dict[str, str]:
     return {k: v for k, v in TABLE_PROPERTIES.items() if properties.get(k) != v}
 
 
-def ensure_properties(table: Table) -> Table:
-    """Give an older table the commit properties above (a metadata-only commit; repeated if another
-    process changed the table meanwhile). Returns the refreshed table."""
+def update_properties(table: Table, updates: dict[str, str], removals: Sequence[str] = ()) -> Table:
+    """Set and remove table properties in one metadata-only commit (no snapshot), repeated if
+    another process committed meanwhile (properties never conflict with data commits). Returns the
+    refreshed table."""
     for _ in range(20):
-        missing = missing_properties(table)
-        if not missing:
+        table = table.refresh()
+        current = table.metadata.properties
+        changes = {k: v for k, v in updates.items() if current.get(k) != v}
+        gone = [k for k in removals if k in current]
+        if not changes and not gone:
             return table
         try:
             with table.transaction() as transaction:
-                transaction.set_properties(**missing)
+                if changes:
+                    transaction.set_properties(**changes)
+                if gone:
+                    transaction.remove_properties(*gone)
         except CommitFailedException:
-            pass
-        table = table.refresh()
-    raise CommitConflictError(f"table {table.name()}: could not set its commit properties (busy)")
+            continue
+    raise CommitConflictError(f"table {table.name()}: could not update its properties (busy)")
+
+
+def ensure_properties(table: Table) -> Table:
+    """Give an older table the commit properties above. Returns the refreshed table."""
+    return update_properties(table, missing_properties(table)) if missing_properties(table) else table
 
 
 def _serialize_evaluators(producer) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 from collections.abc import Callable
 
+from pyarrow.fs import FileSelector, FileType
 from pyiceberg.exceptions import NoSuchTableError
 
-from arrayviews.model.errors import NotFoundError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import (
@@ -17,9 +20,9 @@ from arrayviews.storage.array_table import (
     CommitInfo,
     version_summary,
 )
-from arrayviews.storage.catalog import ensure_namespace, open_catalog
+from arrayviews.storage.catalog import CATALOG_FILE, CATALOG_NAME, ensure_namespace, open_catalog
 from arrayviews.storage.creation import create_table, delete_folder
-from arrayviews.storage.files import to_uri
+from arrayviews.storage.files import filesystem, to_uri
 
 NAMESPACE = "arrays"
 logger = logging.getLogger(__name__)
@@ -28,13 +31,79 @@ logger = logging.getLogger(__name__)
 ArrayFill = Callable[[str], tuple[list[str], CommitInfo]]
 
 
+#: The file that marks a folder as an arrayviews warehouse.
+MARKER = "arrayviews-warehouse.json"
+#: What a warehouse folder holds besides the marker (also in warehouses made before the marker).
+WAREHOUSE_ENTRIES = frozenset(
+    {MARKER, CATALOG_FILE, CATALOG_FILE + "-journal", CATALOG_FILE + "-wal", CATALOG_FILE + "-shm"}
+    | {"arrays.db", "streams.db", "_scratch"}
+)
+
+
+def _is_arrayviews_catalog(path: str) -> bool:
+    """Whether the SQLite file at ``path`` is a catalog arrayviews made: pyiceberg's two catalog
+    tables and nothing else, every table registered under the catalog name ``arrayviews``."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables or not tables <= {"iceberg_tables", "iceberg_namespace_properties"}:
+            return False
+        names = {row[0] for row in connection.execute("SELECT DISTINCT catalog_name FROM iceberg_tables")}
+        return names <= {CATALOG_NAME}
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
+
+
+def check_folder(location: str, catalog_uri: str | None, create_in_existing_folder: bool) -> None:
+    """Refuse to make a warehouse in a folder that holds something else: a folder that does not
+    exist or is empty becomes a warehouse; a warehouse opens; a folder with other files only with
+    ``create_in_existing_folder``; never a folder whose ``catalog.db`` is not arrayviews'."""
+    fs, path = filesystem(to_uri(location))
+    info = fs.get_file_info(path)
+    if info.type == FileType.NotFound:
+        return
+    if info.type != FileType.Directory:
+        raise ValidationError(f"warehouse {location} is a file, not a folder", value=location)
+    names = {entry.base_name for entry in fs.get_file_info(FileSelector(path))}
+    if not names or MARKER in names:
+        return
+    if catalog_uri is None and CATALOG_FILE in names and not _is_arrayviews_catalog(f"{path}/{CATALOG_FILE}"):
+        raise ValidationError(
+            f"warehouse {location}: its {CATALOG_FILE} is not an arrayviews catalog; nothing was changed "
+            "(choose another folder, or pass catalog_uri)",
+            value=location,
+        )
+    if names <= WAREHOUSE_ENTRIES or create_in_existing_folder:
+        return
+    shown = ", ".join(sorted(names - WAREHOUSE_ENTRIES)[:5])
+    raise ValidationError(
+        f"warehouse {location} is not empty and is not an arrayviews warehouse (it holds {shown}); "
+        "nothing was changed (choose an empty folder, or pass create_in_existing_folder=True to make "
+        "a warehouse there)",
+        value=location,
+    )
+
+
 class Warehouse:
     """Creates, opens, lists and drops array tables."""
 
-    def __init__(self, location: str, catalog_uri: str | None = None) -> None:
+    def __init__(
+        self, location: str, catalog_uri: str | None = None, create_in_existing_folder: bool = False
+    ) -> None:
+        check_folder(location, catalog_uri, create_in_existing_folder)
         self.location = to_uri(location)
         self.catalog = open_catalog(location, catalog_uri)
         ensure_namespace(self.catalog, NAMESPACE)
+        fs, path = filesystem(self.location)
+        marker = f"{path.rstrip('/')}/{MARKER}"
+        if fs.get_file_info(marker).type == FileType.NotFound:
+            with fs.open_output_stream(marker) as out:
+                out.write(json.dumps({"arrayviews-warehouse": 1}).encode() + b"\n")
 
     def _identifier(self, name: str) -> tuple[str, str]:
         return (NAMESPACE, name.lower())
@@ -72,6 +141,10 @@ class Warehouse:
         except NoSuchTableError:
             known = ", ".join(self.names()) or "none"
             raise NotFoundError(f"no array named {name} (arrays: {known})") from None
+        except Exception as error:  # noqa: BLE001 - e.g. its metadata file is gone
+            raise NotFoundError(
+                f"array {name} cannot be read ({type(error).__name__}: {error}); run `arrayviews check`"
+            ) from None
         return ArrayTable(table, ArraySchema.from_json(table.metadata.properties[SCHEMA_PROPERTY]))
 
     def exists(self, name: str) -> bool:

@@ -89,6 +89,16 @@ class View(Array):
     def _writable(self):
         raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
 
+    def _maintained_table(self) -> ArrayTable:
+        return self._current().table
+
+    def compact(self):
+        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
+        version reflecting the same base versions."""
+        from arrayviews.operators import writes
+
+        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
+
     def at_version(self, version: int) -> Array:
         source = self._current()
         source.table.snapshot_of(version)
