@@ -15,13 +15,13 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from processes import fork
-from test_commits import assert_versions_sound
 
 import arrayviews
 from arrayviews.model.errors import CommitConflictError, ConflictError
 from arrayviews.model.shapes import L1
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+from processes import fork
+from test_commits import assert_versions_sound
 
 BATCHES = 8
 AGGREGATES = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))
@@ -104,7 +104,9 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
         offered = [(index, n) for n in range(1, 4)] + ([(0, 1)] if index == 1 else [(1, 3)])
         for owner, number in offered:
             result = target.append(readings(owner, number), batch_id=f"a{owner}-b{number}")
-            outcomes.append((f"a{owner}-b{number}", result.duplicate, result.version, result.attempts, result.failed))
+            outcomes.append(
+                (f"a{owner}-b{number}", result.duplicate, result.version, result.attempts, result.failed)
+            )
         return outcomes
 
     started = time.perf_counter()
@@ -136,7 +138,9 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
                 committed[writer].add(number)
                 expected.update(batch_cells(writer, number))
     for number in range(0, BATCHES, 2):
-        assert not (number in committed[0] and number in committed[1]), f"both writers committed batch {number}"
+        assert not (number in committed[0] and number in committed[1]), (
+            f"both writers committed batch {number}"
+        )
     for number in range(1, BATCHES, 2):
         assert number in committed[0] and number in committed[1], "a disjoint insert was lost"
     got = {(int(r.i), int(r.j)): int(r.v) for r in stored.itertuples()}
@@ -166,9 +170,7 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
     first = int(rows["part"].min())
     for part in range(first, int(rows["part"].max()) + 1):
         window = rows[(rows["part"] > part - 3) & (rows["part"] <= part)]
-        reference = sorted(
-            (src, int(g.loss.sum()), len(g)) for src, g in window.groupby("src")
-        )
+        reference = sorted((src, int(g.loss.sum()), len(g)) for src, g in window.groupby("src"))
         stamp = pd.Timestamp(part * 60, unit="s")
         mine = recent[pd.to_datetime(recent["PART_TIMESTAMP"]) == stamp]
         assert sorted(zip(mine.src, mine.total.astype(int), mine.n.astype(int), strict=True)) == reference

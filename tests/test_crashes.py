@@ -13,13 +13,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from processes import fork
-from test_commits import assert_versions_sound, brute_force_view, view_rows
 
 import arrayviews
 from arrayviews.model.errors import AlreadyExistsError
 from arrayviews.model.shapes import L1
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+from processes import fork
+from test_commits import assert_versions_sound, brute_force_view, view_rows
 
 KILLS = 20
 AGGREGATES = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))
@@ -115,7 +115,9 @@ def test_kill_9_during_store_and_create_view(spark, tmp_path) -> None:
     expected_filter = {c: v for c, v in base.items() if v > 100}
 
     def store_for(trial: int):
-        return lambda: arrayviews.connect(location, spark=spark).array("A").filter("v > 100").store(f"S{trial + 1}")
+        return lambda: (
+            arrayviews.connect(location, spark=spark).array("A").filter("v > 100").store(f"S{trial + 1}")
+        )
 
     def after_store(trial: int, killed: bool) -> None:
         db = arrayviews.connect(location, spark=spark)
@@ -207,8 +209,10 @@ def test_kill_9_during_appends_and_their_maintenance(spark, tmp_path) -> None:
 
     def append_for(trial: int):
         number = trial + 2
-        return lambda: arrayviews.connect(location, spark=spark).stream("M").append(
-            readings(number), batch_id=f"b{number}"
+        return lambda: (
+            arrayviews.connect(location, spark=spark)
+            .stream("M")
+            .append(readings(number), batch_id=f"b{number}")
         )
 
     def after(trial: int, killed: bool) -> None:

@@ -11,13 +11,23 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
-from test_stream_views import COMBINED, M0, PARTIALS, RECENT_COLUMNS, SCHEMA, Truth, contents, network, windows
 
 from arrayviews.model.shapes import L1
 from arrayviews.storage.expiry import live_files
 from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+from test_stream_views import (
+    COMBINED,
+    M0,
+    PARTIALS,
+    RECENT_COLUMNS,
+    SCHEMA,
+    Truth,
+    contents,
+    network,
+    windows,
+)
 
 NOW = dt.timedelta(0)
 AGGREGATES = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))

@@ -14,6 +14,9 @@ import time
 import pandas as pd
 import pytest
 from pyiceberg.expressions import visitors
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.streams.parser import parse_stream_statement
 from test_stream_views import (
     COMBINED,
     M0,
@@ -31,9 +34,6 @@ from test_stream_views import (
     run_lengths,
     windows,
 )
-
-from arrayviews.model.errors import ValidationError
-from arrayviews.streams.parser import parse_stream_statement
 
 
 def test_a_batch_id_appends_once(db) -> None:

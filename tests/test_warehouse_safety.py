@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from test_stream_views import SCHEMA, helper_text, network
 
 import arrayviews
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.shapes import L1
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate, WindowViewDefinition
+from test_stream_views import SCHEMA, helper_text, network
 
 COUNT = (ViewAggregate("count", None, None, "cnt"),)
 
