@@ -98,6 +98,8 @@ def create_views(
             world = StreamWorld(spark, catalog)
             definition = normalized(definition)
             if definition.name in world.kinds:
+                if _left_by_a_crash(world, definition):
+                    continue  # a helper of this same statement, created by a run that died: reuse it
                 raise AlreadyExistsError(f"a stream or view named {definition.name} already exists")
             lengths = {name: world.table(name).partition_length for name in world.kinds}
             check_references(definition, lengths)
@@ -134,6 +136,17 @@ def create_views(
             with contextlib.suppress(Exception):
                 PartTable.open(catalog, rel.NAMESPACE, name).drop()
         raise
+
+
+def _left_by_a_crash(world: StreamWorld, definition: ViewDFDefinition) -> bool:
+    """Whether an existing view named like ``definition`` is a helper with the very same definition
+    that no view reads: the statement creating it and its final view died before the final view
+    was created, and running the statement again adopts it."""
+    if not definition.helper or world.kinds.get(definition.name) != rel.VIEW_KIND:
+        return False
+    existing = world.view(definition.name)
+    readers = [d for d in world.definitions().values() if definition.name in d.sources()]
+    return existing.definition.helper and existing.definition.text == definition.text and not readers
 
 
 def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
