@@ -160,15 +160,15 @@ def test_check_command(db) -> None:
     db.create_array("B<v:int64>[i=0:9:5]").insert(pd.DataFrame({"i": [1], "v": [2]}))
     break_metadata(db.array("B"))
     runner = CliRunner()
-    context = main.Context(None, None, None)
-    context._db = db
-    result = runner.invoke(main.cli, ["check"], obj=context)
+    where = ["--warehouse", urlparse(db.warehouse.location).path]
+    result = runner.invoke(main.cli, [*where, "check"])
     assert result.exit_code == 1 and "b:" in result.output.lower() and "metadata" in result.output
-    result = runner.invoke(main.cli, ["check", "--repair"], obj=context)
+    result = runner.invoke(main.cli, [*where, "check", "--repair"])
     assert result.exit_code == 0, result.output
     assert "dropped" in result.output
-    result = runner.invoke(main.cli, ["check"], obj=context)
+    result = runner.invoke(main.cli, [*where, "check"])
     assert result.exit_code == 0 and "no problems" in result.output
+    assert db.arrays() == ["A"]
 
 
 # -- dependents -------------------------------------------------------------------------------------
