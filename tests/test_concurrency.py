@@ -41,6 +41,13 @@ def batch_cells(writer: int, number: int) -> dict[tuple[int, int], int]:
     return {**own, **shared}
 
 
+def minute_of(times: pd.Series) -> pd.Series:
+    """Minutes since 1970 of timestamps read back from Spark (naive, in the session's UTC)."""
+    times = pd.to_datetime(times)
+    times = times.dt.tz_localize("UTC") if times.dt.tz is None else times.dt.tz_convert("UTC")
+    return (times - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+
+
 def frame(cells: dict[tuple[int, int], int]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -166,7 +173,7 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
     assert all(not o[4] for label in ("append-0", "append-1") for o in outcomes[label]), "a view failed"
     db.maintain_streams()
     recent = db.stream_view("Recent").to_pandas()
-    rows = rows.assign(part=(rows["ts"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1))
+    rows = rows.assign(part=minute_of(rows["ts"]))
     first = int(rows["part"].min())
     for part in range(first, int(rows["part"].max()) + 1):
         window = rows[(rows["part"] > part - 3) & (rows["part"] <= part)]

@@ -33,6 +33,13 @@ UPDATE Recent[j] AS SELECT src, sum(loss) AS total, count(*) AS n FROM M[j-1 .. 
 PARTITION LENGTH 60"""
 
 
+def minute_of(times: pd.Series) -> pd.Series:
+    """Minutes since 1970 of timestamps read back from Spark (naive, in the session's UTC)."""
+    times = pd.to_datetime(times)
+    times = times.dt.tz_localize("UTC") if times.dt.tz is None else times.dt.tz_convert("UTC")
+    return (times - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+
+
 def frame(cells: dict[tuple[int, int], int]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -228,7 +235,7 @@ def test_kill_9_during_appends_and_their_maintenance(spark, tmp_path) -> None:
         appended.add(f"b{number}")
         rows = stream.read().toPandas()
         assert sorted(rows["dest"].unique()) == sorted(appended) and len(rows) == 3 * len(appended)
-        rows = rows.assign(part=(rows["ts"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1))
+        rows = rows.assign(part=minute_of(rows["ts"]))
         recent = db.stream_view("Recent").to_pandas()
         parts = pd.to_datetime(recent["PART_TIMESTAMP"])
         for part in range(int(rows["part"].min()), int(rows["part"].max()) + 1):
