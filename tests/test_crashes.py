@@ -246,3 +246,54 @@ def test_kill_9_during_appends_and_their_maintenance(spark, tmp_path) -> None:
 
     figures = run_trials(spark, tmp_path / "append", append_for, after)
     print("append kills:", json.dumps(figures))
+
+
+def _die_at(names: tuple[str, ...]) -> None:
+    """In this (child) process, end abruptly (no cleanup) when reaching one of the checkpoints
+    ``names``: patches every module's reference to ``checkpoint``."""
+    import os
+    import sys
+
+    def die(name: str) -> None:
+        if name in names:
+            os._exit(17)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("arrayviews") and hasattr(module, "checkpoint"):
+            module.checkpoint = die
+
+
+def test_a_store_killed_before_its_commit_leaves_nothing_and_the_retry_succeeds(spark, tmp_path) -> None:
+    location = str(tmp_path / "warehouse")
+    base = {(i, j): i * 16 + j for i in range(0, 64, 9) for j in range(0, 16, 5)}
+    arrayviews.connect(location, spark=spark).create_array(SCHEMA).insert(frame(base))
+
+    def store():
+        _die_at(("store.before-commit",))
+        arrayviews.connect(location, spark=spark).array("A").filter("v > 100").store("B")
+
+    outcome = fork(spark, tmp_path / "runs", store).wait()
+    assert outcome.code == 17
+    db = arrayviews.connect(location, spark=spark)
+    assert db.arrays() == ["A"]
+    stored = db.array("A").filter("v > 100").store("B")  # before: AlreadyExistsError on an empty B
+    assert content(stored) == {c: v for c, v in base.items() if v > 100}
+
+
+def test_a_create_view_killed_before_its_commit_leaves_nothing_and_the_retry_succeeds(
+    spark, tmp_path
+) -> None:
+    location = str(tmp_path / "warehouse")
+    base = {(i, j): i - j for i in range(0, 64, 9) for j in range(0, 16, 5)}
+    arrayviews.connect(location, spark=spark).create_array(SCHEMA).insert(frame(base))
+
+    def create():
+        _die_at(("refresh.before-commit",))
+        arrayviews.connect(location, spark=spark).create_view("V", DEFINITION)
+
+    outcome = fork(spark, tmp_path / "runs", create).wait()
+    assert outcome.code == 17
+    db = arrayviews.connect(location, spark=spark)
+    assert db.views() == []  # before: an empty view at version 0, reading as zero rows
+    view = db.create_view("V", DEFINITION)
+    assert view_rows(view) == brute_force_view(base)

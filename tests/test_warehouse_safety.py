@@ -94,6 +94,7 @@ def test_a_table_without_metadata_neither_hides_nor_blocks_the_others(db) -> Non
     break_metadata(db.array("B"))
     assert db.arrays() == ["A", "C"]
     assert db.describe()["name"].tolist() == ["A", "C"]
+    assert "C" in str(db.sql("SHOW ARRAYS")) and "B" not in str(db.sql("SHOW ARRAYS"))
     with pytest.raises(NotFoundError, match="check"):
         db.array("B")
     db.drop_array("C")

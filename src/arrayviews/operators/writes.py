@@ -82,7 +82,8 @@ def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResu
     MAX_ATTEMPTS lost races."""
     lost: BaseMovedError | None = None
     for number in range(1, MAX_ATTEMPTS + 1):
-        array.refresh()
+        if number > 1:  # the caller read the array just before the first attempt
+            array.refresh()
         try:
             result = attempt()
         except BaseMovedError as moved:

@@ -54,6 +54,27 @@ class VersionInfo:
     properties: dict[str, str] = field(default_factory=dict)
 
 
+def _version_info(snapshot) -> VersionInfo | None:
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    if VERSION_KEY not in summary:
+        return None
+    return VersionInfo(
+        version=int(summary[VERSION_KEY]),
+        snapshot_id=snapshot.snapshot_id,
+        time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+        operation=summary.get(OPERATION_KEY, "?"),
+        cells_added=int(summary.get(ADDED_KEY, 0)),
+        cells_removed=int(summary.get(REMOVED_KEY, 0)),
+        cells_total=int(summary.get(TOTAL_KEY, 0)),
+        properties={
+            k[len(PROPERTY_PREFIX) :]: v
+            for k, v in summary.items()
+            if k.startswith(PROPERTY_PREFIX)
+            and k not in (VERSION_KEY, OPERATION_KEY, ADDED_KEY, REMOVED_KEY, TOTAL_KEY)
+        },
+    )
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     """What a commit did, recorded in the snapshot summary."""
@@ -100,38 +121,12 @@ class ArrayTable:
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:
         """Every version still held, oldest first (version 0, the empty array, has no snapshot)."""
-        result = []
-        for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            if VERSION_KEY not in summary:
-                continue
-            result.append(
-                VersionInfo(
-                    version=int(summary[VERSION_KEY]),
-                    snapshot_id=snapshot.snapshot_id,
-                    time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
-                    operation=summary.get(OPERATION_KEY, "?"),
-                    cells_added=int(summary.get(ADDED_KEY, 0)),
-                    cells_removed=int(summary.get(REMOVED_KEY, 0)),
-                    cells_total=int(summary.get(TOTAL_KEY, 0)),
-                    properties={
-                        k[len(PROPERTY_PREFIX) :]: v
-                        for k, v in summary.items()
-                        if k.startswith(PROPERTY_PREFIX)
-                        and k not in (VERSION_KEY, OPERATION_KEY, ADDED_KEY, REMOVED_KEY, TOTAL_KEY)
-                    },
-                )
-            )
-        return sorted(result, key=lambda v: v.version)
+        result = [_version_info(s) for s in self.table.metadata.snapshots]
+        return sorted((v for v in result if v is not None), key=lambda v: v.version)
 
     def current(self) -> VersionInfo | None:
         snapshot = self.table.current_snapshot()
-        if snapshot is None:
-            return None
-        for info in reversed(self.versions()):
-            if info.snapshot_id == snapshot.snapshot_id:
-                return info
-        return None
+        return None if snapshot is None else _version_info(snapshot)
 
     def current_version(self) -> int:
         info = self.current()
@@ -141,9 +136,13 @@ class ArrayTable:
         """Snapshot id of ``version`` (None for version 0), or NotFoundError if it is unknown or expired."""
         if version == 0:
             return None
-        for info in self.versions():
-            if info.version == version:
-                return info.snapshot_id
+        current = self.current()
+        if current is not None and current.version == version:
+            return current.snapshot_id
+        for snapshot in self.table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            if summary.get(VERSION_KEY) == str(version):
+                return snapshot.snapshot_id
         known = ", ".join(str(v.version) for v in self.versions()) or "none"
         raise NotFoundError(f"array {self.name} has no version {version} (versions held: {known})")
 
@@ -176,11 +175,12 @@ class ArrayTable:
         """Commit added data files and removed ones as **one** snapshot on top of version
         ``expected_version`` (the version the write was planned on); returns the new version.
 
-        Raises BaseMovedError (a CommitConflictError; nothing committed) if the array is no longer
-        at ``expected_version``, checked again by the catalog as it swaps the metadata, so the
-        version number, the cell total and every check the caller made hold for what is committed.
+        The table object must still hold the metadata the write was planned on (it is not read
+        again here: the catalog checks, as it swaps the metadata, that the array is still at that
+        snapshot). Raises BaseMovedError (a CommitConflictError; nothing committed) if it is not,
+        so the version number, the cell total and every check the caller made hold for what is
+        committed.
         """
-        self.refresh()
         label = f"array {self.name}"
         current = self.current()
         current_version = 0 if current is None else current.version

@@ -299,6 +299,11 @@ def maintain_all(
             result = _maintain_replanned(spark, world, name)
         except InjectedFault:
             raise
+        except BaseMovedError as error:  # contention, not a failure of the view: the next pass retries
+            blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+            results.append(MaintenanceResult(name, version, error=f"not maintained this time: {error}"))
+            world.refresh()
+            continue
         except Exception as error:
             if name in raise_for:
                 raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
