@@ -72,13 +72,12 @@ def fork(
     code = 0
     try:
         _own_spark_connection(spark)
-        faults.reset_count()
         if kill_at is not None:
+            faults.reset_count()
             os.environ[faults.KILL_ENVIRONMENT] = str(kill_at)
-        else:
-            os.environ.pop(faults.KILL_ENVIRONMENT, None)
         value = function()
-        result_file.write_text(json.dumps({"value": value, "reached": faults.reached()}, default=str))
+        reached = faults.reached() if kill_at is not None else 0
+        result_file.write_text(json.dumps({"value": value, "reached": reached}, default=str))
     except BaseException:  # noqa: BLE001 - reported to the parent
         code = 1
         result_file.write_text(json.dumps({"error": traceback.format_exc()}))

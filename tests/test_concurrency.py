@@ -97,12 +97,15 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
         return outcomes
 
     def refresher():
+        """Refreshes the view again and again while the inserts go on (and once after)."""
         view = arrayviews.connect(location, spark=spark).view("V")
         outcomes = []
-        for _ in range(3):
+        for _ in range(12):
+            finished = (results / "inserts-done").exists()
             result = view.refresh()
             outcomes.append((result.committed, result.version, result.message))
-            time.sleep(0.2)
+            if finished:
+                break
         return outcomes
 
     def appender(index: int):
@@ -130,6 +133,8 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
         outcome = child.wait()
         assert outcome.code == 0 and not outcome.killed, f"{label} failed:\n{outcome.error}"
         outcomes[label] = outcome.value
+        if label == "insert-1":
+            (results / "inserts-done").touch()
     seconds = time.perf_counter() - started
 
     # -- the array: every stored cell from exactly one committed insert, nothing twice ------------
@@ -198,6 +203,7 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
         "refreshes": len(refreshes),
         "refreshes_committed": sum(1 for r in refreshes if r[0]),
         "refreshes_already_fresher": sum(1 for r in refreshes if not r[0] and "already fresher" in r[2]),
+        "refreshes_up_to_date": sum(1 for r in refreshes if not r[0] and "up to date" in r[2]),
         "view_versions": len(view_versions),
     }
     print("concurrency figures:", json.dumps(figures))

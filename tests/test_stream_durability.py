@@ -161,8 +161,8 @@ def test_overwrites_find_their_files_when_manifests_are_judged_on_several_thread
     table = stream.table
     files_before = {part: len(files) for part, files in table.files_by_part().items()}
     rows = pd.concat([network([2]), network([5])], ignore_index=True)
-    prepared = stream._prepare(rows)
-    staged = table.stage_local(prepared)
+    rows["_part"] = (rows["ts"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+    staged = table.stage(db.spark.createDataFrame(rows, schema=table.read_schema))
     version = table.commit(
         staged, replace_parts=[M0 + 2, M0 + 5], operation="replace", expected_version=table.current_version()
     )
