@@ -13,8 +13,6 @@ import numpy as np
 import pandas as pd
 
 from arrayviews.model.shapes import L1
-from arrayviews.storage.expiry import live_files
-from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 from test_stream_views import (
@@ -63,6 +61,8 @@ def on_disk(db) -> set[str]:
 
 
 def all_live(db) -> set[str]:
+    from arrayviews.storage.expiry import live_files
+
     catalog = db.warehouse.catalog
     needed = set()
     for namespace in ("arrays", "streams"):
@@ -85,6 +85,8 @@ def test_old_metadata_files_are_deleted_as_commits_go(db) -> None:
 
 
 def test_an_older_table_gets_the_commit_properties_on_its_next_commit(db) -> None:
+    from arrayviews.storage.snapshots import update_properties
+
     array = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
     table = array.source.table
     table.table = update_properties(table.table, {}, ["commit.retry.num-retries"])
