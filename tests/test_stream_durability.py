@@ -8,6 +8,7 @@ under test."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -194,4 +195,55 @@ def test_late_data_replayed_many_times(db) -> None:
         assert not result.failed, result.failed
         reference = run_lengths(truth.rows(), first, M0 + minute)
         assert contents(db, "View2") == at_least(reference)
+        assert contents(db, "Helper") == restricted(reference, db.stream_view("Helper").status()["retained"])
+
+
+#: (where the fault strikes, checkpoint): during the append's own commit, or during maintenance
+INTERRUPTIONS = (
+    ("append", "stream.before-commit"),
+    ("append", "commit.done"),
+    ("maintenance", "viewdf.staged"),
+    ("maintenance", "viewdf.before-commit"),
+    ("maintenance", "commit.staged"),
+    ("maintenance", "catalog.metadata-written"),
+    ("maintenance", "commit.done"),
+)
+
+
+@pytest.mark.slow
+def test_late_data_with_the_maintainer_interrupted_at_every_checkpoint(db) -> None:
+    """Late readings arrive while a fault interrupts the append or its maintenance at each
+    checkpoint in turn (the process "dies" there: the fault propagates); the batch is then offered
+    again with the same batch id, which appends it exactly once and completes the maintenance."""
+    import numpy as np
+
+    from arrayviews.model.faults import InjectedFault, inject
+
+    rng = np.random.default_rng(11)
+    truth = Truth()
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(truth.add(network(range(2), missing=tuple(range(30)))), batch_id="m0")
+    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
+    db.create_stream_view([helper, parse_stream_statement(VIEW2).definition], lateness_parts=1)
+    missing = set(range(30))
+    for round_, (where, point) in enumerate(INTERRUPTIONS * 2):
+        minute = round_ + 2
+        late = sorted(m for m in missing if m < minute and rng.random() < 0.4)
+        missing -= set(late)
+        frames = [network([minute], missing=tuple(missing))] + ([late_c(*late)] if late else [])
+        batch = pd.concat(frames, ignore_index=True)
+        with contextlib.suppress(InjectedFault):
+            if where == "append":
+                with inject(point):
+                    stream.append(batch, batch_id=f"m{minute}")
+            else:
+                stream.append(batch, batch_id=f"m{minute}", maintain=False)
+                with inject(point):
+                    db.maintain_streams()
+        retried = stream.append(batch, batch_id=f"m{minute}")  # the retry after the "crash"
+        truth.add(batch)
+        assert not retried.failed, retried.failed
+        assert len(stream.read().toPandas()) == len(truth.rows()), "a batch was appended twice or lost"
+        reference = run_lengths(truth.rows(), M0 + 1, M0 + minute)
+        assert contents(db, "View2") == at_least(reference), point
         assert contents(db, "Helper") == restricted(reference, db.stream_view("Helper").status()["retained"])
