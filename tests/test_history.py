@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from arrayviews.model.shapes import L1
 from arrayviews.streams.parser import parse_stream_statement
@@ -95,6 +96,7 @@ def test_an_older_table_gets_the_commit_properties_on_its_next_commit(db) -> Non
     assert db.array("A").source.table.table.metadata.properties["commit.retry.num-retries"] == "0"
 
 
+@pytest.mark.slow  # a view, a stream view and about 20 commits
 def test_compaction_and_expiry_leave_only_live_files_for_every_kind(db) -> None:
     array = db.create_array("A<v:int64>[i=0:15:4; j=0:15:4]")
     model = {}
