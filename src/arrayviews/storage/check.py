@@ -5,6 +5,7 @@ intact metadata or version, drop what cannot be restored, delete orphans."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,7 +22,8 @@ from arrayviews.storage.expiry import live_files, snapshot_files, table_files
 from arrayviews.storage.files import delete_files, filesystem
 
 KIND_PROPERTY = "arrayviews.kind"
-NAME_PROPERTIES = ("arrayviews.name",)
+SCHEMA_PROPERTY = "arrayviews.schema"  # arrays and array views
+NAME_PROPERTIES = ("arrayviews.name",)  # streams and stream views
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,10 @@ def _missing_files(table: Table) -> tuple[int, int]:
 
 
 def _label(properties: dict[str, str], fallback: str) -> tuple[str, str]:
+    """(kind, name as created) of an arrayviews table, from its properties."""
     name = next((properties[k] for k in NAME_PROPERTIES if k in properties), fallback)
-    if "arrayviews.schema" in properties:
-        import json
-
-        name = json.loads(properties["arrayviews.schema"]).get("name", name)
+    if SCHEMA_PROPERTY in properties:
+        name = json.loads(properties[SCHEMA_PROPERTY]).get("name", name)
     return properties.get(KIND_PROPERTY, "table"), name
 
 
