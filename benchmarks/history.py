@@ -59,6 +59,7 @@ def run(db, quick: bool = False) -> dict:
             if k % 50 == 0 or k == batches - 1:
                 metadata_bytes.append((k + 1, _folder_bytes(folder / "metadata")))
         first, last = float(np.mean(latencies[:10])), float(np.mean(latencies[-10:]))
+        first_median, last_median = float(np.median(latencies[:10])), float(np.median(latencies[-10:]))
         before = _folder_bytes(folder)
         array.compact()
         array.expire_versions(orphans_older_than=pd.Timedelta(0).to_pytimedelta())
@@ -69,6 +70,7 @@ def run(db, quick: bool = False) -> dict:
             "first_ten_mean_s": first,
             "last_ten_mean_s": last,
             "ratio_last_to_first": last / first,
+            "ratio_of_medians": last_median / first_median,
             "upkeep_s_per_batch": upkeep / batches,
             "metadata_bytes": metadata_bytes,
             "table_bytes_before_expiry": before,
@@ -90,7 +92,7 @@ def report(results: dict, quick: bool) -> None:
         r = results[label]
         print(
             f"{label:>10}: first ten {r['first_ten_mean_s'] * 1000:.0f} ms, last ten {r['last_ten_mean_s'] * 1000:.0f} ms "
-            f"(ratio {r['ratio_last_to_first']:.2f}), upkeep {r['upkeep_s_per_batch'] * 1000:.0f} ms per batch; "
+            f"(ratio {r['ratio_last_to_first']:.2f}, of medians {r['ratio_of_medians']:.2f}), upkeep {r['upkeep_s_per_batch'] * 1000:.0f} ms per batch; "
             f"table {r['table_bytes_before_expiry'] / 1e6:.2f} MB before, "
             f"{r['table_bytes_after_expiry'] / 1e6:.3f} MB after compact + expire ({r['files_after_expiry']} files)"
         )
