@@ -20,6 +20,7 @@ from arrayviews.operators.ingest_spark import read_cell_files
 from arrayviews.operators.source import ComputedSource, Source, StoredSource
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import expire
+from arrayviews.storage.expiry import cutoffs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -185,6 +186,10 @@ class Array:
         """Rewrite small data files into large ones (one fragment per chunk) as one new version."""
         return writes.compact(self._writable().table, self._db.spark)
 
+    def _maintained_table(self):
+        """The table that compaction and expiry work on (views override: they are not writable)."""
+        return self._writable().table
+
     def expire_versions(
         self,
         older_than: dt.datetime | dt.timedelta | None = None,
@@ -197,15 +202,8 @@ class Array:
         deleted too once they are older than ``orphans_older_than``; the grace period protects the
         files a concurrent writer has staged but not committed yet.
         """
-        source = self._writable()
-        now = dt.datetime.now(dt.UTC)
-        if older_than is None:
-            cutoff = now + dt.timedelta(seconds=1)
-        elif isinstance(older_than, dt.timedelta):
-            cutoff = now - older_than
-        else:
-            cutoff = older_than if older_than.tzinfo else older_than.replace(tzinfo=dt.UTC)
-        return expire(source.table, cutoff, now - orphans_older_than)
+        table = self._maintained_table()
+        return expire(table, *cutoffs(older_than, orphans_older_than))
 
     # -- versions ----------------------------------------------------------------------------------
     def versions(self) -> pd.DataFrame:

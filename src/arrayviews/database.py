@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pandas as pd
@@ -13,7 +14,7 @@ from arrayviews.execution import jobs
 from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
-from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
+from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
@@ -21,8 +22,7 @@ from arrayviews.operators.source import StoredSource
 from arrayviews.operators.writes import WriteResult
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import KIND_PROPERTY, CommitInfo
-from arrayviews.storage.files import delete_files
-from arrayviews.storage.warehouse import Warehouse
+from arrayviews.storage.warehouse import NAMESPACE, Warehouse, check_folder
 
 DEFAULT_WAREHOUSE = "warehouse"
 
@@ -35,6 +35,8 @@ def connect(
     master: str | None = None,
     catalog_uri: str | None = None,
     spark_config: dict[str, str] | None = None,
+    create_in_existing_folder: bool = False,
+    allow_unsafe_sql: bool = False,
 ) -> Database:
     """Open (creating if needed) a warehouse and the Spark session to work on it.
 
@@ -43,20 +45,29 @@ def connect(
     mode with all cores and keeps the catalog in ``catalog.db`` (SQLite) inside the warehouse.
     On a cluster, pass an existing ``spark`` session or a ``master`` URL, and a shared
     ``catalog_uri`` (a SQLAlchemy URL such as ``postgresql+psycopg2://user@host/db``).
+
+    A folder that does not exist or is empty becomes a warehouse, and an existing warehouse opens;
+    a folder holding anything else is refused (nothing is written there) unless
+    ``create_in_existing_folder=True``; a folder whose ``catalog.db`` is not arrayviews' always is.
+    Spark SQL queries through :meth:`Database.sql` may only read streams and stream views, with no
+    Java reflection, unless ``allow_unsafe_sql=True``.
     """
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
+    check_folder(location, catalog_uri, create_in_existing_folder)
     session = spark or start_session(master=master, config=spark_config)
-    return Database(Warehouse(location, catalog_uri), session)
+    warehouse = Warehouse(location, catalog_uri, create_in_existing_folder)
+    return Database(warehouse, session, allow_unsafe_sql=allow_unsafe_sql)
 
 
 @translating
 class Database:
     """Arrays in one warehouse, computed with one Spark session."""
 
-    def __init__(self, warehouse: Warehouse, spark: SparkSession) -> None:
+    def __init__(self, warehouse: Warehouse, spark: SparkSession, allow_unsafe_sql: bool = False) -> None:
         self.warehouse = warehouse
         self.spark = spark
+        self.allow_unsafe_sql = allow_unsafe_sql
 
     @property
     def scratch_location(self) -> str:
@@ -94,16 +105,28 @@ class Database:
         table = self.warehouse.open(name)
         if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
             raise ValidationError(f"{table.name} is a view: use drop_view")
-        dependants = [
-            v
-            for v in self.views()
-            if table.name.lower() in {b.lower() for b in self.view(v).definition.bases}
-        ]
-        if dependants:
-            raise ValidationError(
-                f"array {table.name} is the base of view(s) {', '.join(dependants)}: drop them first"
-            )
+        self._refuse_if_read(table.name, "array")
         self.warehouse.drop(name)
+
+    def _dependents(self, name: str) -> list[str]:
+        """The array views defined over ``name`` (stream views read only streams and stream views)."""
+        found = []
+        for view in self.views():
+            try:
+                bases = self.view(view).definition.bases
+            except Exception:  # noqa: BLE001 - a broken view is check()'s to report
+                continue
+            if name.lower() in {b.lower() for b in bases}:
+                found.append(view)
+        return found
+
+    def _refuse_if_read(self, name: str, kind: str) -> None:
+        dependents = self._dependents(name)
+        if dependents:
+            raise ValidationError(
+                f"{kind} {name} is the base of view(s) {', '.join(dependents)}: drop them first",
+                array=name,
+            )
 
     def describe(self) -> pd.DataFrame:
         """One row per array: name, schema, version, cells."""
@@ -152,7 +175,9 @@ class Database:
         return self.warehouse.names(kind="view")
 
     def drop_view(self, name: str) -> None:
-        self.view(name)  # raises if it is not a view
+        """Drop a view (refused while another view is defined over it)."""
+        view = self.view(name)  # raises if it is not a view
+        self._refuse_if_read(view.name, "view")
         self.warehouse.drop(name)
 
     # -- streams (paper 004) ---------------------------------------------------------------------------
@@ -219,38 +244,69 @@ class Database:
 
         return drop_view(self.spark, self.warehouse.catalog, name)
 
-    def maintain_streams(self):
-        """Bring every stream view up to date (new parts, late rows, retention)."""
+    def maintain_streams(self, retry_failed: bool = False):
+        """Bring every stream view up to date (new parts, late rows, retention). Views whose
+        maintenance failed are reported (``MaintenanceResult.error``) and skipped on later passes,
+        with the views that read them, until ``retry_failed=True``."""
         from arrayviews.streams.maintainer import maintain_all
         from arrayviews.streams.world import StreamWorld
 
-        return maintain_all(self.spark, StreamWorld(self.spark, self.warehouse.catalog))
+        return maintain_all(
+            self.spark, StreamWorld(self.spark, self.warehouse.catalog), retry_failed=retry_failed
+        )
+
+    # -- the warehouse check --------------------------------------------------------------------------
+    def check(self, repair: bool = False, orphans_older_than: dt.timedelta = dt.timedelta(hours=1)):
+        """Find relations that cannot be read (metadata or data files missing) and files nothing
+        refers to; with ``repair``, restore a relation to its newest intact metadata or version, or
+        drop it when nothing intact is left (never while other relations depend on it), and delete
+        orphans older than ``orphans_older_than`` (younger ones may belong to a write in progress).
+        Returns a CheckReport (``healthy``, ``problems``, printable)."""
+        from arrayviews.storage.check import check_warehouse
+        from arrayviews.streams.stream import NAMESPACE as STREAMS
+
+        def refuse_drop(kind: str, name: str) -> str | None:
+            dependents = self._dependents(name)
+            if dependents:
+                return f"view(s) {', '.join(dependents)} are defined over it"
+            from arrayviews.streams.world import StreamWorld
+
+            readers = [
+                d.name
+                for d in StreamWorld(self.spark, self.warehouse.catalog).definitions().values()
+                if name.lower() in d.sources()
+            ]
+            return f"stream view(s) {', '.join(readers)} read it" if readers else None
+
+        return check_warehouse(
+            self.warehouse.catalog,
+            self.warehouse.location,
+            (NAMESPACE, STREAMS),
+            repair,
+            dt.datetime.now(dt.UTC) - orphans_older_than,
+            refuse_drop,
+        )
 
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
+        """Compute ``array`` and store it as the new array ``name``: created and filled in one
+        commit, so a crash leaves either the whole array or no array (and a retry works)."""
         schema = array.schema.renamed(name)
-        table = self.warehouse.create(schema)
-        written: list[jobs.WrittenFile] = []
-        try:
-            arrow_schema = layout.fragment_schema(schema)
+        if self.warehouse.exists(name):
+            raise AlreadyExistsError(f"an array named {name} already exists")
+        arrow_schema = layout.fragment_schema(schema)
+
+        def stamp(rows: pa.Table) -> pa.Table:
+            index = rows.schema.get_field_index(layout.VERSION)
+            return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
+
+        def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
             frame = array.source.frame(self.spark)
-
-            def stamp(rows: pa.Table) -> pa.Table:
-                index = rows.schema.get_field_index(layout.VERSION)
-                return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
-
-            written = jobs.write_files(frame, table.data_directory, arrow_schema, stamp=stamp)
+            written = jobs.write_files(frame, data_directory, arrow_schema, stamp=stamp)
             checkpoint("store.before-commit")
-            table.commit(
-                [w.uri for w in written],
-                [],
-                CommitInfo("store", cells_added=sum(w.cells for w in written)),
-                0,
-            )
-        except BaseException:
-            delete_files([w.uri for w in written])
-            self.warehouse.drop(name)
-            raise
+            return [w.uri for w in written], CommitInfo("store", cells_added=sum(w.cells for w in written))
+
+        table = self.warehouse.create(schema, fill=fill)
         return Array(self, StoredSource(table, table.current_version()))
 
     # -- statements --------------------------------------------------------------------------------
@@ -270,7 +326,7 @@ class Database:
             self.drop_stream_view(dropped)
             return None
         if stream_sql.reads_streams(self.spark, self.warehouse.catalog, text):
-            return stream_sql.run_query(self.spark, self.warehouse.catalog, text)
+            return stream_sql.run_query(self.spark, self.warehouse.catalog, text, self.allow_unsafe_sql)
         return execute_text(self, text)
 
 

@@ -133,6 +133,27 @@ def versions(context: Context, array: str) -> None:
 
 
 @cli.command()
+@click.option("--repair", is_flag=True, help="Restore or drop broken relations and delete orphaned files.")
+@click.option(
+    "--grace-minutes",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Leave orphaned files younger than this alone (a write in progress may own them).",
+)
+@click.pass_obj
+def check(context: Context, repair: bool, grace_minutes: float) -> None:
+    """List relations that cannot be read (missing metadata or data files) and orphaned files;
+    with --repair, fix what can be fixed. Exits with status 1 while problems remain."""
+    import datetime as dt
+
+    report = context.db.check(repair=repair, orphans_older_than=dt.timedelta(minutes=grace_minutes))
+    click.echo(str(report))
+    if not report.healthy:
+        sys.exit(1)
+
+
+@cli.command()
 @click.argument("array")
 @click.pass_obj
 def compact(context: Context, array: str) -> None:

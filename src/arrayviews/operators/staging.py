@@ -8,9 +8,11 @@ it was (a crash leaves unreferenced files, which ``expire_versions`` removes).
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -44,6 +46,8 @@ def member_rows(rows: np.ndarray, members: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of ``rows`` (n, d) that appear in ``members`` (m, d)."""
     if len(rows) == 0 or len(members) == 0:
         return np.zeros(len(rows), dtype=bool)
+    if len(rows) * len(members) <= 4096:  # small (the usual case per file): compare directly
+        return (rows[:, None, :] == members[None, :, :]).all(axis=2).any(axis=1)
     _, inverse = np.unique(np.vstack([rows, members]), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     return np.isin(inverse[: len(rows)], inverse[len(rows) :])
@@ -249,18 +253,66 @@ def find_overlap(array: ArrayTable, version: int, touched: np.ndarray) -> Overla
     return Overlap(files, np.unique(np.vstack(found), axis=0), found, per_file)
 
 
-def read_chunk_rows(uris: list[str], schema: ArraySchema, chunks: np.ndarray, columns: list[str]) -> pa.Table:
-    """Rows of the given files whose chunk is in ``chunks`` (read on the driver)."""
+#: Cell positions of small committed files kept in memory (see ``_small_file_cells``): at most
+#: this many bytes per file and in all.
+SMALL_FILE_CELLS_BYTES = 256 * 1024
+CELLS_CACHE_BYTES = 64 * 1024 * 1024
+_cells_cache: collections.OrderedDict[tuple[str, tuple[str, ...]], pa.Table] = collections.OrderedDict()
+_cells_cache_lock = threading.Lock()
+
+
+def _small_file_cells(uri: str, columns: tuple[str, ...]) -> pa.Table | None:
+    """The ``columns`` (chunk numbers and cell positions, no values) of every fragment of a small
+    committed data file, or None for a large one. Committed files never change, so many small
+    batches inserted into one chunk check their conflicts without reading every earlier batch's
+    file again (least recently used entries leave once CELLS_CACHE_BYTES are held)."""
+    key = (uri, columns)
+    with _cells_cache_lock:
+        if key in _cells_cache:
+            _cells_cache.move_to_end(key)
+            return _cells_cache[key]
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).size > 4 * SMALL_FILE_CELLS_BYTES:
+        return None
+    rows = pq.read_table(path, filesystem=fs, columns=list(columns))
+    if rows.nbytes > SMALL_FILE_CELLS_BYTES:
+        return None
+    with _cells_cache_lock:
+        _cells_cache[key] = rows
+        held = sum(t.nbytes for t in _cells_cache.values())
+        while held > CELLS_CACHE_BYTES and _cells_cache:
+            held -= _cells_cache.popitem(last=False)[1].nbytes
+    return rows
+
+
+def read_chunk_rows(
+    uris: list[str], schema: ArraySchema, chunks: np.ndarray, columns: list[str], committed: bool = False
+) -> pa.Table:
+    """Rows of the given files whose chunk is in ``chunks`` (read on the driver). ``committed``:
+    the files are committed (immutable), so small ones may be served from memory."""
     keys = tuple(layout.chunk_columns(schema))
     holding = [uri for uri in uris if member_rows(file_chunks(uri, keys)[0], chunks).any()]
     if not holding:
         return layout.fragment_schema(schema).empty_table().select(columns)
-    rows = read_parquet_files(
-        holding,
-        columns=columns,
-        row_filter=layout.chunk_ranges_filter(schema, bounding_ranges(chunks)),
-        schema=layout.fragment_schema(schema),
-    )
+    target = layout.fragment_schema(schema)
+    wanted = pa.schema([target.field(c) for c in columns])
+    pieces, to_read = [], []
+    for uri in holding:
+        cached = _small_file_cells(uri, tuple(columns)) if committed else None
+        if cached is None:
+            to_read.append(uri)
+        else:
+            pieces.append(cached.cast(wanted))
+    if to_read:
+        pieces.append(
+            read_parquet_files(
+                to_read,
+                columns=columns,
+                row_filter=layout.chunk_ranges_filter(schema, bounding_ranges(chunks)),
+                schema=target,
+            ).select(columns)
+        )
+    rows = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
     return rows.filter(pa.array(member_rows(chunk_matrix(rows, schema), chunks)))
 
 
@@ -283,8 +335,8 @@ def find_conflicts(
     bare = schema.with_attributes([])
     columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.DENSE, layout.CELLS]
     sides = [
-        layout.fragments_to_cells(read_chunk_rows(uris, schema, chunks, columns), bare)
-        for uris in (existing_uris, new_uris)
+        layout.fragments_to_cells(read_chunk_rows(uris, schema, chunks, columns, committed), bare)
+        for uris, committed in ((existing_uris, True), (new_uris, False))
     ]
     coords = np.vstack(
         [

@@ -6,8 +6,12 @@ would change nothing (an empty batch, a delete of absent cells) commits nothing 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +20,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from arrayviews.execution import jobs
-from arrayviews.model.errors import ConflictError, ValidationError
+from arrayviews.model.errors import CommitConflictError, ConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.operators import ingest_spark, staging
@@ -25,8 +29,11 @@ from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, encode_sorted, merge_fragments, sort_cells
 from arrayviews.storage.files import delete_files, filesystem
+from arrayviews.storage.snapshots import BaseMovedError
 
 ON_CONFLICT = ("error", "replace")
+#: How many times a write is planned again after another writer committed first.
+MAX_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class WriteResult:
     cells_added: int = 0
     cells_removed: int = 0
     message: str = ""
+    #: How many times the write was planned: more than one when other writers committed first.
+    attempts: int = 1
 
     def __str__(self) -> str:
         return self.message
@@ -63,6 +72,29 @@ def _check_on_conflict(on_conflict: str, array: str) -> None:
             array=array,
             value=on_conflict,
         )
+
+
+def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResult]) -> WriteResult:
+    """Run ``attempt`` (plan on the array's current version, stage, check, commit) until it commits
+    on the version it planned on. When another writer committed first, the write is planned again
+    from scratch on the new version: conflicts are checked against the cells now stored, and the
+    version number and cell total follow the new version. Gives up with CommitConflictError after
+    MAX_ATTEMPTS lost races."""
+    lost: BaseMovedError | None = None
+    for number in range(1, MAX_ATTEMPTS + 1):
+        if number > 1:  # the caller read the array just before the first attempt
+            array.refresh()
+        try:
+            result = attempt()
+        except BaseMovedError as moved:
+            lost = moved
+            time.sleep(random.uniform(0.0, 0.01 * 2 ** min(number, 6)))
+            continue
+        return dataclasses.replace(result, attempts=number)
+    raise CommitConflictError(
+        f"array {array.name}: {operation} lost the commit to other writers {MAX_ATTEMPTS} times "
+        f"({lost}); nothing was committed"
+    )
 
 
 def commit_staged(
@@ -135,7 +167,6 @@ def insert_cells(
     if batch.size == 0:
         return _no_change(array, operation, "empty batch: nothing written")
     schema = array.schema
-    expected = array.current_version()
     cells = sort_cells(batch.coords, batch.values, batch.nulls, schema)
     duplicates = cells.duplicates()
     if len(duplicates):
@@ -145,8 +176,13 @@ def insert_cells(
             array=schema.name,
             value=tuple(int(c) for c in duplicates[0]),
         )
-    staged = staging.stage_tables(array, encode_sorted(cells, schema, expected + 1))
-    return commit_staged(array, spark, staged, cells.chunks, expected, on_conflict, operation)
+
+    def attempt() -> WriteResult:
+        expected = array.current_version()
+        staged = staging.stage_tables(array, encode_sorted(cells, schema, expected + 1))
+        return commit_staged(array, spark, staged, cells.chunks, expected, on_conflict, operation)
+
+    return replanned(array, operation, attempt)
 
 
 def write_dense(
@@ -175,17 +211,23 @@ def write_dense(
         keep = present.reshape(-1) if present is not None else slice(None)
         batch = CellBatch(coords[keep], {n: a.reshape(-1)[keep] for n, a in arrays.items()}, {})
         return insert_cells(array, spark, batch, on_conflict, operation="write_dense")
-    expected = array.current_version()
-    tables = staging.dense_block_tables(schema, arrays, tuple(int(o) for o in origin), present, expected + 1)
-    staged, touched = [], []
-    try:
-        for table in tables:
-            touched.append(staging.chunk_matrix(table, schema))
-            staged += staging.stage_tables(array, [table])
-    except BaseException:
-        delete_files([w.uri for w in staged])
-        raise
-    return commit_staged(array, spark, staged, np.vstack(touched), expected, on_conflict, "write_dense")
+
+    def attempt() -> WriteResult:
+        expected = array.current_version()
+        tables = staging.dense_block_tables(
+            schema, arrays, tuple(int(o) for o in origin), present, expected + 1
+        )
+        staged, touched = [], []
+        try:
+            for table in tables:
+                touched.append(staging.chunk_matrix(table, schema))
+                staged += staging.stage_tables(array, [table])
+        except BaseException:
+            delete_files([w.uri for w in staged])
+            raise
+        return commit_staged(array, spark, staged, np.vstack(touched), expected, on_conflict, "write_dense")
+
+    return replanned(array, "write_dense", attempt)
 
 
 def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> WriteResult:
@@ -195,19 +237,23 @@ def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> 
     if len(coords) == 0:
         return _no_change(array, "delete", "no cells given: nothing deleted")
     check_inside(coords, schema)
-    expected = array.current_version()
     cells = sort_cells(coords, {}, {}, schema.with_attributes(()))
-    overlap = staging.find_overlap(array, expected, cells.chunks)
-    if not overlap.files:
-        return _no_change(array, "delete", "none of the cells exist: nothing deleted")
     wanted = {}
     for index, chunk in enumerate(cells.chunks):
         lo, hi = cells.bounds[index], cells.bounds[index + 1]
         wanted[tuple(int(c) for c in chunk)] = np.unique(cells.offsets[lo:hi])
     removal = staging.offsets_table(schema, wanted)
-    return _rewrite_and_commit(
-        array, spark, overlap.files, overlap.cells_in(overlap.files), expected, removal=removal
-    )
+
+    def attempt() -> WriteResult:
+        expected = array.current_version()
+        overlap = staging.find_overlap(array, expected, cells.chunks)
+        if not overlap.files:
+            return _no_change(array, "delete", "none of the cells exist: nothing deleted")
+        return _rewrite_and_commit(
+            array, spark, overlap.files, overlap.cells_in(overlap.files), expected, removal=removal
+        )
+
+    return replanned(array, "delete", attempt)
 
 
 def delete_box(
@@ -217,12 +263,16 @@ def delete_box(
     schema = array.schema
     grid = ChunkGrid.of(schema)
     ranges = grid.chunk_ranges_overlapping(low, high)
-    expected = array.current_version()
-    files = array.data_files(expected, ranges) if ranges is not None else []
-    if not files:
-        return _no_change(array, "delete", "the box holds no cells: nothing deleted")
-    before = _cells_in_files(files)
-    return _rewrite_and_commit(array, spark, files, before, expected, box=(tuple(low), tuple(high)))
+
+    def attempt() -> WriteResult:
+        expected = array.current_version()
+        files = array.data_files(expected, ranges) if ranges is not None else []
+        if not files:
+            return _no_change(array, "delete", "the box holds no cells: nothing deleted")
+        before = _cells_in_files(files)
+        return _rewrite_and_commit(array, spark, files, before, expected, box=(tuple(low), tuple(high)))
+
+    return replanned(array, "delete", attempt)
 
 
 def _cells_in_files(files: list) -> int:
@@ -272,10 +322,25 @@ def _merge_chunk(table: pa.Table, schema) -> pa.Table:
     return layout.encoded_to_table([encoded], schema, newest)
 
 
-def compact(array: ArrayTable, spark: SparkSession, small_file_bytes: int = 32 * 1024 * 1024) -> WriteResult:
-    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot."""
+def compact(
+    array: ArrayTable,
+    spark: SparkSession,
+    small_file_bytes: int = 32 * 1024 * 1024,
+    carry: tuple[str, ...] = (),
+) -> WriteResult:
+    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot. Version
+    properties whose names start with one of ``carry`` are kept from the version compacted (a
+    view's reflected base versions: compaction changes no content)."""
+    return replanned(array, "compact", lambda: _compact_once(array, spark, small_file_bytes, carry))
+
+
+def _compact_once(
+    array: ArrayTable, spark: SparkSession, small_file_bytes: int, carry: tuple[str, ...]
+) -> WriteResult:
     schema = array.schema
     expected = array.current_version()
+    current = array.current()
+    kept = {k: v for k, v in (current.properties if current else {}).items() if carry and k.startswith(carry)}
     files = array.data_files(expected)
     small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
     if len(small) < 2:
@@ -291,7 +356,9 @@ def compact(array: ArrayTable, spark: SparkSession, small_file_bytes: int = 32 *
     try:
         written = jobs.write_files(merged, array.data_directory, arrow_schema)
         checkpoint("compact.before-commit")
-        version = array.commit([w.uri for w in written], small, CommitInfo("compact"), expected)
+        version = array.commit(
+            [w.uri for w in written], small, CommitInfo("compact", properties=kept), expected
+        )
     except BaseException:
         delete_files([w.uri for w in written])
         raise
@@ -314,28 +381,35 @@ def insert_frame(
     frame = ingest_spark.conform_frame(frame, schema)
     if ingest_spark.check_frame(frame, schema) == 0:
         return _no_change(array, operation, "empty batch: nothing written")
-    expected = array.current_version()
-    staged, duplicates, example = ingest_spark.stage_frame(frame, schema, expected + 1, array.data_directory)
-    if duplicates:
-        delete_files([w.uri for w in staged])
-        raise ValidationError(
-            f"array {schema.name}: the batch holds {duplicates} cell(s) more than once, e.g. {example}; nothing was written",
-            array=schema.name,
+
+    def attempt() -> WriteResult:
+        expected = array.current_version()
+        staged, duplicates, example = ingest_spark.stage_frame(
+            frame, schema, expected + 1, array.data_directory
         )
-    try:
-        chunks = [
-            staging.chunk_matrix(
-                pq.read_table(
-                    filesystem(w.uri)[1],
-                    filesystem=filesystem(w.uri)[0],
-                    columns=layout.chunk_columns(schema),
-                ),
-                schema,
+        if duplicates:
+            delete_files([w.uri for w in staged])
+            raise ValidationError(
+                f"array {schema.name}: the batch holds {duplicates} cell(s) more than once, e.g. {example}; "
+                "nothing was written",
+                array=schema.name,
             )
-            for w in staged
-        ]
-    except BaseException:
-        delete_files([w.uri for w in staged])
-        raise
-    touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
-    return commit_staged(array, spark, staged, touched, expected, on_conflict, operation)
+        try:
+            chunks = [
+                staging.chunk_matrix(
+                    pq.read_table(
+                        filesystem(w.uri)[1],
+                        filesystem=filesystem(w.uri)[0],
+                        columns=layout.chunk_columns(schema),
+                    ),
+                    schema,
+                )
+                for w in staged
+            ]
+        except BaseException:
+            delete_files([w.uri for w in staged])
+            raise
+        touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
+        return commit_staged(array, spark, staged, touched, expected, on_conflict, operation)
+
+    return replanned(array, operation, attempt)

@@ -8,16 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyarrow.fs import FileSelector
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import CommitConflictError, NotFoundError
+from arrayviews.model.errors import NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
-from arrayviews.storage.files import delete_files, filesystem, new_data_file_uri, read_parquet_files
-from arrayviews.storage.snapshots import commit_snapshot
+from arrayviews.storage.expiry import ExpireResult, expire_table
+from arrayviews.storage.files import new_data_file_uri, read_parquet_files
+from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
 
 
 class _PayloadStatisticsFilter(logging.Filter):
@@ -52,6 +52,27 @@ class VersionInfo:
     cells_removed: int
     cells_total: int
     properties: dict[str, str] = field(default_factory=dict)
+
+
+def _version_info(snapshot) -> VersionInfo | None:
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    if VERSION_KEY not in summary:
+        return None
+    return VersionInfo(
+        version=int(summary[VERSION_KEY]),
+        snapshot_id=snapshot.snapshot_id,
+        time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+        operation=summary.get(OPERATION_KEY, "?"),
+        cells_added=int(summary.get(ADDED_KEY, 0)),
+        cells_removed=int(summary.get(REMOVED_KEY, 0)),
+        cells_total=int(summary.get(TOTAL_KEY, 0)),
+        properties={
+            k[len(PROPERTY_PREFIX) :]: v
+            for k, v in summary.items()
+            if k.startswith(PROPERTY_PREFIX)
+            and k not in (VERSION_KEY, OPERATION_KEY, ADDED_KEY, REMOVED_KEY, TOTAL_KEY)
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -100,38 +121,12 @@ class ArrayTable:
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:
         """Every version still held, oldest first (version 0, the empty array, has no snapshot)."""
-        result = []
-        for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            if VERSION_KEY not in summary:
-                continue
-            result.append(
-                VersionInfo(
-                    version=int(summary[VERSION_KEY]),
-                    snapshot_id=snapshot.snapshot_id,
-                    time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
-                    operation=summary.get(OPERATION_KEY, "?"),
-                    cells_added=int(summary.get(ADDED_KEY, 0)),
-                    cells_removed=int(summary.get(REMOVED_KEY, 0)),
-                    cells_total=int(summary.get(TOTAL_KEY, 0)),
-                    properties={
-                        k[len(PROPERTY_PREFIX) :]: v
-                        for k, v in summary.items()
-                        if k.startswith(PROPERTY_PREFIX)
-                        and k not in (VERSION_KEY, OPERATION_KEY, ADDED_KEY, REMOVED_KEY, TOTAL_KEY)
-                    },
-                )
-            )
-        return sorted(result, key=lambda v: v.version)
+        result = [_version_info(s) for s in self.table.metadata.snapshots]
+        return sorted((v for v in result if v is not None), key=lambda v: v.version)
 
     def current(self) -> VersionInfo | None:
         snapshot = self.table.current_snapshot()
-        if snapshot is None:
-            return None
-        for info in reversed(self.versions()):
-            if info.snapshot_id == snapshot.snapshot_id:
-                return info
-        return None
+        return None if snapshot is None else _version_info(snapshot)
 
     def current_version(self) -> int:
         info = self.current()
@@ -141,9 +136,13 @@ class ArrayTable:
         """Snapshot id of ``version`` (None for version 0), or NotFoundError if it is unknown or expired."""
         if version == 0:
             return None
-        for info in self.versions():
-            if info.version == version:
-                return info.snapshot_id
+        current = self.current()
+        if current is not None and current.version == version:
+            return current.snapshot_id
+        for snapshot in self.table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            if summary.get(VERSION_KEY) == str(version):
+                return snapshot.snapshot_id
         known = ", ".join(str(v.version) for v in self.versions()) or "none"
         raise NotFoundError(f"array {self.name} has no version {version} (versions held: {known})")
 
@@ -173,82 +172,51 @@ class ArrayTable:
         info: CommitInfo,
         expected_version: int,
     ) -> int:
-        """Commit added data files and removed ones as **one** snapshot; returns the new version.
+        """Commit added data files and removed ones as **one** snapshot on top of version
+        ``expected_version`` (the version the write was planned on); returns the new version.
 
-        Raises CommitConflictError (committing nothing) if the array moved past
-        ``expected_version`` in the meantime.
+        The table object must still hold the metadata the write was planned on (it is not read
+        again here: the catalog checks, as it swaps the metadata, that the array is still at that
+        snapshot). Raises BaseMovedError (a CommitConflictError; nothing committed) if it is not,
+        so the version number, the cell total and every check the caller made hold for what is
+        committed.
         """
-        self.refresh()
+        label = f"array {self.name}"
         current = self.current()
         current_version = 0 if current is None else current.version
-        if current_version != expected_version:
-            raise CommitConflictError(
-                f"array {self.name} changed while writing (now version {current_version}, "
-                f"expected {expected_version}); nothing was committed"
+        base = self.table.metadata.current_snapshot_id
+        if current_version != expected_version or base != (None if current is None else current.snapshot_id):
+            raise BaseMovedError(
+                label, f"now version {current_version}, planned on version {expected_version}"
             )
         total = (0 if current is None else current.cells_total) + info.cells_added - info.cells_removed
         version = current_version + 1
-        properties = {
-            VERSION_KEY: str(version),
-            OPERATION_KEY: info.operation,
-            ADDED_KEY: str(info.cells_added),
-            REMOVED_KEY: str(info.cells_removed),
-            TOTAL_KEY: str(total),
-            **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
-        }
-        commit_snapshot(self.table, added, removed, properties, f"array {self.name}")
-        self.refresh()
+        properties = version_summary(version, total, info)
+        self.table = commit_snapshot(self.table, base, added, removed, properties, label)
         return version
 
 
-@dataclass(frozen=True)
-class ExpireResult:
-    """What ``expire`` removed."""
-
-    versions: list[int]
-    data_files: int
-    metadata_files: int
-
-
-def _referenced(table: Table) -> tuple[set[str], set[str]]:
-    """Data files and manifest (list) files referenced by any snapshot still held."""
-    data, manifests = set(), set()
-    for snapshot in table.metadata.snapshots:
-        manifests.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
-            manifests.add(manifest.manifest_path)
-        data.update(task.file.file_path for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
-    return data, manifests
+def version_summary(version: int, total: int, info: CommitInfo) -> dict[str, str]:
+    """The snapshot summary of array version ``version`` holding ``total`` cells after ``info``."""
+    return {
+        VERSION_KEY: str(version),
+        OPERATION_KEY: info.operation,
+        ADDED_KEY: str(info.cells_added),
+        REMOVED_KEY: str(info.cells_removed),
+        TOTAL_KEY: str(total),
+        **{PROPERTY_PREFIX + k: str(v) for k, v in info.properties.items()},
+    }
 
 
 def expire(
     array: ArrayTable, older_than: dt.datetime, orphans_before: dt.datetime | None = None
 ) -> ExpireResult:
-    """Drop versions committed before ``older_than`` (never the current one) and delete files no
-    remaining version references, including files of writes that crashed before committing."""
-    array.refresh()
-    before = {v.snapshot_id: v.version for v in array.versions()}
-    data_before, manifests_before = _referenced(array.table)
-    array.table.maintenance.expire_snapshots().older_than(older_than).commit()
-    array.refresh()
-    data_after, manifests_after = _referenced(array.table)
-    expired = sorted(v for sid, v in before.items() if array.table.metadata.snapshot_by_id(sid) is None)
-    doomed = sorted(data_before - data_after)
-    # Files in the data folder that no version references and that are older than the cut-off
-    # were left by writes that never committed.
-    fs, path = filesystem(array.data_directory)
-    cutoff = (orphans_before or older_than).timestamp()
-    for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
-        uri = array.data_directory.rstrip("/") + "/" + info.base_name
-        if (
-            info.is_file
-            and uri not in data_after
-            and uri not in doomed
-            and info.mtime
-            and info.mtime.timestamp() < cutoff
-        ):
-            doomed.append(uri)
-    delete_files(doomed)
-    stale_metadata = sorted(manifests_before - manifests_after)
-    delete_files(stale_metadata)
-    return ExpireResult(expired, len(doomed), len(stale_metadata))
+    """Drop versions committed before ``older_than`` (never the current one) and delete every file no
+    remaining version needs, including files of writes that crashed before committing."""
+
+    def version_of(snapshot) -> int | None:
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        return int(summary[VERSION_KEY]) if VERSION_KEY in summary else None
+
+    array.table, result = expire_table(array.table, older_than, orphans_before or older_than, version_of)
+    return result

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from pyiceberg.catalog.sql import SqlCatalog
 
+from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem, to_uri
 
 CATALOG_FILE = "catalog.db"
+CATALOG_NAME = "arrayviews"
 
 
-def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = "arrayviews") -> SqlCatalog:
+class _Catalog(SqlCatalog):
+    """pyiceberg's SQL catalog with a fault checkpoint between writing a new metadata file and
+    swapping the table's pointer to it (the last instant before a commit becomes visible)."""
+
+    @staticmethod
+    def _write_metadata(metadata, io, metadata_path: str) -> None:
+        SqlCatalog._write_metadata(metadata, io, metadata_path)
+        checkpoint("catalog.metadata-written")
+
+
+def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:
     """Open (creating if needed) the catalog of a warehouse.
 
     ``warehouse`` is a local path or a URL of any file system pyarrow reaches; ``catalog_uri`` is a
@@ -26,7 +38,7 @@ def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = "ar
                 "(a SQL database URL) for the catalog"
             )
         catalog_uri = f"sqlite:///{path.rstrip('/')}/{CATALOG_FILE}"
-    return SqlCatalog(name, uri=catalog_uri, warehouse=warehouse_uri)
+    return _Catalog(name, uri=catalog_uri, warehouse=warehouse_uri)
 
 
 def ensure_namespace(catalog: SqlCatalog, namespace: str) -> None:

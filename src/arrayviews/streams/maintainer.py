@@ -9,6 +9,7 @@ A crash anywhere before that commit leaves the view as it was, and the next step
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -16,8 +17,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arrayviews.model.errors import ArrayViewsError
-from arrayviews.model.faults import checkpoint
+from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
+from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.streams import planning
 from arrayviews.streams.definition import ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
@@ -39,6 +41,10 @@ class MaintenanceResult:
     dropped_below: int | None = None
     rebuilt: bool = False
     seconds: float = 0.0
+    #: Why the view was not maintained: its own error (it is now marked failed) or a failed source.
+    error: str | None = None
+    #: Parts written again after a rebuild whose content did not change (consumers need not follow).
+    restored: list[int] = field(default_factory=list)
 
 
 class _Round:
@@ -98,6 +104,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
     recompute: set[int] = set()
     rebuilt = False
     hold_from = None  # after a rebuild: the lowest part held again
+    changed_from = None  # parts below this one are recomputed only to be held again (unchanged)
     if state is None:
         if definition.backfill:
             first = planning.oldest_buildable(definition.initialize, oldest, own)
@@ -125,6 +132,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
                     earliest,
                 )
         if recompute and not rebuilt:
+            changed_from = min(recompute)
             recompute, rebuilt, hold_from = _widen(definition, world, state, recompute, next_part)
         start = next_part
     last = planning.newest_buildable(definition.update, newest, own)
@@ -149,6 +157,14 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
             dropped_below, retained = None, hold_from
         unkept = [s for p, files in round_.staged.items() if p < retained for s in files]
         kept = [s for p, files in round_.staged.items() if p >= retained for s in files]
+        # A rebuild holds again parts that retention dropped; their content is what it was, so
+        # they are recorded as restored, not changed: consumers recompute only the parts that read
+        # changed ones, and the parts those read are all held (the rebuild kept them for that).
+        restored = (
+            sorted(p for p in recompute if retained <= p < changed_from)
+            if rebuilt and changed_from is not None
+            else []
+        )
         new_state = ViewState(first, new_next, retained, {r: s.version for r, s in sources.items()})
         checkpoint("viewdf.before-commit")
         version = table.commit(
@@ -158,6 +174,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
             operation="maintain",
             properties=new_state.properties(),
             expected_version=expected,
+            restored_parts=restored,
         )
         table.discard(unkept)
     except BaseException:
@@ -173,6 +190,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
         dropped_below=dropped_below,
         rebuilt=rebuilt,
         seconds=time.perf_counter() - started,
+        restored=restored,
     )
 
 
@@ -230,11 +248,72 @@ def _keep_from(world, definition: ViewDFDefinition, view, new_next: int, recompu
     return keep
 
 
-def maintain_all(spark: SparkSession, world) -> list[MaintenanceResult]:
-    """Maintain every view, sources before the views that read them."""
+#: How many times one view's maintenance step is planned again after another process committed first.
+MAX_ATTEMPTS = 8
+
+
+def _maintain_replanned(spark: SparkSession, world, name: str) -> MaintenanceResult | None:
+    """One maintenance step of ``name``; when another process committed to the view first (it
+    maintains the same views after its own appends), planned again from the view's new state,
+    which usually leaves nothing to do."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return maintain_view(spark, world, name)
+        except BaseMovedError:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            world.refresh()
+            time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
+    return None
+
+
+def maintain_all(
+    spark: SparkSession, world, retry_failed: bool = False, raise_for: frozenset[str] = frozenset()
+) -> list[MaintenanceResult]:
+    """Maintain every view, sources before the views that read them.
+
+    A view whose step fails (its query fails on new data, a part it needs is gone...) is marked
+    failed with its error (a table property, so every process sees it) and reported; the views
+    reading it are skipped and reported; every other view is still maintained. Failed views are
+    skipped on later passes too, until ``retry_failed`` asks to try them again. A simulated crash
+    (InjectedFault) or an interrupt is not a view failure and propagates, and so does the error of
+    a view named in ``raise_for`` (views being created: their first build must work).
+    """
     results = []
+    blocked: dict[str, str] = {}
     for name in world.view_order():
-        result = maintain_view(spark, world, name)
+        handle = world.view(name)
+        failure = handle.failure()
+        version = handle.table.current_version()
+        if failure is not None and not retry_failed:
+            blocked[name] = failure
+            results.append(MaintenanceResult(name, version, error=f"failed earlier: {failure}"))
+            continue
+        upstream = sorted(s for s in handle.definition.sources() if s in blocked)
+        if upstream:
+            blocked[name] = f"reads {upstream[0]}, whose maintenance failed"
+            results.append(MaintenanceResult(name, version, error=f"skipped: {blocked[name]}"))
+            continue
+        try:
+            result = _maintain_replanned(spark, world, name)
+        except InjectedFault:
+            raise
+        except BaseMovedError as error:  # contention, not a failure of the view: the next pass retries
+            blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+            results.append(MaintenanceResult(name, version, error=f"not maintained this time: {error}"))
+            world.refresh()
+            continue
+        except Exception as error:
+            if name in raise_for:
+                raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
+            message = f"{type(error).__name__}: {error}".strip()
+            handle.mark_failed(message)
+            blocked[name] = message
+            results.append(MaintenanceResult(name, version, error=message))
+            world.forget(name)
+            continue
+        if failure is not None:
+            handle.clear_failure()
         if result is not None:
             results.append(result)
             world.forget(name)

@@ -10,9 +10,9 @@ summaries alone.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +28,6 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import (
     NoSuchNamespaceError,
     NoSuchTableError,
-    TableAlreadyExistsError,
 )
 from pyiceberg.expressions import (
     AlwaysTrue,
@@ -51,11 +50,15 @@ from pyspark.sql import types as T
 
 from arrayviews.execution.jobs import conform, new_file_name, spark_schema
 from arrayviews.execution.memory import tune_allocator
-from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
 from arrayviews.storage.catalog import ensure_namespace
+from arrayviews.storage.creation import create_table, delete_folder
+from arrayviews.storage.expiry import ExpireResult, expire_table
 from arrayviews.storage.files import delete_files, filesystem, write_parquet
-from arrayviews.storage.snapshots import commit_snapshot
+from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
+
+logger = logging.getLogger(__name__)
 
 #: The column holding each row's part number.
 PREFIX = "arrayviews."
@@ -70,8 +73,12 @@ SCHEMA_PROPERTY = PREFIX + "spark-schema"
 VERSION_KEY = PREFIX + "version"
 OPERATION_KEY = PREFIX + "operation"
 PARTS_KEY = PREFIX + "parts"
+RESTORED_KEY = PREFIX + "restored-parts"
 DROPPED_BELOW_KEY = PREFIX + "dropped-below"
-_RESERVED_KEYS = (VERSION_KEY, OPERATION_KEY, PARTS_KEY, DROPPED_BELOW_KEY)
+BATCH_KEY = PREFIX + "batch-id"
+_RESERVED_KEYS = (VERSION_KEY, OPERATION_KEY, PARTS_KEY, RESTORED_KEY, DROPPED_BELOW_KEY, BATCH_KEY)
+#: Table property: batch ids of expired versions (JSON: id -> version), so they stay known.
+EXPIRED_BATCHES_PROPERTY = PREFIX + "expired-batch-ids"
 
 #: Files bigger than this are split (each still holding one part).
 TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -207,6 +214,9 @@ class PartVersion:
     parts: list[int]
     properties: dict[str, str] = field(default_factory=dict)
     dropped_below: int | None = None
+    #: Parts written again with unchanged content (re-materialized after retention dropped them).
+    restored: list[int] = field(default_factory=list)
+    batch_id: str | None = None
 
 
 class UnpartitionedRowsError(ValidationError):
@@ -338,23 +348,19 @@ class PartTable:
             LENGTH_PROPERTY: str(partition_length),
             NAME_PROPERTY: name,
             SCHEMA_PROPERTY: spark_schema.json(),
-            "commit.manifest-merge.enabled": "true",
-            "commit.manifest.min-count-to-merge": "16",
             **{_prefixed(k): str(v) for k, v in (properties or {}).items()},
         }
         ensure_namespace(catalog, namespace)
-        try:
-            table = catalog.create_table(
-                (namespace, name.lower()), schema=schema, partition_spec=spec, properties=table_properties
-            )
-        except TableAlreadyExistsError:
-            raise AlreadyExistsError(f"a table named {name} already exists in {namespace}") from None
-        # add_files resolves Parquet columns by name through this mapping.
-        with table.transaction() as transaction:
-            transaction.set_properties(
-                **{"schema.name-mapping.default": table.metadata.schema().name_mapping.model_dump_json()}
-            )
-        return cls(catalog, table.refresh())
+        table = create_table(
+            catalog,
+            namespace,
+            name,
+            schema,
+            table_properties,
+            f"a table named {name} in {namespace}",
+            partition_spec=spec,
+        )
+        return cls(catalog, table)
 
     @classmethod
     def open(cls, catalog: Catalog, namespace: str, name: str) -> PartTable:
@@ -362,6 +368,10 @@ class PartTable:
             return cls(catalog, catalog.load_table((namespace, name.lower())))
         except (NoSuchTableError, NoSuchNamespaceError):
             raise NotFoundError(f"no table named {name} in {namespace}") from None
+        except Exception as error:  # noqa: BLE001 - e.g. its metadata file is gone
+            raise NotFoundError(
+                f"{name} cannot be read ({type(error).__name__}: {error}); run `arrayviews check`"
+            ) from None
 
     @staticmethod
     def exists(catalog: Catalog, namespace: str, name: str) -> bool:
@@ -376,7 +386,11 @@ class PartTable:
             return []
         found = []
         for identifier in identifiers:
-            properties = catalog.load_table(identifier).metadata.properties
+            try:
+                properties = catalog.load_table(identifier).metadata.properties
+            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
+                continue
             if NAME_PROPERTY not in properties or (
                 kind is not None and properties.get(KIND_PROPERTY) != kind
             ):
@@ -388,9 +402,7 @@ class PartTable:
         """Drop the table from the catalog and delete its files."""
         location = self.table.location()
         self.catalog.drop_table(self.table.name())
-        fs, path = filesystem(location)
-        with contextlib.suppress(FileNotFoundError):
-            fs.delete_dir(path)
+        delete_folder(location)
 
     # -- description ------------------------------------------------------------------------------
     @property
@@ -454,6 +466,8 @@ class PartTable:
                     parts=parse_parts(summary.get(PARTS_KEY, "")),
                     properties=_caller_properties(summary),
                     dropped_below=None if dropped is None else int(dropped),
+                    restored=parse_parts(summary.get(RESTORED_KEY, "")),
+                    batch_id=summary.get(BATCH_KEY),
                 )
             )
         return sorted(result, key=lambda v: v.version)
@@ -490,11 +504,21 @@ class PartTable:
             if info.dropped_below is not None:
                 updated = {p: t for p, t in updated.items() if p >= info.dropped_below}
             updated.update(dict.fromkeys(info.parts, info.time))
+            updated.update(dict.fromkeys(info.restored, info.time))
         return dict(sorted(updated.items()))
 
     def changes_since(self, version: int) -> list[int]:
-        """Parts written or replaced by the versions after ``version`` (retention drops not included)."""
+        """Parts whose content changed in the versions after ``version``: written or replaced
+        (retention drops and parts restored with unchanged content not included)."""
         return sorted({p for info in self.versions() if info.version > version for p in info.parts})
+
+    def batch_version(self, batch_id: str) -> int | None:
+        """The version that appended the batch ``batch_id`` (versions expired since included), or None."""
+        for info in self.versions():
+            if info.batch_id == batch_id:
+                return info.version
+        expired = json.loads(self.properties.get(EXPIRED_BATCHES_PROPERTY, "{}"))
+        return expired.get(batch_id)
 
     # -- planning ---------------------------------------------------------------------------------
     def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[DataFile]:
@@ -599,6 +623,29 @@ class PartTable:
             )
         return sorted(staged, key=lambda s: (s.part, s.uri))
 
+    def stage_local(self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES) -> list[StagedFile]:
+        """Write rows held by the driver (user columns in storage types and ``_part``) as Parquet
+        files, one part per file, in this process: no Spark job for a small batch. Same files,
+        checks and cleanup as :meth:`stage`."""
+        token = uuid.uuid4().hex[:12]
+        run = _part_writer(self.data_directory, self.arrow_schema, token, target_bytes)
+        ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
+        try:
+            reports = pa.Table.from_batches(list(run(iter(ordered.to_batches()))), schema=STAGED_SCHEMA)
+        except BaseException:
+            _delete_token_files(self.data_directory, token)
+            raise
+        rows_list = reports.to_pylist()
+        staged = [StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows_list if r["uri"]]
+        partless = sum(r["rows"] for r in rows_list if r["uri"] is None)
+        if partless:
+            self.discard(staged)
+            raise UnpartitionedRowsError(
+                f"{self.kind} {self.name}: {partless} row(s) have no part number; nothing was written",
+                partless,
+            )
+        return sorted(staged, key=lambda s: (s.part, s.uri))
+
     def discard(self, staged: Iterable[StagedFile]) -> None:
         """Delete staged files that will not be committed."""
         delete_files([s.uri for s in staged])
@@ -612,25 +659,29 @@ class PartTable:
         operation: str,
         properties: dict[str, str] | None = None,
         expected_version: int,
+        restored_parts: Iterable[int] = (),
+        batch_id: str | None = None,
     ) -> int:
         """Commit **one** snapshot that removes every data file of ``replace_parts`` and of the parts
         below ``drop_below`` and adds the staged files; returns the new version.
 
         The summary records the version, ``operation``, the parts added or replaced and the caller's
-        ``properties`` (stored with the ``arrayviews.`` prefix). With nothing to add, remove or record,
-        no snapshot is made and the current version is returned. Raises CommitConflictError
-        (committing nothing) if the table is no longer at ``expected_version``.
+        ``properties`` (stored with the ``arrayviews.`` prefix); parts in ``restored_parts`` are
+        recorded as restored (content unchanged), not as changed, and ``batch_id`` names the batch
+        an append wrote (so it is appended only once). With nothing to add, remove or record,
+        no snapshot is made and the current version is returned. Raises BaseMovedError (a
+        CommitConflictError, committing nothing) if the table is no longer at ``expected_version``.
         """
         self.refresh()
         current = self.current_version()
+        label = f"{self.kind} {self.name}"
         if current != expected_version:
-            raise CommitConflictError(
-                f"{self.kind} {self.name} changed while writing (now version {current}, "
-                f"expected {expected_version}); nothing was committed"
-            )
+            raise BaseMovedError(label, f"now version {current}, planned on version {expected_version}")
+        base = self.table.metadata.current_snapshot_id
         replaced = sorted(set(replace_parts))
         removed = self._removed_files(replaced, drop_below)
-        written = sorted({s.part for s in added} | set(replaced))
+        restored = set(restored_parts)
+        written = sorted(({s.part for s in added} | set(replaced)) - restored)
         caller = {_prefixed(k): str(v) for k, v in (properties or {}).items()}
         if not (added or removed or written or caller):
             return current
@@ -641,10 +692,13 @@ class PartTable:
             OPERATION_KEY: operation,
             PARTS_KEY: format_parts(written),
         }
+        if restored:
+            summary[RESTORED_KEY] = format_parts(restored)
+        if batch_id is not None:
+            summary[BATCH_KEY] = batch_id
         if drop_below is not None:
             summary[DROPPED_BELOW_KEY] = str(drop_below)
-        commit_snapshot(self.table, [s.uri for s in added], removed, summary, f"{self.kind} {self.name}")
-        self.refresh()
+        self.table = commit_snapshot(self.table, base, [s.uri for s in added], removed, summary, label)
         return version
 
     def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[DataFile]:
@@ -662,6 +716,71 @@ class PartTable:
             for f in self._live_files(row_filter)
             if _part_of(f) in doomed or (drop_below is not None and _part_of(f) < drop_below)
         ]
+
+    # -- keeping the history bounded ---------------------------------------------------------------
+    def compact(self, spark: SparkSession, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> int | None:
+        """Merge the small files of every part that has several into one file per part, as one
+        snapshot recording those parts as restored (same rows, so readers need not recompute
+        anything) and carrying the current snapshot's properties (a view's state). Returns the new
+        version, or None when no part has several small files."""
+        for attempt in range(1, 9):
+            self.refresh()
+            expected = self.current_version()
+            small: dict[int, list[str]] = {}
+            for data_file in self._live_files(AlwaysTrue()):
+                if data_file.file_size_in_bytes < small_file_bytes:
+                    small.setdefault(_part_of(data_file), []).append(data_file.file_path)
+            parts = sorted(p for p, files in small.items() if len(files) > 1)
+            if not parts:
+                return None
+            staged = self.stage(self.read_files(spark, [u for p in parts for u in small[p]]))
+            try:
+                return self.commit(
+                    staged,
+                    replace_parts=parts,
+                    restored_parts=parts,
+                    operation="compact",
+                    properties=self.latest_properties(),
+                    expected_version=expected,
+                )
+            except BaseMovedError:
+                self.discard(staged)
+                if attempt == 8:
+                    raise
+            except BaseException:
+                self.discard(staged)
+                raise
+        return None
+
+    def expire(
+        self, older_than: dt.datetime, orphans_before: dt.datetime, keep_after: int | None = None
+    ) -> ExpireResult:
+        """Forget the versions committed before ``older_than`` (never the current one, nor those
+        after ``keep_after``: versions a view reading this table has not seen yet) and delete every
+        file no remaining version needs. Batch ids of the versions forgotten are kept in a table
+        property, so those batches stay appended exactly once."""
+
+        def version_of(snapshot) -> int | None:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            return int(summary[VERSION_KEY]) if VERSION_KEY in summary else None
+
+        def keep(snapshot) -> bool:
+            version = version_of(snapshot)
+            return keep_after is not None and version is not None and version > keep_after
+
+        def archived_batches(table, doomed) -> dict[str, str]:
+            known = json.loads(table.metadata.properties.get(EXPIRED_BATCHES_PROPERTY, "{}"))
+            added = {}
+            for snapshot in doomed:
+                summary = snapshot.summary.additional_properties if snapshot.summary else {}
+                if BATCH_KEY in summary and summary[BATCH_KEY] not in known:
+                    added[summary[BATCH_KEY]] = version_of(snapshot)
+            return {EXPIRED_BATCHES_PROPERTY: json.dumps({**known, **added})} if added else {}
+
+        self.table, result = expire_table(
+            self.table, older_than, orphans_before, version_of, keep=keep, properties=archived_batches
+        )
+        return result
 
     def all_files(self, version: int | None = None) -> list[str]:
         """URIs of every data file of a version (current by default)."""

@@ -22,6 +22,8 @@ DEFINITION = "arrayviews.definition"
 BACKFILL = "arrayviews.viewdf.backfill"
 HELPER = "arrayviews.viewdf.helper"
 LATENESS = "arrayviews.viewdf.lateness-parts"
+#: Set (to the error) while a view's maintenance has failed; the view is skipped until retried.
+FAILED = "arrayviews.viewdf.failed"
 DEFAULT_LATENESS_PARTS = 10
 
 

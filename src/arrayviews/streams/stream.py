@@ -8,7 +8,10 @@ snapshot; rows of parts older than the newest one are late rows and simply go to
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,6 +31,8 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseErro
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
+from arrayviews.storage.expiry import cutoffs
+from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.streams import part_table
 from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 
@@ -43,13 +48,31 @@ _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 
 @dataclass(frozen=True)
 class AppendResult:
-    """What one append committed: the new version, its rows and parts, and which parts got late rows."""
+    """What one append committed: the new version, its rows and parts, which parts got late rows,
+    and what maintenance did (views that failed are listed in ``failed``, never raised: the batch
+    itself is committed). ``duplicate``: the batch id was appended before, nothing was appended."""
 
     version: int
     rows: int
     parts: list[int]
     late_parts: list[int]
     maintenance: list = field(default_factory=list)
+    batch_id: str | None = None
+    duplicate: bool = False
+    attempts: int = 1
+    message: str = ""
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Views whose maintenance failed or was skipped (view -> error)."""
+        return {m.view: m.error for m in self.maintenance if getattr(m, "error", None)}
+
+    def __str__(self) -> str:
+        return self.message
+
+
+#: How many times an append is committed again after another writer committed first.
+MAX_ATTEMPTS = 8
 
 
 def part_number(time: Column, partition_length: int) -> Column:
@@ -229,6 +252,25 @@ class Stream:
     def part_range(self) -> tuple[int, int] | None:
         return self.table.refresh().part_range()
 
+    def compact(self) -> int | None:
+        """Merge each part's small files into one (one new version, rows unchanged, nothing for the
+        views to recompute); returns the new version, or None if there was nothing to merge."""
+        return self.table.compact(self.db.spark)
+
+    def expire_versions(
+        self,
+        older_than: dt.datetime | dt.timedelta | None = None,
+        *,
+        orphans_older_than: dt.timedelta = dt.timedelta(hours=1),
+    ):
+        """Forget versions older than a time or age (default: all but the current one) and delete
+        the files only they needed. Versions a stream view has not seen yet are kept (its next
+        maintenance reads what changed since the version it saw); batch ids stay known."""
+        from arrayviews.streams.world import StreamWorld
+
+        keep_after = StreamWorld(self.db.spark, self.db.warehouse.catalog).oldest_seen(self.name)
+        return self.table.expire(*cutoffs(older_than, orphans_older_than), keep_after=keep_after)
+
     def read(self, low: int | None = None, high: int | None = None) -> DataFrame:
         """The rows (all columns plus ``_part``) of parts ``low`` to ``high`` (default: all parts)."""
         bounds = self.part_range()
@@ -239,38 +281,126 @@ class Stream:
         return self.table.read_parts(self.db.spark, low, high)
 
     # -- appending --------------------------------------------------------------------------------
-    def append(self, batch: pd.DataFrame | pa.Table | DataFrame, maintain: bool = True) -> AppendResult:
+    def append(
+        self,
+        batch: pd.DataFrame | pa.Table | DataFrame,
+        maintain: bool = True,
+        batch_id: str | None = None,
+    ) -> AppendResult:
         """Append a batch (pandas, Arrow or Spark) as one version; rows of old parts are late rows.
         With ``maintain`` (the default) the stream views are then brought up to date
-        (``AppendResult.maintenance`` says what each view did); each view commits on its own.
+        (``AppendResult.maintenance`` says what each view did; a view whose maintenance fails is
+        marked failed and reported in ``AppendResult.failed``, the others are still maintained).
+
+        ``batch_id`` makes the append exactly-once: the id is recorded in the version that appends
+        the batch, and appending the same id again appends nothing and says so (a retry after a
+        crash or a lost reply is safe, also when two processes retry at once).
 
         Nothing is written if any column is missing, unknown or of the wrong type, or any time is
-        null. An empty batch commits nothing and returns the current version.
+        null. An empty batch commits nothing and returns the current version. pandas and Arrow
+        batches are written by this process; Spark DataFrames by the executors.
         """
-        frame = self._frame(batch)
-        expected = self.table.refresh().current_version()
-        if frame is None:
-            return AppendResult(expected, 0, [], [])
-        bounds = self.table.part_range()
-        frame = frame.withColumn(PART, part_number(F.col(f"`{self.time_column}`"), self.partition_length))
+        if batch_id is not None and (not isinstance(batch_id, str) or not batch_id.strip()):
+            raise ValidationError(
+                f"stream {self.name}: batch_id must be a non-empty string, got {batch_id!r}",
+                array=self.name,
+                value=batch_id,
+            )
+        prepared = self._prepare(batch)
+        self.table.refresh()
+        duplicate = self._already_appended(batch_id, maintain)
+        if duplicate is not None:
+            return duplicate
+        if prepared is None:
+            return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
         staged: list[StagedFile] = []
         try:
             try:
-                staged = self.table.stage(frame)
+                staged = self._stage(prepared)
             except UnpartitionedRowsError as error:
                 raise self._null_times(error.rows) from None
             checkpoint("stream.staged")
             if not staged:
-                return AppendResult(expected, 0, [], [])
-            checkpoint("stream.before-commit")
-            version = self.table.commit(staged, operation="append", expected_version=expected)
+                return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+            for attempt in range(1, MAX_ATTEMPTS + 1):
+                expected = self.table.current_version()
+                bounds = self.table.part_range()
+                checkpoint("stream.before-commit")
+                try:
+                    version = self.table.commit(
+                        staged, operation="append", expected_version=expected, batch_id=batch_id
+                    )
+                    break
+                except BaseMovedError:
+                    # Appends commute: re-validated (the batch id) and committed on the new version.
+                    self.table.refresh()
+                    duplicate = self._already_appended(batch_id, maintain)
+                    if duplicate is not None:
+                        self.table.discard(staged)
+                        return duplicate
+                    if attempt == MAX_ATTEMPTS:
+                        raise
+                    time.sleep(random.uniform(0.0, 0.01 * 2 ** min(attempt, 6)))
         except BaseException:
             self.table.discard(staged)
             raise
         parts = sorted({s.part for s in staged})
         late = [p for p in parts if bounds is not None and p < bounds[1]]
+        rows = sum(s.rows for s in staged)
         maintenance = self.db.maintain_streams() if maintain else []
-        return AppendResult(version, sum(s.rows for s in staged), parts, late, maintenance)
+        named = f" (batch {batch_id})" if batch_id is not None else ""
+        return AppendResult(
+            version,
+            rows,
+            parts,
+            late,
+            maintenance,
+            batch_id,
+            attempts=attempt,
+            message=f"appended {rows} row(s){named} to stream {self.name}, now at version {version}",
+        )
+
+    def _already_appended(self, batch_id: str | None, maintain: bool) -> AppendResult | None:
+        """The no-op result of appending ``batch_id`` again (maintenance still runs, so work a crash
+        interrupted after the first append completes), or None if it is new."""
+        if batch_id is None:
+            return None
+        version = self.table.batch_version(batch_id)
+        if version is None:
+            return None
+        maintenance = self.db.maintain_streams() if maintain else []
+        return AppendResult(
+            self.table.current_version(),
+            0,
+            [],
+            [],
+            maintenance,
+            batch_id,
+            duplicate=True,
+            message=f"batch {batch_id} was already appended to stream {self.name} (version {version}); "
+            "nothing was appended",
+        )
+
+    def _prepare(self, batch) -> DataFrame | pa.Table | None:
+        """The checked batch with its part numbers: an Arrow table (pandas and Arrow input) or a
+        Spark DataFrame; None if it is empty."""
+        if isinstance(batch, DataFrame):
+            frame = self._spark_frame(batch)
+            return frame.withColumn(PART, part_number(F.col(f"`{self.time_column}`"), self.partition_length))
+        table = self._arrow_batch(batch)
+        if table.num_rows == 0:
+            return None
+        micros = np.asarray(
+            pc.cast(table.column(self.time_column), pa.int64()).to_numpy(zero_copy_only=False)
+        )
+        # numpy's integer floor division is exact and rounds toward minus infinity, like part_number.
+        parts = np.floor_divide(micros, np.int64(self.partition_length) * 1_000_000)
+        return table.append_column(PART, pa.array(parts, pa.int64()))
+
+    def _stage(self, prepared: DataFrame | pa.Table) -> list[StagedFile]:
+        if isinstance(prepared, pa.Table):
+            return self.table.stage_local(prepared)
+        return self.table.stage(prepared)
 
     def _null_times(self, rows: int) -> ValidationError:
         return ValidationError(
@@ -321,15 +451,6 @@ class Stream:
             column=column,
             value=given,
         )
-
-    def _frame(self, batch) -> DataFrame | None:
-        """The batch as a checked Spark DataFrame of exactly the stream's columns (None if empty)."""
-        if isinstance(batch, DataFrame):
-            return self._spark_frame(batch)
-        table = self._arrow_batch(batch)
-        if table.num_rows == 0:
-            return None
-        return self.db.spark.createDataFrame(table, schema=self.schema)
 
     def _spark_frame(self, frame: DataFrame) -> DataFrame:
         self._check_names(frame.columns)

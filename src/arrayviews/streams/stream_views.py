@@ -4,6 +4,7 @@ reads, the view's table, and reads with the PART_TIMESTAMP column (paper 004, se
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -13,6 +14,7 @@ from pyspark.sql.utils import AnalysisException
 from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
+from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
 from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
@@ -105,6 +107,8 @@ def create_views(
             _check_view_name(definition)
             definition = normalized(definition)
             if definition.name in world.kinds:
+                if _left_by_a_crash(world, definition):
+                    continue  # a helper of this same statement, created by a run that died: reuse it
                 raise AlreadyExistsError(f"a stream or view named {definition.name} already exists")
             lengths = {name: world.table(name).partition_length for name in world.kinds}
             check_references(definition, lengths)
@@ -133,12 +137,25 @@ def create_views(
                 properties,
             )
             created.append(definition.name)
-        return maintain_all(spark, StreamWorld(spark, catalog))
+        return maintain_all(
+            spark, StreamWorld(spark, catalog), raise_for=frozenset(n.lower() for n in created)
+        )
     except BaseException:
         for name in reversed(created):
             with contextlib.suppress(Exception):
                 PartTable.open(catalog, rel.NAMESPACE, name).drop()
         raise
+
+
+def _left_by_a_crash(world: StreamWorld, definition: ViewDFDefinition) -> bool:
+    """Whether an existing view named like ``definition`` is a helper with the very same definition
+    that no view reads: the statement creating it and its final view died before the final view
+    was created, and running the statement again adopts it."""
+    if not definition.helper or world.kinds.get(definition.name) != rel.VIEW_KIND:
+        return False
+    existing = world.view(definition.name)
+    readers = [d for d in world.definitions().values() if definition.name in d.sources()]
+    return existing.definition.helper and existing.definition.text == definition.text and not readers
 
 
 def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
@@ -202,6 +219,22 @@ class StreamView:
         stamp = F.timestamp_seconds(F.col(PART) * F.lit(self.partition_length))
         return frame.withColumn(PART_TIMESTAMP, stamp).drop(PART)
 
+    def compact(self) -> int | None:
+        """Merge each part's small files into one (rows and state unchanged); the new version, or
+        None if there was nothing to merge."""
+        return self._handle.table.compact(self.spark)
+
+    def expire_versions(
+        self,
+        older_than: dt.datetime | dt.timedelta | None = None,
+        *,
+        orphans_older_than: dt.timedelta = dt.timedelta(hours=1),
+    ):
+        """Forget old versions of the view (default: all but the current one, and never those a
+        view reading this one has not seen yet) and delete the files only they needed."""
+        keep_after = StreamWorld(self.spark, self.catalog).oldest_seen(self.name)
+        return self._handle.table.expire(*cutoffs(older_than, orphans_older_than), keep_after=keep_after)
+
     def to_pandas(self, part: int | None = None) -> pd.DataFrame:
         return self.read(part).toPandas()
 
@@ -221,4 +254,5 @@ class StreamView:
             "next": None if state is None else state.next,
             "retained": None if state is None else state.retained,
             "seen": {} if state is None else dict(state.seen),
+            "failed": self._handle.failure(),
         }

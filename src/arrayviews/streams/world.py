@@ -12,6 +12,7 @@ from pyspark.sql.types import StructType
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
+from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams import relations as rel
 from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.part_table import PartTable
@@ -47,6 +48,16 @@ class ViewHandle:
 
     def state(self) -> rel.ViewState | None:
         return rel.ViewState.from_properties(self.table.latest_properties())
+
+    def failure(self) -> str | None:
+        """The error that made the view's maintenance fail (None if it did not)."""
+        return self.table.table.metadata.properties.get(rel.FAILED)
+
+    def mark_failed(self, error: str) -> None:
+        self.table.table = update_properties(self.table.table, {rel.FAILED: error[:4000]})
+
+    def clear_failure(self) -> None:
+        self.table.table = update_properties(self.table.table, {}, [rel.FAILED])
 
     def conform_columns(self, frame: DataFrame, part: int) -> DataFrame:
         """The query result with the view's column names and types, matched by position."""
@@ -110,6 +121,18 @@ class StreamWorld:
     def definitions(self) -> dict[str, ViewDFDefinition]:
         return {n: self.view(n).definition for n, k in self.kinds.items() if k == rel.VIEW_KIND}
 
+    def oldest_seen(self, name: str) -> int | None:
+        """The oldest version of ``name`` that a view reading it reflects (its history after that
+        version is still needed); None when no view reading it has been built."""
+        key = self.key(name)
+        seen = []
+        for definition in self.definitions().values():
+            if key in definition.sources():
+                state = self.view(definition.name).state()
+                if state is not None:
+                    seen.append(state.seen.get(key, 0))
+        return min(seen) if seen else None
+
     def view_order(self) -> list[str]:
         return rel.topological_order(self.definitions())
 
@@ -118,6 +141,11 @@ class StreamWorld:
         key = name.lower()
         if key in self._tables:
             self._tables[key].refresh()
+
+    def refresh(self) -> None:
+        """Read every relation again (after another process committed to one of them)."""
+        for table in self._tables.values():
+            table.refresh()
 
     def relation(self, name: str) -> rel.Relation:
         key = self.key(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -11,8 +12,9 @@ import pandas as pd
 import pyarrow as pa
 
 from arrayviews.array import Array
+from arrayviews.execution import jobs
 from arrayviews.execution.failures import translating
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators import reads
@@ -20,7 +22,9 @@ from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import StoredSource
 from arrayviews.operators.window import window_extents
-from arrayviews.storage.array_table import ArrayTable, CommitInfo
+from arrayviews.storage import layout
+from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
+from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.views import similarity, state, windowed
 from arrayviews.views.commit import replace_chunks
 from arrayviews.views.definition import (
@@ -86,6 +90,16 @@ class View(Array):
 
     def _writable(self):
         raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
+
+    def _maintained_table(self) -> ArrayTable:
+        return self._current().table
+
+    def compact(self):
+        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
+        version reflecting the same base versions."""
+        from arrayviews.operators import writes
+
+        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
 
     def at_version(self, version: int) -> Array:
         source = self._current()
@@ -199,31 +213,162 @@ def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
 
 
 def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
-    """Create a view, compute it and store it as its first version (one snapshot)."""
+    """Create a view, compute it and store it as its first version: the table is created and
+    filled in one commit, so a crash leaves either the whole view or no view."""
+    _refuse_views_as_bases(db, name, definition)
     public, stored = view_schemas(db, name, definition, chunks)
-    table = db.warehouse.create(stored, kind="view", properties={DEFINITION_PROPERTY: definition.to_json()})
-    try:
-        view = View(db, table, definition, public)
-        _run_refresh(db, view, "full", initial=True)
-    except BaseException:
-        db.warehouse.drop(name)
-        raise
-    return View(db, table.refresh(), definition, public)
+    if db.warehouse.exists(name):
+        raise AlreadyExistsError(f"an array named {name} already exists")
+
+    def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
+        bases = _pinned_bases(db, definition)
+        checkpoint("refresh.start")
+        fragments, _, triples = _compute(db, definition, stored, bases, "full", {}, None)
+        checkpoint("refresh.computed")
+        written = (
+            jobs.write_files(fragments, data_directory, layout.fragment_schema(stored))
+            if fragments is not None
+            else []
+        )
+        checkpoint("refresh.written")
+        checkpoint("refresh.before-commit")
+        properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
+        properties.update({"strategy": "full", "update-triples": str(triples)})
+        return [w.uri for w in written], CommitInfo(
+            "create", cells_added=sum(w.cells for w in written), properties=properties
+        )
+
+    table = db.warehouse.create(
+        stored, kind="view", properties={DEFINITION_PROPERTY: definition.to_json()}, fill=fill
+    )
+    return View(db, table, definition, public)
+
+
+def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
+    """Views over views are not maintained (no dependency-ordered refresh): refused, as documented."""
+    for base in definition.bases:
+        if base.lower() == name.lower():
+            raise ValidationError(f"view {name} cannot read itself")
+        table = db.warehouse.open(base)
+        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+            raise ValidationError(
+                f"view {name}: {base} is a view; views over views are not supported "
+                f"(define the view over the base arrays of {base})",
+                array=name,
+                value=base,
+            )
 
 
 # -- refresh ---------------------------------------------------------------------------------------
+#: How many times a refresh is planned again after another refresh of the view committed first.
+MAX_REFRESH_ATTEMPTS = 5
+
+
 def refresh_view(db: Database, view: View, strategy: str) -> RefreshResult:
-    return _run_refresh(db, view, strategy, initial=False)
+    """Refresh the view; if another process refreshed it first, report that it is already as
+    fresh (nothing committed) or, when the other refresh reflects older base versions, plan again."""
+    lost: BaseMovedError | None = None
+    for _ in range(MAX_REFRESH_ATTEMPTS):
+        try:
+            return _run_refresh(db, view, strategy)
+        except BaseMovedError as moved:
+            lost = moved
+            time.sleep(random.uniform(0.0, 0.1))
+    raise CommitConflictError(
+        f"view {view.name}: refresh lost the commit to other refreshes {MAX_REFRESH_ATTEMPTS} times "
+        f"({lost}); nothing was committed"
+    )
 
 
-def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> RefreshResult:
+def _pinned_bases(db: Database, definition: ViewDefinition) -> dict[str, StoredSource]:
+    """Every base array at its current version, read once: the refresh reads exactly these
+    snapshots and records exactly these versions."""
+    pinned = {}
+    for base in definition.bases:
+        table = db.warehouse.open(base)
+        pinned[base] = StoredSource(table, table.current_version())
+    return pinned
+
+
+def _compute(
+    db: Database,
+    definition: ViewDefinition,
+    stored: ArraySchema,
+    bases: dict[str, StoredSource],
+    strategy: str,
+    reflected: dict[str, int],
+    view_source: ViewSource | None,
+):
+    """(new fragments or None, affected view chunks or None for all, update triples) of bringing a
+    view reflecting ``reflected`` to the pinned ``bases``."""
+    affected: np.ndarray | None = None
+    triples = 0
+    if isinstance(definition, WindowViewDefinition):
+        base = bases[definition.base]
+        before, after = window_extents(
+            base.schema, [x for p in zip(definition.before, definition.after, strict=True) for x in p]
+        )
+        if strategy == "full":
+            fragments = windowed.window_fragments(
+                db.spark, base, before, after, definition.aggregates, None, stored
+            )
+        else:
+            delta = version_delta(base.table, reflected.get(definition.base, 0), base.version)
+            checkpoint("refresh.delta")
+            affected = windowed.affected_chunks(delta, stored, before, after)
+            triples = len(affected)
+            fragments = (
+                windowed.window_fragments(
+                    db.spark, base, before, after, definition.aggregates, affected, stored
+                )
+                if len(affected)
+                else None
+            )
+        return fragments, affected, triples
+    spec = join_spec(db, definition)
+    left, right = bases[definition.left], bases[definition.right]
+    if strategy == "full":
+        fragments, plan = similarity.full_computation(db.spark, spec, definition, stored, left, right)
+    else:
+        old_left = StoredSource(left.table, reflected.get(definition.left, 0))
+        old_right = StoredSource(right.table, reflected.get(definition.right, 0))
+        left_delta = version_delta(left.table, old_left.version, left.version)
+        right_delta = (
+            left_delta
+            if definition.right == definition.left
+            else version_delta(right.table, old_right.version, right.version)
+        )
+        checkpoint("refresh.delta")
+        needs_recompute = (
+            any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
+            and (left_delta.minus.num_rows or right_delta.minus.num_rows)
+        ) or _removes_non_finite(definition, right_delta)
+        fragments, affected, plan = similarity.baseline_refresh(
+            db.spark,
+            spec,
+            definition,
+            stored,
+            old_left,
+            old_right,
+            left_delta,
+            right_delta,
+            view_source,
+            recompute=bool(needs_recompute),
+            left_new=left,
+            right_new=right,
+        )
+    return fragments, affected, len(plan.triples)
+
+
+def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
     started = time.perf_counter()
     table = view._current().table
     expected = table.current_version()
     reflected = reflected_versions(table)
-    bases = {b: db.array(b) for b in view.definition.bases}
-    current = {b: array.version for b, array in bases.items()}
-    if not initial and all(reflected.get(b, 0) == v for b, v in current.items()):
+    definition = view.definition
+    bases = _pinned_bases(db, definition)
+    current = {b: source.version for b, source in bases.items()}
+    if all(reflected.get(b, 0) == v for b, v in current.items()):
         return RefreshResult(
             view.name,
             strategy,
@@ -235,83 +380,38 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
     for base, version in reflected.items():
         if base in bases and strategy == "baseline":
             try:
-                bases[base].source.table.snapshot_of(version)
+                bases[base].table.snapshot_of(version)
             except KeyError:
                 strategy = "full"  # the reflected version was expired: no delta can be formed
     stored = table.schema
-    definition = view.definition
     checkpoint("refresh.start")
-    affected: np.ndarray | None = None
-    triples = 0
-    if isinstance(definition, WindowViewDefinition):
-        base = bases[definition.base]
-        before, after = window_extents(
-            base.schema, [x for p in zip(definition.before, definition.after, strict=True) for x in p]
-        )
-        if strategy == "full" or initial:
-            fragments = windowed.window_fragments(
-                db.spark, base.source, before, after, definition.aggregates, None, stored
-            )
-        else:
-            delta = version_delta(
-                base.source.table, reflected.get(definition.base, 0), current[definition.base]
-            )
-            checkpoint("refresh.delta")
-            affected = windowed.affected_chunks(delta, stored, before, after)
-            triples = len(affected)
-            fragments = (
-                windowed.window_fragments(
-                    db.spark, base.source, before, after, definition.aggregates, affected, stored
-                )
-                if len(affected)
-                else None
-            )
-    else:
-        spec = join_spec(db, definition)
-        left, right = bases[definition.left].source, bases[definition.right].source
-        if strategy == "full" or initial:
-            fragments, plan = similarity.full_computation(db.spark, spec, definition, stored, left, right)
-        else:
-            old_left = StoredSource(left.table, reflected.get(definition.left, 0))
-            old_right = StoredSource(right.table, reflected.get(definition.right, 0))
-            left_delta = version_delta(left.table, old_left.version, current[definition.left])
-            right_delta = (
-                left_delta
-                if definition.right == definition.left
-                else version_delta(right.table, old_right.version, current[definition.right])
-            )
-            checkpoint("refresh.delta")
-            needs_recompute = (
-                any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
-                and (left_delta.minus.num_rows or right_delta.minus.num_rows)
-            ) or _removes_non_finite(definition, right_delta)
-            fragments, affected, plan = similarity.baseline_refresh(
-                db.spark,
-                spec,
-                definition,
-                stored,
-                old_left,
-                old_right,
-                left_delta,
-                right_delta,
-                ViewSource(table, expected, stored),
-                recompute=bool(needs_recompute),
-                left_new=left,
-                right_new=right,
-            )
-        triples = len(plan.triples)
+    fragments, affected, triples = _compute(
+        db, definition, stored, bases, strategy, reflected, ViewSource(table, expected, stored)
+    )
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
-    properties.update({"strategy": "full" if initial else strategy, "update-triples": str(triples)})
+    properties.update({"strategy": strategy, "update-triples": str(triples)})
     chunks_rewritten = "all" if affected is None else str(len(affected))
-    version = replace_chunks(
-        db.spark,
-        table,
-        fragments,
-        affected,
-        expected,
-        CommitInfo("create" if initial else "refresh", properties=properties),
-    )
+    try:
+        version = replace_chunks(
+            db.spark, table, fragments, affected, expected, CommitInfo("refresh", properties=properties)
+        )
+    except BaseMovedError:
+        table.refresh()
+        now = reflected_versions(table)
+        if all(now.get(b, 0) >= v for b, v in current.items()):
+            return RefreshResult(
+                view.name,
+                strategy,
+                False,
+                table.current_version(),
+                {b: (reflected.get(b, 0), now.get(b, 0)) for b in current},
+                message=f"view {view.name} is already fresher: another refresh committed version "
+                f"{table.current_version()} reflecting "
+                + ", ".join(f"{b} v{now.get(b, 0)}" for b in current)
+                + " first; this refresh committed nothing",
+            )
+        raise
     seconds = time.perf_counter() - started
     return RefreshResult(
         view.name,

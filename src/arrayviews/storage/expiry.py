@@ -1,0 +1,142 @@
+"""Expiry of old snapshots of any arrayviews table, and deletion of every file nothing needs any more:
+data files, manifests and manifest lists of the expired snapshots, old metadata files, and files of
+writes that crashed before committing (orphans, after a grace period)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyarrow.fs import FileSelector
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.update.snapshot import ExpireSnapshots
+
+from arrayviews.model.errors import CommitConflictError
+from arrayviews.storage.files import delete_files, filesystem
+
+
+def cutoffs(
+    older_than: dt.datetime | dt.timedelta | None, orphans_older_than: dt.timedelta
+) -> tuple[dt.datetime, dt.datetime]:
+    """(expire versions before, delete orphans before) from the user's arguments: a time, an age,
+    or None for every version but the current one."""
+    now = dt.datetime.now(dt.UTC)
+    if older_than is None:
+        cutoff = now + dt.timedelta(seconds=1)
+    elif isinstance(older_than, dt.timedelta):
+        cutoff = now - older_than
+    else:
+        cutoff = older_than if older_than.tzinfo else older_than.replace(tzinfo=dt.UTC)
+    return cutoff, now - orphans_older_than
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """What an expiry removed: the versions forgotten and the files deleted."""
+
+    versions: list[int]
+    data_files: int
+    metadata_files: int
+
+
+def snapshot_files(table: Table, snapshot: Snapshot, live_only: bool) -> tuple[set[str], set[str]]:
+    """(data files, metadata files) a snapshot references; with ``live_only``, data files it holds
+    (entries it marks deleted left out)."""
+    data, metadata = set(), {snapshot.manifest_list}
+    for manifest in snapshot.manifests(table.io):
+        metadata.add(manifest.manifest_path)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=live_only):
+            if not live_only or entry.status != ManifestEntryStatus.DELETED:
+                data.add(entry.data_file.file_path)
+    return data, metadata
+
+
+def live_files(table: Table) -> set[str]:
+    """Every file the table's current metadata needs: data files of the snapshots held, their
+    manifests and manifest lists, the current metadata file, the metadata files its log names, and
+    statistics files."""
+    needed: set[str] = set()
+    for snapshot in table.metadata.snapshots:
+        data, metadata = snapshot_files(table, snapshot, live_only=True)
+        needed |= data | metadata
+    needed.add(table.metadata_location)
+    needed.update(entry.metadata_file for entry in table.metadata.metadata_log)
+    needed.update(s.statistics_path for s in table.metadata.statistics)
+    needed.update(s.statistics_path for s in table.metadata.partition_statistics)
+    return {_normal(uri) for uri in needed}
+
+
+def table_files(table: Table) -> dict[str, float]:
+    """Every file under the table's folder, with its modification time (seconds)."""
+    location = table.location().rstrip("/")
+    fs, root = filesystem(location)
+    found = {}
+    for info in fs.get_file_info(FileSelector(root, recursive=True, allow_not_found=True)):
+        if info.is_file:
+            found[_normal(location + info.path[len(root.rstrip("/")) :])] = (
+                info.mtime.timestamp() if info.mtime else 0.0
+            )
+    return found
+
+
+def _normal(uri: str) -> str:
+    """One spelling per local file: ``file:/x`` and ``file:///x`` both become ``file:///x``."""
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return "file://" + uri[len("file:") :]
+    return uri
+
+
+def expire_table(
+    table: Table,
+    older_than: dt.datetime,
+    orphans_before: dt.datetime,
+    version_of: Callable[[Snapshot], int | None],
+    keep: Callable[[Snapshot], bool] = lambda snapshot: False,
+    properties: Callable[[Table, list[Snapshot]], dict[str, str]] | None = None,
+) -> tuple[Table, ExpireResult]:
+    """Expire the snapshots of ``table`` committed before ``older_than`` (never the current one, nor
+    those ``keep`` asks for), in one metadata commit that also sets ``properties(table, expired)``; then
+    delete every file under the table's folder the remaining metadata does not need: at once when
+    an expired snapshot referenced it, after ``orphans_before`` otherwise (a concurrent writer may
+    own a file it has staged but not committed yet)."""
+    cutoff_ms = older_than.timestamp() * 1000
+    for _ in range(20):
+        table = table.refresh()
+        current = table.metadata.current_snapshot_id
+        doomed = [
+            s
+            for s in table.metadata.snapshots
+            if s.timestamp_ms < cutoff_ms and s.snapshot_id != current and not keep(s)
+        ]
+        if not doomed:
+            break
+        try:
+            transaction = Transaction(table)
+            if properties is not None and (updates := properties(table, doomed)):
+                transaction.set_properties(**updates)
+            ExpireSnapshots(transaction).by_ids([s.snapshot_id for s in doomed]).commit()
+            transaction.commit_transaction()
+            break
+        except CommitFailedException:
+            continue
+    else:
+        raise CommitConflictError(f"table {table.name()}: expiry kept losing to other commits")
+    referenced_by_expired: set[str] = set()
+    for snapshot in doomed:
+        data, metadata = snapshot_files(table, snapshot, live_only=False)
+        referenced_by_expired |= {_normal(u) for u in data | metadata}
+    table = table.refresh()
+    needed = live_files(table)
+    orphan_cutoff = orphans_before.timestamp()
+    data_deleted, metadata_deleted = [], []
+    for uri, mtime in table_files(table).items():
+        if uri in needed or (uri not in referenced_by_expired and mtime >= orphan_cutoff):
+            continue
+        (metadata_deleted if "/metadata/" in uri else data_deleted).append(uri)
+    delete_files(data_deleted + metadata_deleted)
+    versions = sorted(v for v in (version_of(s) for s in doomed) if v is not None)
+    return table, ExpireResult(versions, len(data_deleted), len(metadata_deleted))
