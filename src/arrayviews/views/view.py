@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from arrayviews.array import Array
 from arrayviews.model.errors import ValidationError
@@ -49,6 +48,7 @@ class RefreshResult:
     base_versions: dict[str, tuple[int, int]] = field(default_factory=dict)
     update_triples: int = 0
     view_chunks_rewritten: int = 0
+    cells_recomputed: int = 0  # view cells whose min/max was recomputed because their extreme left
     seconds: float = 0.0
     message: str = ""
 
@@ -111,7 +111,8 @@ class View(Array):
         return refresh_view(self._db, self, strategy)
 
     def verify(self) -> bool:
-        """Recompute the view from scratch and compare with what is stored; True when they agree."""
+        """Recompute the view from scratch and compare with what is stored; True when they agree
+        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
         expected = compute_from_scratch(self._db, self)
         actual = self.to_pandas()
         return frames_agree(actual, expected)
@@ -121,14 +122,15 @@ class View(Array):
 
 
 def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
-    """Same cells and values: integers exactly, floats to 1e-9 relative, nulls and NaN alike."""
+    """Same cells and the same values, floats to the last bit (nulls and NaN alike)."""
     if list(actual.columns) != list(expected.columns) or len(actual) != len(expected):
         return False
     for column in actual.columns:
         left, right = actual[column].to_numpy(), expected[column].to_numpy()
         if left.dtype.kind == "f" or right.dtype.kind == "f":
             left, right = left.astype(float), right.astype(float)
-            if not np.allclose(left, right, rtol=1e-9, atol=1e-12, equal_nan=True):
+            same = (left == right) | (np.isnan(left) & np.isnan(right))
+            if not same.all():
                 return False
         elif not np.array_equal(pd.isna(left), pd.isna(right)) or not np.array_equal(
             left[~pd.isna(left)], right[~pd.isna(right)]
@@ -241,6 +243,7 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
     checkpoint("refresh.start")
     affected: np.ndarray | None = None
     triples = 0
+    recomputed = 0
     if isinstance(definition, WindowViewDefinition):
         base = bases[definition.base]
         before, after = window_extents(
@@ -279,10 +282,7 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
                 else version_delta(right.table, old_right.version, current[definition.right])
             )
             checkpoint("refresh.delta")
-            needs_recompute = (
-                any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
-                and (left_delta.minus.num_rows or right_delta.minus.num_rows)
-            ) or _removes_non_finite(definition, right_delta)
+            state.check_layout(definition, stored, view_schemas(db, view.name, definition)[1])
             fragments, affected, plan = similarity.baseline_refresh(
                 db.spark,
                 spec,
@@ -293,10 +293,10 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
                 left_delta,
                 right_delta,
                 ViewSource(table, expected, stored),
-                recompute=bool(needs_recompute),
                 left_new=left,
                 right_new=right,
             )
+            recomputed = plan.cells_recomputed
         triples = len(plan.triples)
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
@@ -319,27 +319,14 @@ def _run_refresh(db: Database, view: View, strategy: str, initial: bool) -> Refr
         {b: (reflected.get(b, 0), v) for b, v in current.items()},
         triples,
         0 if affected is None else len(affected),
+        recomputed,
         seconds,
         f"refresh ({strategy}) of view {view.name}: now at version {version}, reflecting "
         + ", ".join(f"{b} v{v}" for b, v in current.items())
-        + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}; {seconds:.2f} s",
+        + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}"
+        + (f", min/max recomputed at {recomputed} cell(s)" if recomputed else "")
+        + f"; {seconds:.2f} s",
     )
-
-
-def _removes_non_finite(definition: SimilarityViewDefinition, right_delta) -> bool:
-    """Whether a NaN or infinite value summed by a sum/avg over the right side leaves (deleted or
-    updated): subtracting it cannot restore a finite sum (NaN - NaN is NaN), so the touched chunks
-    are recomputed. (Left-side aggregates keep the left value itself and need no recompute.)"""
-    for aggregate in definition.aggregates:
-        if aggregate.function not in ("sum", "avg") or aggregate.side != "right":
-            continue
-        minus = right_delta.minus
-        if aggregate.attribute is None or minus.num_rows == 0:
-            continue
-        column = minus.column(aggregate.attribute)
-        if pa.types.is_floating(column.type) and not np.isfinite(np.asarray(column.fill_null(0.0))).all():
-            return True
-    return False
 
 
 def open_view(db: Database, name: str) -> View:
