@@ -335,12 +335,13 @@ def stale_cells(
     only).
 
     Per cell the change is a signed multiset: new = old + arrived - gone (positive and negative pairs;
-    a positive pair may cancel a negative one, so arrived values need not be new). The most extreme
-    value of old + arrived survives unless some value that left is at least as extreme, so a cell is
-    stale exactly when the most extreme gone value reaches both the stored extreme and the arrived
-    one; every other cell's new extreme is the stored one combined with the arrived one."""
+    a positive pair may cancel a negative one, so arrived values need not be new, and a cell new to
+    the view may have values that left). The most extreme value of old + arrived survives unless some
+    value that left is at least as extreme, so a cell is stale exactly when the most extreme gone
+    value reaches both the stored extreme (if any) and the arrived one (if any); every other cell's
+    new extreme is the stored one combined with the arrived one."""
     plan = st.layout(definition, stored)
-    if not plan.extremes or delta_rows.num_rows == 0 or old_rows.num_rows == 0:
+    if not plan.extremes or delta_rows.num_rows == 0:
         return None
     schema = delta_schema(stored)
     coords, values, nulls = cell_columns(delta_rows, schema)
@@ -357,18 +358,22 @@ def stale_cells(
         old_has = ~old_nulls.get(name, np.zeros(len(old_coords), bool))
         slot[old_index[old_has]] = np.flatnonzero(old_has)
         where = slot[new_index]
-        gone_has = ~nulls.get(gone_column(name), np.zeros(len(coords), bool)) & (where >= 0)
+        gone_has = ~nulls.get(gone_column(name), np.zeros(len(coords), bool))
         if not gone_has.any():
             continue
-        old = _extreme_key(old_values[name][np.maximum(where, 0)], is_min)
+        # a cell without a stored extreme (new, or all null before) counts as "no bound"
+        stored_has = where >= 0
+        old = _extreme_key(
+            old_values[name][np.maximum(where, 0)] if len(old_coords) else values[name], is_min
+        )
         gone = _extreme_key(values[gone_column(name)], is_min)
         arrived = _extreme_key(values[name], is_min)
         arrived_has = ~nulls.get(name, np.zeros(len(coords), bool))
-        # the smallest value of old + arrived survives unless a value that left is as small
+        # the most extreme value of old + arrived survives unless a value that left is as extreme
         if is_min:
-            reached = (gone <= old) & (~arrived_has | (gone <= arrived))
+            reached = (~stored_has | (gone <= old)) & (~arrived_has | (gone <= arrived))
         else:
-            reached = (gone >= old) & (~arrived_has | (gone >= arrived))
+            reached = (~stored_has | (gone >= old)) & (~arrived_has | (gone >= arrived))
         stale |= gone_has & reached
     if not stale.any():
         return None
