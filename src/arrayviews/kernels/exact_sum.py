@@ -66,6 +66,16 @@ class ExactSumError(ArithmeticError):
         super().__init__(describe(code))
 
 
+class SumOverflow(ArithmeticError):
+    """An integer sum does not fit int64: ``index`` is the position of the first such result and
+    ``value`` its exact value (a Python int)."""
+
+    def __init__(self, index, value: int) -> None:
+        self.index = index
+        self.value = value
+        super().__init__(f"the sum is {value}, which does not fit int64")
+
+
 def describe(code: int) -> str:
     """What a status code means, in words."""
     if code == TOO_MANY_COMPONENTS:
@@ -398,6 +408,15 @@ class IntSums:
         return cls(np.asarray(high, dtype=np.int64), np.asarray(low_bits, dtype=np.int64).view(np.uint64))
 
     @classmethod
+    def shifted(cls, high: np.ndarray, low: np.ndarray) -> IntSums:
+        """``high * 2**32 + low`` exactly, for int64 arrays of any shape with ``0 <= low < 2**63``."""
+        high = np.asarray(high, dtype=np.int64)
+        shifted = high.view(np.uint64) << np.uint64(32)
+        total = shifted + np.asarray(low, dtype=np.int64).view(np.uint64)
+        carry = (total < shifted).astype(np.int64)
+        return cls((high >> 32) + carry, total)
+
+    @classmethod
     def concat(cls, sums: list[IntSums]) -> IntSums:
         if not sums:
             return cls.zeros(0)
@@ -434,8 +453,8 @@ class IntSums:
         return out
 
     def to_python(self, index: int) -> int:
-        """One sum as a Python integer (for error messages)."""
-        return (int(self.high[index]) << 64) + int(self.low[index])
+        """One sum (by flat index) as a Python integer (for error messages)."""
+        return (int(self.high.ravel()[index]) << 64) + int(self.low.ravel()[index])
 
 
 __all__ = [
@@ -443,6 +462,7 @@ __all__ = [
     "ExactSumError",
     "FloatSums",
     "IntSums",
+    "SumOverflow",
     "add_int",
     "add_term",
     "canonical",
