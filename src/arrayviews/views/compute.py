@@ -352,6 +352,10 @@ def stale_cells(
     inverse = inverse.reshape(-1)
     old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
     stale = np.zeros(len(coords), dtype=bool)
+    pairs = np.zeros(inverse.max() + 1, dtype=np.int64)
+    np.add.at(pairs, old_index, old_values[st.PAIRS])
+    np.add.at(pairs, new_index, values[st.PAIRS])
+    survives = pairs[new_index] > 0  # a cell that loses all its pairs leaves the view: nothing to redo
     for name in plan.extremes:
         is_min = "min" in name
         slot = np.full(inverse.max() + 1, -1, dtype=np.int64)
@@ -374,7 +378,7 @@ def stale_cells(
             reached = (~stored_has | (gone <= old)) & (~arrived_has | (gone <= arrived))
         else:
             reached = (~stored_has | (gone >= old)) & (~arrived_has | (gone >= arrived))
-        stale |= gone_has & reached
+        stale |= gone_has & reached & survives
     if not stale.any():
         return None
     rows = coords[stale]
