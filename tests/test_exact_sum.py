@@ -180,3 +180,44 @@ def test_int64_sums_that_leave_int64() -> None:
         np.array([0, 1, 0]), 2, np.array([1, 1, -1])
     )
     assert back.fits()[0] and back.values()[0] == 2**62
+
+
+# -- the Spark SQL functions of streams/exact_sums.py, called on Arrow arrays (no JVM) -----------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(values, max_size=4), min_size=1, max_size=12), st.integers(1, 4))
+def test_cumulative_sums_minus_an_earlier_one_equal_fsum_of_the_window(parts, width) -> None:
+    """The subtractable sliding window: Helper[j] = Helper[j-1] + sum of part j (exact states), the
+    window sum = Helper[j] - Helper[j-width]; it equals the reference over the window's values."""
+    import pyarrow as pa
+
+    from arrayviews.streams.exact_sums import exact_add, exact_difference, exact_sum
+
+    label = pa.array(["view T, sum of y"])
+    cumulative = [None]  # Helper[0] is empty (a NULL state)
+    empty = pa.array(
+        [None],
+        pa.struct(
+            [(f, pa.float64()) for f in ("s0", "s1", "s2", "s3")]
+            + [(f, pa.int64()) for f in ("pinf", "ninf", "nan")]
+        ),
+    )
+    for part in parts:
+        batch = exact_sum(pa.array([part], pa.list_(pa.float64())), label)
+        previous = cumulative[-1] if cumulative[-1] is not None else empty
+        cumulative.append(exact_add(previous, batch, label))
+    for j in range(1, len(parts) + 1):
+        old = cumulative[j - width] if j - width >= 1 else empty
+        got = exact_difference(cumulative[j], old, label)[0].as_py()
+        window = [v for part in parts[max(0, j - width) : j] for v in part]
+        assert same(got, reference(window)), (window, got)
+
+
+def test_stream_sum_errors_name_the_view_and_column() -> None:
+    import pyarrow as pa
+
+    from arrayviews.streams.exact_sums import exact_sum
+
+    with pytest.raises(ArithmeticError, match="view T, sum of y: its exact sum leaves the float64 range"):
+        exact_sum(pa.array([[1e308, 1e308]], pa.list_(pa.float64())), pa.array(["view T, sum of y"]))
