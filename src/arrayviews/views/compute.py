@@ -56,6 +56,12 @@ def gone_column(extreme: str) -> str:
     return GONE_PREFIX + extreme
 
 
+def _is_min(column: str) -> bool:
+    """Whether an extreme column (or its gone column) holds a minimum (by prefix, never by the
+    attribute's name, which may itself contain "min")."""
+    return column.removeprefix(GONE_PREFIX).startswith(st.EXTREME_PREFIXES[0])
+
+
 def delta_schema(stored: ArraySchema) -> ArraySchema:
     """Cells of a state change: every state attribute (extremes null where unchanged), the extremes
     of the values that left, a flag for cells touched by a negative pair, and a flag for rows holding
@@ -257,7 +263,7 @@ def join_chunk(
     for name, parts in extremes.items():
         values = np.concatenate([p[0] for p in parts])
         has = np.concatenate([p[1] for p in parts])
-        columns[name], seen = _reduce_extremes(values, has, inverse, count, "min" in name)
+        columns[name], seen = _reduce_extremes(values, has, inverse, count, _is_min(name))
         nulls[name] = ~seen
     for name, parts in replaced.items():
         values = np.concatenate([p[0] for p in parts])
@@ -357,7 +363,7 @@ def stale_cells(
     np.add.at(pairs, new_index, values[st.PAIRS])
     survives = pairs[new_index] > 0  # a cell that loses all its pairs leaves the view: nothing to redo
     for name in plan.extremes:
-        is_min = "min" in name
+        is_min = _is_min(name)
         slot = np.full(inverse.max() + 1, -1, dtype=np.int64)
         old_has = ~old_nulls.get(name, np.zeros(len(old_coords), bool))
         slot[old_index[old_has]] = np.flatnonzero(old_has)
@@ -444,7 +450,7 @@ def merge_chunk(
             target[slots] = incoming
             present[slots] = True
         else:
-            reducer = np.fmin if "min" in name else np.fmax
+            reducer = np.fmin if _is_min(name) else np.fmax
             both = present[slots]
             combined = np.where(both, reducer(target[slots], incoming), incoming)
             if target.dtype.kind == "f":
