@@ -128,6 +128,32 @@ def test_subtractable_window_structure() -> None:
     assert "CASE WHEN count_y > 0 THEN sum_y END > 0" in final.update.text
 
 
+def test_subtractable_float_sums_are_kept_exactly() -> None:
+    """With the stream's column types, a float column's cumulative sum is an exact sum state (seven
+    Helper columns) and the view takes the exact difference; integer sums stay Spark's SUM."""
+    statement = _window(
+        "CREATE VIEW W AS SELECT g, sum(y) AS s, avg(y) AS m, sum(k) AS t FROM S [WINDOW 3 MINUTES] GROUP BY g"
+    )
+    helper, final = translate(statement, 60, {"g": "string", "y": "double", "k": "bigint"})
+    state = "AV_EXACT_SUM(COLLECT_LIST(y), 'view W, sum of y') AS state_y"
+    assert state in helper.initialize.text and state in helper.update.text
+    assert "AV_EXACT_ADD(" in helper.update.text and "COALESCE(SUM(k), 0) AS sum_k" in helper.update.text
+    for column in ("sum_y", "sum_y_x1", "sum_y_x2", "sum_y_x3", "sum_y_pinf", "sum_y_ninf", "sum_y_nan"):
+        assert f"AS {column}" in helper.initialize.text and f"AS {column}" in helper.update.text
+        assert f"Old.{column}" in final.update.text
+    assert (
+        "AV_EXACT_DIFFERENCE(" in final.update.text
+        and "Cur.sum_k - COALESCE(Old.sum_k, 0)" in final.update.text
+    )
+    for definition in (helper, final):
+        parsed = parse_stream_statement(definition.text)
+        assert parsed.definition.initialize == definition.initialize
+        assert parsed.definition.update == definition.update
+    # without types (or for integer columns) nothing changes
+    plain, _ = translate(statement, 60)
+    assert "AV_EXACT" not in plain.update.text
+
+
 def test_distributive_window_structure() -> None:
     statement = _window(
         "CREATE VIEW W AS SELECT g, max(x), sum(y) FROM S [WINDOW 120 SECONDS] GROUP BY g HAVING max(x) > 1"

@@ -4,6 +4,8 @@ stream."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -157,3 +159,35 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db) -> None:
     stream.append(early)
     check_all(db, frames)
     assert db.stream_view("rising").status()["first"] == EPOCH // 60 - 2
+
+
+@pytest.mark.slow
+def test_subtractable_window_float_sums_are_exact(db) -> None:
+    """One 1e17 reading, then readings of 1.5: once the 1e17 reading has left the window the sum is
+    math.fsum of the window (it was 0.0 when cumulative float sums were subtracted); an infinity
+    that leaves the window no longer counts. Reference: math.fsum over each window's readings."""
+    stream = db.create_stream("F", "ts timestamp, g string, y double", 60, "ts")
+    values = [1e17, 1.5, 1e-10, 1.5, 1.5, float("inf"), 1.5, -1e16, 1.5, 2.25, 1.5]
+    rows = pd.DataFrame(
+        {
+            "ts": pd.to_datetime([EPOCH + 60 * k for k in range(len(values))], unit="s", utc=True),
+            "g": ["a"] * len(values),
+            "y": values,
+        }
+    )
+    stream.append(rows.iloc[:6])
+    db.create_stream_view(
+        "CREATE VIEW FW AS SELECT g, sum(y) AS s, avg(y) AS m FROM F [WINDOW 3 MINUTES] GROUP BY g"
+    )
+    stream.append(rows.iloc[6:])
+    frame = db.stream_view("FW").to_pandas()
+    stamps = pd.to_datetime(frame["PART_TIMESTAMP"]).dt.tz_localize(None)
+    parts = ((stamps - pd.Timestamp(EPOCH, unit="s")) // pd.Timedelta(seconds=60)).tolist()
+    assert sorted(parts) == list(range(len(values)))
+    for part, total, mean in zip(parts, frame["s"], frame["m"], strict=True):
+        window = values[max(0, part - 2) : part + 1]
+        expected = float("inf") if float("inf") in window else math.fsum(window)
+        assert total == expected, (part, window, total)
+        assert mean == expected / len(window)
+    # the issue's case: after 1e17 left, [1.5, 1e-10, 1.5] (cumulative float sums gave 0.0 here)
+    assert frame["s"][parts.index(3)] == math.fsum([1.5, 1e-10, 1.5]) != 0.0

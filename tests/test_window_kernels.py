@@ -9,12 +9,14 @@ two-pass reference on data around 1e8 with spread 1 and on float32 data (the sta
 from __future__ import annotations
 
 import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import FUNCTIONS, METHODS, window_array, window_block
 from arrayviews.kernels.window_points import window_points
 
@@ -207,6 +209,53 @@ def test_integer_extremes_and_exact_sums():
         run_all(values, present, (1, 1), (1, 1), (f,))
     small = np.array([2**53 + 1, 2**53 + 3, 5, -(2**53)], dtype=np.int64)
     run_all(small, None, (1,), (2,), ("sum", "avg"))
+
+
+int64_values = st.one_of(
+    st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5), st.sampled_from([2**63 - 1, -(2**63)])
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(int64_values, min_size=1, max_size=25),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from(METHODS + ("points",)),
+)
+def test_integer_window_sums_never_wrap(values, before, after, method):
+    """Python integers as the reference: a window sum beyond int64 raises, one within is exact (even
+    when the window's partial sums leave int64), and avg is the exact quotient rounded."""
+    n = len(values)
+    windows = [values[max(0, i - before) : i + after + 1] for i in range(n)]
+    exact = [sum(w) for w in windows]
+    array = np.array(values, dtype=np.int64)
+
+    def run(function):
+        if method == "points":
+            coords = np.arange(n, dtype=np.int64).reshape(-1, 1)
+            return window_points(coords, array, coords, (before,), (after,), function)[function][0]
+        return window_array(array, None, (before,), (after,), function, method)[function][0]
+
+    if all(-(2**63) <= x < 2**63 for x in exact):
+        assert run("sum").tolist() == exact
+    else:
+        with pytest.raises(SumOverflow) as caught:
+            run("sum")
+        (index,) = caught.value.index
+        assert caught.value.value == exact[index] and not -(2**63) <= exact[index] < 2**63
+    averages = run("avg")
+    for got, total, window in zip(averages.tolist(), exact, windows, strict=True):
+        want = float(Fraction(total, len(window)))
+        assert got == pytest.approx(want, rel=4e-16, abs=0)
+
+
+def test_a_window_sum_of_two_int64_maxima_raises_and_avg_is_exact():
+    values = np.array([2**63 - 1, 2**63 - 1], dtype=np.int64)
+    for method in METHODS:
+        with pytest.raises(SumOverflow, match="18446744073709551614"):
+            window_array(values, None, (1,), (0,), "sum", method)
+        assert window_array(values, None, (1,), (0,), "avg", method)["avg"][0][1] == float(2**63 - 1)
 
 
 def test_several_functions_share_a_call_and_aliases():

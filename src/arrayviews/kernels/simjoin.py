@@ -1,6 +1,9 @@
 """Shape-based similarity join of two point sets (numba): per left cell, signed aggregates of the right
 cells inside the shape centred on it, without materializing the pairs; or the pairs themselves.
 
+Sums are exact (kernels/exact_sum.py): integer sums in 128 bits, float sums as floating-point
+expansions with counts of non-finite values, so a signed delta adds and subtracts without error.
+
 Signs make one kernel serve both full computation (every sign +1) and view maintenance, where a
 delta is a set of cells with sign +1 (inserted, or new value) or -1 (deleted, or old value) and a
 pair counts with the product of its two signs: (alpha + d_alpha) join (beta + d_beta) expands into
@@ -17,28 +20,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from arrayviews.kernels import exact_sum
+from arrayviews.kernels.exact_sum import FloatSums, IntSums
 from arrayviews.model.shapes import Shape
-
-
-@dataclass
-class SignedAggregates:
-    """Per left cell: signed pair counts and, per right column, signed sums and min/max.
-
-    ``count`` is the signed number of pairs; ``valid_count[:, k]`` the signed number of pairs whose
-    right value in column k is not null; ``sums[:, k]`` the signed sum of those values (int64 for
-    integer columns, float64 for float columns); ``minimum``/``maximum`` are taken over positive pairs
-    only (``has_extreme`` false where there was none); ``negative`` marks left cells touched by a
-    negative pair, whose min/max can only be known by recomputing.
-    """
-
-    count: np.ndarray
-    valid_count: np.ndarray
-    int_sums: np.ndarray
-    float_sums: np.ndarray
-    minimum: np.ndarray
-    maximum: np.ndarray
-    has_extreme: np.ndarray
-    negative: np.ndarray
 
 
 @numba.njit(cache=True)
@@ -57,17 +41,22 @@ def _bucket_keys(points, origin, size, strides):
 def _join(
     left, left_sign, right, right_sign, right_keys, order, origin, size, strides, counts_per_dim,
     stencil, centre, int_values, float_values, int_valid, float_valid,
-    count, int_valid_count, float_valid_count, int_sums, float_sums,
-    int_min, int_max, float_min, float_max, int_has, float_has, negative,
+    count, int_valid_count, float_valid_count, int_high, int_low, float_parts, float_nonfinite,
+    int_min, int_max, float_min, float_max, int_has, float_has,
+    int_gone_min, int_gone_max, float_gone_min, float_gone_max, int_gone, float_gone, negative, status,
 ):  # fmt: skip
     n, d = left.shape
     n_int = int_values.shape[1]
     n_float = float_values.shape[1]
+    partials = np.empty((n_float, exact_sum.CAPACITY), dtype=np.float64)
+    scratch = np.empty(exact_sum.CAPACITY, dtype=np.float64)
+    lengths = np.zeros(n_float, dtype=np.int64)
     corner = np.empty(d, dtype=np.int64)
     first_bucket = np.empty(d, dtype=np.int64)
     span = np.empty(d, dtype=np.int64)
     step = np.empty(d, dtype=np.int64)
     for i in range(n):
+        lengths[:] = 0
         total = 1
         for k in range(d):
             low = left[i, k] - centre[k]
@@ -111,43 +100,90 @@ def _join(
                     if int_valid[j, c]:
                         value = int_values[j, c]
                         int_valid_count[i, c] += sign
-                        int_sums[i, c] += sign * value
+                        int_high[i, c], int_low[i, c] = exact_sum.add_int(
+                            int_high[i, c], int_low[i, c], value, sign < 0
+                        )
                         if sign > 0:
                             if not int_has[i, c] or value < int_min[i, c]:
                                 int_min[i, c] = value
                             if not int_has[i, c] or value > int_max[i, c]:
                                 int_max[i, c] = value
                             int_has[i, c] = True
+                        else:
+                            if not int_gone[i, c] or value < int_gone_min[i, c]:
+                                int_gone_min[i, c] = value
+                            if not int_gone[i, c] or value > int_gone_max[i, c]:
+                                int_gone_max[i, c] = value
+                            int_gone[i, c] = True
                 for c in range(n_float):
                     if float_valid[j, c]:
                         value = float_values[j, c]
                         float_valid_count[i, c] += sign
-                        float_sums[i, c] += sign * value
+                        if value - value != 0.0:  # counted, never summed: exactly invertible
+                            kind = (
+                                exact_sum.NAN
+                                if value != value
+                                else (exact_sum.POSINF if value > 0 else exact_sum.NEGINF)
+                            )
+                            float_nonfinite[i, c, kind] += sign
+                        else:
+                            grown = exact_sum.add_term(
+                                partials[c], lengths[c], scratch, value if sign > 0 else -value
+                            )
+                            if grown < 0:
+                                status[0], status[1], status[2] = -grown, i, c
+                                return
+                            lengths[c] = grown
                         if sign > 0:
-                            if not float_has[i, c]:
-                                float_min[i, c] = value
-                                float_max[i, c] = value
-                            elif value != value or float_min[i, c] != float_min[i, c]:
-                                float_min[i, c] = np.nan  # NaN propagates, as np.min would
-                                float_max[i, c] = np.nan
-                            else:
-                                float_min[i, c] = min(float_min[i, c], value)
-                                float_max[i, c] = max(float_max[i, c], value)
-                            float_has[i, c] = True
+                            _extend(float_min, float_max, float_has, i, c, value)
+                        else:
+                            _extend(float_gone_min, float_gone_max, float_gone, i, c, value)
+        for c in range(n_float):
+            written = exact_sum.canonical(partials[c], lengths[c], float_parts[i, c])
+            if written < 0:
+                status[0], status[1], status[2] = -written, i, c
+                return
+
+
+@numba.njit(cache=True, inline="always")
+def _extend(low, high, has, i, c, value):
+    """Take ``value`` into the running float min and max of row i, column c (NaN propagates, as in
+    np.min)."""
+    if not has[i, c]:
+        low[i, c] = value
+        high[i, c] = value
+    elif value != value or low[i, c] != low[i, c]:
+        low[i, c] = np.nan
+        high[i, c] = np.nan
+    else:
+        low[i, c] = min(low[i, c], value)
+        high[i, c] = max(high[i, c], value)
+    has[i, c] = True
 
 
 @dataclass
 class JoinResult:
-    """Signed aggregates per left cell, for integer and float right columns separately."""
+    """Signed aggregates per left cell.
+
+    ``count`` is the signed number of pairs; per right column, ``valid_count`` the signed number of
+    pairs whose value is not null, ``sums`` their exact signed sum (:class:`IntSums` for integer
+    columns, :class:`FloatSums` for float columns), ``minimum``/``maximum`` the extremes over the
+    positive pairs (``has_extreme`` false where there was none) and ``gone_minimum``/``gone_maximum``
+    those over the negative pairs (``has_gone`` false where there was none): the values that left.
+    ``negative`` marks left cells touched by a negative pair.
+    """
 
     count: np.ndarray
     int_columns: list[str]
     float_columns: list[str]
     valid_count: dict[str, np.ndarray]
-    sums: dict[str, np.ndarray]
+    sums: dict[str, IntSums | FloatSums]
     minimum: dict[str, np.ndarray]
     maximum: dict[str, np.ndarray]
     has_extreme: dict[str, np.ndarray]
+    gone_minimum: dict[str, np.ndarray]
+    gone_maximum: dict[str, np.ndarray]
+    has_gone: dict[str, np.ndarray]
     negative: np.ndarray
 
 
@@ -161,7 +197,8 @@ def join_aggregate(
     right_sign: np.ndarray | None = None,
 ) -> JoinResult:
     """For every left cell (already mapped into the right array's coordinates), the signed aggregates
-    of the right cells ``r`` with ``r - left`` in ``shape``."""
+    of the right cells ``r`` with ``r - left`` in ``shape``. Raises :class:`ExactSumError` (with the
+    left row and the float column's position) where a float sum cannot be kept exactly."""
     left = np.ascontiguousarray(left, dtype=np.int64).reshape(-1, shape.ndim)
     right = np.ascontiguousarray(right, dtype=np.int64).reshape(-1, shape.ndim)
     n, m = len(left), len(right)
@@ -191,19 +228,22 @@ def join_aggregate(
     left_sign = np.ones(n, np.int64) if left_sign is None else np.asarray(left_sign, dtype=np.int64)
     right_sign = np.ones(m, np.int64) if right_sign is None else np.asarray(right_sign, dtype=np.int64)
     count = np.zeros(n, np.int64)
+    ni, nf = len(int_columns), len(float_columns)
     outputs = {
-        "int_valid_count": np.zeros((n, len(int_columns)), np.int64),
-        "float_valid_count": np.zeros((n, len(float_columns)), np.int64),
-        "int_sums": np.zeros((n, len(int_columns)), np.int64),
-        "float_sums": np.zeros((n, len(float_columns)), np.float64),
-        "int_min": np.zeros((n, len(int_columns)), np.int64),
-        "int_max": np.zeros((n, len(int_columns)), np.int64),
-        "float_min": np.zeros((n, len(float_columns)), np.float64),
-        "float_max": np.zeros((n, len(float_columns)), np.float64),
-        "int_has": np.zeros((n, len(int_columns)), np.bool_),
-        "float_has": np.zeros((n, len(float_columns)), np.bool_),
+        "int_valid_count": np.zeros((n, ni), np.int64),
+        "float_valid_count": np.zeros((n, nf), np.int64),
+        "int_high": np.zeros((n, ni), np.int64),
+        "int_low": np.zeros((n, ni), np.uint64),
+        "float_parts": np.zeros((n, nf, exact_sum.K), np.float64),
+        "float_nonfinite": np.zeros((n, nf, exact_sum.NONFINITE), np.int64),
     }
+    for kind, columns, dtype in (("int", ni, np.int64), ("float", nf, np.float64)):
+        for part in ("min", "max", "gone_min", "gone_max"):
+            outputs[f"{kind}_{part}"] = np.zeros((n, columns), dtype)
+        outputs[f"{kind}_has"] = np.zeros((n, columns), np.bool_)
+        outputs[f"{kind}_gone"] = np.zeros((n, columns), np.bool_)
     negative = np.zeros(n, np.bool_)
+    status = np.zeros(3, np.int64)
     if n and m:
         size = np.asarray(shape.stencil.shape, dtype=np.int64)
         origin = right.min(axis=0)
@@ -217,18 +257,31 @@ def join_aggregate(
             left, left_sign, right, right_sign, keys[order], order, origin, size, strides, counts_per_dim,
             np.ascontiguousarray(shape.stencil), np.asarray(shape.centre, dtype=np.int64),
             int_values, float_values, int_valid, float_valid, count,
-            outputs["int_valid_count"], outputs["float_valid_count"], outputs["int_sums"], outputs["float_sums"],
+            outputs["int_valid_count"], outputs["float_valid_count"], outputs["int_high"], outputs["int_low"],
+            outputs["float_parts"], outputs["float_nonfinite"],
             outputs["int_min"], outputs["int_max"], outputs["float_min"], outputs["float_max"],
-            outputs["int_has"], outputs["float_has"], negative,
+            outputs["int_has"], outputs["float_has"],
+            outputs["int_gone_min"], outputs["int_gone_max"], outputs["float_gone_min"],
+            outputs["float_gone_max"], outputs["int_gone"], outputs["float_gone"], negative, status,
         )  # fmt: skip
-    result = JoinResult(count, int_columns, float_columns, {}, {}, {}, {}, {}, negative)
+        if status[0] != exact_sum.OK:
+            raise exact_sum.ExactSumError(int(status[0]), int(status[1]), int(status[2]))
+    result = JoinResult(count, int_columns, float_columns, {}, {}, {}, {}, {}, {}, {}, {}, negative)
     for kind, columns in (("int", int_columns), ("float", float_columns)):
         for k, name in enumerate(columns):
             result.valid_count[name] = outputs[f"{kind}_valid_count"][:, k]
-            result.sums[name] = outputs[f"{kind}_sums"][:, k]
+            if kind == "int":
+                result.sums[name] = IntSums(outputs["int_high"][:, k].copy(), outputs["int_low"][:, k].copy())
+            else:
+                result.sums[name] = FloatSums(
+                    outputs["float_parts"][:, k].copy(), outputs["float_nonfinite"][:, k].copy()
+                )
             result.minimum[name] = outputs[f"{kind}_min"][:, k]
             result.maximum[name] = outputs[f"{kind}_max"][:, k]
             result.has_extreme[name] = outputs[f"{kind}_has"][:, k]
+            result.gone_minimum[name] = outputs[f"{kind}_gone_min"][:, k]
+            result.gone_maximum[name] = outputs[f"{kind}_gone_max"][:, k]
+            result.has_gone[name] = outputs[f"{kind}_gone"][:, k]
     return result
 
 

@@ -9,8 +9,10 @@ where it reaches past the array bounds, so that windows are cut at the bounds (s
 :func:`window_array`, which does exactly that for a whole in-memory array).
 
 Aggregates: count, sum, avg, min, max, var, stdev. ``var`` is the sample variance (divisor n - 1) and
-``stdev`` its square root. Result dtypes: count int64; sum int64 for integer and bool input (exact, in
-wrapping int64 arithmetic) and float64 for float input; avg, var and stdev float64; min and max keep
+``stdev`` its square root. Result dtypes: count int64; sum int64 for integer and bool input (exact:
+where a window may leave int64 the sums are taken in 128 bits, and a sum of a wanted cell that does
+not fit int64 raises :class:`~arrayviews.kernels.exact_sum.SumOverflow`; avg is then computed from
+the exact sum) and float64 for float input; avg, var and stdev float64; min and max keep
 the input dtype. Null rules (the same as :func:`arrayviews.kernels.aggregates.finalize`): sum, avg, min
 and max are null where the window holds no counted cell, var and stdev where it holds fewer than two;
 count is never null. Null positions hold 0 (False for bool) in the value array; the null mask is None
@@ -59,6 +61,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from arrayviews.kernels.exact_sum import IntSums, SumOverflow
 from arrayviews.model.aggregate_calls import canonical_function
 
 METHODS: tuple[str, ...] = ("naive", "basic", "incremental")
@@ -475,7 +478,8 @@ def window_block(
     all). ``valid``: bool mask of the non-null values (None: all); null values count as empty cells.
     ``targets``: optional bool mask of the *core* shape, the cells whose results are wanted (typically
     ``present`` at the core); ``naive`` and ``basic`` then scan only those windows, as SciDB skips empty
-    cells, and report the others as empty windows (count 0, null); ``incremental`` ignores it.
+    cells, and report the others as empty windows (count 0, null); ``incremental`` computes them all.
+    An integer sum beyond int64 raises only at wanted cells (all cells when ``targets`` is None).
     Returns, per canonical function name, ``(result, null mask or None)`` with the core shape
     ``shape - before - after``.
     """
@@ -505,8 +509,13 @@ def window_block(
         flat_targets = None if flat_targets.all() else flat_targets.ravel()
         if flat_targets is not None and mask is None:
             mask = np.ones(values.shape, dtype=np.bool_)  # counts differ between targets and the rest
+    checked = None
+    if targets is not None:
+        checked = np.asarray(targets, dtype=np.bool_)
+        if checked.shape != core:
+            raise ValueError(f"targets shape {checked.shape} differs from the core shape {core}")
     reducer = _Reducer(values.shape, widths, method, flat_targets)
-    return _compute(values, mask, reducer, names)
+    return _compute(values, mask, reducer, names, checked)
 
 
 def _combined_mask(shape, present, valid) -> np.ndarray | None:
@@ -539,7 +548,9 @@ def _nonfinite_kinds(values, mask, has_mask):
     return nan, posinf, neginf
 
 
-def _compute(values: np.ndarray, mask: np.ndarray | None, reducer: _Reducer, names: list[str]) -> Result:
+def _compute(
+    values: np.ndarray, mask: np.ndarray | None, reducer: _Reducer, names: list[str], checked=None
+) -> Result:
     dtype = values.dtype
     is_float = dtype.kind == "f"
     if is_float and dtype != np.float64:
@@ -585,7 +596,7 @@ def _compute(values: np.ndarray, mask: np.ndarray | None, reducer: _Reducer, nam
             source = values.astype(np.int64)
             if keep is not None:
                 source[~keep] = 0
-            (total,) = reducer.sums([source], np.int64)
+            total = _integer_sums(source, reducer)
         else:
             source = values if keep is None else np.where(keep, values, 0.0)
             (total,) = reducer.sums([source], np.float64)
@@ -596,7 +607,7 @@ def _compute(values: np.ndarray, mask: np.ndarray | None, reducer: _Reducer, nam
             result = count if isinstance(count, np.ndarray) else np.full(core, count, dtype=np.int64)
             results[name] = (result, None)
         elif name in ("sum", "avg"):
-            results[name] = _finish_sum(name, total, count, is_float, bad)
+            results[name] = _finish_sum(name, total, count, is_float, bad, checked)
         elif name in ("var", "stdev"):
             results[name] = _finish_var(name, first_moment, second_moment, count, bad)
         else:
@@ -633,7 +644,33 @@ def _nonfinite_sum(result: np.ndarray, bad: dict[str, np.ndarray]) -> None:
         result[nan > 0] = np.nan
 
 
-def _finish_sum(name, total, count, is_float, bad):
+def _integer_sums(source: np.ndarray, reducer: _Reducer) -> np.ndarray | IntSums:
+    """Window sums of int64 values: plain int64 sums when no window can leave int64 (largest
+    magnitude times window cells below 2**63), else exact 128-bit sums from the window sums of the
+    values' high and low 32-bit halves (each below 2**63 for windows under 2**31 cells)."""
+    cells = math.prod(reducer.widths)
+    largest = max(int(source.max()), -int(source.min())) if source.size else 0
+    if largest * cells < 2**63:
+        (total,) = reducer.sums([source], np.int64)
+        return total
+    if cells >= 2**31:
+        raise ValueError(f"exact integer window sums need windows under 2**31 cells, got {cells}")
+    high, low = reducer.sums([source >> 32, source & 0xFFFFFFFF], np.int64)
+    return IntSums.shifted(high, low)
+
+
+def _finish_sum(name, total, count, is_float, bad, checked=None):
+    wide = isinstance(total, IntSums)
+    if wide:
+        exact, total = total, total.values()
+        outside = ~exact.fits() & (count > 0)
+        if checked is not None:
+            outside &= checked
+        if name == "sum" and outside.any():
+            index = np.unravel_index(int(np.flatnonzero(outside.ravel())[0]), outside.shape)
+            raise SumOverflow(
+                tuple(int(i) for i in index), exact.to_python(int(np.ravel_multi_index(index, outside.shape)))
+            )
     with np.errstate(invalid="ignore", divide="ignore"):
         if not is_float:
             if name == "sum":
@@ -643,6 +680,11 @@ def _finish_sum(name, total, count, is_float, bad):
                 quotient, remainder = np.divmod(total, safe)
                 result = quotient.astype(np.float64)
                 result += remainder / safe
+                if wide and not exact.fits().all():
+                    beyond = ~exact.fits()
+                    result[beyond] = (
+                        exact.take(beyond).to_float() / np.broadcast_to(safe, beyond.shape)[beyond]
+                    )
         else:
             result = total.copy() if name == "sum" else total / count
     if is_float and bad:

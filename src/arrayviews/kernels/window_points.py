@@ -14,7 +14,9 @@ of the bucket coordinates; if the grid is too large for int64 the key wraps, whi
 scanning (every point is checked against the box and each key is scanned once per query).
 
 var/stdev use a per-window shift (the first finite value met in the window), so they are accurate for
-data far from zero (1e8 with spread 1 keeps ~1e-12 relative error); sums of integers are exact int64.
+data far from zero (1e8 with spread 1 keeps ~1e-12 relative error); sums of integers are exact: in int64
+when no window can leave it, else in 128 bits, and a sum that does not fit int64 raises
+:class:`~arrayviews.kernels.exact_sum.SumOverflow` (its index is the query's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from arrayviews.kernels.exact_sum import IntSums, SumOverflow, add_int
 from arrayviews.kernels.window import _functions, _window_lengths
 
 Result = dict[str, tuple[np.ndarray, np.ndarray | None]]
@@ -56,8 +59,10 @@ def _query_kernel(
     origin,
     radix,
     sums,
+    wide,
     stats,
     total,
+    total_high,
     smallest,
     largest,
 ):
@@ -66,7 +71,8 @@ def _query_kernel(
     ``coords``/``values`` are sorted by bucket key; ``unique[b]`` is the b-th distinct key and its
     points are ``starts[b]:starts[b + 1]``. Outputs (length m): ``stats[q, :]`` = count, float sum,
     variance of the finite values, non-finite count; ``total`` (int64 or float64 sum),
-    ``smallest``/``largest`` (min and max; untouched where the window is empty).
+    ``smallest``/``largest`` (min and max; untouched where the window is empty). With ``wide``,
+    integer sums are exact 128-bit integers: ``total_high`` the high words, ``total`` the low words.
     """
     m, d = queries.shape
     lo = np.empty(d, dtype=np.int64)
@@ -99,6 +105,8 @@ def _query_kernel(
         bad = 0
         fsum = 0.0
         acc = total[q]
+        acc_high = np.int64(0)
+        acc_low = np.uint64(0)
         lo_v = smallest[q]
         hi_v = largest[q]
         n_seen = 0
@@ -139,7 +147,10 @@ def _query_kernel(
                     hi_v = _max(hi_v, v)
                 count += 1
                 if sums:
-                    acc += v
+                    if wide:
+                        acc_high, acc_low = add_int(acc_high, acc_low, np.int64(v), False)
+                    else:
+                        acc += v
                 fv = np.float64(v)
                 fsum += fv
                 if fv - fv != 0.0:
@@ -158,7 +169,11 @@ def _query_kernel(
             n = count - bad
             stats[q, _VAR] = (s2 - s1 * s1 / n) / (n - 1)
         stats[q, _BAD] = bad
-        total[q] = acc
+        if wide:
+            total[q] = np.int64(acc_low)
+            total_high[q] = acc_high
+        else:
+            total[q] = acc
         smallest[q] = lo_v
         largest[q] = hi_v
 
@@ -215,6 +230,10 @@ def window_points(
     bucket = high - low + 1
     stats = np.zeros((m, 4), dtype=np.float64)
     total = np.zeros(m, dtype=work.dtype)
+    total_high = np.zeros(m, dtype=np.int64)
+    # integer sums that may leave int64 (largest magnitude times points) are kept in 128 bits
+    largest_magnitude = max(int(work.max()), -int(work.min())) if len(work) and not is_float else 0
+    wide = largest_magnitude * len(work) >= 2**63
     if is_float:
         smallest = np.full(m, np.inf)
         largest = np.full(m, -np.inf)
@@ -242,13 +261,16 @@ def window_points(
             origin,
             radix,
             bool({"sum", "avg"} & set(names)) and not is_float,
+            wide,
             stats,
             total,
+            total_high,
             smallest,
             largest,
         )
     count = stats[:, _COUNT].astype(np.int64)
     empty = count == 0
+    exact = IntSums.from_words(total_high, total) if wide else None
     results: Result = {}
     for name in names:
         if name == "count":
@@ -262,6 +284,9 @@ def window_points(
                 np.sqrt(result, out=result)
             null = count < 2
         elif name == "sum":
+            if exact is not None and not exact.fits().all():
+                index = int(np.flatnonzero(~exact.fits())[0])
+                raise SumOverflow((index,), exact.to_python(index))
             result = stats[:, _SUM].copy() if is_float else total.copy()
             null = empty
         elif name == "avg":
@@ -271,6 +296,9 @@ def window_points(
             else:
                 quotient, remainder = np.divmod(total, safe)
                 result = quotient.astype(np.float64) + remainder / safe
+                if exact is not None and not exact.fits().all():
+                    beyond = ~exact.fits()
+                    result[beyond] = exact.take(beyond).to_float() / safe[beyond]
             null = empty
         else:
             result = (smallest if name == "min" else largest).astype(dtype)

@@ -87,3 +87,15 @@ class ExecutionError(ArrayViewsError, RuntimeError):
     def __init__(self, message: str, *, details: str = "") -> None:
         self.details = details
         super().__init__(message)
+
+
+class RangeError(ArrayViewsError, ArithmeticError):
+    """A result cannot be represented exactly in its type (an int64 sum beyond int64, a float sum
+    beyond float64 or beyond the precision an exact sum keeps); nothing was written. ``array`` names
+    the array or view, ``column`` the attribute and ``value`` the value that does not fit."""
+
+    def __init__(self, message: str, *, array: str | None = None, column: str | None = None, value=None):
+        self.array = array
+        self.column = column
+        self.value = value
+        super().__init__(message)

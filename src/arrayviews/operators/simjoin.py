@@ -62,14 +62,19 @@ class JoinSpec:
 
 
 def plan_pairs(
-    spec: JoinSpec, left_chunks: np.ndarray, right_chunks: np.ndarray
+    spec: JoinSpec, left_chunks: np.ndarray, right_chunks: np.ndarray, boxes: Boxes | None = None
 ) -> list[tuple[tuple, tuple]]:
-    """The (left chunk, right chunk) pairs to join, from chunk lists alone (metadata, never data)."""
+    """The (left chunk, right chunk) pairs to join, from chunk lists alone (metadata, never data);
+    with ``boxes``, only the right chunks within reach of each left chunk's box."""
     existing = {tuple(int(c) for c in row) for row in np.asarray(right_chunks).reshape(-1, spec.right.ndim)}
     pairs = []
     for row in np.asarray(left_chunks).reshape(-1, spec.left.ndim):
         left = tuple(int(c) for c in row)
-        ranges = spec.right_chunks_of(left)
+        if boxes is None:
+            ranges = spec.right_chunks_of(left)
+        else:
+            region_low, region_high = spec.right_region(*boxes[left])
+            ranges = ChunkGrid.of(spec.right).chunk_ranges_overlapping(region_low, region_high)
         if ranges is None:
             continue
         volume = 1
@@ -100,20 +105,27 @@ def _targets_by_right(pairs) -> dict[tuple, list[tuple]]:
     return targets
 
 
-def _regions_for(spec: JoinSpec, targets: dict[tuple, list[tuple]]):
+#: Per left chunk, the box ``(low, high)`` of the left cells that need right cells (default: the chunk).
+Boxes = dict[tuple, tuple[np.ndarray, np.ndarray]]
+
+
+def _regions_for(spec: JoinSpec, targets: dict[tuple, list[tuple]], boxes: Boxes | None = None):
     grid = ChunkGrid.of(spec.left)
 
     def regions(chunk: tuple[int, ...]) -> Iterator[halo.Region]:
         for target in targets.get(tuple(int(c) for c in chunk), ()):
-            low, high = grid.chunk_bounds(target)
+            low, high = boxes[target] if boxes is not None else grid.chunk_bounds(target)
             region_low, region_high = spec.right_region(low, high)
             yield target, region_low, region_high
 
     return regions
 
 
-def _right_pieces(table: pa.Table, spec: JoinSpec, targets: dict, role: int) -> pa.Table:
-    pieces = halo.cut_to_regions(table, spec.right, _regions_for(spec, targets), spec.left.dimension_names)
+def _right_pieces(
+    table: pa.Table, spec: JoinSpec, targets: dict, role: int, boxes: Boxes | None = None
+) -> pa.Table:
+    regions = _regions_for(spec, targets, boxes)
+    pieces = halo.cut_to_regions(table, spec.right, regions, spec.left.dimension_names)
     return pieces.append_column(ROLE, pa.array(np.full(pieces.num_rows, role, dtype=np.int8)))
 
 
@@ -145,13 +157,20 @@ def route_left(frame: DataFrame, spec: JoinSpec, role: int, chunks: np.ndarray |
     return jobs.map_batches(frame, function, left_piece_schema(spec))
 
 
-def route_right(frame: DataFrame, spec: JoinSpec, pairs: list[tuple[tuple, tuple]], role: int) -> DataFrame:
-    """Right fragments cut into pieces for every left chunk of ``pairs`` that reaches them."""
+def route_right(
+    frame: DataFrame,
+    spec: JoinSpec,
+    pairs: list[tuple[tuple, tuple]],
+    role: int,
+    boxes: Boxes | None = None,
+) -> DataFrame:
+    """Right fragments cut into pieces for every left chunk of ``pairs`` that reaches them (only the
+    part within reach of the box of ``boxes`` for that left chunk, when given)."""
     targets = _targets_by_right(pairs)
     if not targets:
         return frame.sparkSession.createDataFrame([], jobs.spark_schema(right_piece_schema(spec)))
     frame = only_chunks(frame, spec.right, np.array(list(targets), dtype=np.int64))
-    function = functools.partial(_right_pieces, spec=spec, targets=targets, role=role)
+    function = functools.partial(_right_pieces, spec=spec, targets=targets, role=role, boxes=boxes)
     return jobs.map_batches(frame, function, right_piece_schema(spec))
 
 

@@ -17,10 +17,11 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from arrayviews.execution import jobs
+from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
 from arrayviews.model.aggregate_calls import AggregateCall
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import halo
@@ -68,6 +69,17 @@ def _functions_by_input(calls: list[AggregateCall]) -> dict[str | None, list[str
     return by_input
 
 
+def _overflow(out_schema: ArraySchema, attribute: str, cell: np.ndarray, value: int) -> RangeError:
+    where = ", ".join(f"{d}={int(c)}" for d, c in zip(out_schema.dimension_names, cell, strict=True))
+    return RangeError(
+        f"{out_schema.name}: the window sum of {attribute} at cell ({where}) is {value}, which does not "
+        "fit int64",
+        array=out_schema.name,
+        column=attribute,
+        value=value,
+    )
+
+
 def _window_chunk(
     pieces: pa.Table,
     schema: ArraySchema,
@@ -107,8 +119,10 @@ def _window_chunk(
                 present = (
                     block.present & ~block.nulls[attribute] if attribute in block.nulls else block.present
                 )
-            targets = own if method != "incremental" else None
-            computed = window_block(values, present, before, after, functions, method, targets=targets)
+            try:
+                computed = window_block(values, present, before, after, functions, method, targets=own)
+            except SumOverflow as error:
+                raise _overflow(out_schema, attribute, low + np.asarray(error.index), error.value) from None
             for function, (result, null) in computed.items():
                 results[(attribute, function)] = (
                     result[core_index].reshape(-1),
@@ -126,7 +140,12 @@ def _window_chunk(
         for attribute, functions in _functions_by_input(calls).items():
             values = None if attribute is None else points.values[attribute]
             valid = ~points.nulls[attribute] if attribute is not None and attribute in points.nulls else None
-            computed = window_points(points.coords, values, queries, before, after, functions, valid=valid)
+            try:
+                computed = window_points(
+                    points.coords, values, queries, before, after, functions, valid=valid
+                )
+            except SumOverflow as error:
+                raise _overflow(out_schema, attribute, queries[error.index[0]], error.value) from None
             for function, pair in computed.items():
                 results[(attribute, function)] = pair
     values_out, nulls_out = {}, {}

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+from arrayviews.streams import exact_sums
 from arrayviews.streams.definition import PartQuery
 
 # (relation, first part, last part) -> the rows of those parts (user columns only)
@@ -24,6 +25,7 @@ def run_part_query(
     """The result of ``query`` building part ``part``; the temporary views it registers are named
     uniquely (and appended to ``registered``), so the lazy result stays valid after later queries
     register theirs."""
+    exact_sums.register(spark)  # translated window views sum floats exactly with these
     tag = uuid.uuid4().hex[:12]
     names: dict[int, str] = {}
     for number, reference in enumerate(query.references):

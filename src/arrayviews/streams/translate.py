@@ -33,20 +33,27 @@ Sliding windows of ``Wp`` stream parts (section 5.2):
   membership never depends on a sum's sign, and the Helper holds only the groups seen in the last Wp
   parts. ``sum`` is null when the window has no non-null value (as in SQL).
 
-Sums of integer columns are exact; sums of floating-point columns may differ from a recomputation in
-the last bits (cumulative sums are subtracted). Sums keep the type of the per-part sums, so decimal
-columns are not supported by the subtractable form.
+Sums of integer columns are exact. In the subtractable form a floating-point column (when the
+translation is given the stream's column types) is summed exactly: the Helper keeps its cumulative
+sum as the components and non-finite counts of an exact sum (streams/exact_sums.py: ``sum_y`` is the
+rounded cumulative sum, ``sum_y_x1`` .. ``sum_y_x3`` the components below it, ``sum_y_pinf``,
+``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the view's sum is the exact
+difference rounded once, so a window sum equals ``math.fsum`` of the window's values however large
+the values that left it (an infinity that left no longer counts). The distributive form adds per-part
+sums and never subtracts. Sums keep the type of the per-part sums, so decimal columns are not
+supported by the subtractable form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import HELPER_SUFFIX
+from arrayviews.streams import exact_sums
 from arrayviews.streams.definition import PartIndex, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
 from arrayviews.streams.parser import parse_stream_statement
@@ -73,21 +80,28 @@ QueryBuilder = Callable[["_References"], exp.Expression]
 
 
 def translate(
-    statement: CreatePatternView | CreateWindowView, stream_partition_length: int
+    statement: CreatePatternView | CreateWindowView,
+    stream_partition_length: int,
+    column_types: Mapping[str, str] | None = None,
 ) -> list[ViewDFDefinition]:
     """The ViewDFs maintaining ``statement``'s view over a stream of ``stream_partition_length``
-    seconds per part: helper views first, the final view (named as the statement's view) last."""
+    seconds per part: helper views first, the final view (named as the statement's view) last.
+
+    ``column_types`` (the stream's column names to Spark type names, e.g. ``{"y": "double"}``) lets
+    a subtractable window sum floating-point columns exactly; without it every sum is Spark's SUM."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
     if isinstance(statement, CreatePatternView):
         return _PatternTranslation(statement, stream_partition_length).definitions()
     if isinstance(statement, CreateWindowView):
-        return _WindowTranslation(statement, stream_partition_length).definitions()
+        return _WindowTranslation(statement, stream_partition_length, column_types).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
 def explain(
-    statement: CreatePatternView | CreateWindowView | CreateViewDF | Explain, stream_partition_length: int
+    statement: CreatePatternView | CreateWindowView | CreateViewDF | Explain,
+    stream_partition_length: int,
+    column_types: Mapping[str, str] | None = None,
 ) -> str:
     """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
     (each of which parses back to its definition), or a hand-written ViewDF's part references."""
@@ -104,7 +118,7 @@ def explain(
         )
         lines += [f"-- {line}" for line in translation.machine.describe().splitlines()]
     else:
-        translation = _WindowTranslation(statement, stream_partition_length)
+        translation = _WindowTranslation(statement, stream_partition_length, column_types)
         query = statement.query
         kind = (
             "subtractable aggregates: cumulative sums per epoch, minus the part one window earlier"
@@ -373,10 +387,16 @@ class _PatternTranslation:
 class _WindowTranslation:
     """Sections 5.2.1 (distributive) and 5.2.2 (subtractable, with group membership tracked)."""
 
-    def __init__(self, statement: CreateWindowView, partition_length: int) -> None:
+    def __init__(
+        self,
+        statement: CreateWindowView,
+        partition_length: int,
+        column_types: Mapping[str, str] | None = None,
+    ) -> None:
         self.statement = statement
         self.query: WindowQuery = statement.query
         self.partition_length = partition_length
+        types = {name.lower(): kind.lower() for name, kind in (column_types or {}).items()}
         query = self.query
         if query.window_seconds % partition_length:
             where = query.window_position
@@ -403,6 +423,17 @@ class _WindowTranslation:
         self.age = names.fresh("age")
         self.idle = names.fresh("idle")
         self.helper = statement.name + HELPER_SUFFIX
+        # float columns of the subtractable form, summed exactly: the Helper's columns of each sum
+        # state (in the order of exact_sums.FIELDS) and the name of the per-part state in Batch
+        self.exact: dict[str, list[str]] = {}
+        self.exact_batch: dict[str, str] = {}
+        if self.subtractable:
+            for attribute, column in self.sums.items():
+                if types.get(attribute.lower()) in ("double", "float"):
+                    lower = [names.fresh(f"{column}_x{k}") for k in range(1, len(exact_sums.FIELDS) - 3)]
+                    counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
+                    self.exact[attribute] = [column, *lower, *counts]
+                    self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
 
     def definitions(self) -> list[ViewDFDefinition]:
         length = self.partition_length
@@ -447,30 +478,64 @@ class _WindowTranslation:
         return self.results(totals)
 
     # -- cumulative sums per epoch (subtractable) --------------------------------------------
+    def label(self, attribute: str) -> exp.Literal:
+        """What an exact sum's error message names: the view and the summed column."""
+        return exp.Literal.string(f"view {self.statement.name}, sum of {attribute}")
+
     def batch_columns(self) -> list[exp.Expression]:
-        """S[v]'s per-group row count, sums (0 without non-null values) and non-null counts."""
+        """S[v]'s per-group row count, sums (0 without non-null values; the exact sum state of a float
+        column) and non-null counts."""
         columns = [_alias(exp.Count(this=exp.Star(), big_int=True), self.count)]
-        columns += [_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c) for a, c in self.sums.items()]
+        for a, c in self.sums.items():
+            if a in self.exact:
+                values = exp.Anonymous(this="collect_list", expressions=[_column(a)])
+                state = exp.Anonymous(this=exact_sums.SUM, expressions=[values, self.label(a)])
+                columns.append(_alias(state, self.exact_batch[a]))
+            else:
+                columns.append(_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c))
         columns += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
         return columns
 
     def cumulated(self) -> list[str]:
         """The cumulative columns of the Helper."""
-        return ([self.count] if self.keeps_count else []) + [*self.sums.values(), *self.counts.values()]
+        sums = [column for a, column in self.sums.items() for column in self.exact.get(a, [column])]
+        return ([self.count] if self.keeps_count else []) + sums + [*self.counts.values()]
 
-    def cumulative_initialize(self, references: _References) -> exp.Expression:
-        outputs = [*self.groups(), _alias(_number(1), self.age), _alias(_number(0), self.idle)]
-        batch = {alias.alias: alias for alias in self.batch_columns()}
-        outputs += [batch[column] for column in self.cumulated()]
-        return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
+    def unpacked(self, state: exp.Expression, attribute: str) -> list[exp.Expression]:
+        """The Helper columns of an exact sum state: ``state.s0 AS sum_y``, ..."""
+        return [
+            _alias(exp.Dot(this=state.copy(), expression=exp.to_identifier(field)), column)
+            for field, column in zip(exact_sums.FIELDS, self.exact[attribute], strict=True)
+        ]
 
-    def cumulative_update(self, references: _References) -> exp.Expression:
-        batch = (
+    def packed(self, attribute: str, table: str) -> exp.Expression:
+        """The stored columns of an exact sum as one struct: ``struct(T.sum_y, T.sum_y_x1, ...)``."""
+        return exp.Struct(expressions=[_column(c, table) for c in self.exact[attribute]])
+
+    def batch(self, references: _References) -> exp.Subquery:
+        return (
             exp.select(*self.groups(), *self.batch_columns())
             .from_(references.part(self.query.stream, 0))
             .group_by(*self.groups())
             .subquery("Batch")
         )
+
+    def cumulative_initialize(self, references: _References) -> exp.Expression:
+        outputs = [*self.groups(), _alias(_number(1), self.age), _alias(_number(0), self.idle)]
+        if not self.exact:
+            batch = {alias.alias: alias for alias in self.batch_columns()}
+            outputs += [batch[column] for column in self.cumulated()]
+            return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
+        for column in self.cumulated():
+            attribute = next((a for a, columns in self.exact.items() if column in columns), None)
+            if attribute is None:
+                outputs.append(_column(column))
+            elif column == self.exact[attribute][0]:
+                outputs += self.unpacked(_column(self.exact_batch[attribute]), attribute)
+        return exp.select(*outputs).from_(self.batch(references))
+
+    def cumulative_update(self, references: _References) -> exp.Expression:
+        batch = self.batch(references)
         previous_age = _column(self.age, PREVIOUS)
         step_columns = [
             _alias(_coalesce(_column(g, "Batch"), _column(g, PREVIOUS)), g) for g in self.query.group_by
@@ -489,12 +554,25 @@ class _WindowTranslation:
             .else_(_number(0))
         )
         step_columns += [_alias(age, self.age), _alias(idle, self.idle)]
-        for column in self.cumulated():
-            total = exp.Add(
-                this=_coalesce(_column(column, PREVIOUS), _number(0)),
-                expression=_coalesce(_column(column, "Batch"), _number(0)),
-            )
-            step_columns.append(_alias(total, column))
+        outputs = [*self.groups(), _column(self.age), _column(self.idle)]
+        for column in self.cumulated():  # in the order of the INITIALIZE query's columns
+            attribute = next((a for a, columns in self.exact.items() if column in columns), None)
+            if attribute is None:
+                total = exp.Add(
+                    this=_coalesce(_column(column, PREVIOUS), _number(0)),
+                    expression=_coalesce(_column(column, "Batch"), _number(0)),
+                )
+                step_columns.append(_alias(total, column))
+                outputs.append(_column(column))
+            elif column == self.exact[attribute][0]:
+                state = self.exact_batch[attribute]
+                previous = self.packed(attribute, PREVIOUS)
+                added = exp.Anonymous(
+                    this=exact_sums.ADD,
+                    expressions=[previous, _column(state, "Batch"), self.label(attribute)],
+                )
+                step_columns.append(_alias(added, state))
+                outputs += self.unpacked(_column(state), attribute)
         step = (
             exp.select(*step_columns)
             .from_(batch)
@@ -504,17 +582,29 @@ class _WindowTranslation:
                 join_type="full outer",
             )
         )
-        outputs = [*self.groups(), _column(self.age), _column(self.idle), *map(_column, self.cumulated())]
         in_window = _column(self.idle) < _number(self.parts)
         return exp.select(*outputs).from_(step.subquery("Step")).where(in_window)
 
     def subtracted(self, references: _References) -> exp.Expression:
         columns = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
+        exact_columns = {c for columns in self.exact.values() for c in columns}
         for column in self.cumulated():
+            if column in exact_columns:
+                continue
             difference = exp.Sub(
                 this=_column(column, "Cur"), expression=_coalesce(_column(column, "Old"), _number(0))
             )
             columns.append(_alias(difference, column))
+        for attribute, stored in self.exact.items():
+            difference = exp.Anonymous(
+                this=exact_sums.DIFFERENCE,
+                expressions=[
+                    self.packed(attribute, "Cur"),
+                    self.packed(attribute, "Old"),
+                    self.label(attribute),
+                ],
+            )
+            columns.append(_alias(difference, stored[0]))
         same_epoch = _column(self.age, "Old").eq(
             exp.Sub(this=_column(self.age, "Cur"), expression=_number(self.parts))
         )

@@ -4,7 +4,13 @@ per left cell into view state, and merged with the view's previous state.
 Full computation is one term (left join right, all signs +1). Maintenance under deltas evaluates
 ``d_left join right_old + left_old join d_right + d_left join d_right`` with signed cells (the
 expansion of (left + d_left) join (right + d_right) minus left join right), so the join of the two
-deltas is counted once.
+deltas is counted once. Counts add as int64 and sums exactly (kernels/exact_sum.py), so a
+maintained view equals its recomputation bit for bit.
+
+min and max cannot be subtracted: a state change carries, per cell, the extremes of the values that
+arrived and of those that left (``_gone...``). A cell whose old extreme may have left is *stale*
+(:func:`stale_cells`); only those cells are recomputed from the new base arrays
+(:func:`fresh_extremes_chunk`), and their fresh extremes replace the stored ones in the merge.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums
 from arrayviews.kernels.simjoin import join_aggregate
+from arrayviews.model.errors import RangeError
 from arrayviews.model.names import NEGATIVE
 from arrayviews.model.schema import ArraySchema, Attribute
 from arrayviews.model.types import numpy_dtype
@@ -39,22 +47,36 @@ DELTA_TERMS = (
     ((LEFT_OLD,), (RIGHT_MINUS, RIGHT_PLUS)),
     ((LEFT_MINUS, LEFT_PLUS), (RIGHT_MINUS, RIGHT_PLUS)),
 )
+FRESH = "_fresh"
+GONE_PREFIX = "_gone"
+
+
+def gone_column(extreme: str) -> str:
+    """The delta column holding the extreme of the values that left, for extreme column ``extreme``."""
+    return GONE_PREFIX + extreme
+
+
+def _is_min(column: str) -> bool:
+    """Whether an extreme column (or its gone column) holds a minimum (by prefix, never by the
+    attribute's name, which may itself contain "min")."""
+    return column.removeprefix(GONE_PREFIX).startswith(st.EXTREME_PREFIXES[0])
 
 
 def delta_schema(stored: ArraySchema) -> ArraySchema:
-    """Cells of a state change: every state attribute (extremes null where unchanged) and a flag for
-    cells touched by a negative pair."""
+    """Cells of a state change: every state attribute (extremes null where unchanged), the extremes
+    of the values that left, a flag for cells touched by a negative pair, and a flag for rows holding
+    recomputed (fresh) extremes that replace the stored ones."""
     state = [a for a in stored.attributes if a.internal]
-    relaxed = [
-        Attribute(
-            a.name,
-            a.type,
-            nullable=a.name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES),
-            internal=True,
-        )
+    nullable = st.REPLACED_PREFIXES + st.EXTREME_PREFIXES
+    relaxed = [Attribute(a.name, a.type, nullable=a.name.startswith(nullable), internal=True) for a in state]
+    gone = [
+        Attribute(gone_column(a.name), a.type, nullable=True, internal=True)
         for a in state
+        if a.name.startswith(st.EXTREME_PREFIXES)
     ]
-    return stored.with_attributes([*relaxed, Attribute(NEGATIVE, "bool", internal=True)])
+    return stored.with_attributes(
+        [*relaxed, *gone, Attribute(NEGATIVE, "bool", internal=True), Attribute(FRESH, "bool", internal=True)]
+    )
 
 
 def _points(
@@ -97,6 +119,61 @@ def _inputs(definition: SimilarityViewDefinition, side: str) -> dict[str, set[st
     return found
 
 
+def _cell(stored: ArraySchema, coords: np.ndarray) -> str:
+    return "(" + ", ".join(f"{d}={int(c)}" for d, c in zip(stored.dimension_names, coords, strict=True)) + ")"
+
+
+def _sum_error(error: ExactSumError, stored: ArraySchema, attribute: str, coords: np.ndarray) -> RangeError:
+    return RangeError(
+        f"view {stored.name}: the sum of right.{attribute} at cell {_cell(stored, coords)}: {error}",
+        array=stored.name,
+        column=attribute,
+    )
+
+
+def _combine_sums(
+    parts: list[FloatSums | IntSums], inverse: np.ndarray, count: int, stored, attribute, cells
+) -> FloatSums | IntSums:
+    kind = type(parts[0])
+    try:
+        return kind.concat(parts).combine(inverse, count)
+    except ExactSumError as error:
+        raise _sum_error(error, stored, attribute, cells[error.index]) from None
+
+
+def _reduce_extremes(
+    values: np.ndarray, has: np.ndarray, inverse: np.ndarray, count: int, is_min: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the min (or max) of the values with ``has`` (NaN propagating), and where there is one."""
+    reducer = np.minimum if is_min else np.maximum
+    out = np.zeros(count, dtype=values.dtype)
+    seen = np.zeros(count, dtype=bool)
+    if has.any():
+        rows = np.flatnonzero(has)
+        rows = rows[np.argsort(inverse[rows], kind="stable")]
+        groups = inverse[rows]
+        starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+        reduced = reducer.reduceat(values[rows], starts)
+        if values.dtype.kind == "f":  # NaN propagates like np.min
+            nan = np.logical_or.reduceat(np.isnan(values[rows]), starts)
+            reduced = np.where(nan, np.nan, reduced)
+        out[groups[starts]] = reduced
+        seen[groups[starts]] = True
+    return out, seen
+
+
+def _delta_table(
+    stored: ArraySchema, cells: np.ndarray, columns: dict[str, np.ndarray], nulls: dict[str, np.ndarray]
+) -> pa.Table:
+    schema = delta_schema(stored)
+    table = {d: cells[:, k] for k, d in enumerate(schema.dimension_names)}
+    for attribute in schema.attributes:
+        table[attribute.name] = pa.array(
+            columns[attribute.name], type=layout.arrow_type_of(attribute), mask=nulls.get(attribute.name)
+        )
+    return pa.table(table, schema=layout.cell_schema(schema))
+
+
 def join_chunk(
     left_rows: pa.Table,
     right_rows: pa.Table,
@@ -110,10 +187,12 @@ def join_chunk(
         return None
     right_inputs = _inputs(definition, "right")
     left_inputs = _inputs(definition, "left")
-    rows_coords, rows_kind, columns = [], [], {}
+    plan = st.layout(definition, stored)
+    summed = {s.attribute: s for s in plan.sums}
+    rows_coords, columns = [], {}
     additive: dict[str, list[np.ndarray]] = {st.PAIRS: []}
-    extremes: dict[str, list[np.ndarray]] = {}
-    extreme_has: dict[str, list[np.ndarray]] = {}
+    sums: dict[str, list] = {name: [] for name in summed}
+    extremes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     replaced: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     negative = []
     for left_roles, right_roles in terms:
@@ -122,35 +201,43 @@ def join_chunk(
         if len(left.coords) == 0 or len(right.coords) == 0:
             continue
         mapped = spec.mapping.apply(left.coords, spec.left)
-        result = join_aggregate(
-            mapped,
-            right.coords,
-            spec.shape,
-            {name: right.values[name] for name in right_inputs},
-            {name: ~right.nulls[name] for name in right_inputs if name in right.nulls},
-            left_sign,
-            right_sign,
-        )
+        try:
+            result = join_aggregate(
+                mapped,
+                right.coords,
+                spec.shape,
+                {name: right.values[name] for name in right_inputs},
+                {name: ~right.nulls[name] for name in right_inputs if name in right.nulls},
+                left_sign,
+                right_sign,
+            )
+        except ExactSumError as error:
+            floats = [n for n in right_inputs if right.values[n].dtype.kind == "f"]
+            raise _sum_error(error, stored, floats[error.column], left.coords[error.index]) from None
         touched = (result.count != 0) | result.negative | np.isin(left_kind, (LEFT_MINUS, LEFT_PLUS))
         for name in result.valid_count:
             touched |= result.valid_count[name] != 0
         keep = np.flatnonzero(touched)
         rows_coords.append(left.coords[keep])
-        rows_kind.append(left_kind[keep])
         additive[st.PAIRS].append(result.count[keep])
         negative.append(result.negative[keep])
         for name, functions in right_inputs.items():
             additive.setdefault(st.count_column("right", name), []).append(result.valid_count[name][keep])
-            if functions & {"sum", "avg"}:
-                additive.setdefault(st.sum_column("right", name), []).append(result.sums[name][keep])
+            if name in summed:
+                sums[name].append(result.sums[name].take(keep))
             for function, column in (
                 ("min", st.min_column("right", name)),
                 ("max", st.max_column("right", name)),
             ):
                 if function in functions:
-                    source = result.minimum if function == "min" else result.maximum
-                    extremes.setdefault(column, []).append(source[name][keep])
-                    extreme_has.setdefault(column, []).append(result.has_extreme[name][keep])
+                    arrived = result.minimum if function == "min" else result.maximum
+                    gone = result.gone_minimum if function == "min" else result.gone_maximum
+                    extremes.setdefault(column, []).append(
+                        (arrived[name][keep], result.has_extreme[name][keep])
+                    )
+                    extremes.setdefault(gone_column(column), []).append(
+                        (gone[name][keep], result.has_gone[name][keep])
+                    )
         for name, functions in left_inputs.items():
             valid = ~left.nulls[name][keep] if name in left.nulls else np.ones(len(keep), bool)
             additive.setdefault(st.count_column("left", name), []).append(result.count[keep] * valid)
@@ -172,26 +259,13 @@ def join_chunk(
         total = np.zeros(count, dtype=values.dtype)
         np.add.at(total, inverse, values)
         columns[name] = total
+    for name, parts in sums.items():
+        summed[name].write(_combine_sums(parts, inverse, count, stored, name, cells), columns)
     nulls = {}
     for name, parts in extremes.items():
-        values = np.concatenate(parts)
-        has = np.concatenate(extreme_has[name])
-        reducer = np.minimum if name.startswith(st.min_column("right", "")) else np.maximum
-        out = np.zeros(count, dtype=values.dtype)
-        seen = np.zeros(count, dtype=bool)
-        if has.any():
-            rows = np.flatnonzero(has)
-            order = np.argsort(inverse[rows], kind="stable")
-            rows = rows[order]
-            groups = inverse[rows]
-            starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
-            reduced = reducer.reduceat(values[rows], starts)
-            if values.dtype.kind == "f":  # NaN propagates like np.min
-                nan = np.logical_or.reduceat(np.isnan(values[rows]), starts)
-                reduced = np.where(nan, np.nan, reduced)
-            out[groups[starts]] = reduced
-            seen[groups[starts]] = True
-        columns[name] = out
+        values = np.concatenate([p[0] for p in parts])
+        has = np.concatenate([p[1] for p in parts])
+        columns[name], seen = _reduce_extremes(values, has, inverse, count, _is_min(name))
         nulls[name] = ~seen
     for name, parts in replaced.items():
         values = np.concatenate([p[0] for p in parts])
@@ -210,13 +284,113 @@ def join_chunk(
     flags = np.zeros(count, dtype=bool)
     np.logical_or.at(flags, inverse, np.concatenate(negative))
     columns[NEGATIVE] = flags
-    schema = delta_schema(stored)
-    table = {d: cells[:, k] for k, d in enumerate(schema.dimension_names)}
-    for attribute in schema.attributes:
-        table[attribute.name] = pa.array(
-            columns[attribute.name], type=layout.arrow_type_of(attribute), mask=nulls.get(attribute.name)
+    columns[FRESH] = np.zeros(count, dtype=bool)
+    return _delta_table(stored, cells, columns, nulls)
+
+
+def fresh_extremes_chunk(
+    left_rows: pa.Table, right_rows: pa.Table, spec: JoinSpec, definition: SimilarityViewDefinition, stored
+) -> pa.Table | None:
+    """Recomputed right-side min/max of the (stale) left cells in ``left_rows`` from the current right
+    cells: rows flagged fresh, all other state zero (they replace extremes and add nothing)."""
+    left, _, _ = _points(left_rows, spec.left, (LEFT_OLD,))
+    if len(left.coords) == 0:
+        return None
+    right, _, _ = _points(right_rows, spec.right, (RIGHT_OLD,))
+    wanted = {
+        name: functions & {"min", "max"}
+        for name, functions in _inputs(definition, "right").items()
+        if functions & {"min", "max"}
+    }
+    cells = np.unique(left.coords, axis=0)
+    if len(right.coords):
+        result = join_aggregate(
+            spec.mapping.apply(cells, spec.left),
+            right.coords,
+            spec.shape,
+            {name: right.values[name] for name in wanted},
+            {name: ~right.nulls[name] for name in wanted if name in right.nulls},
         )
-    return pa.table(table, schema=layout.cell_schema(schema))
+    schema = delta_schema(stored)
+    count = len(cells)
+    columns, nulls = {}, {}
+    for attribute in schema.attributes:
+        columns[attribute.name] = np.zeros(count, dtype=numpy_dtype(attribute.type))
+        if attribute.nullable:
+            nulls[attribute.name] = np.ones(count, dtype=bool)
+    for name, functions in wanted.items():
+        for function in functions:
+            column = st.min_column("right", name) if function == "min" else st.max_column("right", name)
+            if len(right.coords):
+                source = result.minimum if function == "min" else result.maximum
+                columns[column] = source[name].astype(columns[column].dtype)
+                nulls[column] = ~result.has_extreme[name]
+    columns[FRESH] = np.ones(count, dtype=bool)
+    return _delta_table(stored, cells, columns, nulls)
+
+
+def _extreme_key(values: np.ndarray, is_min: bool) -> np.ndarray:
+    """Values ordered as min/max treat them, NaN (which wins both) as -inf for min and +inf for max."""
+    if values.dtype.kind != "f":
+        return values
+    return np.where(np.isnan(values), -np.inf if is_min else np.inf, values)
+
+
+def stale_cells(
+    old_rows: pa.Table, delta_rows: pa.Table, definition: SimilarityViewDefinition, stored: ArraySchema
+) -> pa.Table | None:
+    """The cells of one view chunk whose min or max may have left with the change (dimension columns
+    only).
+
+    Per cell the change is a signed multiset: new = old + arrived - gone (positive and negative pairs;
+    a positive pair may cancel a negative one, so arrived values need not be new, and a cell new to
+    the view may have values that left). The most extreme value of old + arrived survives unless some
+    value that left is at least as extreme, so a cell is stale exactly when the most extreme gone
+    value reaches both the stored extreme (if any) and the arrived one (if any); every other cell's
+    new extreme is the stored one combined with the arrived one."""
+    plan = st.layout(definition, stored)
+    if not plan.extremes or delta_rows.num_rows == 0:
+        return None
+    schema = delta_schema(stored)
+    coords, values, nulls = cell_columns(delta_rows, schema)
+    old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
+    old_coords, old_values, old_nulls = cell_columns(old_cells, stored)
+    everything = np.vstack([old_coords, coords])
+    _, inverse = np.unique(everything, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
+    stale = np.zeros(len(coords), dtype=bool)
+    pairs = np.zeros(inverse.max() + 1, dtype=np.int64)
+    np.add.at(pairs, old_index, old_values[st.PAIRS])
+    np.add.at(pairs, new_index, values[st.PAIRS])
+    survives = pairs[new_index] > 0  # a cell that loses all its pairs leaves the view: nothing to redo
+    for name in plan.extremes:
+        is_min = _is_min(name)
+        slot = np.full(inverse.max() + 1, -1, dtype=np.int64)
+        old_has = ~old_nulls.get(name, np.zeros(len(old_coords), bool))
+        slot[old_index[old_has]] = np.flatnonzero(old_has)
+        where = slot[new_index]
+        gone_has = ~nulls.get(gone_column(name), np.zeros(len(coords), bool))
+        if not gone_has.any():
+            continue
+        # a cell without a stored extreme (new, or all null before) counts as "no bound"
+        stored_has = where >= 0
+        old = _extreme_key(
+            old_values[name][np.maximum(where, 0)] if len(old_coords) else values[name], is_min
+        )
+        gone = _extreme_key(values[gone_column(name)], is_min)
+        arrived = _extreme_key(values[name], is_min)
+        arrived_has = ~nulls.get(name, np.zeros(len(coords), bool))
+        # the most extreme value of old + arrived survives unless a value that left is as extreme
+        if is_min:
+            reached = (~stored_has | (gone <= old)) & (~arrived_has | (gone <= arrived))
+        else:
+            reached = (~stored_has | (gone >= old)) & (~arrived_has | (gone >= arrived))
+        stale |= gone_has & reached & survives
+    if not stale.any():
+        return None
+    rows = coords[stale]
+    return pa.table({d: pa.array(rows[:, k], pa.int64()) for k, d in enumerate(stored.dimension_names)})
 
 
 def merge_chunk(
@@ -228,77 +402,88 @@ def merge_chunk(
 ) -> pa.Table | None:
     """Stage 3: new view fragments of one view chunk from its old fragments and its state change."""
     schema = delta_schema(stored)
-    delta = delta_rows
-    if delta.num_rows == 0:  # nothing changed in this chunk: keep its fragments as they are
+    if delta_rows.num_rows == 0:  # nothing changed in this chunk: keep its fragments as they are
         return (
             None if full or old_rows.num_rows == 0 else old_rows.select(layout.fragment_schema(stored).names)
         )
-    coords, delta_values, delta_nulls = cell_columns(delta, schema)
+    plan = st.layout(definition, stored)
+    summed = plan.sum_columns
+    coords, delta_values, delta_nulls = cell_columns(delta_rows, schema)
+    fresh = delta_values[FRESH]
     state_names = [a.name for a in stored.attributes if a.internal]
-    state = {name: delta_values[name] for name in state_names}
-    if not full and old_rows.num_rows:
+    if full or old_rows.num_rows == 0:
+        old_coords = np.zeros((0, stored.ndim), np.int64)
+        old_values = {a.name: np.zeros(0, numpy_dtype(a.type)) for a in stored.attributes}
+        old_nulls: dict[str, np.ndarray] = {}
+    else:
         old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
         old_coords, old_values, old_nulls = cell_columns(old_cells, stored)
-        everything = np.vstack([old_coords, coords])
-        cells, inverse = np.unique(everything, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
-        merged = {}
-        for name in state_names:
-            dtype = stored.attribute(name)
-            target = np.zeros(len(cells), dtype=numpy_dtype(dtype.type))
-            extreme = name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES)
-            if not extreme:
-                np.add.at(target, old_index, old_values[name])
-                np.add.at(target, new_index, delta_values[name])
-                merged[name] = target
-                continue
-            present = np.zeros(len(cells), dtype=bool)
-            old_has = ~old_nulls.get(name, np.zeros(len(old_index), bool))
-            target[old_index[old_has]] = old_values[name][old_has]
-            present[old_index[old_has]] = True
-            new_has = ~delta_nulls.get(name, np.zeros(len(new_index), bool))
-            incoming = delta_values[name][new_has]
-            slots = new_index[new_has]
-            if name.startswith(st.REPLACED_PREFIXES):  # a new left value replaces the old one
-                target[slots] = incoming
-            else:
-                reducer = np.fmin if name.startswith(st.min_column("right", "")) else np.fmax
-                both = present[slots]
-                combined = np.where(both, reducer(target[slots], incoming), incoming)
-                if target.dtype.kind == "f":
-                    combined = np.where(
-                        both & (np.isnan(target[slots]) | np.isnan(incoming)), np.nan, combined
-                    )
-                target[slots] = combined
+    cells, inverse = np.unique(np.vstack([old_coords, coords]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
+    change = ~fresh
+    count = len(cells)
+    state: dict[str, np.ndarray] = {}
+    nulls: dict[str, np.ndarray] = {}
+    for name in plan.counts:
+        target = np.zeros(count, dtype=np.int64)
+        np.add.at(target, old_index, old_values[name])
+        np.add.at(target, new_index[change], delta_values[name][change])
+        state[name] = target
+    for sums in plan.sums:
+        rows = type(sums.read(old_values)).concat(
+            [sums.read(old_values), sums.read(delta_values).take(change)]
+        )
+        groups = np.concatenate([old_index, new_index[change]])
+        try:
+            sums.write(rows.combine(groups, count), state)
+        except ExactSumError as error:
+            raise _sum_error(error, stored, sums.attribute, cells[error.index]) from None
+    for name in plan.replaced + plan.extremes:
+        target = np.zeros(count, dtype=numpy_dtype(stored.attribute(name).type))
+        present = np.zeros(count, dtype=bool)
+        old_has = ~old_nulls.get(name, np.zeros(len(old_index), bool))
+        target[old_index[old_has]] = old_values[name][old_has]
+        present[old_index[old_has]] = True
+        new_has = ~delta_nulls.get(name, np.zeros(len(new_index), bool)) & change
+        incoming = delta_values[name][new_has]
+        slots = new_index[new_has]
+        if name in plan.replaced:  # a new left value replaces the old one
+            target[slots] = incoming
             present[slots] = True
-            merged[name] = target
-            delta_nulls[name] = ~present
-        state = merged
-        coords = cells
-    else:
-        for name in state_names:
-            if name.startswith(st.REPLACED_PREFIXES + st.EXTREME_PREFIXES):
-                delta_nulls.setdefault(name, np.zeros(len(coords), bool))
+        else:
+            reducer = np.fmin if _is_min(name) else np.fmax
+            both = present[slots]
+            combined = np.where(both, reducer(target[slots], incoming), incoming)
+            if target.dtype.kind == "f":
+                combined = np.where(both & (np.isnan(target[slots]) | np.isnan(incoming)), np.nan, combined)
+            target[slots] = combined
+            present[slots] = True
+            # the recomputed extremes of stale cells replace whatever was there
+            renewed = new_index[fresh]
+            target[renewed] = delta_values[name][fresh]
+            present[renewed] = ~delta_nulls.get(name, np.zeros(len(new_index), bool))[fresh]
+        state[name] = target
+        nulls[name] = ~present
+    missing = set(state_names) - set(state) - summed
+    assert not missing, f"state columns without a merge rule: {sorted(missing)}"
     alive = state[st.PAIRS] > 0
     if not alive.any():
         return None
-    public, public_nulls = st.finalize(definition, state)
-    columns = {d: coords[alive, k] for k, d in enumerate(stored.dimension_names)}
-    out_nulls = {}
-    for attribute in stored.attributes:
-        source = public if attribute.name in public else state
-        columns[attribute.name] = source[attribute.name][alive]
-        mask = (
-            public_nulls.get(attribute.name) if attribute.name in public else delta_nulls.get(attribute.name)
-        )
-        if mask is not None and mask[alive].any():
-            out_nulls[attribute.name] = mask[alive]
+    cells = cells[alive]
+    state = {name: values[alive] for name, values in state.items()}
+    nulls = {name: mask[alive] for name, mask in nulls.items()}
+    public, public_nulls = st.finalize(definition, state, stored, cells)
+    out_nulls = {**nulls, **public_nulls}
     table = pa.table(
         {
-            **{d: columns[d] for d in stored.dimension_names},
+            **{d: cells[:, k] for k, d in enumerate(stored.dimension_names)},
             **{
-                a.name: pa.array(columns[a.name], type=layout.arrow_type_of(a), mask=out_nulls.get(a.name))
+                a.name: pa.array(
+                    public[a.name] if a.name in public else state[a.name],
+                    type=layout.arrow_type_of(a),
+                    mask=out_nulls[a.name] if a.name in out_nulls and out_nulls[a.name].any() else None,
+                )
                 for a in stored.attributes
             },
         },

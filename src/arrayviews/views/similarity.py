@@ -38,6 +38,7 @@ class Plan:
     triples: list[tuple[tuple, tuple, tuple]] = field(default_factory=list)
     left_delta_chunks: np.ndarray | None = None
     right_delta_chunks: np.ndarray | None = None
+    cells_recomputed: int = 0  # view cells whose min/max was recomputed (their extreme left)
 
 
 def _chunks_of(source: StoredSource) -> np.ndarray:
@@ -147,15 +148,15 @@ def baseline_refresh(
     left_delta: Delta,
     right_delta: Delta,
     old_view: StoredSource,
-    recompute: bool = False,
     left_new: StoredSource | None = None,
     right_new: StoredSource | None = None,
 ) -> tuple[DataFrame, np.ndarray, Plan]:
     """The new fragments of the view chunks that the deltas change, and which view chunks those are.
 
     Terms: d_left join right_old, left_old join d_right, d_left join d_right (signed cells); the
-    state changes are added to the stored state. With ``recompute`` (min/max under deletes, which
-    cannot be subtracted) the touched view chunks are instead recomputed from the new base arrays.
+    state changes are added to the stored state. Where a min/max view loses values, the cells whose
+    stored extreme may have left are found first (one job over the state change and the touched view
+    chunks), and only those cells are recomputed from the new base arrays (``left_new``/``right_new``).
     """
     left_delta_chunks = np.unique(
         np.vstack([_cells_chunks(left_delta.minus, spec.left), _cells_chunks(left_delta.plus, spec.left)]),
@@ -218,30 +219,69 @@ def baseline_refresh(
     if not candidates:
         return None, np.zeros((0, stored.ndim), np.int64), plan
     affected = np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
-    if recompute:
-        left_chunks = set()
-        for chunk in affected:
-            low, high = view_grid.chunk_bounds(chunk)
-            left_chunks.update(left_grid.chunks_overlapping(low, high))
-        chunks = np.array(sorted(left_chunks), dtype=np.int64).reshape(-1, spec.left.ndim)
-        pairs = simjoin.plan_pairs(spec, chunks, _chunks_of(right_new))
-        plan.triples += [(p, q, p) for p, q in pairs]
-        left_rows = simjoin.route_left(left_new.frame(spark), spec, simjoin.LEFT_OLD, chunks)
-        right_rows = simjoin.route_right(right_new.frame(spark), spec, pairs, simjoin.RIGHT_OLD)
-        fresh = compute_state(spark, spec, definition, stored, left_rows, right_rows, compute.FULL_TERMS)
-        keep = _inside_chunks(fresh, stored, affected)
-        return merge_into_view(spark, keep, None, definition, stored, full=True), affected, plan
     state = compute_state(spark, spec, definition, stored, left_frame, right_frame, compute.DELTA_TERMS)
     old_frame = simjoin.only_chunks(old_view.frame(spark), stored, affected)
+    loses = left_delta.minus.num_rows or right_delta.minus.num_rows
+    if loses and any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates):
+        stale = find_stale_cells(spark, state, old_frame, definition, stored)
+        plan.cells_recomputed = stale.num_rows
+        if stale.num_rows:
+            fresh = fresh_extremes(spark, spec, definition, stored, stale, left_new, right_new)
+            state = state.unionByName(fresh)
     merged = merge_into_view(spark, state, old_frame, definition, stored, full=False)
     return merged, affected, plan
 
 
-def _inside_chunks(cells: DataFrame, schema: ArraySchema, chunks: np.ndarray) -> DataFrame:
-    """State cells whose view chunk is one of ``chunks``."""
-    keyed = _with_view_chunks(cells, schema)
-    names = [VIEW_CHUNK_PREFIX + d for d in schema.dimension_names]
-    wanted = cells.sparkSession.createDataFrame(
-        pa.table({name: pa.array(np.asarray(chunks)[:, k], pa.int64()) for k, name in enumerate(names)})
+def _stale(old_rows: pa.Table, delta_rows: pa.Table, definition, stored) -> pa.Table | None:
+    delta_rows = delta_rows.drop_columns(
+        [c for c in delta_rows.column_names if c.startswith(VIEW_CHUNK_PREFIX)]
     )
-    return keyed.join(F.broadcast(wanted), on=names, how="left_semi").drop(*names)
+    return compute.stale_cells(old_rows, delta_rows, definition, stored)
+
+
+def find_stale_cells(
+    spark: SparkSession, state: DataFrame, old_view: DataFrame, definition, stored: ArraySchema
+) -> pa.Table:
+    """The view cells whose stored min/max may have left with this change (coordinates, on the driver)."""
+    keyed = _with_view_chunks(state, stored)
+    keys = [VIEW_CHUNK_PREFIX + d for d in stored.dimension_names]
+    renamed = old_view
+    for dimension in stored.dimension_names:
+        renamed = renamed.withColumn(VIEW_CHUNK_PREFIX + dimension, F.col(layout.chunk_column(dimension)))
+    schema = pa.schema([pa.field(d, pa.int64()) for d in stored.dimension_names])
+    function = functools.partial(_stale, definition=definition, stored=stored)
+    return jobs.collect(jobs.cogroup_tables(renamed, keyed, keys, function, schema), schema)
+
+
+def fresh_extremes(
+    spark: SparkSession,
+    spec: JoinSpec,
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+    cells: pa.Table,
+    left_new: StoredSource,
+    right_new: StoredSource,
+) -> DataFrame:
+    """State rows with the min/max of ``cells`` recomputed from the new right array: the right cells
+    within reach of the box of the stale cells of each left chunk, nothing more."""
+    bare = JoinSpec(spec.left.with_attributes([]), spec.right, spec.shape, spec.mapping)
+    coords = np.stack([np.asarray(cells.column(d)) for d in stored.dimension_names], axis=1)
+    chunks = ChunkGrid.of(bare.left).chunk_of(coords)
+    boxes = {}
+    for chunk in np.unique(chunks, axis=0):
+        inside = coords[np.all(chunks == chunk, axis=1)]
+        boxes[tuple(int(c) for c in chunk)] = (inside.min(axis=0), inside.max(axis=0))
+    left_cells = pa.table(
+        {d: pa.array(coords[:, k], pa.int64()) for k, d in enumerate(bare.left.dimension_names)}
+    )
+    left_rows = simjoin.fragments_to_left(
+        spark, {simjoin.LEFT_OLD: cells_to_fragment_table(left_cells, bare.left)}, bare
+    )
+    pairs = simjoin.plan_pairs(bare, np.array(list(boxes), dtype=np.int64), _chunks_of(right_new), boxes)
+    right_rows = simjoin.route_right(right_new.frame(spark), bare, pairs, simjoin.RIGHT_OLD, boxes)
+    function = functools.partial(
+        compute.fresh_extremes_chunk, spec=bare, definition=definition, stored=stored
+    )
+    keys = simjoin.halo.target_columns(bare.left.dimension_names)
+    delta = compute.delta_schema(stored)
+    return jobs.cogroup_tables(left_rows, right_rows, keys, function, layout.cell_schema(delta))

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from arrayviews.array import Array
 from arrayviews.execution import jobs
@@ -54,6 +53,7 @@ class RefreshResult:
     base_versions: dict[str, tuple[int, int]] = field(default_factory=dict)
     update_triples: int = 0
     view_chunks_rewritten: int = 0
+    cells_recomputed: int = 0  # view cells whose min/max was recomputed because their extreme left
     seconds: float = 0.0
     message: str = ""
 
@@ -127,7 +127,8 @@ class View(Array):
         return refresh_view(self._db, self, strategy)
 
     def verify(self) -> bool:
-        """Recompute the view from scratch and compare with what is stored; True when they agree."""
+        """Recompute the view from scratch and compare with what is stored; True when they agree
+        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
         expected = compute_from_scratch(self._db, self)
         actual = self.to_pandas()
         return frames_agree(actual, expected)
@@ -137,14 +138,15 @@ class View(Array):
 
 
 def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
-    """Same cells and values: integers exactly, floats to 1e-9 relative, nulls and NaN alike."""
+    """Same cells and the same values, floats to the last bit (nulls and NaN alike)."""
     if list(actual.columns) != list(expected.columns) or len(actual) != len(expected):
         return False
     for column in actual.columns:
         left, right = actual[column].to_numpy(), expected[column].to_numpy()
         if left.dtype.kind == "f" or right.dtype.kind == "f":
             left, right = left.astype(float), right.astype(float)
-            if not np.allclose(left, right, rtol=1e-9, atol=1e-12, equal_nan=True):
+            same = (left == right) | (np.isnan(left) & np.isnan(right))
+            if not same.all():
                 return False
         elif not np.array_equal(pd.isna(left), pd.isna(right)) or not np.array_equal(
             left[~pd.isna(left)], right[~pd.isna(right)]
@@ -223,7 +225,7 @@ def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None
     def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
         bases = _pinned_bases(db, definition)
         checkpoint("refresh.start")
-        fragments, _, triples = _compute(db, definition, stored, bases, "full", {}, None)
+        fragments, _, triples, _ = _compute(db, definition, stored, bases, "full", {}, None, name)
         checkpoint("refresh.computed")
         written = (
             jobs.write_files(fragments, data_directory, layout.fragment_schema(stored))
@@ -298,9 +300,10 @@ def _compute(
     strategy: str,
     reflected: dict[str, int],
     view_source: ViewSource | None,
+    view_name: str,
 ):
-    """(new fragments or None, affected view chunks or None for all, update triples) of bringing a
-    view reflecting ``reflected`` to the pinned ``bases``."""
+    """(new fragments or None, affected view chunks or None for all, update triples, cells whose
+    min/max were recomputed) of bringing a view reflecting ``reflected`` to the pinned ``bases``."""
     affected: np.ndarray | None = None
     triples = 0
     if isinstance(definition, WindowViewDefinition):
@@ -324,7 +327,7 @@ def _compute(
                 if len(affected)
                 else None
             )
-        return fragments, affected, triples
+        return fragments, affected, triples, 0
     spec = join_spec(db, definition)
     left, right = bases[definition.left], bases[definition.right]
     if strategy == "full":
@@ -339,10 +342,7 @@ def _compute(
             else version_delta(right.table, old_right.version, right.version)
         )
         checkpoint("refresh.delta")
-        needs_recompute = (
-            any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
-            and (left_delta.minus.num_rows or right_delta.minus.num_rows)
-        ) or _removes_non_finite(definition, right_delta)
+        state.check_layout(definition, stored, view_schemas(db, view_name, definition)[1])
         fragments, affected, plan = similarity.baseline_refresh(
             db.spark,
             spec,
@@ -353,11 +353,10 @@ def _compute(
             left_delta,
             right_delta,
             view_source,
-            recompute=bool(needs_recompute),
             left_new=left,
             right_new=right,
         )
-    return fragments, affected, len(plan.triples)
+    return fragments, affected, len(plan.triples), plan.cells_recomputed
 
 
 def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
@@ -385,8 +384,8 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
                 strategy = "full"  # the reflected version was expired: no delta can be formed
     stored = table.schema
     checkpoint("refresh.start")
-    fragments, affected, triples = _compute(
-        db, definition, stored, bases, strategy, reflected, ViewSource(table, expected, stored)
+    fragments, affected, triples, recomputed = _compute(
+        db, definition, stored, bases, strategy, reflected, ViewSource(table, expected, stored), view.name
     )
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
@@ -421,27 +420,14 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
         {b: (reflected.get(b, 0), v) for b, v in current.items()},
         triples,
         0 if affected is None else len(affected),
+        recomputed,
         seconds,
         f"refresh ({strategy}) of view {view.name}: now at version {version}, reflecting "
         + ", ".join(f"{b} v{v}" for b, v in current.items())
-        + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}; {seconds:.2f} s",
+        + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}"
+        + (f", min/max recomputed at {recomputed} cell(s)" if recomputed else "")
+        + f"; {seconds:.2f} s",
     )
-
-
-def _removes_non_finite(definition: SimilarityViewDefinition, right_delta) -> bool:
-    """Whether a NaN or infinite value summed by a sum/avg over the right side leaves (deleted or
-    updated): subtracting it cannot restore a finite sum (NaN - NaN is NaN), so the touched chunks
-    are recomputed. (Left-side aggregates keep the left value itself and need no recompute.)"""
-    for aggregate in definition.aggregates:
-        if aggregate.function not in ("sum", "avg") or aggregate.side != "right":
-            continue
-        minus = right_delta.minus
-        if aggregate.attribute is None or minus.num_rows == 0:
-            continue
-        column = minus.column(aggregate.attribute)
-        if pa.types.is_floating(column.type) and not np.isfinite(np.asarray(column.fill_null(0.0))).all():
-            return True
-    return False
 
 
 def open_view(db: Database, name: str) -> View:
@@ -453,7 +439,7 @@ def open_view(db: Database, name: str) -> View:
         raise ValidationError(f"{name} is an array, not a view")
     definition = definition_from_json(properties[DEFINITION_PROPERTY])
     stored = table.schema
-    public_names = [a for a in stored.attributes if not a.name.startswith("_")]
+    public_names = [a for a in stored.attributes if not a.internal]
     public = stored.with_attributes(public_names)
     return View(db, table, definition, public)
 
