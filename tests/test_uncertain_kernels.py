@@ -26,7 +26,7 @@ from arrayviews.kernels.probability import (
     pair_probability,
     rectangle_probability,
 )
-from arrayviews.model.copy_layout import copy_cells, copy_counts, copies_per_dimension, positions_1d
+from arrayviews.model.copy_layout import copies_per_dimension, copy_cells, copy_counts, positions_1d
 
 mpmath.mp.dps = 25
 
@@ -103,7 +103,9 @@ def test_bivariate_upper_orthant_across_branches(h, k, rho):
     # P(X > h, Y > k) = integral over x > h of phi(x) * P(Y > k | x), in high precision
     c = mpmath.sqrt(1 - mpmath.mpf(rho) ** 2)
     # break the range where P(Y > k | x) steps (x = k / rho, width c / |rho|)
-    points = _steps([0.0] if rho == 0 else [0.0, k / rho], 1.0 if rho == 0 else min(1.0, float(c) / abs(rho)), h, 40.0)
+    points = _steps(
+        [0.0] if rho == 0 else [0.0, k / rho], 1.0 if rho == 0 else min(1.0, float(c) / abs(rho)), h, 40.0
+    )
     expected = mpmath.quad(lambda x: mpmath.npdf(x) * mpmath.ncdf((rho * x - k) / c), points)
     assert abs(bvn_upper(h, k, rho) - float(expected)) <= 1e-14
 
@@ -120,13 +122,16 @@ def test_band_of_two_gaussians_matches_integration(ma, sa, mb, sb, delta):
     # P(|X - Y| < delta) integrated over x piece by piece (scipy quad between the places where the
     # integrand steps), never through the difference formula
     def inner(x):
-        return math.exp(-0.5 * ((x - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) * (
-            ndtr((x + delta - mb) / sb) - ndtr((x - delta - mb) / sb)
+        return (
+            math.exp(-0.5 * ((x - ma) / sa) ** 2)
+            / (sa * math.sqrt(2 * math.pi))
+            * (ndtr((x + delta - mb) / sb) - ndtr((x - delta - mb) / sb))
         )
 
     points = _steps([ma, mb - delta, mb + delta], [sa, sb, sb], ma - 13 * sa, ma + 13 * sa)
     expected = math.fsum(
-        integrate.quad(inner, a, b, epsabs=1e-17, epsrel=1e-13, limit=200)[0] for a, b in zip(points[:-1], points[1:])
+        integrate.quad(inner, a, b, epsabs=1e-17, epsrel=1e-13, limit=200)[0]
+        for a, b in zip(points[:-1], points[1:], strict=True)
     )
     got = band_probability(ma - mb, math.hypot(sa, sb), delta)
     assert abs(got - expected) <= 1e-12
@@ -153,7 +158,16 @@ def test_correlated_pair_probability_matches_double_integration():
 
         expected, _ = integrate.dblquad(density, -delta, delta, -delta, delta, epsabs=1e-12, epsrel=1e-10)
         got, _ = pair_probability(
-            ma, sa, np.array([ra]), mb, sb, np.array([rb]), delta, np.zeros(0, np.int64), np.array([[0, 1]]), 0.0
+            ma,
+            sa,
+            np.array([ra]),
+            mb,
+            sb,
+            np.array([rb]),
+            delta,
+            np.zeros(0, np.int64),
+            np.array([[0, 1]]),
+            0.0,
         )
         assert got == pytest.approx(expected, abs=1e-9)
 
@@ -177,10 +191,12 @@ def test_copy_layout_covers_the_possible_range(case):
     # every copy inside the range, one home copy, the Prop. 3.2 count
     assert np.all((cells >= first) & (cells <= last))
     assert home.sum() == 1
-    expected = math.prod((u - l) // (2 * k + 1) + 1 for l, u, k in zip(first[0], last[0], steps, strict=True))
+    expected = math.prod(
+        (u - lo) // (2 * k + 1) + 1 for lo, u, k in zip(first[0], last[0], steps, strict=True)
+    )
     assert len(cells) == expected == copy_counts(first, last, steps)[0]
     # from every cell of the range, a copy within k_i cells along every dimension
-    for cell in itertools.product(*(range(l, u + 1) for l, u in zip(first[0], last[0], strict=True))):
+    for cell in itertools.product(*(range(lo, u + 1) for lo, u in zip(first[0], last[0], strict=True))):
         near = np.all(np.abs(cells - np.array(cell)) <= np.array(steps), axis=1)
         assert near.any(), (cell, cells)
 
@@ -194,16 +210,24 @@ def _has_cover(cells_to_cover: np.ndarray, candidates: np.ndarray, steps: np.nda
 
 
 @pytest.mark.parametrize(
-    "widths,steps", [((5,), (1,)), ((7,), (1,)), ((3, 4), (1, 1)), ((6, 2), (1, 0)), ((4, 4), (1, 1)), ((5, 3), (2, 1))]
+    "widths,steps",
+    [((5,), (1,)), ((7,), (1,)), ((3, 4), (1, 1)), ((6, 2), (1, 0)), ((4, 4), (1, 1)), ((5, 3), (2, 1))],
 )
 def test_prop_3_2_count_is_the_minimum_cover(widths, steps):
     """No set of fewer cells (anywhere, not only inside the range) covers the range."""
     steps_arr = np.array(steps)
     target = np.array(list(itertools.product(*(range(w) for w in widths))))
-    candidates = np.array(list(itertools.product(*(range(-k, w + k) for w, k in zip(widths, steps, strict=True)))))
+    candidates = np.array(
+        list(itertools.product(*(range(-k, w + k) for w, k in zip(widths, steps, strict=True))))
+    )
     minimum = copy_counts(np.zeros((1, len(widths)), int), np.array([[w - 1 for w in widths]]), steps)[0]
     assert not _has_cover(target, candidates, steps_arr, int(minimum) - 1)
-    owner, cells, _ = copy_cells(np.zeros((1, len(widths)), int), np.array([[w - 1 for w in widths]]), np.zeros((1, len(widths)), int), steps)
+    owner, cells, _ = copy_cells(
+        np.zeros((1, len(widths)), int),
+        np.array([[w - 1 for w in widths]]),
+        np.zeros((1, len(widths)), int),
+        steps,
+    )
     assert len(cells) == minimum
 
 
@@ -226,7 +250,13 @@ def test_fences_match_per_cell_stamping(seed, chunk_x, chunk_y):
     last = np.minimum(first + rng.integers(0, 12, (n, 2)), size - 1)
     mean = first + rng.integers(0, 1000, (n, 2)) % (last - first + 1)
     cells, low, high = batch_fences(
-        first, last, mean, np.array([0, 0]), np.array([chunk_x, chunk_y]), np.array([0, 0]), np.array([size - 1] * 2)
+        first,
+        last,
+        mean,
+        np.array([0, 0]),
+        np.array([chunk_x, chunk_y]),
+        np.array([0, 0]),
+        np.array([size - 1] * 2),
     )
     lowest = np.full((size, size, 2), np.iinfo(np.int64).max)
     highest = np.full((size, size, 2), np.iinfo(np.int64).min)
@@ -284,8 +314,12 @@ def test_block_probabilities_match_scipy():
     for t in range(n):
         for bx in range(7):
             for by in range(3):
-                px = norm.cdf(min(20, 3 * bx + 3), means[t, 0], sigmas[t, 0]) - norm.cdf(3 * bx, means[t, 0], sigmas[t, 0])
-                py = norm.cdf(min(12, 5 * by + 5), means[t, 1], sigmas[t, 1]) - norm.cdf(5 * by, means[t, 1], sigmas[t, 1])
+                px = norm.cdf(min(20, 3 * bx + 3), means[t, 0], sigmas[t, 0]) - norm.cdf(
+                    3 * bx, means[t, 0], sigmas[t, 0]
+                )
+                py = norm.cdf(min(12, 5 * by + 5), means[t, 1], sigmas[t, 1]) - norm.cdf(
+                    5 * by, means[t, 1], sigmas[t, 1]
+                )
                 hit = (owner == t) & (index[:, 0] == bx) & (index[:, 1] == by)
                 got = weight[hit].sum()
                 assert got == pytest.approx(px * py, abs=1e-15), (t, bx, by)
