@@ -101,6 +101,10 @@ class UncertainSchema:
         names = [d.name for d in self.dimensions]
         paired: set[str] = set()
         for first, second in self.correlations:
+            if first == second:
+                raise SchemaError(
+                    f"uncertain array {self.name}: corr({first}, {second}) pairs a dimension with itself"
+                )
             for name in (first, second):
                 if name not in names:
                     raise SchemaError(
@@ -112,10 +116,6 @@ class UncertainSchema:
                         f"uncertain array {self.name}: dimension {name} is in more than one correlated pair"
                     )
                 paired.add(name)
-            if first == second:
-                raise SchemaError(
-                    f"uncertain array {self.name}: corr({first}, {second}) pairs a dimension with itself"
-                )
         # Canonical order: pairs follow the dimension order.
         ordered = tuple(
             sorted(

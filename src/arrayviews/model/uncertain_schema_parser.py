@@ -120,7 +120,8 @@ class _Builder:
                 "schema needs an array name", text=self.text, line=langle.line, column=langle.column
             )
         self.array = name if name is not None else str(name_token)
-        attrs = [self.attribute(t) for t in attributes.children] if attributes is not None else []
+        attribute_trees = attributes.children if attributes is not None else []
+        attrs = [self.attribute(t) for t in attribute_trees]
         dimension_trees = [t for t in items.children if t.data == "dimension"]
         correlation_trees = [t for t in items.children if t.data == "correlation"]
         if not dimension_trees:
@@ -137,7 +138,14 @@ class _Builder:
             pairs.append((str(first), str(second)))
         anchor = correlation_trees[0].children[0] if correlation_trees else lsqb
         with self.at(anchor):
-            return UncertainSchema(self.array, tuple(attrs), tuple(dims), tuple(pairs))
+            schema = UncertainSchema(self.array, (), tuple(dims), tuple(pairs))
+        # Attributes one at a time, so a clash of names points at the attribute that causes it.
+        for attribute, tree_ in zip(attrs, attribute_trees, strict=True):
+            with self.at(tree_.children[0]):
+                schema = UncertainSchema(
+                    self.array, (*schema.attributes, attribute), tuple(dims), tuple(pairs)
+                )
+        return schema
 
     def attribute(self, tree: Tree) -> UncertainAttribute:
         name_token, type_token, nullability = tree.children
