@@ -266,7 +266,7 @@ class UncertainArray:
         from arrayviews.storage import uncertain_layout as ul
 
         storage = self._table.storage
-        fragments = ul.read_fragments(self._table.files(self.version), storage, [ul.ID], roles="tuples")
+        fragments = self._table.read(self.version, [ul.ID], roles="tuples")
         ids = ul.decode_rows(fragments, storage, [ul.ID]).columns[ul.ID]
         _, per_tuple = np.unique(ids, return_counts=True)
         values, tuples = np.unique(per_tuple, return_counts=True)

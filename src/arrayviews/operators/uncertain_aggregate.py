@@ -96,7 +96,9 @@ def partial_sums(
     singles, pairs = dimension_groups(schema)
     lows = np.array([d.low for d in schema.dimensions], np.float64)
     highs = np.array([d.high + 1 for d in schema.dimensions], np.float64)
-    owner, index, weight = block_contributions(means, sigmas, corrs, singles, pairs, lows, highs, blocks, threshold)
+    owner, index, weight = block_contributions(
+        means, sigmas, corrs, singles, pairs, lows, highs, blocks, threshold
+    )
     if len(owner) == 0:
         return None
     keys = index[:, kept] if kept else np.zeros((len(owner), 1), np.int64)
@@ -108,7 +110,11 @@ def partial_sums(
     if not kept:
         columns[out.field(0).name] = np.zeros(len(unique), np.int64)
     for call in calls:
-        contribution = weight if call.attribute is None else weight * expected_values(rows, schema, call.attribute)[owner]
+        contribution = (
+            weight
+            if call.attribute is None
+            else weight * expected_values(rows, schema, call.attribute)[owner]
+        )
         columns[call.output_name] = np.bincount(group, weights=contribution, minlength=len(unique))
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
@@ -116,7 +122,9 @@ def partial_sums(
 class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
 
-    def __init__(self, array, blocks: list[int], kept: list[int], names: list[str], calls, threshold: float) -> None:
+    def __init__(
+        self, array, blocks: list[int], kept: list[int], names: list[str], calls, threshold: float
+    ) -> None:
         self.array = array
         self.blocks = np.asarray(blocks, np.int64)
         self.kept = kept
@@ -158,7 +166,12 @@ class UncertainAggregate:
                 )
         calls = parse_calls(schema, aggregates)
         return cls(
-            array, list(blocks), list(range(schema.ndim)), list(schema.dimension_names), calls, cls._threshold(schema, threshold)
+            array,
+            list(blocks),
+            list(range(schema.ndim)),
+            list(schema.dimension_names),
+            calls,
+            cls._threshold(schema, threshold),
         )
 
     @classmethod

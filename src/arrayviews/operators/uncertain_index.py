@@ -44,7 +44,7 @@ class PossibleRangeIndex:
         schema = table.schema
         columns = [ID, ul.ROLE] + [ul.first_column(d) for d in schema.dimension_names]
         columns += [ul.last_column(d) for d in schema.dimension_names]
-        fragments = ul.read_fragments(table.files(version), storage, columns, roles="tuples")
+        fragments = table.read(version, columns, roles="tuples")
         rows = ul.decode_rows(fragments, storage, columns)
         rows = rows.take(np.flatnonzero(rows.columns[ul.ROLE] == ul.ROLE_HOME))
         first = np.stack([rows.columns[ul.first_column(d)] for d in schema.dimension_names], axis=1)
@@ -78,9 +78,8 @@ class PossibleRangeIndex:
         entries = np.unique(entries)
         cells = self.home_cells[entries]
         selection = union_chunks(self.table.schema, cells, cells)
-        files = self.table.files(self.version, selection.ranges)
-        fragments = ul.read_fragments(
-            files, storage, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
+        fragments = self.table.read(
+            self.version, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
         )
         rows = ul.decode_rows(fragments, storage)
         stats.fragments_read += fragments.num_rows

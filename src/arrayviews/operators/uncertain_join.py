@@ -262,9 +262,8 @@ def read_side(side: Side, pairs: np.ndarray, selection=None, stats_target=None) 
     storage = side.table.storage
     columns = position_names(side.schema)
     ranges = None if selection is None else selection.ranges
-    files = side.table.files(side.version, ranges)
     chunk_filter = None if selection is None else selection.filter(ChunkGrid.of(storage))
-    fragments = ul.read_fragments(files, storage, columns, ranges, chunk_filter, roles="tuples")
+    fragments = side.table.read(side.version, columns, ranges, chunk_filter, roles="tuples")
     rows = ul.decode_rows(fragments, storage, columns)
     if stats_target is not None:
         stats_target[0] += fragments.num_rows

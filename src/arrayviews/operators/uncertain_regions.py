@@ -201,9 +201,7 @@ class ExpandedRegion:
     fence_boxes: int = 0  # store-mean: distinct boxes in the union
 
 
-def expand(
-    table: UncertainTable, version: int, layout_: StorageLayout, box: QueryBox, files: list[str] | None = None
-) -> ExpandedRegion:
+def expand(table: UncertainTable, version: int, layout_: StorageLayout, box: QueryBox) -> ExpandedRegion:
     """The expanded query region of ``box`` (Definition 3.1) under the version's scheme."""
     schema = table.schema
     lows = np.array([lo for lo, _ in box.cells], np.int64)
@@ -223,11 +221,9 @@ def expand(
     # store-mean: walk from every cell of the query to its fences; union of the walks.
     storage = table.storage
     selection = box_chunks(schema, lows, highs)
-    if files is None:
-        files = table.files(version, selection.ranges)
     firsts = [ul.first_column(d) for d in schema.dimension_names]
     lasts = [ul.last_column(d) for d in schema.dimension_names]
-    fragments = ul.read_fragments(files, storage, firsts + lasts, selection.ranges, roles="fences")
+    fragments = table.read(version, firsts + lasts, selection.ranges, roles="fences")
     fences = ul.decode_rows(fragments, storage, firsts + lasts)
     inside = (
         np.all((fences.cells >= lows) & (fences.cells <= highs), axis=1) if len(fences) else np.zeros(0, bool)

@@ -203,9 +203,8 @@ def run_subarray(plan: SubarrayPlan) -> tuple[pa.Table, SubarrayStatistics]:
     started = time.perf_counter()
     storage = plan.table.storage
     selection = plan.region.chunks
-    files = plan.table.files(plan.version, selection.ranges)
-    fragments = ul.read_fragments(
-        files, storage, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
+    fragments = plan.table.read(
+        plan.version, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
     )
     rows = ul.decode_rows(fragments, storage)
     stats.fragments_read = fragments.num_rows

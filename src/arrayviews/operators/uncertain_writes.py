@@ -192,8 +192,7 @@ def read_all_tuples(table: UncertainTable, version: int) -> TupleBatch:
     """Every tuple of a version (its home copies), as a batch."""
     storage = table.storage
     schema = table.schema
-    files = table.files(version)
-    fragments = ul.read_fragments(files, storage, None)
+    fragments = table.read(version, None)
     roles = np.asarray(fragments.column(layout.max_column(ul.ROLE))) if fragments.num_rows else np.zeros(0)
     fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME)) if fragments.num_rows else fragments
     rows = ul.decode_rows(fragments, storage)

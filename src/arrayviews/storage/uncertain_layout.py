@@ -279,7 +279,7 @@ def write_rows_file(table: pa.Table, uri: str) -> int:
 
 # -- decoding ------------------------------------------------------------------------------------
 def read_fragments(
-    uris: list[str],
+    uris: list[str] | ds.Dataset,
     schema: ArraySchema,
     columns: list[str] | None,
     chunk_ranges=None,
@@ -298,11 +298,10 @@ def read_fragments(
             if schema.attribute(name).nullable:
                 names.append(layout.null_column(name))
     target = layout.fragment_schema(schema)
-    if not uris:
+    dataset = uris if isinstance(uris, ds.Dataset) else open_dataset(uris, schema)
+    if dataset is None:
         table = target.empty_table()
         return table.select(names) if names else table
-    fs, _ = filesystem(uris[0])
-    dataset = ds.dataset([filesystem(u)[1] for u in uris], filesystem=fs, format="parquet", schema=target)
     condition = layout.chunk_ranges_filter(schema, chunk_ranges)
     if roles is not None:
         role = (
@@ -319,6 +318,20 @@ def read_fragments(
         )
         table = table.filter(pa.array(chunk_filter(chunks)))
     return table
+
+
+def open_dataset(uris: list[str], schema: ArraySchema) -> ds.Dataset | None:
+    """A pyarrow dataset over fragment files (None when there are none); keeping it keeps the parsed
+    Parquet footers, so repeated reads only read the row groups they need."""
+    if not uris:
+        return None
+    fs, _ = filesystem(uris[0])
+    return ds.dataset(
+        [filesystem(u)[1] for u in uris],
+        filesystem=fs,
+        format="parquet",
+        schema=layout.fragment_schema(schema),
+    )
 
 
 def decode_rows(fragments: pa.Table, schema: ArraySchema, columns: list[str] | None = None) -> Rows:

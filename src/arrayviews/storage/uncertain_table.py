@@ -67,6 +67,7 @@ class UncertainTable:
         self._created_layout = layout_from_properties(json.loads(properties[ul.LAYOUT_PROPERTY]))
         workload = properties.get(WORKLOAD_PROPERTY)
         self.workload = Workload.from_json(workload) if workload else None
+        self._datasets: dict[int, object] = {}
 
     @classmethod
     def create(
@@ -124,6 +125,29 @@ class UncertainTable:
     # -- reading --------------------------------------------------------------------------------
     def files(self, version: int, chunk_ranges=None) -> list[str]:
         return [f.file_path for f in self.array.data_files(version, chunk_ranges)]
+
+    def dataset(self, version: int):
+        """The fragment files of ``version`` as one pyarrow dataset, kept for later reads (a version's
+        files never change); None for an empty version."""
+        if version not in self._datasets:
+            if len(self._datasets) > 8:
+                self._datasets.clear()
+            self._datasets[version] = ul.open_dataset(self.files(version), self.storage)
+        return self._datasets[version]
+
+    def read(
+        self,
+        version: int,
+        columns: list[str] | None,
+        chunk_ranges=None,
+        chunk_filter=None,
+        roles: str | None = None,
+    ) -> pa.Table:
+        """Fragment rows of ``version`` (see ``uncertain_layout.read_fragments``)."""
+        dataset = self.dataset(version)
+        return ul.read_fragments(
+            [] if dataset is None else dataset, self.storage, columns, chunk_ranges, chunk_filter, roles
+        )
 
     def metadata(self, version: int) -> pa.Table:
         return self.array.read_metadata(version)
