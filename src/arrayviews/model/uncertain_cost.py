@@ -1,11 +1,11 @@
 """Cost models choosing the step size k of store-multiple (paper 001, section 3.3 for Subarray, Eq.
 1-5, and section 4.2 for the subarray-based join, Eq. 6), on this system's storage.
 
-The paper counts chunks (pages) and validations. Here the I/O unit is a fragment (the copies of one
-chunk written by one batch, read as a slice of a Parquet row group), so a query pays a *seek* per
-fragment of the chunks overlapping its expanded region, a *copy* cost per tuple copy read (decode
-and duplicate removal), a *filter* cost per distinct tuple retrieved and an *integral* cost per
-bivariate integration. The unit costs are measured on the machine (``calibrate`` in the operators);
+The paper counts chunks (pages) and validations. Here the I/O unit is a Parquet row group holding
+the fragments of a tile of chunks (``tile`` chunks per dimension) written by one batch, so a query
+pays a *seek* per row group overlapping its expanded region, a *copy* cost per tuple copy in those
+row groups (read, decode and duplicate removal), a *filter* cost per distinct tuple retrieved and an
+*integral* cost per bivariate integration. The unit costs are measured on the machine (``calibrate`` in the operators);
 the statistics are the tuples' possible range sizes (grouped, the paper's generalized model), the
 domain, the chunking and the number of batches.
 """
@@ -24,13 +24,14 @@ STEP_CANDIDATES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
 @dataclass(frozen=True)
 class UnitCosts:
-    """Seconds per unit of work (defaults measured on the development machine; see calibrate)."""
+    """Seconds per unit of work. The defaults were measured on the development machine (2 cores,
+    November 2026) with ``operators.uncertain_calibration.calibrate``; measure again on yours."""
 
-    seek: float = 2.0e-5  # per fragment read (row-group slice, decode set-up)
-    copy: float = 1.5e-7  # per tuple copy read, decoded and de-duplicated
-    filter: float = 6.0e-8  # per distinct tuple retrieved (range check and closed-form factors)
-    integral: float = 1.0e-6  # per bivariate normal rectangle
-    pair: float = 2.0e-8  # per candidate pair of a join (before the closed forms)
+    seek: float = 3.0e-5  # per row group read
+    copy: float = 5.0e-7  # per tuple copy read, decoded and de-duplicated
+    filter: float = 7.0e-7  # per distinct tuple retrieved (range check and closed-form factors)
+    integral: float = 3.0e-6  # per bivariate normal rectangle
+    pair: float = 2.0e-6  # per candidate pair of a join (search and closed forms)
 
     def as_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in ("seek", "copy", "filter", "integral", "pair")}
@@ -46,6 +47,7 @@ class RangeStatistics:
     chunk: tuple[int, ...]  # chunk length per dimension
     batches: int = 1  # fragments per chunk (one per insert batch)
     correlated: bool = False
+    tile: tuple[int, ...] | None = None  # chunks per row group per dimension (None: 1)
 
     @classmethod
     def from_ranges(
@@ -121,13 +123,16 @@ def subarray_cost(
     copies = copies_total(stats, steps)
     per_cell = copies / stats.cells  # Eq. 3 (without page rounding)
     expanded = np.minimum(n, q + 1 + 2 * k)  # cells of the expanded region per dimension (Eq. 4)
-    copies_read = per_cell * float(np.prod(expanded))
-    total_chunks = [math.ceil(n_i / c) for n_i, c in zip(stats.domain, stats.chunk, strict=True)]
-    chunk_count = math.prod(
-        _chunks_overlapped(e, c, t) for e, c, t in zip(expanded, stats.chunk, total_chunks, strict=True)
+    unit = stats.unit
+    total_units = [math.ceil(n_i / c) for n_i, c in zip(stats.domain, unit, strict=True)]
+    per_dimension = [_chunks_overlapped(e, c, t) for e, c, t in zip(expanded, unit, total_units, strict=True)]
+    unit_count = math.prod(per_dimension)
+    # a row group holds whole units of cells, so the copies read are those of the units overlapped
+    copies_read = per_cell * math.prod(
+        min(n_i, u * c) for n_i, u, c in zip(stats.domain, per_dimension, unit, strict=True)
     )
-    per_chunk_batch = copies / max(1, math.prod(total_chunks)) / max(1, stats.batches)
-    fragments = chunk_count * stats.batches * (1.0 - math.exp(-per_chunk_batch))
+    per_unit_batch = copies / max(1, math.prod(total_units)) / max(1, stats.batches)
+    fragments = unit_count * stats.batches * (1.0 - math.exp(-per_unit_batch))
     # Eq. 5: tuples to validate, per group of equal range sizes.
     density = stats.counts / stats.cells
     spans = stats.spans.astype(np.float64)
@@ -215,37 +220,37 @@ def join_cost(
     inner_steps: Sequence[int],
     delta: float,
     units: UnitCosts,
-    block_chunks: int = 1,
+    block_copies: float = 200_000,
 ) -> CostBreakdown:
     """Estimated cost of the subarray-based join with both sides under store-multiple (section 4.2).
 
-    Outer blocks are ``block_chunks`` chunks of A; each block's query region on B is its cells
-    expanded by k_A and delta (Prop. 4.3), read through B's expanded region (+ k_B).
+    The outer array is read once, in blocks of about ``block_copies`` copies (slabs along the first
+    dimension, the memory quota of Alg. 1); each block reads the inner row groups of the union of its
+    cells' candidate regions (the cells widened by k_A and delta, Prop. 4.3, then by k_B: beta_{R_A});
+    every outer copy is paired with the inner copies of its candidate cells (Eq. 6).
     """
     ka = np.asarray(outer_steps, np.float64)
     kb = np.asarray(inner_steps, np.float64)
     nb = np.asarray(inner.domain, np.float64)
     copies_a = copies_total(outer, outer_steps)
     copies_b = copies_total(inner, inner_steps)
-    chunks_a = [math.ceil(n / c) for n, c in zip(outer.domain, outer.chunk, strict=True)]
-    chunks_b = [math.ceil(n / c) for n, c in zip(inner.domain, inner.chunk, strict=True)]
-    occupied_a = math.prod(chunks_a) * (1.0 - math.exp(-copies_a / max(1, math.prod(chunks_a))))
-    blocks = max(1.0, occupied_a / block_chunks)
-    side = np.asarray(outer.chunk, np.float64) * block_chunks ** (1.0 / outer.ndim)
-    beta_cells = np.minimum(nb, side + 2 * ka + 2 * delta + 1 + 2 * kb)  # beta_{R_A} per dimension
-    b_chunks = math.prod(
-        _chunks_overlapped(c, ch, t) for c, ch, t in zip(beta_cells, inner.chunk, chunks_b, strict=True)
-    )
-    per_b_chunk_batch = copies_b / max(1, math.prod(chunks_b)) / max(1, inner.batches)
-    fragments = outer.batches * occupied_a + blocks * b_chunks * inner.batches * (
-        1 - math.exp(-per_b_chunk_batch)
-    )
-    copies_read = copies_a + blocks * float(np.prod(beta_cells)) * copies_b / inner.cells
-    candidates = np.minimum(nb, 1 + 2 * ka + 2 * delta + 1 + 2 * kb)  # Eq. 6 (cells of B per A cell)
+    blocks = max(1.0, math.ceil(copies_a / block_copies))
+    extent = np.asarray(outer.domain, np.float64)
+    extent[0] = extent[0] / blocks
+    beta_cells = np.minimum(nb, extent + 2 * ka + 2 * delta + 1 + 2 * kb)  # beta_{R_A} per dimension
+    units_b = [math.ceil(n / c) for n, c in zip(inner.domain, inner.unit, strict=True)]
+    per_dimension = [
+        _chunks_overlapped(c, u, t) for c, u, t in zip(beta_cells, inner.unit, units_b, strict=True)
+    ]
+    units_a = [math.ceil(n / c) for n, c in zip(outer.domain, outer.unit, strict=True)]
+    row_groups = outer.batches * math.prod(units_a) + blocks * inner.batches * math.prod(per_dimension)
+    read_b = math.prod(min(n, p * u) for n, p, u in zip(inner.domain, per_dimension, inner.unit, strict=True))
+    copies_read = copies_a + blocks * read_b * copies_b / inner.cells
+    candidates = np.minimum(nb, 2 + 2 * ka + 2 * delta + 2 * kb)  # Eq. 6: candidate cells of B per A cell
     pairs = copies_a * float(np.prod(candidates)) * copies_b / inner.cells
-    parts = {"seek": units.seek * fragments, "copies": units.copy * copies_read, "pairs": units.pair * pairs}
+    parts = {"seek": units.seek * row_groups, "copies": units.copy * copies_read, "pairs": units.pair * pairs}
     steps = tuple(int(s) for s in outer_steps) + tuple(int(s) for s in inner_steps)
-    return CostBreakdown(steps, fragments, copies_read, 0.0, 0.0, pairs, sum(parts.values()), parts)
+    return CostBreakdown(steps, row_groups, copies_read, 0.0, 0.0, pairs, sum(parts.values()), parts)
 
 
 def choose_join_steps(
@@ -253,12 +258,13 @@ def choose_join_steps(
     inner: RangeStatistics,
     delta: float,
     units: UnitCosts,
-    block_chunks: int = 1,
+    block_copies: float = 200_000,
+    candidates: Sequence[tuple[int, ...]] | None = None,
 ) -> tuple[tuple[int, ...], tuple[int, ...], dict]:
     """The (outer, inner) steps minimizing the join cost model, with every estimate."""
     estimates = {}
-    for ka in candidate_steps(outer):
-        for kb in candidate_steps(inner):
-            estimates[(ka, kb)] = join_cost(outer, inner, ka, kb, delta, units, block_chunks).seconds
+    for ka in candidates or candidate_steps(outer):
+        for kb in candidates or candidate_steps(inner):
+            estimates[(ka, kb)] = join_cost(outer, inner, ka, kb, delta, units, block_copies).seconds
     best = min(estimates, key=lambda s: (estimates[s], s))
     return best[0], best[1], estimates

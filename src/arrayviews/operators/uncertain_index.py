@@ -78,9 +78,13 @@ class PossibleRangeIndex:
         entries = np.unique(entries)
         cells = self.home_cells[entries]
         selection = union_chunks(self.table.schema, cells, cells)
-        fragments = self.table.read(
-            self.version, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
+        files = self.table.dataset(self.version)
+        before = files.row_groups_read
+        fragments = ul.read_fragments(
+            files, storage, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
         )
+        if hasattr(stats, "row_groups_read"):
+            stats.row_groups_read += files.row_groups_read - before
         rows = ul.decode_rows(fragments, storage)
         stats.fragments_read += fragments.num_rows
         stats.copies_read += len(rows)

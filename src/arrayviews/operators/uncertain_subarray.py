@@ -32,6 +32,7 @@ class SubarrayStatistics:
     """What one evaluation did (the I/O and CPU work the cost model estimates)."""
 
     fragments_read: int = 0
+    row_groups_read: int = 0
     copies_read: int = 0
     tuples_read: int = 0  # distinct tuples after duplicate removal
     tuples_in_range: int = 0  # after the possible-range filter
@@ -44,6 +45,7 @@ class SubarrayStatistics:
     def as_dict(self) -> dict:
         return {
             "fragments_read": self.fragments_read,
+            "row_groups_read": self.row_groups_read,
             "copies_read": self.copies_read,
             "tuples_read": self.tuples_read,
             "tuples_in_range": self.tuples_in_range,
@@ -203,9 +205,12 @@ def run_subarray(plan: SubarrayPlan) -> tuple[pa.Table, SubarrayStatistics]:
     started = time.perf_counter()
     storage = plan.table.storage
     selection = plan.region.chunks
-    fragments = plan.table.read(
-        plan.version, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
+    files = plan.table.dataset(plan.version)
+    before = files.row_groups_read
+    fragments = ul.read_fragments(
+        files, storage, None, selection.ranges, selection.filter(ChunkGrid.of(storage)), roles="tuples"
     )
+    stats.row_groups_read = files.row_groups_read - before
     rows = ul.decode_rows(fragments, storage)
     stats.fragments_read = fragments.num_rows
     stats.copies_read = len(rows)

@@ -105,6 +105,7 @@ def statistics_of(
         [d.chunk_length for d in schema.dimensions],
         batches,
         bool(schema.correlations),
+        (ul.tile_side(schema.ndim),) * schema.ndim,
     )
 
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from arrayviews.model.geometry import ChunkGrid
@@ -52,7 +51,7 @@ SCHEME_KEY, STEPS_KEY, SIGMAS_KEY, COPIES_KEY = (
 #: Fragment files are split at about this many bytes of payload.
 TARGET_FILE_BYTES = 64 * 1024 * 1024
 #: Chunks per row-group tile (approximately, over all dimensions).
-TILE_CHUNKS = 16
+TILE_CHUNKS = 4
 
 
 def mean_column(dimension: str) -> str:
@@ -142,7 +141,8 @@ class Rows:
 
 
 # -- encoding ------------------------------------------------------------------------------------
-def _tile_side(ndim: int) -> int:
+def tile_side(ndim: int) -> int:
+    """Chunks per row-group tile along each dimension."""
     return max(1, round(TILE_CHUNKS ** (1.0 / ndim)))
 
 
@@ -166,12 +166,12 @@ def encode_rows(rows: Rows, schema: ArraySchema, version: int) -> list[pa.Table]
     chunks = grid.chunk_of(rows.cells)
     starts, sizes = layout.box_geometry(grid, chunks)
     offsets = local_offsets(rows.cells, starts, sizes)
-    side = _tile_side(schema.ndim)
+    side = tile_side(schema.ndim)
     tiles = [np.floor_divide(chunks[:, k] - g.first_chunk, side) for k, g in enumerate(grid.dimensions)]
     chunk_code = _codes([chunks[:, k] for k in range(schema.ndim)])
     tile_code = _codes(tiles)
     order = np.lexsort((rows.columns[ID], offsets, chunk_code, tile_code))
-    chunk_code, offsets = chunk_code[order], offsets[order]
+    chunk_code, offsets, tile_code = chunk_code[order], offsets[order], tile_code[order]
     cells_sorted = chunks[order]
     boundary = np.flatnonzero(np.concatenate(([True], chunk_code[1:] != chunk_code[:-1])))
     bounds = np.append(boundary, n).astype(np.int64)
@@ -278,60 +278,103 @@ def write_rows_file(table: pa.Table, uri: str) -> int:
 
 
 # -- decoding ------------------------------------------------------------------------------------
+class FragmentFiles:
+    """The fragment files of one version with the chunk and role ranges of every row group (from
+    the Parquet footers, parsed once): reads pick their row groups with numpy and read only those."""
+
+    def __init__(self, uris: list[str], schema: ArraySchema) -> None:
+        self.schema = schema
+        self.parts: list[tuple] = []
+        self.row_groups_read = 0  # a running count, for statistics
+        keys = layout.chunk_columns(schema)
+        for uri in uris:
+            fs, path = filesystem(uri)
+            metadata = pq.read_metadata(path, filesystem=fs)
+            names = metadata.schema.to_arrow_schema().names
+            positions = [names.index(k) for k in keys]
+            role_low = names.index(layout.min_column(ROLE))
+            role_high = names.index(layout.max_column(ROLE))
+            groups = metadata.num_row_groups
+            low = np.empty((groups, len(keys)), np.int64)
+            high = np.empty((groups, len(keys)), np.int64)
+            roles_low = np.empty(groups, np.int64)
+            roles_high = np.empty(groups, np.int64)
+            for g in range(groups):
+                group = metadata.row_group(g)
+                for k, position in enumerate(positions):
+                    stats = group.column(position).statistics
+                    low[g, k], high[g, k] = stats.min, stats.max
+                roles_low[g] = group.column(role_low).statistics.min
+                roles_high[g] = group.column(role_high).statistics.max
+            self.parts.append((path, fs, metadata, low, high, roles_low, roles_high))
+
+    def row_groups(self, chunk_ranges=None, roles: str | None = None):
+        """Per file, the row groups that may hold fragments in ``chunk_ranges`` with the wanted roles."""
+        for path, fs, metadata, low, high, roles_low, roles_high in self.parts:
+            keep = np.ones(len(low), dtype=bool)
+            if chunk_ranges is not None:
+                for k, (first, last) in enumerate(chunk_ranges):
+                    keep &= (high[:, k] >= first) & (low[:, k] <= last)
+            if roles == "tuples":
+                keep &= roles_low <= ROLE_HOME
+            elif roles == "fences":
+                keep &= roles_high == ROLE_FENCE
+            if keep.any():
+                yield path, fs, metadata, np.flatnonzero(keep)
+
+
 def read_fragments(
-    uris: list[str] | ds.Dataset,
+    files: list[str] | FragmentFiles,
     schema: ArraySchema,
     columns: list[str] | None,
     chunk_ranges=None,
     chunk_filter=None,
     roles: str | None = None,
 ) -> pa.Table:
-    """Fragment rows of some files, within per-dimension chunk ranges (row groups outside are skipped),
-    optionally kept only where ``chunk_filter(chunks (n, d)) -> mask`` holds; ``roles`` is "tuples"
-    (copies only) or "fences" (fence records only). ``columns`` are storage columns (None: all)."""
+    """Fragment rows within per-dimension chunk ranges (only the row groups that may hold them are
+    read), optionally only where ``chunk_filter(chunks (n, d)) -> mask`` holds; ``roles`` is
+    "tuples" (copies only) or "fences" (fence records only). ``columns`` are storage columns (None:
+    all)."""
     names = None
     if columns is not None:
         names = layout.chunk_columns(schema) + [layout.N_CELLS, layout.DENSE, layout.CELLS]
+        names += [layout.min_column(ROLE), layout.max_column(ROLE)]
         for name in columns:
             schema.attribute(name)
             names.append(layout.value_column(name))
             if schema.attribute(name).nullable:
                 names.append(layout.null_column(name))
     target = layout.fragment_schema(schema)
-    dataset = uris if isinstance(uris, ds.Dataset) else open_dataset(uris, schema)
-    if dataset is None:
+    if not isinstance(files, FragmentFiles):
+        files = FragmentFiles(files, schema)
+    parts = []
+    for path, fs, metadata, groups in files.row_groups(chunk_ranges, roles):
+        handle = pq.ParquetFile(path, filesystem=fs, metadata=metadata)
+        parts.append(handle.read_row_groups(groups.tolist(), columns=names))
+        files.row_groups_read += len(groups)
+    if not parts:
         table = target.empty_table()
         return table.select(names) if names else table
-    condition = layout.chunk_ranges_filter(schema, chunk_ranges)
-    if roles is not None:
-        role = (
-            ds.field(layout.max_column(ROLE)) <= ROLE_HOME
-            if roles == "tuples"
-            else ds.field(layout.min_column(ROLE)) == ROLE_FENCE
-        )
-        condition = role if condition is None else condition & role
-    table = dataset.to_table(columns=names, filter=condition)
-    if chunk_filter is not None and table.num_rows:
-        chunks = np.stack(
-            [np.asarray(table.column(layout.chunk_column(d)), np.int64) for d in schema.dimension_names],
-            axis=1,
-        )
-        table = table.filter(pa.array(chunk_filter(chunks)))
-    return table
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if table.num_rows == 0:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    chunks = np.stack([np.asarray(table.column(c), np.int64) for c in layout.chunk_columns(schema)], axis=1)
+    if chunk_ranges is not None:
+        for k, (first, last) in enumerate(chunk_ranges):
+            keep &= (chunks[:, k] >= first) & (chunks[:, k] <= last)
+    if chunk_filter is not None:
+        keep &= chunk_filter(chunks)
+    if roles == "tuples":
+        keep &= np.asarray(table.column(layout.max_column(ROLE))) <= ROLE_HOME
+    elif roles == "fences":
+        keep &= np.asarray(table.column(layout.min_column(ROLE))) == ROLE_FENCE
+    return table if keep.all() else table.filter(pa.array(keep))
 
 
-def open_dataset(uris: list[str], schema: ArraySchema) -> ds.Dataset | None:
-    """A pyarrow dataset over fragment files (None when there are none); keeping it keeps the parsed
-    Parquet footers, so repeated reads only read the row groups they need."""
-    if not uris:
-        return None
-    fs, _ = filesystem(uris[0])
-    return ds.dataset(
-        [filesystem(u)[1] for u in uris],
-        filesystem=fs,
-        format="parquet",
-        schema=layout.fragment_schema(schema),
-    )
+def open_dataset(uris: list[str], schema: ArraySchema) -> FragmentFiles:
+    """The fragment files of a version, ready for repeated reads (see :class:`FragmentFiles`)."""
+    return FragmentFiles(uris, schema)
 
 
 def decode_rows(fragments: pa.Table, schema: ArraySchema, columns: list[str] | None = None) -> Rows:

@@ -127,8 +127,8 @@ class UncertainTable:
         return [f.file_path for f in self.array.data_files(version, chunk_ranges)]
 
     def dataset(self, version: int):
-        """The fragment files of ``version`` as one pyarrow dataset, kept for later reads (a version's
-        files never change); None for an empty version."""
+        """The fragment files of ``version`` with their row-group statistics, kept for later reads (a
+        version's files never change)."""
         if version not in self._datasets:
             if len(self._datasets) > 8:
                 self._datasets.clear()
@@ -144,9 +144,8 @@ class UncertainTable:
         roles: str | None = None,
     ) -> pa.Table:
         """Fragment rows of ``version`` (see ``uncertain_layout.read_fragments``)."""
-        dataset = self.dataset(version)
         return ul.read_fragments(
-            [] if dataset is None else dataset, self.storage, columns, chunk_ranges, chunk_filter, roles
+            self.dataset(version), self.storage, columns, chunk_ranges, chunk_filter, roles
         )
 
     def metadata(self, version: int) -> pa.Table:
