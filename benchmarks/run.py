@@ -7,7 +7,7 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout", "window", "views", "viewdf")
+BENCHMARKS = ("ingest", "layout", "window", "views", "viewdf", "uncertain")
 
 
 def main() -> None:

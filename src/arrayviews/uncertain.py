@@ -153,6 +153,7 @@ class UncertainArray:
                     "scheme": layout_.scheme,
                     "step": None if layout_.steps is None else list(layout_.steps),
                     "copies_total": self._table.copies_at(v.version),
+                    "snapshot_id": v.snapshot_id,
                 }
             )
         columns = [
@@ -165,6 +166,7 @@ class UncertainArray:
             "scheme",
             "step",
             "copies_total",
+            "snapshot_id",
         ]
         return pd.DataFrame(rows, columns=columns)
 

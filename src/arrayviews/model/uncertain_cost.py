@@ -58,12 +58,25 @@ class RangeStatistics:
         chunk: Sequence[int],
         batches: int = 1,
         correlated: bool = False,
+        tile: Sequence[int] | None = None,
     ) -> RangeStatistics:
         spans = np.asarray(last, np.int64) - np.asarray(first, np.int64)
         groups, counts = np.unique(spans.reshape(len(spans), -1), axis=0, return_counts=True)
         return cls(
-            groups, counts, tuple(int(n) for n in domain), tuple(int(c) for c in chunk), batches, correlated
+            groups,
+            counts,
+            tuple(int(n) for n in domain),
+            tuple(int(c) for c in chunk),
+            batches,
+            correlated,
+            None if tile is None else tuple(int(t) for t in tile),
         )
+
+    @property
+    def unit(self) -> tuple[int, ...]:
+        """Cells per I/O unit (row group) along each dimension."""
+        tile = self.tile or (1,) * len(self.chunk)
+        return tuple(c * t for c, t in zip(self.chunk, tile, strict=True))
 
     @property
     def tuples(self) -> int:
