@@ -280,19 +280,24 @@ def test_join_candidates_in_boxes_are_the_brute_force_ones():
     b_cells = rng.integers(0, 40, (nb, 2))
     b_first = (b_cells - rng.integers(0, 3, (nb, 2))).astype(float)
     b_last = (b_cells + rng.integers(0, 3, (nb, 2))).astype(float)
+    # rows 150..299 are second copies (elsewhere) of the tuples of rows 0..149: same possible range
+    b_first[150:], b_last[150:] = b_first[:150], b_last[:150]
+    b_tuple = np.arange(nb, dtype=np.int64) % 150
     low = (a_first - 6).astype(np.int64)
     high = (a_last + 6).astype(np.int64)
-    ia, ib, _ = pairs_in_boxes(low, high, a_first, a_last, b_cells, b_first, b_last, 1.5)
-    got = set(zip(ia.tolist(), ib.tolist(), strict=True))
+    ia, ib, _ = pairs_in_boxes(low, high, a_first, a_last, b_cells, b_first, b_last, b_tuple, 1.5)
+    got = list(zip(ia.tolist(), b_tuple[ib].tolist(), strict=True))
+    assert len(got) == len(set(got))  # each inner tuple at most once per outer row
     in_box = np.all((b_cells[None] >= low[:, None]) & (b_cells[None] <= high[:, None]), axis=2)
     overlap = np.all(
         (a_first[:, None] - 1.5 <= b_last[None] + 1) & (b_first[None] <= a_last[:, None] + 1 + 1.5), axis=2
     )
-    expected = set(zip(*(x.tolist() for x in np.nonzero(in_box & overlap)), strict=True))
-    assert got == expected
-    ia2, ib2, looked = all_pairs(a_first, a_last, b_first, b_last, 1.5)
-    assert looked == na * nb
-    assert expected <= set(zip(ia2.tolist(), ib2.tolist(), strict=True))
+    expected = {(int(i), int(j) % 150) for i, j in zip(*np.nonzero(in_box & overlap), strict=True)}
+    assert set(got) == expected
+    ia2, ib2, looked = all_pairs(a_first, a_last, b_first[:150], b_last[:150], 1.5)
+    assert looked == na * 150
+    overlap_all = {(int(i), int(j)) for i, j in zip(*np.nonzero(overlap[:, :150]), strict=True)}
+    assert set(zip(ia2.tolist(), ib2.tolist(), strict=True)) == overlap_all
 
 
 def test_block_probabilities_match_scipy():

@@ -41,14 +41,18 @@ def pairs_in_boxes(
     b_cells: np.ndarray,
     b_first: np.ndarray,
     b_last: np.ndarray,
+    b_tuple: np.ndarray,
     delta: float,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """(outer row, inner row) pairs with the inner row's cell in the outer row's candidate box
-    [box_low, box_high] that pass Prop. 4.1; also the number of pairs looked at."""
+    [box_low, box_high] that pass Prop. 4.1, each inner tuple (``b_tuple``: a dense tuple number per
+    inner row, copies share it) paired at most once with each outer row; also the number of inner
+    rows looked at."""
     nb = b_cells.shape[0]
     d = b_cells.shape[1]
     order = np.argsort(b_cells[:, 0], kind="mergesort")
     keys = b_cells[order, 0]
+    seen = np.full(np.max(b_tuple) + 1 if nb else 0, -1, dtype=np.int64)
     out_a = np.empty(1024, dtype=np.int64)
     out_b = np.empty(1024, dtype=np.int64)
     count = 0
@@ -66,6 +70,9 @@ def pairs_in_boxes(
             if not inside:
                 continue
             looked += 1
+            if seen[b_tuple[j]] == i:
+                continue  # another copy of an inner tuple already paired with this row
+            seen[b_tuple[j]] = i
             if not _overlaps(a_first, a_last, b_first, b_last, i, j, delta):
                 continue
             if count == out_a.shape[0]:
@@ -74,8 +81,6 @@ def pairs_in_boxes(
             out_a[count] = i
             out_b[count] = j
             count += 1
-    if nb == 0:
-        return out_a[:0], out_b[:0], looked
     return out_a[:count], out_b[:count], looked
 
 

@@ -240,7 +240,7 @@ def join_cost(
     The outer array is read once, in blocks of about ``block_copies`` copies (slabs along the first
     dimension, the memory quota of Alg. 1); each block reads the inner row groups of the union of its
     cells' candidate regions (the cells widened by k_A and delta, Prop. 4.3, then by k_B: beta_{R_A});
-    every outer copy is paired with the inner copies of its candidate cells (Eq. 6).
+    every outer tuple is paired with the inner copies of the union of its copies' candidate cells.
     """
     ka = np.asarray(outer_steps, np.float64)
     kb = np.asarray(inner_steps, np.float64)
@@ -259,8 +259,10 @@ def join_cost(
     row_groups = outer.batches * math.prod(units_a) + blocks * inner.batches * math.prod(per_dimension)
     read_b = math.prod(min(n, p * u) for n, p, u in zip(inner.domain, per_dimension, inner.unit, strict=True))
     copies_read = copies_a + blocks * read_b * copies_b / inner.cells
-    candidates = np.minimum(nb, 2 + 2 * ka + 2 * delta + 2 * kb)  # Eq. 6: candidate cells of B per A cell
-    pairs = copies_a * float(np.prod(candidates)) * copies_b / inner.cells
+    # Eq. 6 counts the candidate cells of every outer copy; the join searches the union of a tuple's
+    # copies' boxes once (its possible range widened by delta and k_B), so pairs follow the tuples.
+    reach = np.minimum(nb, outer.spans + 1 + 2 * delta + 2 * kb)
+    pairs = float((outer.counts * np.prod(reach, axis=1)).sum()) * copies_b / inner.cells
     parts = {"seek": units.seek * row_groups, "copies": units.copy * copies_read, "pairs": units.pair * pairs}
     steps = tuple(int(s) for s in outer_steps) + tuple(int(s) for s in inner_steps)
     return CostBreakdown(steps, row_groups, copies_read, 0.0, 0.0, pairs, sum(parts.values()), parts)

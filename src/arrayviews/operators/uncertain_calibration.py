@@ -104,12 +104,21 @@ def calibrate(db, seed: int = 0, repeats: int = 3) -> tuple[UnitCosts, dict]:
     a_cells = rng.integers(0, 300, (na, 2))
     b_cells = rng.integers(0, 300, (nb, 2))
     a_first, b_first = a_cells.astype(float), b_cells.astype(float)
+    b_tuple = np.arange(nb, dtype=np.int64)
     pairs_in_boxes(
-        a_cells[:10] - 2, a_cells[:10] + 2, a_first[:10], a_first[:10], b_cells, b_first, b_first, 1.0
+        a_cells[:10] - 2,
+        a_cells[:10] + 2,
+        a_first[:10],
+        a_first[:10],
+        b_cells,
+        b_first,
+        b_first,
+        b_tuple,
+        1.0,
     )
     started = time.perf_counter()
     ia, ib, looked = pairs_in_boxes(
-        a_cells - 2, a_cells + 2, a_first, a_first, b_cells, b_first, b_first, 1.0
+        a_cells - 2, a_cells + 2, a_first, a_first, b_cells, b_first, b_first, b_tuple, 1.0
     )
     search = time.perf_counter() - started
     am, asg = rng.uniform(0, 300, (na, 2)), rng.uniform(0.1, 1, (na, 2))

@@ -231,6 +231,29 @@ def candidate_boxes(
     return np.maximum(low - walks[0], domain_low), np.minimum(high + walks[1], domain_high)
 
 
+def per_tuple(rows: SideRows, low: np.ndarray, high: np.ndarray) -> tuple[SideRows, np.ndarray, np.ndarray]:
+    """One outer row per tuple with the bounding box of its copies' candidate boxes. The copies of a
+    tuple are at most 2k + 1 cells apart and every candidate box reaches more than k + 1 cells from
+    its copy, so the boxes overlap and their union is this bounding box: searching it once per tuple
+    finds each inner cell once instead of once per copy."""
+    if len(rows) == 0:
+        return rows, low, high
+    ids, first, inverse = np.unique(rows.ids, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    box_low = np.full((len(ids), low.shape[1]), np.iinfo(np.int64).max, np.int64)
+    box_high = np.full((len(ids), low.shape[1]), np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(box_low, inverse, low)
+    np.maximum.at(box_high, inverse, high)
+    return rows.take(first), box_low, box_high
+
+
+def tuple_numbers(ids: np.ndarray) -> np.ndarray:
+    """A dense number per row, shared by the copies of one tuple."""
+    if len(ids) == 0:
+        return np.zeros(0, np.int64)
+    return np.unique(ids, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
 # -- reading ---------------------------------------------------------------------------------------
 def inner_chunk_ranges(outer: Side, inner: Side, delta: float, walks) -> tuple[tuple[int, int], ...] | None:
     """Inner chunk ranges any outer region can reach (from the outer possible ranges in metadata)."""
@@ -378,6 +401,7 @@ def sbj_local(outer: Side, inner: Side, delta: float, threshold: float, structur
         inner_rows = read_side(inner, pairs, selection, target)
         stats.inner_fragments_read += target[0]
         stats.inner_copies_read += target[1]
+        outer_rows, low, high = per_tuple(outer_rows.take(np.flatnonzero(usable)), low[usable], high[usable])
         ia, ib, looked = pairs_in_boxes(
             low,
             high,
@@ -386,6 +410,7 @@ def sbj_local(outer: Side, inner: Side, delta: float, threshold: float, structur
             inner_rows.cells,
             inner_rows.first,
             inner_rows.last,
+            tuple_numbers(inner_rows.ids),
             float(delta),
         )
         stats.pairs_looked_at += int(looked)
@@ -588,14 +613,16 @@ def _join_chunk(
         np.ascontiguousarray(col("a_sigma", np.float64)),
         _corr_matrix(outer_part, len(pairs)),
     )
+    outer_rows, low, high = per_tuple(outer_rows, col("a_low", np.int64), col("a_high", np.int64))
     ia, ib, _ = pairs_in_boxes(
-        col("a_low", np.int64),
-        col("a_high", np.int64),
+        low,
+        high,
         outer_rows.first,
         outer_rows.last,
         inner_rows.cells,
         inner_rows.first,
         inner_rows.last,
+        tuple_numbers(inner_rows.ids),
         float(delta),
     )
     return _validate(outer_rows, inner_rows, ia, ib, delta, singles, pairs, threshold, JoinStatistics())
