@@ -64,17 +64,22 @@ def _storage_bytes(array) -> int:
     return total
 
 
-def _time_queries(run, queries: list, passes: int = 2) -> float:
-    """Mean seconds per query (best of ``passes`` passes over all queries, after a warm-up pass)."""
-    for q in queries[:3]:
-        run(q)
-    best = float("inf")
-    for _ in range(passes):
-        started = time.perf_counter()
-        for q in queries:
+def _time_interleaved(runners: dict, queries: list, passes: int = 3) -> dict:
+    """Mean seconds per query of every runner: each pass runs every runner over all queries, in a
+    rotating order, and a runner's time is its best pass, so load from other work on the machine
+    falls on all runners alike and spikes are dropped."""
+    for run in runners.values():
+        for q in queries[:2]:
             run(q)
-        best = min(best, time.perf_counter() - started)
-    return best / len(queries)
+    best = dict.fromkeys(runners, float("inf"))
+    keys = list(runners)
+    for p in range(passes):
+        for key in keys[p % len(keys) :] + keys[: p % len(keys)]:
+            started = time.perf_counter()
+            for q in queries:
+                runners[key](q)
+            best[key] = min(best[key], time.perf_counter() - started)
+    return {key: value / len(queries) for key, value in best.items()}
 
 
 def _square_queries(rng, shape: tuple[int, ...], fraction: float, count: int, centre=None) -> list[dict]:
@@ -189,10 +194,11 @@ def sdss_part(db, units: UnitCosts, quick: bool) -> dict:
             "fraction": fraction,
             "query_cells": int(np.prod([qs[0][d][1] - qs[0][d][0] + 1 for d in ("x", "y")])),
         }
-        for label in ["store-all", "store-mean"] + [f"k={k}" for k in STEPS if k > 0]:
-            row[label] = _time_queries(native(arrays[label]), qs)
+        runners = {label: native(arrays[label]) for label in ["store-all", "store-mean"]}
+        runners.update({f"k={k}": native(arrays[f"k={k}"]) for k in STEPS if k > 0})
+        runners["rtree"] = through_index
+        row.update(_time_interleaved(runners, qs, passes=3))
         row["k=0"] = row["store-all"]
-        row["rtree"] = _time_queries(through_index, qs)
         size = tuple(float(qs[0][d][1] - qs[0][d][0] + 1) for d in ("x", "y"))
         size_choice = choose_subarray_steps(stats, [size], 0.9, units)
         times = {k: row[f"k={k}"] for k in STEPS}
@@ -298,21 +304,18 @@ def synthetic_part(db, units: UnitCosts, quick: bool) -> dict:
                 for k in steps:
                     name = f"syn{ndim}{means}{s_sigma}_k{k}"
                     arrays[k], _ = _fresh(db, name, name + text, "store-multiple", k, data)
-                count = 3 if quick else 5
+                count = 3 if quick else 8
                 for fraction in QUERY_FRACTIONS:
                     qs = _square_queries(
                         rng, shape, fraction, count, centre="normal" if means == "N" else None
                     )
                     size = tuple(float(qs[0][d][1] - qs[0][d][0] + 1) for d in ("x", "y", "z")[:ndim])
                     for threshold in (0.9, 0.01):
-                        times = {
-                            k: _time_queries(
-                                lambda q, a=arrays[k], t=threshold: a.subarray(threshold=t, **q).to_arrow(),
-                                qs,
-                                passes=1,
-                            )
+                        runners = {
+                            k: (lambda q, a=arrays[k], t=threshold: a.subarray(threshold=t, **q).to_arrow())
                             for k in steps
                         }
+                        times = _time_interleaved(runners, qs, passes=2 if quick else 3)
                         choice = choose_subarray_steps(
                             stats, [size], threshold, units, [(k,) * ndim for k in steps]
                         )
@@ -354,16 +357,19 @@ def _scheme_comparison(db, rng, text, data, shape, stats, units, arrays, steps, 
     mean, _ = _fresh(db, "syn_mean", "syn_mean" + text, "store-mean", 0, data)
     rows = []
     for fraction in QUERY_FRACTIONS:
-        qs = _square_queries(rng, shape, fraction, 3 if quick else 5)
+        qs = _square_queries(rng, shape, fraction, 3 if quick else 8)
         size = tuple(float(qs[0][d][1] - qs[0][d][0] + 1) for d in ("x", "y"))
         chosen = choose_subarray_steps(stats, [size], 0.9, units, [(k, k) for k in steps]).steps[0]
         row = {"fraction": fraction, "model_step": chosen}
-        for label, array in (
-            ("store-all", arrays[0]),
-            ("store-mean", mean),
-            ("store-multiple", arrays[chosen]),
-        ):
-            row[label] = _time_queries(lambda q, a=array: a.subarray(threshold=0.9, **q).to_arrow(), qs)
+        runners = {
+            label: (lambda q, a=array: a.subarray(threshold=0.9, **q).to_arrow())
+            for label, array in (
+                ("store-all", arrays[0]),
+                ("store-mean", mean),
+                ("store-multiple", arrays[chosen]),
+            )
+        }
+        row.update(_time_interleaved(runners, qs))
         row["store_all_over_store_multiple"] = row["store-all"] / row["store-multiple"]
         row["store_mean_over_store_multiple"] = row["store-mean"] / row["store-multiple"]
         rows.append(row)
@@ -385,19 +391,16 @@ def join_model_part(db, units: UnitCosts, quick: bool) -> dict:
             name = f"join1d_{s_sigma}_k{k}"
             arrays[k], _ = _fresh(db, name, name + text, "store-multiple", k, data)
         for threshold in (0.9, 0.01):
-            times = {}
-            for ko in grid:
-                for ki in grid:
-                    join = arrays[ko].structure_join(
-                        arrays[ki], delta, threshold, engine="local", outer="left"
-                    )
-                    join.to_arrow()  # warm-up of this pair's caches
-                    join = arrays[ko].structure_join(
-                        arrays[ki], delta, threshold, engine="local", outer="left"
-                    )
-                    started = time.perf_counter()
-                    join.to_arrow()
-                    times[(ko, ki)] = time.perf_counter() - started
+
+            def joiner(ko, ki, threshold=threshold, arrays=arrays):
+                return lambda _q: (
+                    arrays[ko]
+                    .structure_join(arrays[ki], delta, threshold, engine="local", outer="left")
+                    .to_arrow()
+                )
+
+            runners = {(ko, ki): joiner(ko, ki) for ko in grid for ki in grid}
+            times = _time_interleaved(runners, [None], passes=2 if quick else 3)
             k_out, k_in, _ = choose_join_steps(stats, stats, delta, units, candidates=[(k,) for k in grid])
             chosen, best = (k_out[0], k_in[0]), min(times, key=times.get)
             rows.append(

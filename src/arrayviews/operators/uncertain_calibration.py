@@ -13,6 +13,7 @@ import time
 import uuid
 
 import numpy as np
+from scipy.optimize import nnls
 
 from arrayviews.kernels.join_pairs import pair_probabilities, pairs_in_boxes
 from arrayviews.kernels.probability import box_probabilities
@@ -23,34 +24,41 @@ from arrayviews.storage import uncertain_layout as ul
 
 
 def _io_samples(
-    db, rng: np.random.Generator, tuples: int, side: int, repeats: int
+    db, rng: np.random.Generator, densities: tuple[int, ...], side: int, repeats: int
 ) -> list[tuple[int, int, float]]:
-    name = f"calibration_{uuid.uuid4().hex[:8]}"
-    array = db.create_uncertain_array(
-        f"{name}<v:float64>[x=0:{side - 1}:16; y=0:{side - 1}:16]", scheme="store-multiple", step=1
-    )
+    """(row groups, copies, best seconds) of I/O steps over arrays of each density; the reads of all
+    arrays are interleaved, so contention from other work on the machine hits them alike."""
+    arrays = []
     try:
-        array.insert(
-            {
-                "x": rng.uniform(0, side, tuples),
-                "y": rng.uniform(0, side, tuples),
-                "x_sigma": rng.uniform(0.05, 0.3, tuples),
-                "y_sigma": rng.uniform(0.05, 0.3, tuples),
-                "v": rng.normal(size=tuples),
-            }
-        )
-        pinned = array.at_version(array.version)
-        table, layout_ = pinned.table, pinned.layout
-        files = table.dataset(pinned.version)
-        grid = ChunkGrid.of(table.storage)
-        samples = []
-        for width in (2, 6, 14, 30, 62, 126, side):
+        for tuples in densities:
+            name = f"calibration_{uuid.uuid4().hex[:8]}"
+            array = db.create_uncertain_array(
+                f"{name}<v:float64>[x=0:{side - 1}:16; y=0:{side - 1}:16]", scheme="store-multiple", step=1
+            )
+            arrays.append(array)
+            array.insert(
+                {
+                    "x": rng.uniform(0, side, tuples),
+                    "y": rng.uniform(0, side, tuples),
+                    "x_sigma": rng.uniform(0.05, 0.3, tuples),
+                    "y_sigma": rng.uniform(0.05, 0.3, tuples),
+                    "v": rng.normal(size=tuples),
+                }
+            )
+        pinned = [a.at_version(a.version) for a in arrays]
+        boxes = []
+        for width in (2, 6, 14, 30, 46, 62, 94, 126, side):
             for _ in range(3):
                 x0, y0 = (int(v) for v in rng.integers(0, max(1, side - width), 2))
-                box = query_box(table.schema, {"x": (x0, x0 + width - 1), "y": (y0, y0 + width - 1)})
-                region = expand(table, pinned.version, layout_, box)
-                best = float("inf")
-                for _ in range(repeats):
+                boxes.append({"x": (x0, x0 + width - 1), "y": (y0, y0 + width - 1)})
+        best: dict[tuple[int, int], list] = {}
+        for _ in range(repeats):
+            for b, ranges in enumerate(boxes):
+                for a, array in enumerate(pinned):
+                    table, layout_ = array.table, array.layout
+                    files = table.dataset(array.version)
+                    box = query_box(table.schema, ranges)
+                    region = expand(table, array.version, layout_, box)
                     before = files.row_groups_read
                     started = time.perf_counter()
                     fragments = ul.read_fragments(
@@ -58,26 +66,28 @@ def _io_samples(
                         table.storage,
                         None,
                         region.chunks.ranges,
-                        region.chunks.filter(grid),
+                        region.chunks.filter(ChunkGrid.of(table.storage)),
                         roles="tuples",
                     )
                     rows = ul.decode_rows(fragments, table.storage)
                     np.unique(rows.columns[ul.ID], return_index=True)
-                    best = min(best, time.perf_counter() - started)
-                    groups = files.row_groups_read - before
-                samples.append((groups, len(rows), best))
-        return samples
+                    seconds = time.perf_counter() - started
+                    entry = best.setdefault((a, b), [files.row_groups_read - before, len(rows), seconds])
+                    entry[2] = min(entry[2], seconds)
+        return [tuple(v) for v in best.values()]
     finally:
-        db.drop_uncertain_array(name)
+        for array in arrays:
+            db.drop_uncertain_array(array.name)
 
 
-def calibrate(db, seed: int = 0, repeats: int = 3) -> tuple[UnitCosts, dict]:
+def calibrate(db, seed: int = 0, repeats: int = 5) -> tuple[UnitCosts, dict]:
     """Unit costs measured here, and the raw measurements behind them."""
     rng = np.random.default_rng(seed)
-    samples = _io_samples(db, rng, 150_000, 256, repeats) + _io_samples(db, rng, 15_000, 256, repeats)
+    samples = _io_samples(db, rng, (150_000, 15_000), 256, repeats)
     design = np.array([[1.0, g, c] for g, c, _ in samples])
     seconds = np.array([t for _, _, t in samples])
-    (fixed, seek, copy), *_ = np.linalg.lstsq(design, seconds, rcond=None)
+    # non-negative least squares: a fixed cost per read, a cost per row group and one per copy
+    (fixed, seek, copy), _ = nnls(design, seconds)
     seek, copy = max(seek, 1e-7), max(copy, 1e-9)
 
     # CPU: closed-form filters (independent positions) and bivariate integrals (correlated).
