@@ -94,6 +94,8 @@ class Database:
         table = self.warehouse.open(name)
         if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
             return self.view(name)
+        if table.table.metadata.properties.get(KIND_PROPERTY) == "uncertain":
+            return self.uncertain_array(name)
         return Array(self, StoredSource(table, table.current_version()))
 
     def arrays(self) -> list[str]:
@@ -178,6 +180,60 @@ class Database:
         """Drop a view (refused while another view is defined over it)."""
         view = self.view(name)  # raises if it is not a view
         self._refuse_if_read(view.name, "view")
+        self.warehouse.drop(name)
+
+    # -- uncertain arrays (paper 001) ----------------------------------------------------------------
+    def create_uncertain_array(
+        self,
+        schema,
+        scheme: str = "store-multiple",
+        step="auto",
+        sigmas: float = 3.0,
+        workload=None,
+        name: str | None = None,
+    ):
+        """Create an empty uncertain array: tuples with Gaussian positions (schema text such as
+        ``sky<flux:gaussian>[x=0:999:32; y=0:999:32; corr(x, y)]``), stored as ``store-all``,
+        ``store-mean`` (with fences) or ``store-multiple`` with ``step`` k per dimension (an int, one
+        per dimension, or ``"auto"``: chosen by the cost model from the first batch and ``workload``,
+        a list of query sizes in cells per dimension or a ``Workload``). The possible range of a
+        tuple is mean +- ``sigmas`` standard deviations."""
+        from arrayviews.model.uncertain import UncertainSchema
+        from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
+        from arrayviews.storage.uncertain_table import UncertainTable, Workload
+        from arrayviews.uncertain import UncertainArray, layout_of
+
+        if isinstance(schema, str):
+            schema = parse_uncertain_schema(schema, name)
+        elif isinstance(schema, UncertainSchema):
+            schema = schema.renamed(name) if name is not None else schema
+        else:
+            raise SchemaError(
+                f"create_uncertain_array needs a schema text or UncertainSchema, got {type(schema).__name__}"
+            )
+        layout = layout_of(schema, scheme, step, sigmas)
+        if workload is not None and not isinstance(workload, Workload):
+            workload = Workload(tuple(tuple(float(x) for x in q) for q in workload))
+        table = UncertainTable.create(self.warehouse, schema, layout, workload)
+        return UncertainArray(self, table)
+
+    def uncertain_array(self, name: str):
+        """The stored uncertain array ``name``."""
+        from arrayviews.storage.uncertain_table import UncertainTable
+        from arrayviews.uncertain import UncertainArray
+
+        table = self.warehouse.open(name)
+        if not UncertainTable.is_uncertain(table):
+            raise NotFoundError(
+                f"{table.name} is not an uncertain array (uncertain arrays: {', '.join(self.uncertain_arrays()) or 'none'})"
+            )
+        return UncertainArray(self, UncertainTable(table))
+
+    def uncertain_arrays(self) -> list[str]:
+        return self.warehouse.names(kind="uncertain")
+
+    def drop_uncertain_array(self, name: str) -> None:
+        self.uncertain_array(name)  # raises if it is not one
         self.warehouse.drop(name)
 
     # -- streams (paper 004) ---------------------------------------------------------------------------

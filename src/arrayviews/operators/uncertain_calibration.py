@@ -1,0 +1,156 @@
+"""Measuring the unit costs of the step-size cost model on this machine (paper 001, section 3.3: "plug
+in unit cost measurements, including the seek and transfer time per chunk and per tuple validation").
+
+Two scratch arrays with the same chunking but ten times different density give reads whose row
+groups and copies vary independently; a least-squares fit of the measured I/O step times gives the
+cost per row group (seek) and per copy. The kernels are timed on their own for the filter, the
+bivariate integral and the join pair costs. The scratch arrays are dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+from scipy.optimize import nnls
+
+from arrayviews.kernels.join_pairs import pair_probabilities, pairs_in_boxes
+from arrayviews.kernels.probability import box_probabilities
+from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.uncertain_cost import UnitCosts
+from arrayviews.operators.uncertain_regions import expand, query_box
+from arrayviews.storage import uncertain_layout as ul
+
+
+def _io_samples(
+    db, rng: np.random.Generator, densities: tuple[int, ...], side: int, repeats: int
+) -> list[tuple[int, int, float]]:
+    """(row groups, copies, best seconds) of I/O steps over arrays of each density; the reads of all
+    arrays are interleaved, so contention from other work on the machine hits them alike."""
+    arrays = []
+    try:
+        for tuples in densities:
+            name = f"calibration_{uuid.uuid4().hex[:8]}"
+            array = db.create_uncertain_array(
+                f"{name}<v:float64>[x=0:{side - 1}:16; y=0:{side - 1}:16]", scheme="store-multiple", step=1
+            )
+            arrays.append(array)
+            array.insert(
+                {
+                    "x": rng.uniform(0, side, tuples),
+                    "y": rng.uniform(0, side, tuples),
+                    "x_sigma": rng.uniform(0.05, 0.3, tuples),
+                    "y_sigma": rng.uniform(0.05, 0.3, tuples),
+                    "v": rng.normal(size=tuples),
+                }
+            )
+        pinned = [a.at_version(a.version) for a in arrays]
+        boxes = []
+        for width in (2, 6, 14, 30, 46, 62, 94, 126, side):
+            for _ in range(3):
+                x0, y0 = (int(v) for v in rng.integers(0, max(1, side - width), 2))
+                boxes.append({"x": (x0, x0 + width - 1), "y": (y0, y0 + width - 1)})
+        best: dict[tuple[int, int], list] = {}
+        for _ in range(repeats):
+            for b, ranges in enumerate(boxes):
+                for a, array in enumerate(pinned):
+                    table, layout_ = array.table, array.layout
+                    files = table.dataset(array.version)
+                    box = query_box(table.schema, ranges)
+                    region = expand(table, array.version, layout_, box)
+                    before = files.row_groups_read
+                    started = time.perf_counter()
+                    fragments = ul.read_fragments(
+                        files,
+                        table.storage,
+                        None,
+                        region.chunks.ranges,
+                        region.chunks.filter(ChunkGrid.of(table.storage)),
+                        roles="tuples",
+                    )
+                    rows = ul.decode_rows(fragments, table.storage)
+                    np.unique(rows.columns[ul.ID], return_index=True)
+                    seconds = time.perf_counter() - started
+                    entry = best.setdefault((a, b), [files.row_groups_read - before, len(rows), seconds])
+                    entry[2] = min(entry[2], seconds)
+        return [tuple(v) for v in best.values()]
+    finally:
+        for array in arrays:
+            db.drop_uncertain_array(array.name)
+
+
+def calibrate(db, seed: int = 0, repeats: int = 5) -> tuple[UnitCosts, dict]:
+    """Unit costs measured here, and the raw measurements behind them."""
+    rng = np.random.default_rng(seed)
+    samples = _io_samples(db, rng, (150_000, 15_000), 256, repeats)
+    design = np.array([[1.0, g, c] for g, c, _ in samples])
+    seconds = np.array([t for _, _, t in samples])
+    # non-negative least squares: a fixed cost per read, a cost per row group and one per copy
+    (fixed, seek, copy), _ = nnls(design, seconds)
+    seek, copy = max(seek, 1e-7), max(copy, 1e-9)
+
+    # CPU: closed-form filters (independent positions) and bivariate integrals (correlated).
+    n = 400_000
+    means = rng.uniform(0, 100, (n, 2))
+    sigmas = rng.uniform(0.1, 3, (n, 2))
+    lows, highs = np.array([40.0, 40.0]), np.array([60.0, 60.0])
+    singles, no_pairs = np.array([0, 1]), np.zeros((0, 2), np.int64)
+    box_probabilities(means[:10], sigmas[:10], np.zeros((10, 0)), lows, highs, singles, no_pairs, 0.0)
+    started = time.perf_counter()
+    box_probabilities(means, sigmas, np.zeros((n, 0)), lows, highs, singles, no_pairs, 0.0)
+    filter_cost = (time.perf_counter() - started) / n
+    m = 50_000
+    corrs = rng.uniform(-0.9, 0.9, (m, 1))
+    near = rng.uniform(38, 62, (m, 2))
+    pair = np.array([[0, 1]])
+    box_probabilities(near[:10], sigmas[:10], corrs[:10], lows, highs, np.zeros(0, np.int64), pair, 0.0)
+    started = time.perf_counter()
+    _, integrals = box_probabilities(near, sigmas[:m], corrs, lows, highs, np.zeros(0, np.int64), pair, 0.0)
+    integral_cost = max(1e-9, (time.perf_counter() - started) / max(1, integrals) - filter_cost)
+
+    # Join pairs: candidate search in boxes and the closed-form pair probabilities.
+    na, nb = 20_000, 60_000
+    a_cells = rng.integers(0, 300, (na, 2))
+    b_cells = rng.integers(0, 300, (nb, 2))
+    a_first, b_first = a_cells.astype(float), b_cells.astype(float)
+    b_tuple = np.arange(nb, dtype=np.int64)
+    pairs_in_boxes(
+        a_cells[:10] - 2,
+        a_cells[:10] + 2,
+        a_first[:10],
+        a_first[:10],
+        b_cells,
+        b_first,
+        b_first,
+        b_tuple,
+        1.0,
+    )
+    started = time.perf_counter()
+    ia, ib, looked = pairs_in_boxes(
+        a_cells - 2, a_cells + 2, a_first, a_first, b_cells, b_first, b_first, b_tuple, 1.0
+    )
+    search = time.perf_counter() - started
+    am, asg = rng.uniform(0, 300, (na, 2)), rng.uniform(0.1, 1, (na, 2))
+    bm, bsg = rng.uniform(0, 300, (nb, 2)), rng.uniform(0.1, 1, (nb, 2))
+    pair_probabilities(
+        ia[:10], ib[:10], am, asg, np.zeros((na, 0)), bm, bsg, np.zeros((nb, 0)), 1.0, singles, no_pairs, 0.0
+    )
+    started = time.perf_counter()
+    pair_probabilities(
+        ia, ib, am, asg, np.zeros((na, 0)), bm, bsg, np.zeros((nb, 0)), 1.0, singles, no_pairs, 0.0
+    )
+    validate = time.perf_counter() - started
+    pair_cost = (search + validate) / max(1, looked)
+
+    units = UnitCosts(
+        seek=float(seek), copy=float(copy), filter=filter_cost, integral=integral_cost, pair=pair_cost
+    )
+    raw = {
+        "io_fit": {"fixed_seconds": float(fixed), "seek": float(seek), "copy": float(copy)},
+        "io_samples": [{"row_groups": g, "copies": c, "seconds": t} for g, c, t in samples],
+        "filter_per_tuple": filter_cost,
+        "integral_per_tuple": integral_cost,
+        "pair_per_candidate": pair_cost,
+    }
+    return units, raw

@@ -1,0 +1,283 @@
+"""Checking a batch of uncertain tuples and placing its copies (and fences) in cells.
+
+Every check runs before anything is written and names the array, the column, the row and the value:
+a missing or unknown column, a non-numeric or null value, NaN or infinity, a negative standard
+deviation, a correlation outside (-1, 1), a mean outside the dimension range, a uniform value whose
+low is above its high, a repeated id. Placement follows the array's storage layout
+(``model.copy_layout``); store-mean also produces the batch's fence records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from arrayviews.kernels.fences import batch_fences
+from arrayviews.model.copy_layout import STORE_MEAN, StorageLayout, scheme_copies
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.types import can_store, numpy_dtype
+from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
+from arrayviews.operators.ingest import to_arrow
+from arrayviews.storage import uncertain_layout as ul
+
+
+@dataclass
+class TupleBatch:
+    """A validated batch: ids (None until assigned), means, sigmas (n, d), correlations (n, p) and the
+    value columns under their storage names."""
+
+    ids: np.ndarray | None
+    means: np.ndarray
+    sigmas: np.ndarray
+    corrs: np.ndarray
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return len(self.means)
+
+
+def _error(schema: UncertainSchema, column: str, message: str, value=None) -> ValidationError:
+    return ValidationError(
+        f"uncertain array {schema.name}, column {column}: {message}; nothing was written",
+        array=schema.name,
+        column=column,
+        value=value,
+    )
+
+
+def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool = False) -> np.ndarray:
+    column = table.column(name)
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if column.null_count:
+        row = int(np.flatnonzero(np.asarray(column.is_null()))[0])
+        raise _error(schema, name, f"missing value (null) in row {row}")
+    kind = column.type
+    if integer:
+        if not pa.types.is_integer(kind):
+            raise _error(schema, name, f"ids must be integers, got {kind}", str(kind))
+        values = np.asarray(column)
+        if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+            raise _error(schema, name, f"id {values.max()} does not fit in int64", int(values.max()))
+        return values.astype(np.int64)
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        raise _error(schema, name, f"values must be numbers, got {kind}", str(kind))
+    values = np.asarray(column).astype(np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise _error(
+            schema, name, f"value {values[row]} in row {row} is not a finite number", float(values[row])
+        )
+    return values
+
+
+def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
+    """Validate a batch (pandas, Arrow, dict of arrays or a Spark DataFrame) against ``schema``."""
+    if hasattr(data, "toArrow") and hasattr(data, "sparkSession"):
+        data = data.toArrow()
+    table = to_arrow(data, schema.name)
+    names = table.column_names
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise _error(schema, duplicate, "the column appears twice")
+    expected = schema.input_columns()
+    unknown = [n for n in names if n not in expected]
+    if unknown:
+        raise _error(schema, unknown[0], f"unknown column; expected {', '.join(expected)}")
+    optional = {ID} | {schema.correlation_column(p) for p in schema.correlations}
+    optional |= {a.name for a in schema.attributes if a.kind == EXACT and a.nullable}
+    missing = [c for c in expected if c not in names and c not in optional]
+    if missing:
+        raise _error(schema, missing[0], "missing column")
+    n = table.num_rows
+    ids = _numeric(table, ID, schema, integer=True) if ID in names else None
+    if ids is not None and n:
+        unique, counts = np.unique(ids, return_counts=True)
+        if (counts > 1).any():
+            repeated = int(unique[np.argmax(counts > 1)])
+            raise _error(
+                schema, ID, f"id {repeated} appears {int(counts.max())} times in the batch", repeated
+            )
+    d = schema.ndim
+    means = np.empty((n, d), dtype=np.float64)
+    sigmas = np.empty((n, d), dtype=np.float64)
+    for k, dimension in enumerate(schema.dimensions):
+        mean = _numeric(table, dimension.name, schema)
+        outside = (mean < dimension.low) | (mean >= dimension.high + 1)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise _error(
+                schema,
+                dimension.name,
+                f"mean {mean[row]} in row {row} is outside the dimension range [{dimension.low}, "
+                f"{dimension.high + 1}) (cells {dimension.low}:{dimension.high})",
+                float(mean[row]),
+            )
+        sigma_name = f"{dimension.name}_sigma"
+        sigma = _numeric(table, sigma_name, schema)
+        negative = sigma < 0
+        if negative.any():
+            row = int(np.flatnonzero(negative)[0])
+            raise _error(
+                schema,
+                sigma_name,
+                f"negative standard deviation {sigma[row]} in row {row}",
+                float(sigma[row]),
+            )
+        means[:, k], sigmas[:, k] = mean, sigma
+    corrs = np.zeros((n, len(schema.correlations)), dtype=np.float64)
+    for q, pair in enumerate(schema.correlations):
+        name = schema.correlation_column(pair)
+        if name not in names:
+            continue
+        rho = _numeric(table, name, schema)
+        bad = (rho <= -1.0) | (rho >= 1.0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise _error(
+                schema, name, f"correlation {rho[row]} in row {row} is outside (-1, 1)", float(rho[row])
+            )
+        corrs[:, q] = rho
+    values: dict[str, np.ndarray] = {}
+    nulls: dict[str, np.ndarray] = {}
+    for attribute in schema.attributes:
+        if attribute.kind == GAUSSIAN:
+            values[attribute.name] = _numeric(table, attribute.name, schema)
+            sigma_name = f"{attribute.name}_sigma"
+            sigma = _numeric(table, sigma_name, schema)
+            if (sigma < 0).any():
+                row = int(np.flatnonzero(sigma < 0)[0])
+                raise _error(
+                    schema,
+                    sigma_name,
+                    f"negative standard deviation {sigma[row]} in row {row}",
+                    float(sigma[row]),
+                )
+            values[sigma_name] = sigma
+        elif attribute.kind == UNIFORM:
+            low_name, high_name = f"{attribute.name}_low", f"{attribute.name}_high"
+            low, high = _numeric(table, low_name, schema), _numeric(table, high_name, schema)
+            if (low > high).any():
+                row = int(np.flatnonzero(low > high)[0])
+                raise _error(
+                    schema,
+                    high_name,
+                    f"high {high[row]} is below low {low[row]} in row {row}",
+                    float(high[row]),
+                )
+            values[low_name], values[high_name] = low, high
+        else:
+            values[attribute.name], mask = _exact_column(table, attribute, schema, n)
+            if mask is not None:
+                nulls[attribute.name] = mask
+    return TupleBatch(ids, means, sigmas, corrs, values, nulls)
+
+
+def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
+    dtype = numpy_dtype(attribute.type)
+    if attribute.name not in table.column_names:
+        return np.zeros(n, dtype=dtype), (np.ones(n, dtype=bool) if n else None)
+    column = table.column(attribute.name)
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_null(column.type):
+        if not attribute.nullable:
+            raise _error(
+                schema, attribute.name, f"null values, but attribute {attribute.name} is not nullable"
+            )
+        return np.zeros(n, dtype=dtype), np.ones(n, dtype=bool)
+    try:
+        source = np.dtype(column.type.to_pandas_dtype())
+    except (NotImplementedError, TypeError):
+        source = None
+    if source is None or not can_store(source, attribute.type):
+        raise _error(
+            schema,
+            attribute.name,
+            f"values of type {column.type} cannot be stored as {attribute.type}",
+            str(column.type),
+        )
+    mask = np.asarray(column.is_null()) if column.null_count else None
+    if mask is not None and not attribute.nullable:
+        row = int(np.flatnonzero(mask)[0])
+        raise _error(
+            schema, attribute.name, f"null in row {row}, but attribute {attribute.name} is not nullable"
+        )
+    filled = (
+        column.fill_null(False if pa.types.is_boolean(column.type) else 0) if mask is not None else column
+    )
+    return np.asarray(filled).astype(dtype, copy=False), mask
+
+
+def possible_ranges(
+    batch: TupleBatch, schema: UncertainSchema, sigmas: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """First and last cells (n, d) of every tuple's possible range."""
+    n, d = batch.means.shape
+    first = np.empty((n, d), dtype=np.int64)
+    last = np.empty((n, d), dtype=np.int64)
+    for k, dimension in enumerate(schema.dimensions):
+        first[:, k], last[:, k] = possible_range(
+            batch.means[:, k], batch.sigmas[:, k], sigmas, dimension.low, dimension.high
+        )
+    return first, last
+
+
+def mean_cells(batch: TupleBatch, schema: UncertainSchema) -> np.ndarray:
+    highs = np.array([d.high for d in schema.dimensions], dtype=np.int64)
+    return np.minimum(np.floor(batch.means).astype(np.int64), highs)
+
+
+def place(
+    batch: TupleBatch, schema: UncertainSchema, layout: StorageLayout
+) -> tuple[ul.Rows, ul.Rows | None]:
+    """The rows to store for a batch with assigned ids: tuple copies, and fence rows (store-mean)."""
+    first, last = possible_ranges(batch, schema, layout.sigmas)
+    centre = mean_cells(batch, schema)
+    owner, cells, home = scheme_copies(layout.scheme, first, last, centre, layout.steps or ())
+    columns: dict[str, np.ndarray] = {
+        ul.ID: batch.ids[owner],
+        ul.ROLE: np.where(home, ul.ROLE_HOME, ul.ROLE_REPLICA).astype(np.int32),
+    }
+    for k, name in enumerate(schema.dimension_names):
+        columns[ul.mean_column(name)] = batch.means[owner, k]
+        columns[ul.sigma_column(name)] = batch.sigmas[owner, k]
+        columns[ul.first_column(name)] = first[owner, k]
+        columns[ul.last_column(name)] = last[owner, k]
+    for q, pair in enumerate(schema.correlations):
+        columns[schema.correlation_column(pair)] = batch.corrs[owner, q]
+    for name, column in batch.values.items():
+        columns[name] = column[owner]
+    nulls = {name: mask[owner] for name, mask in batch.nulls.items()}
+    rows = ul.Rows(cells, columns, nulls)
+    fences = None
+    if layout.scheme == STORE_MEAN:
+        fences = fence_rows(first, last, centre, schema)
+    return rows, fences
+
+
+def fence_rows(first: np.ndarray, last: np.ndarray, centre: np.ndarray, schema: UncertainSchema) -> ul.Rows:
+    """Fence records of a batch as rows (role 2): per covered cell, the lowest and highest mean cell."""
+    dims = schema.dimensions
+    cells, low, high = batch_fences(
+        first,
+        last,
+        centre,
+        np.array([d.chunk_origin for d in dims], np.int64),
+        np.array([d.chunk_length for d in dims], np.int64),
+        np.array([d.low for d in dims], np.int64),
+        np.array([d.high for d in dims], np.int64),
+    )
+    m = len(cells)
+    storage = ul.storage_schema(schema)
+    columns: dict[str, np.ndarray] = {}
+    for attribute in storage.attributes:
+        columns[attribute.name] = np.zeros(m, dtype=numpy_dtype(attribute.type))
+    columns[ul.ROLE][:] = ul.ROLE_FENCE
+    for k, name in enumerate(schema.dimension_names):
+        columns[ul.first_column(name)] = low[:, k]
+        columns[ul.last_column(name)] = high[:, k]
+    return ul.Rows(cells, columns, {})

@@ -1,0 +1,340 @@
+"""The ``UncertainArray`` handle (paper 001): tuples with Gaussian positions, probabilistic Subarray and
+Structure-Join, aggregates with existence probabilities, versions and time travel.
+
+Obtained from ``db.create_uncertain_array(...)`` or ``db.uncertain_array(name)``. Operators return
+result objects that run when read (``to_pandas``, ``to_arrow``, ``count``) and explain themselves
+(``explain()``: the expanded regions, the step, the chunks to read) without reading tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from arrayviews.model.copy_layout import (
+    STORE_ALL,
+    STORE_MEAN,
+    STORE_MULTIPLE,
+    StorageLayout,
+    normalize_scheme,
+    normalize_steps,
+)
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.uncertain import UncertainSchema
+from arrayviews.model.uncertain_cost import StepChoice, UnitCosts
+from arrayviews.operators import uncertain_writes
+from arrayviews.operators.uncertain_regions import check_threshold, query_box
+from arrayviews.operators.uncertain_subarray import (
+    SubarrayPlan,
+    SubarrayStatistics,
+    plan_subarray,
+    run_subarray,
+)
+from arrayviews.operators.writes import WriteResult
+from arrayviews.storage.array_table import expire
+from arrayviews.storage.uncertain_table import UncertainTable, Workload
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+
+def layout_of(schema: UncertainSchema, scheme: str, step, sigmas: float) -> StorageLayout:
+    """The storage layout asked for at creation (``step="auto"``: chosen by the cost model)."""
+    scheme = normalize_scheme(scheme, schema.name)
+    try:
+        sigmas = float(sigmas)
+    except (TypeError, ValueError):
+        sigmas = float("nan")
+    if not (sigmas > 0) or sigmas == float("inf"):
+        raise ValidationError(
+            f"uncertain array {schema.name}: sigmas (k of mean +- k sigma) must be a positive number, got {sigmas!r}",
+            array=schema.name,
+            value=sigmas,
+        )
+    if scheme == STORE_ALL:
+        return StorageLayout(scheme, (0,) * schema.ndim, sigmas)
+    if scheme == STORE_MEAN:
+        return StorageLayout(scheme, (), sigmas)
+    if isinstance(step, str) and step.strip().lower() == "auto":
+        return StorageLayout(scheme, None, sigmas)
+    return StorageLayout(scheme, normalize_steps(step, schema.ndim, schema.name), sigmas)
+
+
+class UncertainArray:
+    """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
+
+    def __init__(self, database: Database, table: UncertainTable, version: int | None = None) -> None:
+        self._db = database
+        self._table = table
+        self._pinned = version
+
+    # -- identity ----------------------------------------------------------------------------------
+    @property
+    def schema(self) -> UncertainSchema:
+        return self._table.schema
+
+    @property
+    def name(self) -> str:
+        return self.schema.name
+
+    @property
+    def version(self) -> int:
+        if self._pinned is not None:
+            return self._pinned
+        return self._table.refresh().current_version()
+
+    @property
+    def layout(self) -> StorageLayout:
+        """Scheme, step and k of the version this handle reads."""
+        return self._table.layout_at(self.version)
+
+    def __repr__(self) -> str:
+        return f"<UncertainArray {self.schema.to_text()} ({self.layout.describe()}, version {self.version})>"
+
+    def count(self) -> int:
+        """Number of tuples (from the version summary; nothing is read)."""
+        return self._table.tuples_at(self.version)
+
+    def copies(self) -> int:
+        """Number of stored tuple copies (replication included) in this version."""
+        return self._table.copies_at(self.version)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _writable(self) -> UncertainTable:
+        if self._pinned is not None:
+            raise ValidationError(
+                f"uncertain array {self.name} is pinned to version {self._pinned}; versions are read-only"
+            )
+        return self._table
+
+    def insert(self, tuples: object) -> WriteResult:
+        """Insert a batch of tuples (pandas, Arrow, dict of arrays, Spark DataFrame) as one version.
+
+        Columns: per dimension ``x`` (mean, cells) and ``x_sigma``; ``x_y_corr`` per correlated pair
+        (default 0); the value attributes; ``id`` (int64, unique) or none to number tuples on.
+        """
+        return uncertain_writes.insert_tuples(self._writable(), tuples)
+
+    def relayout(self, scheme: str | None = None, step="auto") -> WriteResult:
+        """Store every tuple again under another scheme or step (``"auto"``: the cost model's choice
+        for the stored data and the array's workload), as one new version."""
+        current = self.layout
+        layout_ = layout_of(self.schema, scheme or current.scheme, step, current.sigmas)
+        return uncertain_writes.relayout(self._writable(), layout_)
+
+    def expire_versions(self, older_than=None):
+        """Forget old versions and delete their files (see ``Array.expire_versions``)."""
+        import datetime as dt
+
+        now = dt.datetime.now(dt.UTC)
+        cutoff = now + dt.timedelta(seconds=1) if older_than is None else older_than
+        if isinstance(cutoff, dt.timedelta):
+            cutoff = now - cutoff
+        return expire(self._writable().array, cutoff, now - dt.timedelta(hours=1))
+
+    # -- versions ----------------------------------------------------------------------------------
+    def versions(self) -> pd.DataFrame:
+        """Every version held: number, time, operation, tuples added/removed/total, layout, copies."""
+        rows = []
+        for v in self._table.refresh().array.versions():
+            layout_ = self._table.layout_at(v.version)
+            rows.append(
+                {
+                    "version": v.version,
+                    "time": v.time,
+                    "operation": v.operation,
+                    "tuples_added": v.cells_added,
+                    "tuples_removed": v.cells_removed,
+                    "tuples_total": v.cells_total,
+                    "scheme": layout_.scheme,
+                    "step": None if layout_.steps is None else list(layout_.steps),
+                    "copies_total": self._table.copies_at(v.version),
+                    "snapshot_id": v.snapshot_id,
+                }
+            )
+        columns = [
+            "version",
+            "time",
+            "operation",
+            "tuples_added",
+            "tuples_removed",
+            "tuples_total",
+            "scheme",
+            "step",
+            "copies_total",
+            "snapshot_id",
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def at_version(self, version: int) -> UncertainArray:
+        """A read-only handle on the array as it was at ``version`` (time travel)."""
+        self._table.refresh().layout_at(int(version))  # raises NotFoundError for unknown versions
+        return UncertainArray(self._db, self._table, int(version))
+
+    # -- reading -----------------------------------------------------------------------------------
+    def to_arrow(self) -> pa.Table:
+        """Every tuple once (its input columns), sorted by id."""
+        from arrayviews.operators.uncertain_subarray import result_schema
+
+        batch = uncertain_writes.read_all_tuples(self._table, self.version)
+        table = _batch_table(batch, self.schema)
+        return table.select([f.name for f in result_schema(self.schema) if f.name != "probability"])
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.to_arrow().to_pandas()
+
+    # -- operators ---------------------------------------------------------------------------------
+    def subarray(
+        self,
+        box: Mapping[str, tuple[int, int]] | None = None,
+        *,
+        threshold: float = 0.9,
+        method: str = "scheme",
+        **ranges: tuple[int, int],
+    ) -> UncertainSubarray:
+        """Tuples lying in the box with probability at least ``threshold`` (Definition 2.1), e.g.
+        ``U.subarray(x=(10, 19), y=(0, 4), threshold=0.9)``; ranges are inclusive cells, dimensions
+        left out are unconstrained. ``method="rtree"`` runs the R-tree index baseline instead."""
+        merged = {**(box or {}), **ranges}
+        layout_ = self.layout
+        lam = check_threshold(self.schema, layout_, threshold, "subarray")
+        qbox = query_box(self.schema, merged)
+        if method not in ("scheme", "rtree"):
+            raise ValidationError(f"uncertain array {self.name}: subarray method must be 'scheme' or 'rtree'")
+        return UncertainSubarray(self, qbox, lam, method)
+
+    def structure_join(
+        self,
+        other: UncertainArray,
+        delta: float,
+        threshold: float = 0.5,
+        *,
+        method: str = "sbj",
+        engine: str = "spark",
+        outer: str = "auto",
+    ):
+        """Pairs (t from this array, u from ``other``) with |t.d - u.d| < delta in every dimension with
+        probability at least ``threshold`` (Definition 2.2, the l1 band). ``method``: ``"sbj"`` (the
+        subarray-based join, Alg. 1), ``"bnl"`` (block nested loops) or ``"index"`` (R-tree index join);
+        ``engine``: ``"spark"`` or ``"local"`` (in-process; baselines always run in-process)."""
+        from arrayviews.operators.uncertain_join import StructureJoin
+
+        return StructureJoin.create(self, other, delta, threshold, method, engine, outer)
+
+    def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str, threshold: float = 0.0):
+        """Expected aggregates over blocks of cells, each tuple weighted by its probability of lying in
+        the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum)."""
+        from arrayviews.operators.uncertain_aggregate import UncertainAggregate
+
+        if isinstance(blocks, Mapping):
+            for name in blocks:
+                self.schema.dimension(name)
+            blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
+        return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold)
+
+    def aggregate(self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0):
+        """Expected aggregates of all tuples, or per cell of the ``by`` dimensions."""
+        from arrayviews.operators.uncertain_aggregate import UncertainAggregate
+
+        return UncertainAggregate.group_by(self, list(by), aggregates, threshold)
+
+    # -- the cost model ----------------------------------------------------------------------------
+    def choose_step(
+        self,
+        queries: Sequence[Sequence[float]] | None = None,
+        threshold: float = 0.9,
+        units: UnitCosts | None = None,
+    ) -> StepChoice:
+        """The cost model's step for the stored tuples and a workload of query sizes (cells per
+        dimension), with the estimate for every candidate; apply it with ``relayout(step=...)``."""
+        from arrayviews.operators.uncertain_ingest import possible_ranges
+
+        batch = uncertain_writes.read_all_tuples(self._table, self.version)
+        first, last = possible_ranges(batch, self.schema, self.layout.sigmas)
+        workload = (
+            None
+            if queries is None
+            else Workload(tuple(tuple(float(x) for x in q) for q in queries), threshold)
+        )
+        batches = self._table.batches_at(self.version)
+        return uncertain_writes.choose_step(self._table, first, last, workload, units, batches)
+
+    def copy_statistics(self) -> pd.DataFrame:
+        """How many tuples have 1, 2, ... stored copies in this version (counted from the stored ids)."""
+        from arrayviews.storage import uncertain_layout as ul
+
+        storage = self._table.storage
+        fragments = self._table.read(self.version, [ul.ID], roles="tuples")
+        ids = ul.decode_rows(fragments, storage, [ul.ID]).columns[ul.ID]
+        _, per_tuple = np.unique(ids, return_counts=True)
+        values, tuples = np.unique(per_tuple, return_counts=True)
+        return pd.DataFrame({"copies": values, "tuples": tuples})
+
+    @property
+    def table(self) -> UncertainTable:
+        """The storage of this array (for the execution of operators)."""
+        return self._table
+
+
+def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
+    from arrayviews.operators.uncertain_subarray import rows_to_result
+    from arrayviews.storage import uncertain_layout as ul
+
+    columns = {ul.ID: batch.ids}
+    for k, d in enumerate(schema.dimension_names):
+        columns[ul.mean_column(d)] = batch.means[:, k]
+        columns[ul.sigma_column(d)] = batch.sigmas[:, k]
+    for q, p in enumerate(schema.correlations):
+        columns[schema.correlation_column(p)] = batch.corrs[:, q]
+    columns.update(batch.values)
+    rows = ul.Rows(np.zeros((batch.size, schema.ndim), np.int64), columns, dict(batch.nulls))
+    return rows_to_result(rows, np.ones(batch.size), schema)
+
+
+class UncertainSubarray:
+    """A probabilistic Subarray, evaluated when read."""
+
+    def __init__(self, array: UncertainArray, box, threshold: float, method: str) -> None:
+        self.array = array
+        self.box = box
+        self.threshold = threshold
+        self.method = method
+        self.statistics: SubarrayStatistics | None = None
+        self._plan: SubarrayPlan | None = None
+        self._result: pa.Table | None = None
+
+    def plan(self) -> SubarrayPlan:
+        if self._plan is None:
+            self._plan = plan_subarray(self.array.table, self.array.version, self.box, self.threshold)
+        return self._plan
+
+    def explain(self) -> dict:
+        """The plan without running it: layout, query, expanded region and chunks to read."""
+        description = self.plan().describe()
+        description["method"] = self.method
+        return description
+
+    def to_arrow(self) -> pa.Table:
+        if self._result is None:
+            if self.method == "rtree":
+                from arrayviews.operators.uncertain_index import index_subarray
+
+                self._result, self.statistics = index_subarray(
+                    self.array.table, self.array.version, self.box, self.threshold
+                )
+            else:
+                self._result, self.statistics = run_subarray(self.plan())
+        return self._result
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        return self.to_arrow().num_rows
+
+
+__all__ = ["STORE_ALL", "STORE_MEAN", "STORE_MULTIPLE", "UncertainArray", "UncertainSubarray", "layout_of"]
