@@ -71,8 +71,16 @@ def execute(db, text: str, lateness_parts: int | None = None):
         inner = statement.statement
         if isinstance(inner, st.CreateViewDF):
             return inner.definition.text
-        return explain(inner, db.stream(inner.query.stream).partition_length)
+        stream = db.stream(inner.query.stream)
+        return explain(inner, stream.partition_length, types=_types(stream))
     if isinstance(statement, st.CreateViewDF):
         return db.create_stream_view(statement.definition, lateness_parts)
-    length = db.stream(statement.query.stream).partition_length
-    return db.create_stream_view(translate(statement, length), lateness_parts)
+    stream = db.stream(statement.query.stream)
+    return db.create_stream_view(
+        translate(statement, stream.partition_length, types=_types(stream)), lateness_parts
+    )
+
+
+def _types(stream) -> dict[str, str]:
+    """The stream's attribute types as Spark SQL names (what the translation widens sums from)."""
+    return {field.name: field.dataType.simpleString() for field in stream.schema.fields}
