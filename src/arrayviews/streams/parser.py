@@ -86,6 +86,7 @@ _CLAUSE_WORDS = frozenset(
 _TERMINAL_NAMES = {
     "WORD": "name",
     "STRING": "string",
+    "RAW_STRING": "string",
     "QUOTED": "quoted name",
     "SYMBOL": "symbol",
     "PARTITION_LENGTH": "PARTITION LENGTH",

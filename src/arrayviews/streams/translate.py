@@ -206,8 +206,19 @@ class _References:
         return exp.to_table(placeholder)
 
     def render(self, query: exp.Expression) -> str:
-        text = query.sql(dialect="spark", pretty=True)
-        for placeholder, reference in self.texts.items():
+        # literals kept verbatim (streams.literals) that span lines would be indented by the pretty
+        # printer, which would change their value: they are printed in place after it
+        held: dict[str, str] = {}
+
+        def hold(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Literal) and not node.is_string and any(c in node.this for c in "\r\n"):
+                key = f"__literal_{len(held)}__"
+                held[key] = node.this
+                return exp.Literal(this=key, is_string=False)
+            return node
+
+        text = query.transform(hold).sql(dialect="spark", pretty=True)
+        for placeholder, reference in [*self.texts.items(), *held.items()]:
             if text.count(placeholder) != 1:  # pragma: no cover - every placeholder is used once
                 raise AssertionError(f"placeholder {placeholder} appears {text.count(placeholder)} times")
             text = text.replace(placeholder, reference)
