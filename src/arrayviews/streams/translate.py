@@ -12,10 +12,13 @@ text, which is then parsed back with :func:`~arrayviews.streams.parser.parse_str
 each definition's ``text`` round-trips.
 
 Pattern queries (section 5.1) get a Helper keeping, per group with a match in progress, the
-group columns, the state, the match's count and sums and the auxiliary attributes (see
-:mod:`arrayviews.streams.fsm` for the semantics), and a final view selecting the groups in the
-accepting state. A stream part holding several rows of one group is reduced to the first row in
-the order of the attributes the query reads (a deterministic choice; the paper assumes one row).
+group columns, the set of active states with each one's count and sums, and the auxiliary
+attributes (see :mod:`arrayviews.streams.fsm` for the semantics), and a final view selecting the
+groups whose accepting state is active. Sums are kept in a type they cannot leave in practice
+(:func:`sum_type`), and an addition that would leave it raises an error naming the view, the
+attribute and the group. A stream part holding several rows of one group is reduced to the first
+row in the order of the attributes the query reads (a deterministic choice; the paper assumes one
+row).
 
 Sliding windows of ``Wp`` stream parts (section 5.2):
 
@@ -155,7 +158,7 @@ _INTEGER_SUMS = {"tinyint": "bigint", "smallint": "bigint", "int": "bigint", "bi
 
 def sum_type(attribute_type: str) -> str:
     """The Spark SQL type a pattern view keeps a sum of ``attribute_type`` values in: BIGINT for
-    the smaller integers, DECIMAL(38,0) for BIGINT (no sum of fewer than 2**64 values leaves it),
+    the smaller integers, DECIMAL(38,0) for BIGINT (no sum of fewer than 2**63 values leaves it),
     DECIMAL(p+10, s) up to precision 38 for DECIMAL(p, s) and DOUBLE for floating point (as Spark's
     own sum); any other type as it is."""
     text = attribute_type.strip().lower()
