@@ -177,7 +177,6 @@ BIG_SUMS = """CREATE VIEW big AS SELECT g, count(*) AS ct, sum(x) AS total
 FROM N PATTERN [a, b+] WHERE a.x > 0 GROUP BY g"""
 
 
-@pytest.mark.slow  # about 10 part builds
 def test_pattern_sums_of_bigints_near_2_63_are_exact(db) -> None:
     """Sums of BIGINT readings near 2**63 are kept as DECIMAL(38,0): exact, as Python integers."""
     schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.int64())])
