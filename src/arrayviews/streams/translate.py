@@ -501,7 +501,6 @@ class _PatternTranslation:
                         self.added(_column(self.carried[(k, attribute)]), attribute),
                     )
                 chosen.append(_alias(total, self.state_sums[(k, attribute)]))
-        chosen += [_column(a, None) for a in self.values.values()][:0]
         # after a complete match only the match itself goes on (AFTER MATCH SKIP PAST LAST ROW)
         accepting = machine.accepting
         incomplete = _is_null(_column(self.counts[accepting]))
