@@ -21,6 +21,7 @@ from arrayviews.streams.statements import (
     SelectItem,
 )
 from arrayviews.streams.translate import translate
+from spark_literals import literals
 
 # The hand-written Helper of section 2 (with the join condition the paper leaves out).
 HELPER = """CREATE VIEW Helper AS
@@ -499,3 +500,33 @@ def test_part_query_render_keeps_everything_else() -> None:
     query = _viewdf(VIEW3).initialize
     assert isinstance(query, PartQuery)
     assert query.render({0: "M_part"}) == query.text.replace("M[i*60-59 .. i*60]", "M_part")
+
+
+@settings(max_examples=300, deadline=None)
+@given(spelled=literals())
+def test_string_literals_survive_parsing_and_translation(spelled: tuple[str, str]) -> None:
+    """A string literal of a pattern's WHERE reaches the generated ViewDFs as it was written (no
+    re-spelling by sqlglot, which reads some of Spark's spellings differently)."""
+    _, literal = spelled
+    text = (
+        f"CREATE VIEW V AS SELECT g, count(*) FROM S PATTERN [a, b]\n"
+        f"WHERE a.src = {literal} AND b.src IN ('x', {literal}) GROUP BY g"
+    )
+    statement = parse_stream_statement(text)
+    assert isinstance(statement, CreatePatternView)
+    assert [c.text for c in statement.query.conjuncts] == [f"a.src = {literal}", f"b.src IN ('x', {literal})"]
+    helper, final = translate(statement, 60)
+    assert f"New.src = {literal}" in helper.initialize.text
+    assert f"New.src IN ('x', {literal})" in helper.update.text
+    for definition in (helper, final):  # and the generated statements read back the same
+        parsed = parse_stream_statement(definition.text)
+        assert parsed.definition.update.text == definition.update.text
+
+
+def test_string_literals_that_sqlglot_spells_differently() -> None:
+    statement = parse_stream_statement(
+        "CREATE VIEW V AS SELECT g FROM S PATTERN [a] WHERE a.src = 'a''b' AND a.dest = \"x\"\"y\" GROUP BY g"
+    )
+    helper, _ = translate(statement, 60)
+    assert "New.src = 'a''b' AND New.dest = \"x\"\"y\"" in helper.initialize.text
+    assert "CONCAT" not in helper.initialize.text

@@ -607,6 +607,85 @@ def test_rejected_definitions_and_reads_change_nothing(db) -> None:
     }
 
 
+def _position(text: str, piece: str) -> tuple[int, int]:
+    """1-based line and column of the first ``piece`` in ``text``."""
+    offset = text.index(piece)
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def test_hourly_view_must_read_sixty_minutes_per_hour(db) -> None:
+    """``M[i]`` in an hourly view over a minute stream would read minute i, not hour i."""
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(network(range(2)))
+    before = snapshot(db)
+    for initialize, update, wrong in (
+        ("M[i]", "M[j*60 .. j*60+59]", "M[i]"),
+        ("M[i*60 .. i*60+59]", "M[j-1 .. j*60+59]", "M[j-1 .. j*60+59]"),
+        ("M[i*60 .. i*60+59]", "M[j*60 .. j*60+59] JOIN M[j*30] USING (src)", "M[j*30]"),
+    ):
+        text = hourly_text("Hourly", "@", "@").replace("M[i .. i]", initialize).replace("M[j .. j]", update)
+        with pytest.raises(ParseError) as error:
+            db.sql(text)
+        message = str(error.value)
+        assert "scale" in message and "60 part(s) of m" in message.lower(), message
+        assert (error.value.line, error.value.column) == _position(text, wrong)
+        assert snapshot(db) == before
+    good = hourly_text("Hourly", "@*60", "@*60+59")
+    db.sql(good)  # the ends grow 60 minutes per hour: accepted, and starts at an hour
+    assert db.stream_view("Hourly").status()["first"] in (H0 - 1, H0)
+
+
+def test_update_columns_are_matched_by_name_and_type(db) -> None:
+    truth = Truth()
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(truth.add(network(range(2))))
+
+    def view(name: str, initialize: str, update: str) -> str:
+        return (
+            f"CREATE VIEW {name} AS\nINITIALIZE {name}[i] AS SELECT {initialize} FROM M[i]\n"
+            f"UPDATE {name}[j] AS SELECT {update} FROM M[j]\nPARTITION LENGTH 60"
+        )
+
+    # the UPDATE lists the columns in another order: each lands in its own column
+    db.sql(view("Swapped", "src, dest, loss", "dest, loss, src"))
+    stream.append(truth.add(network([2])))
+    rows = truth.rows()
+    expected = sorted(
+        (s, d, int(v))
+        for s, d, v, p in rows[["src", "dest", "loss", "part"]].itertuples(index=False)
+        if p >= M0 + 1
+    )
+    got = contents(db, "Swapped", (["src", "dest", "loss"], ["loss"]))
+    assert sorted(row for part in got.values() for row in part) == expected
+    before = snapshot(db)
+    for update, where, reason in (
+        ("src, dest, loss + 1", "loss + 1 FROM", "column 3 ((loss + 1)) is not a column of the view"),
+        ("src, dest, CAST(loss AS BIGINT) AS loss", "loss AS BIGINT", "does not hold"),
+        (
+            "src, dest, CAST(loss AS SMALLINT) AS loss, src AS dest",
+            "src AS dest",
+            "returns column dest twice",
+        ),
+        ("src, dest", None, "lacks loss"),
+    ):
+        text = view("Bad", "src, dest, CAST(loss AS SMALLINT) AS loss", update)
+        with pytest.raises(ValidationError) as error:
+            db.sql(text)
+        message = str(error.value)
+        assert "view bad" in message.lower() and reason in message, message
+        if where is not None:
+            line, at = _position(text, where)
+            assert f"(at line {line}, column {at})" in message, message
+        assert snapshot(db) == before
+    # the narrowing names both types
+    with pytest.raises(ValidationError, match="bigint but the view's column loss .* is smallint"):
+        db.sql(
+            view(
+                "Bad", "src, dest, CAST(loss AS SMALLINT) AS loss", "src, dest, CAST(loss AS BIGINT) AS loss"
+            )
+        )
+
+
 def test_drop_view_through_sql_drops_helpers_only_it_reads(db) -> None:
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(network(range(2)))

@@ -29,7 +29,8 @@ from arrayviews.streams.fsm import build_state_machine
 from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.streams.statements import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.streams.translate import explain, translate
-from pattern_reference import Pattern, Predicate, pattern_results
+from pattern_reference import Pattern, Predicate, earliest_matches, pattern_results
+from spark_literals import literals
 
 VIEW1 = """CREATE VIEW View1 AS
 SELECT src, dest, count(*) AS ct, sum(loss) AS sum_loss
@@ -96,22 +97,45 @@ def test_pattern_translation_structure() -> None:
     update = helper.update.text
     assert "LEFT OUTER JOIN View1__helper[j-1] AS Prev" in update
     assert "New.src IS NOT DISTINCT FROM Prev.src AND New.dest IS NOT DISTINCT FROM Prev.dest" in update
-    assert "WHEN Prev.state = 4 AND New.loss > 10\n" in update
+    # one count per state, null when the state is not active: every state advances at once
+    for k in (2, 3, 4):
+        entered = f"CASE WHEN NOT Prev.s{k - 1}_ct IS NULL AND New.loss > 10 THEN Prev.s{k - 1}_ct + 1 END"
+        assert f"{entered} AS enter_s{k}" in update
+    assert "CASE WHEN NOT Prev.s4_ct IS NULL AND New.loss > 10 THEN Prev.s4_ct + 1 END AS stay_s4" in update
+    assert "GREATEST(enter_s4, stay_s4) AS s4_ct" in update
+    # a complete match drops every other partial match (AFTER MATCH SKIP PAST LAST ROW)
+    assert "CASE WHEN s4_ct IS NULL THEN s1_ct END AS s1_ct" in update
     assert "ROW_NUMBER() OVER (PARTITION BY src, dest ORDER BY loss)" in update
     assert "WHERE\n  New.loss > 10" in helper.initialize.text
-    assert final.update.text.endswith("FROM View1__helper[j]\nWHERE\n  state = 4")
+    assert final.update.text.endswith("FROM View1__helper[j]\nWHERE\n  NOT s4_ct IS NULL")
+    assert "s4_ct AS ct" in final.update.text and "s4_sum_loss AS sum_loss" in final.update.text
     assert final.sources() == {"View1__helper"}
+
+
+def test_pattern_sums_are_kept_in_a_wider_type() -> None:
+    text = "CREATE VIEW V AS SELECT g, sum(i), sum(b), sum(d), sum(f) FROM S PATTERN [a, b+] GROUP BY g"
+    types = {"g": "string", "i": "int", "b": "bigint", "d": "decimal(30,4)", "f": "float"}
+    helper, _ = translate(_pattern(text), 60, types=types)
+    initialize = helper.initialize.text
+    assert "CAST(New.i AS BIGINT) AS s1_sum_i" in initialize
+    assert "CAST(New.b AS DECIMAL(38, 0)) AS s1_sum_b" in initialize
+    assert "CAST(New.d AS DECIMAL(38, 4)) AS s1_sum_d" in initialize
+    assert "CAST(New.f AS DOUBLE) AS s1_sum_f" in initialize
+    # an addition that leaves the type is an error naming the view, the attribute and the group
+    assert "TRY_ADD(carried_s1_sum_b, value_b)" in helper.update.text
+    assert "'arrayviews: pattern view V: sum(b) overflows decimal(38,0) for group '" in helper.update.text
 
 
 def test_generated_names_avoid_the_users_columns() -> None:
     statement = _pattern(
-        "CREATE VIEW V AS SELECT state, count(*) AS n, sum(ct) FROM S PATTERN [a, b] "
-        "WHERE b.ct > a.ct GROUP BY state"
+        "CREATE VIEW V AS SELECT s1_ct, count(*) AS n, sum(s2_ct) FROM S PATTERN [a, b] "
+        "WHERE b.s2_ct > a.s2_ct GROUP BY s1_ct"
     )
     helper, final = translate(statement, 10)
-    assert "AS state_1" in helper.update.text and "AS ct_1" in helper.update.text
-    assert "state_1 = 2" in final.update.text
-    assert "ct_1 AS n" in final.update.text and "sum_ct" in final.update.text
+    assert "AS s1_ct_1" in helper.update.text and "AS s2_ct_1" in helper.update.text
+    assert "AS prev_s2_ct" in helper.update.text and "AS s2_sum_s2_ct" in helper.update.text
+    assert "NOT s2_ct_1 IS NULL" in final.update.text
+    assert "s2_ct_1 AS n" in final.update.text and "s2_sum_s2_ct AS sum_s2_ct" in final.update.text
 
 
 def test_subtractable_window_structure() -> None:
@@ -134,7 +158,7 @@ def test_subtractable_float_sums_are_kept_exactly() -> None:
     statement = _window(
         "CREATE VIEW W AS SELECT g, sum(y) AS s, avg(y) AS m, sum(k) AS t FROM S [WINDOW 3 MINUTES] GROUP BY g"
     )
-    helper, final = translate(statement, 60, {"g": "string", "y": "double", "k": "bigint"})
+    helper, final = translate(statement, 60, types={"g": "string", "y": "double", "k": "bigint"})
     state = "AV_EXACT_SUM(COLLECT_LIST(y), 'view W, sum of y') AS state_y"
     assert state in helper.initialize.text and state in helper.update.text
     assert "AV_EXACT_ADD(" in helper.update.text and "COALESCE(SUM(k), 0) AS sum_k" in helper.update.text
@@ -340,6 +364,7 @@ SPARK_PROPERTY = settings(
 
 # -- patterns ------------------------------------------------------------------------------------------
 PATTERN_SCHEMA = "g string, loss bigint, delay bigint"
+PATTERN_TYPES = {"g": "string", "loss": "bigint", "delay": "bigint"}
 GROUPS = ("g0", "g1", "g2", None)
 
 
@@ -365,7 +390,7 @@ class PatternCase:
 
 @st.composite
 def pattern_cases(draw) -> PatternCase:
-    count = draw(st.integers(2, 4))
+    count = draw(st.integers(1, 4))
     names = ("a", "b", "c", "d")[:count]
     comparisons = st.sampled_from([">", ">=", "<", "<="])
     attributes = st.sampled_from(["loss", "delay"])
@@ -401,19 +426,101 @@ def _result_set(rows: Rows, columns: tuple[str, ...]) -> set[tuple]:
 PAPER_LOSSES = [6, 12, 15, 24, 20, 16, 7]
 
 
+@settings(max_examples=400, deadline=None)
+@given(case=pattern_cases())
+def test_the_two_references_agree(case: PatternCase) -> None:
+    """MATCH_RECOGNIZE's choice (Python's backtracking regex, reluctant inner quantifiers) is the
+    match that ends first, then starts first (brute force over segmentations): the semantics
+    docs/streams.md states both ways."""
+    by_regex = pattern_results(case.pattern, case.parts, ("loss", "delay"))
+    by_search = pattern_results(case.pattern, case.parts, ("loss", "delay"), matcher=earliest_matches)
+    assert by_regex == by_search
+
+
+def _pattern_chain(case: PatternCase, name: str) -> Chain:
+    statement = parse_stream_statement(case.statement(name))
+    return Chain(translate(statement, 60, types=PATTERN_TYPES), "S", PATTERN_SCHEMA, case.stream_parts())
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 @SPARK_PROPERTY
 @given(cases=st.lists(pattern_cases(), min_size=4, max_size=4))
 def test_pattern_views_match_the_reference(spark, cases: list[PatternCase]) -> None:
-    chains = []
-    for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"P{number}"))
-        chains.append(Chain(translate(statement, 60), "S", PATTERN_SCHEMA, case.stream_parts()))
+    chains = [_pattern_chain(case, f"P{number}") for number, case in enumerate(cases)]
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
         got = [_result_set(rows, ("g", "ct", "total", "sum_delay")) for rows in chain.final()]
         assert got == case.expected(), case.statement("P")
+
+
+def _losses(*losses: int | None) -> list[dict]:
+    """One group's rows, one per part (None: no row in that part)."""
+    return [{} if loss is None else {"g": {"loss": loss, "delay": 1}} for loss in losses]
+
+
+def _variables(text: str) -> tuple[tuple[str, bool], ...]:
+    return tuple((v.strip().rstrip("+"), v.strip().endswith("+")) for v in text.split(","))
+
+
+# Cases a single partial match per group gets wrong: (pattern, predicates, losses, expected
+# (count, sum of losses) per part).
+PARTIAL_MATCHES = [
+    # the issue's example: 15 starts a match that 25, 25 cannot finish; (25, 25, 35) must be found
+    ("a, b, c", ["a.loss > 10", "b.loss > 20", "c.loss > 30"], (15, 25, 25, 35), [None, None, None, (3, 85)]),
+    # a's condition accepts b's rows: the shortest way to b (reluctant a+), then skip past it
+    ("a+, b", ["a.loss > 10", "b.loss > 20"], (15, 25, 25, 5, 30), [None, (2, 40), None, None, None]),
+    (
+        "a+, b",
+        ["a.loss > 10", "b.loss > 20"],
+        (15, 12, 11, 25, 25, 25),
+        [None, None, None, (4, 63), None, (2, 50)],
+    ),
+    # the match that began first wins when two end at the same row
+    ("a+, b", ["a.loss > 0", "b.loss > 20"], (1, 2, 30), [None, None, (3, 33)]),
+    # b+ in the middle, entered after a with b.loss > a.loss
+    (
+        "a, b+, c",
+        ["a.loss > 0", "b.loss > a.loss", "c.loss > 8"],
+        (5, 6, 1, 9, 7, 8, 9),
+        [None, None, None, (4, 21), None, None, (3, 24)],
+    ),
+    # a final + is greedy: the match grows while its condition holds, the next row may start anew
+    (
+        "a, b+",
+        ["a.loss > 10", "b.loss > 10"],
+        (12, 15, 24, 7, 11, 12),
+        [None, (2, 27), (3, 51), None, None, (2, 23)],
+    ),
+    # a part without a row for the group ends every partial match
+    ("a, b, c", ["a.loss > 0"], (1, 2, None, 3, 4, 5, 6), [None, None, None, None, None, (3, 12), None]),
+]
+
+
+@pytest.mark.spark
+def test_pattern_views_keep_every_partial_match(spark) -> None:
+    cases, chains = [], []
+    for number, (variables, conditions, losses, expected) in enumerate(PARTIAL_MATCHES):
+        predicates = tuple(_predicate(text) for text in conditions)
+        case = PatternCase(Pattern(_variables(variables), predicates), _losses(*losses))
+        cases.append((case, expected))
+        chains.append(_pattern_chain(case, f"K{number}"))
+    run_chains(spark, chains)
+    for (case, expected), chain in zip(cases, chains, strict=True):
+        got = [_result_set(rows, ("ct", "total")) for rows in chain.final()]
+        wanted = [set() if e is None else {e} for e in expected]
+        reference = [{(ct, total) for _, ct, total, _ in found} for found in case.expected()]
+        assert reference == wanted, case.statement("K")  # the hand-worked answer is the reference's
+        assert got == wanted, case.statement("K")
+
+
+def _predicate(text: str) -> Predicate:
+    left, comparison, right = text.split()
+    variable, attribute = left.split(".")
+    if "." in right:
+        other, other_attribute = right.split(".")
+        return Predicate(variable, attribute, comparison, other=other, other_attribute=other_attribute)
+    return Predicate(variable, attribute, comparison, int(right))
 
 
 # -- sliding windows ------------------------------------------------------------------------------------
@@ -576,3 +683,39 @@ def test_paper_example_and_special_cases(spark) -> None:
         assert [
             {_rounded(t) for t in _result_set(rows, case.columns())} for rows in chain.final()
         ] == case.expected()
+
+
+# -- string literals through Spark -------------------------------------------------------------------
+LITERAL_SCHEMA = "g string, src string"
+
+
+def _literal_chain(value: str, literal: str, name: str) -> Chain:
+    """Pattern [a] with ``a.src = literal`` over rows whose src is ``value`` or near misses (the
+    spellings' pieces joined, quotes dropped, quotes doubled, an extra character)."""
+    statement = parse_stream_statement(
+        f"CREATE VIEW {name} AS SELECT g, count(*) AS ct FROM S PATTERN [a] WHERE a.src = {literal} GROUP BY g"
+    )
+    near = {
+        value + "x",
+        value.replace("'", ""),
+        value.replace("'", "''"),
+        value.replace('"', ""),
+        "x" + value,
+    }
+    rows = [{"g": "hit", "src": value}] + [
+        {"g": f"miss{k}", "src": other} for k, other in enumerate(sorted(near - {value}))
+    ]
+    definitions = translate(statement, 60, types={"g": "string", "src": "string"})
+    return Chain(definitions, "S", LITERAL_SCHEMA, [rows])
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@SPARK_PROPERTY
+@given(spelled=st.lists(literals(), min_size=4, max_size=4))
+def test_string_literals_mean_through_spark_what_they_say(spark, spelled: list[tuple[str, str]]) -> None:
+    spelled = [*spelled, ("a'b", "'a''b'"), ('x"y', '"x""y"'), ("a\\'b", r"'a\\\'b'")]
+    chains = [_literal_chain(value, literal, f"L{k}") for k, (value, literal) in enumerate(spelled)]
+    run_chains(spark, chains)
+    for (value, literal), chain in zip(spelled, chains, strict=True):
+        assert [_result_set(rows, ("g",)) for rows in chain.final()] == [{("hit",)}], (value, literal)

@@ -5,12 +5,15 @@ stream."""
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import arrayviews
+from arrayviews.streams.maintainer import MaintenanceError
 from pattern_reference import Pattern, Predicate, pattern_results
 
 EPOCH = 1_420_070_400
@@ -191,3 +194,59 @@ def test_subtractable_window_float_sums_are_exact(db) -> None:
         assert mean == expected / len(window)
     # the issue's case: after 1e17 left, [1.5, 1e-10, 1.5] (cumulative float sums gave 0.0 here)
     assert frame["s"][parts.index(3)] == math.fsum([1.5, 1e-10, 1.5]) != 0.0
+# -- sums that must not wrap ------------------------------------------------------------------------
+def _rows(schema: pa.Schema, rows: list[tuple[int, str, object]]) -> pa.Table:
+    """Rows (minute, group, value) as an Arrow table of ``schema`` (ts, g, x)."""
+    stamps = [pd.Timestamp((EPOCH // 60 + minute) * 60, unit="s", tz="UTC") for minute, _, _ in rows]
+    return pa.table(
+        [pa.array(stamps, schema.field("ts").type), [g for _, g, _ in rows], [x for _, _, x in rows]],
+        schema=schema,
+
+
+BIG_SUMS = """CREATE VIEW big AS SELECT g, count(*) AS ct, sum(x) AS total
+FROM N PATTERN [a, b+] WHERE a.x > 0 GROUP BY g"""
+
+
+def test_pattern_sums_of_bigints_near_2_63_are_exact(db) -> None:
+    """Sums of BIGINT readings near 2**63 are kept as DECIMAL(38,0): exact, as Python integers."""
+    schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.int64())])
+    stream = db.create_stream("N", "ts timestamp, g string, x bigint", 60, "ts")
+    top, bottom = 2**63 - 1, -(2**63)
+    values = {
+        "p": [top, top - 1, top, 5, top],
+        "q": [top, bottom, bottom, top, None],
+        "r": [1, top, top, top, top],
+    }
+    rows = [(m, g, v) for g, column in values.items() for m, v in enumerate(column) if v is not None]
+    stream.append(_rows(schema, [r for r in rows if r[0] < 2]))
+    db.sql(BIG_SUMS)
+    stream.append(_rows(schema, [r for r in rows if r[0] >= 2]))
+    parts = [{g: {"x": column[m]} for g, column in values.items() if column[m] is not None} for m in range(5)]
+    pattern = Pattern((("a", False), ("b", True)), (Predicate("a", "x", ">", 0),))
+    expected = {
+        EPOCH // 60 + k: found for k, found in enumerate(pattern_results(pattern, parts, ["x"])) if found
+    }
+    assert max(total for found in expected.values() for _, _, total in found) > 2**64  # beyond BIGINT
+    got = stored(db, "big", ["g", "ct", "total"])
+    assert {p: {(g, int(ct), int(total)) for g, ct, total in rows} for p, rows in got.items()} == expected
+
+
+def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db) -> None:
+    """DECIMAL(38,0) readings whose sum leaves DECIMAL(38,0): the view's maintenance fails with an
+    error naming the view, the attribute and the group, every time, and the view keeps its parts
+    (never a wrapped or null sum, never a Java trace)."""
+    schema = pa.schema(
+        [("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.decimal128(38, 0))]
+    stream = db.create_stream("N", "ts timestamp, g string, x decimal(38,0)", 60, "ts")
+    huge = Decimal(6 * 10**37)
+    stream.append(_rows(schema, [(0, "big", huge), (0, "small", Decimal(1))]))
+    db.sql(BIG_SUMS)
+    view = db.stream_view("big")
+    before = view.status()
+    for minute in (1, 2):
+        with pytest.raises(MaintenanceError) as error:
+            stream.append(_rows(schema, [(minute, "big", huge), (minute, "small", Decimal(2))]))
+        message = str(error.value)
+        assert message == "pattern view big: sum(x) overflows decimal(38,0) for group g=big", message
+        assert view.status() == before
+    assert stream.part_range() == (EPOCH // 60, EPOCH // 60 + 2)  # the appends themselves happened

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: How the message of an error a generated query raises on purpose begins (a pattern view's sum
+#: overflow, ``raise_error`` in Spark SQL): the maintainer shows the rest as it is.
+OVERFLOW_MARK = "arrayviews: "
+
 
 @dataclass(frozen=True)
 class PartIndex:

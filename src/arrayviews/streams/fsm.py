@@ -1,28 +1,41 @@
-"""Pattern queries as finite state machines (paper 004, Algorithm 1).
+"""Pattern queries as finite state machines (paper 004, Algorithm 1), run nondeterministically.
 
 A pattern ``[v1, ..., vn]`` gives states ``0..n``: 0 is the begin state, state k means "the last
-tuple was bound to vk", n is the accepting state. A Kleene variable ``vk+`` gives state k a
-self-edge. Edge predicates are conjunctions over the current tuple (``New.attr``) and the
-auxiliary attributes of the previous tuple (``Prev.prev_attr``):
+row was bound to vk", n is the accepting state. A Kleene variable ``vk+`` gives state k a
+self-edge. Edge predicates are conjunctions over the current row (``New.attr``) and the
+auxiliary attributes of the previous row (``Prev.prev_attr``):
 
 * a WHERE conjunct over one variable vp goes on the edge ``E[p-1][p]``, and also on the self-edge
-  ``E[p][p]`` when vp is Kleene (every tuple bound to vp must satisfy it; Algorithm 1 puts it on the
+  ``E[p][p]`` when vp is Kleene (every row bound to vp must satisfy it; Algorithm 1 puts it on the
   self-edge only, but then entering vp would be unconstrained; the paper's Figure 4 and its
   generated Helper view test it on both edges, as done here);
 * a conjunct over two consecutive variables v(p-1), vp (``b.loss > a.loss``) goes on ``E[p-1][p]``
-  only; the v(p-1) side reads the previous tuple, kept in the Helper as an auxiliary attribute.
-  On a Kleene self-edge only the single-variable conjuncts of that variable apply.
+  only: it holds between the first row bound to vp and the row before it (the last row bound to
+  v(p-1)), kept in the Helper as an auxiliary attribute. On a Kleene self-edge only the
+  single-variable conjuncts of that variable apply. (A MATCH_RECOGNIZE ``DEFINE b AS b.loss >
+  a.loss`` would test every row of ``b+``; keeping the paper's reading makes whether a partial match
+  can go on depend on its state alone, so equal states merge and the state set stays a set.)
 
-Semantics (the paper leaves them open; the translation, the tests' reference and this module agree):
+Semantics: SQL row pattern recognition (MATCH_RECOGNIZE, as Oracle and Flink define it) per group
+over the group's rows in part order, ONE ROW PER MATCH and AFTER MATCH SKIP PAST LAST ROW, with
+every ``+`` reluctant (``+?``) except a ``+`` on the last variable, which is greedy. The
+translation, ``tests/pattern_reference.py`` (a regular-expression matcher and a brute-force one)
+and docs/streams.md agree on it:
 
-* per group, the group's tuple of each consecutive part is consumed in part order; a group with
-  no tuple in a part falls back to the begin state (the Helper's left outer join from the new part);
-* in state k: if k is Kleene and ``E[k][k]`` holds, stay (greedy, the order of the paper's CASE);
-  else if ``E[k][k+1]`` exists and holds, advance to k+1; else restart: go to state 1 if ``E[0][1]``
-  holds for this tuple (a new match starting with it), else to state 0. The accepting state n has
-  no outgoing edge unless it is Kleene, so the tuple after a complete match restarts;
-* ``count(*)`` and ``sum(x)`` cover the tuples of the current match (they restart with it);
-* a group is in the view's part j iff its state after consuming part j is n.
+* per group the rows of consecutive parts form one sequence; a part without a row for the group
+  ends every partial match (and a growing complete one): the next row starts afresh;
+* the machine runs on the *set* of active states (every partial match at once, not just one):
+  a row advances each active state along every edge it satisfies and may start a new match
+  (``E[0][1]``); of several partial matches in one state only the one that began first is kept
+  (they have the same future, and the one that began first is the one SQL reports);
+* the first time the accepting state n is reached, the match that began first among those ending
+  at that row is the match (for these patterns this is exactly the match MATCH_RECOGNIZE chooses:
+  the leftmost start, and from it the reluctant quantifiers' shortest way to the end); every other
+  partial match is dropped (skip past last row). If vn is Kleene the match then takes every
+  following row its self-edge accepts (greedy), and the row after it may start a new match;
+* ``count(*)`` and ``sum(x)`` cover the rows of the match so far; the view's part j holds each
+  group whose match includes the row of part j as its last row so far (the running values of a
+  growing match at each of its parts, its final values at its last part).
 """
 
 from __future__ import annotations
@@ -87,7 +100,8 @@ class StateMachine:
         return None
 
     def describe(self) -> str:
-        """A readable listing: the states, every edge with its predicate, the auxiliary attributes."""
+        """A readable listing: the states, every edge with its predicate, the auxiliary attributes
+        and how the machine is run."""
         names = ["0 (begin)"]
         for k, variable in enumerate(self.variables, start=1):
             label = f"{k} {variable.name}{'+' if variable.kleene else ''}"
@@ -102,6 +116,14 @@ class StateMachine:
             lines.append(f"auxiliary: {kept}")
         else:
             lines.append("auxiliary: none")
+        n = self.accepting
+        run = (
+            f"run: the set of active states per group; a match is the first to reach state {n} "
+            "(of those, the one that began first), then AFTER MATCH SKIP PAST LAST ROW"
+        )
+        if self.is_kleene(n):
+            run += f"; the match then stays in state {n} while E[{n}][{n}] holds (greedy)"
+        lines.append(run)
         return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -21,7 +22,7 @@ from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.streams import planning
-from arrayviews.streams.definition import ViewDFDefinition
+from arrayviews.streams.definition import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
@@ -81,12 +82,27 @@ class _Round:
         query = definition.initialize if initialize else definition.update
         frame = run_part_query(self.spark, query, part, self.resolve, self.registered)
         frame = self.view.conform_columns(frame, part)
-        self.staged[part] = self.view.table.stage(
-            frame.withColumn(PART, F.lit(part).cast("long")), single_part=True
-        )
+        try:
+            self.staged[part] = self.view.table.stage(
+                frame.withColumn(PART, F.lit(part).cast("long")), single_part=True
+            )
+        except PySparkException as error:
+            raised = _raised_by_query(error)
+            if raised is None:
+                raise
+            own = raised.removeprefix(OVERFLOW_MARK) if raised.startswith(OVERFLOW_MARK) else None
+            raise MaintenanceError(own or f"view {self.view.name}, part {part}: {raised}") from None
 
     def all_staged(self) -> list:
         return [s for files in self.staged.values() for s in files]
+
+
+def _raised_by_query(error: PySparkException) -> str | None:
+    """The message of a ``raise_error(...)`` in a view's query (a pattern view's sum overflow, say),
+    or None for any other Spark error."""
+    if error.getCondition() != "USER_RAISED_EXCEPTION":
+        return None
+    return (error.getMessageParameters() or {}).get("errorMessage") or str(error)
 
 
 def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | None:

@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import IDENTIFIER
+from arrayviews.streams import literals
 from arrayviews.streams.definition import PartIndex, PartQuery, PartReference, ViewDFDefinition
 from arrayviews.streams.statements import (
     Conjunct,
@@ -86,6 +87,7 @@ _CLAUSE_WORDS = frozenset(
 _TERMINAL_NAMES = {
     "WORD": "name",
     "STRING": "string",
+    "RAW_STRING": "string",
     "QUOTED": "quoted name",
     "SYMBOL": "symbol",
     "PARTITION_LENGTH": "PARTITION LENGTH",
@@ -646,7 +648,11 @@ class _Builder:
         """Parse ``text[start:end]`` as one Spark SQL expression (a ``condition`` has no alias)."""
         piece = self.source.text[start:end]
         try:
-            parsed = sqlglot.parse_one(piece, dialect="spark")
+            # string literals are kept as written (streams.literals); offsets do not move
+            protected, originals = literals.protect(piece)
+            parsed = literals.restore(sqlglot.parse_one(protected, dialect="spark"), originals)
+        except literals.LiteralError as error:
+            raise self.error(str(error), start + error.offset) from None
         except sqlglot.errors.ParseError as error:
             details = error.errors[0] if error.errors else {}
             offset = start
@@ -660,6 +666,8 @@ class _Builder:
                 )
             description = details.get("description") or ""
             highlight = details.get("highlight") or ""
+            if highlight and start <= offset <= end - len(highlight):  # as written, not as protected
+                highlight = self.source.text[offset : offset + len(highlight)]
             if description.startswith("Required keyword"):
                 reason = (
                     f"incomplete expression after {highlight!r}" if highlight else "incomplete expression"

@@ -113,19 +113,21 @@ def execute(db, text: str, lateness_parts: int | None = None):
     from arrayviews.streams.parser import parse_stream_statement
     from arrayviews.streams.translate import explain, translate
 
-    def column_types(stream) -> dict[str, str]:
-        return {f.name: f.dataType.simpleString() for f in stream.schema.fields}
-
     statement = parse_stream_statement(text)
     if isinstance(statement, st.Explain):
         inner = statement.statement
         if isinstance(inner, st.CreateViewDF):
             return inner.definition.text
         stream = db.stream(inner.query.stream)
-        return explain(inner, stream.partition_length, column_types(stream))
+        return explain(inner, stream.partition_length, types=_types(stream))
     if isinstance(statement, st.CreateViewDF):
         return db.create_stream_view(statement.definition, lateness_parts)
     stream = db.stream(statement.query.stream)
     return db.create_stream_view(
-        translate(statement, stream.partition_length, column_types(stream)), lateness_parts
+        translate(statement, stream.partition_length, types=_types(stream)), lateness_parts
     )
+
+
+def _types(stream) -> dict[str, str]:
+    """The stream's attribute types as Spark SQL names (what the translation widens sums from)."""
+    return {field.name: field.dataType.simpleString() for field in stream.schema.fields}

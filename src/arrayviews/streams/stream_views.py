@@ -16,7 +16,8 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseErro
 from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
-from arrayviews.streams.definition import PartQuery, ViewDFDefinition
+from arrayviews.streams.columns import check_update_columns
+from arrayviews.streams.definition import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
 from arrayviews.streams.part_table import PartTable
@@ -33,8 +34,10 @@ def _reference_error(definition: ViewDFDefinition, reference, message: str) -> P
 
 
 def check_references(definition: ViewDFDefinition, lengths: dict[str, int]) -> None:
-    """Every reference names a known relation whose partition length divides the view's, and no
-    reference reads a part that begins after the view's part ends (a reference to the future)."""
+    """Every reference names a known relation whose partition length divides the view's, no
+    reference reads a part that begins after the view's part ends (a reference to the future), and
+    both ends of every reference grow with the view's part at the ratio of the two partition
+    lengths (so that part ``i`` of an hourly view reads minutes of hour ``i``)."""
     length = definition.partition_length
     for query in (definition.initialize, definition.update):
         for reference in query.references:
@@ -64,6 +67,21 @@ def check_references(definition: ViewDFDefinition, lengths: dict[str, int]) -> N
                     f"it reads parts of {reference.relation} that begin after part {query.variable} "
                     f"of {definition.name} ends ({ratio} part(s) of {reference.relation} per part)",
                 )
+            # part p of the view spans parts p*ratio .. p*ratio+ratio-1 of the source: a reference
+            # whose ends grow at another rate drifts away from the view's part (``M[i]`` in an
+            # hourly view over a minute stream reads minute i, not a minute of hour i)
+            for end, index in (("first", reference.low), ("last", reference.high)):
+                if index.scale != ratio:
+                    variable = query.variable
+                    raise _reference_error(
+                        definition,
+                        reference,
+                        f"{reference.text(variable)} reads parts of {reference.relation} at scale "
+                        f"{index.scale} ({end} part {index.text(variable)}), but each part of "
+                        f"{definition.name} spans {ratio} part(s) of {reference.relation}: write each "
+                        f"end as {variable}*{ratio}+k, e.g. {reference.relation}"
+                        f"[{PartIndex(ratio, 0).text(variable)} .. {PartIndex(ratio, ratio - 1).text(variable)}]",
+                    )
 
 
 def _output_schema(
@@ -114,12 +132,7 @@ def create_views(
             check_references(definition, lengths)
             schema = _output_schema(spark, world, definition, definition.initialize, None)
             update_schema = _output_schema(spark, world, definition, definition.update, schema)
-            if len(update_schema.fields) != len(schema.fields):
-                raise ValidationError(
-                    f"view {definition.name}: the UPDATE query returns {len(update_schema.fields)} columns "
-                    f"({', '.join(update_schema.fieldNames())}) and the INITIALIZE query "
-                    f"{len(schema.fields)} ({', '.join(schema.fieldNames())})"
-                )
+            check_update_columns(definition, schema, update_schema)
             properties = {
                 rel.DEFINITION: definition.text,
                 rel.BACKFILL: "true" if definition.backfill else "false",

@@ -12,10 +12,13 @@ text, which is then parsed back with :func:`~arrayviews.streams.parser.parse_str
 each definition's ``text`` round-trips.
 
 Pattern queries (section 5.1) get a Helper keeping, per group with a match in progress, the
-group columns, the state, the match's count and sums and the auxiliary attributes (see
-:mod:`arrayviews.streams.fsm` for the semantics), and a final view selecting the groups in the
-accepting state. A stream part holding several rows of one group is reduced to the first row in
-the order of the attributes the query reads (a deterministic choice; the paper assumes one row).
+group columns, the set of active states with each one's count and sums, and the auxiliary
+attributes (see :mod:`arrayviews.streams.fsm` for the semantics), and a final view selecting the
+groups whose accepting state is active. Sums are kept in a type they cannot leave in practice
+(:func:`sum_type`), and an addition that would leave it raises an error naming the view, the
+attribute and the group. A stream part holding several rows of one group is reduced to the first
+row in the order of the attributes the query reads (a deterministic choice; the paper assumes one
+row).
 
 Sliding windows of ``Wp`` stream parts (section 5.2):
 
@@ -46,6 +49,7 @@ supported by the subtractable form.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
@@ -54,7 +58,7 @@ from sqlglot import exp
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.streams import exact_sums
-from arrayviews.streams.definition import PartIndex, ViewDFDefinition
+from arrayviews.streams.definition import OVERFLOW_MARK, PartIndex, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
 from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.streams.statements import (
@@ -82,26 +86,30 @@ QueryBuilder = Callable[["_References"], exp.Expression]
 def translate(
     statement: CreatePatternView | CreateWindowView,
     stream_partition_length: int,
-    column_types: Mapping[str, str] | None = None,
+    *,
+    types: Mapping[str, str] | None = None,
 ) -> list[ViewDFDefinition]:
     """The ViewDFs maintaining ``statement``'s view over a stream of ``stream_partition_length``
     seconds per part: helper views first, the final view (named as the statement's view) last.
 
-    ``column_types`` (the stream's column names to Spark type names, e.g. ``{"y": "double"}``) lets
-    a subtractable window sum floating-point columns exactly; without it every sum is Spark's SUM."""
+    ``types`` maps the stream's columns to their Spark SQL type names (``simpleString``, e.g.
+    ``{"y": "double"}``): pattern sums are then kept in a type wide enough not to overflow (see
+    :func:`sum_type`), and a subtractable window sums floating-point columns exactly; without it
+    every sum is Spark's SUM."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
     if isinstance(statement, CreatePatternView):
-        return _PatternTranslation(statement, stream_partition_length).definitions()
+        return _PatternTranslation(statement, stream_partition_length, types).definitions()
     if isinstance(statement, CreateWindowView):
-        return _WindowTranslation(statement, stream_partition_length, column_types).definitions()
+        return _WindowTranslation(statement, stream_partition_length, types).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
 def explain(
     statement: CreatePatternView | CreateWindowView | CreateViewDF | Explain,
     stream_partition_length: int,
-    column_types: Mapping[str, str] | None = None,
+    *,
+    types: Mapping[str, str] | None = None,
 ) -> str:
     """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
     (each of which parses back to its definition), or a hand-written ViewDF's part references."""
@@ -111,14 +119,14 @@ def explain(
         return _explain_viewdf(statement.definition)
     lines = []
     if isinstance(statement, CreatePatternView):
-        translation = _PatternTranslation(statement, stream_partition_length)
+        translation = _PatternTranslation(statement, stream_partition_length, types)
         lines.append(
             f"-- {statement.name}: pattern query over {statement.query.stream}, "
             f"partition length {stream_partition_length} s"
         )
         lines += [f"-- {line}" for line in translation.machine.describe().splitlines()]
     else:
-        translation = _WindowTranslation(statement, stream_partition_length, column_types)
+        translation = _WindowTranslation(statement, stream_partition_length, types)
         query = statement.query
         kind = (
             "subtractable aggregates: cumulative sums per epoch, minus the part one window earlier"
@@ -153,6 +161,26 @@ def _duration(seconds: int) -> str:
     if seconds % 60 == 0:
         return f"{seconds // 60} minutes"
     return f"{seconds} seconds"
+
+
+_INTEGER_SUMS = {"tinyint": "bigint", "smallint": "bigint", "int": "bigint", "bigint": "decimal(38,0)"}
+
+
+def sum_type(attribute_type: str) -> str:
+    """The Spark SQL type a pattern view keeps a sum of ``attribute_type`` values in: BIGINT for
+    the smaller integers, DECIMAL(38,0) for BIGINT (no sum of fewer than 2**63 values leaves it),
+    DECIMAL(p+10, s) up to precision 38 for DECIMAL(p, s) and DOUBLE for floating point (as Spark's
+    own sum); any other type as it is."""
+    text = attribute_type.strip().lower()
+    if text in _INTEGER_SUMS:
+        return _INTEGER_SUMS[text]
+    if text in ("float", "double"):
+        return "double"
+    decimal = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", text)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        return f"decimal({min(38, precision + 10)},{scale})"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,8 +219,19 @@ class _References:
         return exp.to_table(placeholder)
 
     def render(self, query: exp.Expression) -> str:
-        text = query.sql(dialect="spark", pretty=True)
-        for placeholder, reference in self.texts.items():
+        # literals kept verbatim (streams.literals) that span lines would be indented by the pretty
+        # printer, which would change their value: they are printed in place after it
+        held: dict[str, str] = {}
+
+        def hold(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Literal) and not node.is_string and any(c in node.this for c in "\r\n"):
+                key = f"__literal_{len(held)}__"
+                held[key] = node.this
+                return exp.Literal(this=key, is_string=False)
+            return node
+
+        text = query.transform(hold).sql(dialect="spark", pretty=True)
+        for placeholder, reference in [*self.texts.items(), *held.items()]:
             if text.count(placeholder) != 1:  # pragma: no cover - every placeholder is used once
                 raise AssertionError(f"placeholder {placeholder} appears {text.count(placeholder)} times")
             text = text.replace(placeholder, reference)
@@ -214,6 +253,15 @@ def _alias(expression: exp.Expression, name: str) -> exp.Alias:
 def _coalesce(*expressions: exp.Expression) -> exp.Coalesce:
     first, *rest = expressions
     return exp.Coalesce(this=first, expressions=list(rest))
+
+
+def _is_null(expression: exp.Expression) -> exp.Expression:
+    return exp.Is(this=expression.copy(), expression=exp.null())
+
+
+def _is_set(expression: exp.Expression) -> exp.Expression:
+    """``expression IS NOT NULL``."""
+    return exp.Not(this=_is_null(expression))
 
 
 def _same_groups(group_by: tuple[str, ...], left: str, right: str) -> exp.Expression:
@@ -250,25 +298,44 @@ def _definition(
 
 
 class _PatternTranslation:
-    """Algorithms 2 and 3 of the paper, with the semantics of :mod:`arrayviews.streams.fsm`."""
+    """Algorithms 2 and 3 of the paper, run as a nondeterministic machine: the Helper keeps, per
+    group, every active state of the machine (see :mod:`arrayviews.streams.fsm` for the semantics).
 
-    def __init__(self, statement: CreatePatternView, partition_length: int) -> None:
+    Helper columns: the group columns; per state k (1..n) the row count ``sk_ct`` of the partial
+    match in state k that began first (null when state k is not active: the columns of all states
+    together are the group's state set) and its sums ``sk_sum_x``; the auxiliary attributes
+    (the row's values read by two-variable conditions of the next part). A group whose state set is
+    empty has no row. The final view selects the groups whose accepting state n is active.
+    """
+
+    def __init__(
+        self, statement: CreatePatternView, partition_length: int, types: Mapping[str, str] | None = None
+    ) -> None:
         self.statement = statement
         self.query: PatternQuery = statement.query
         self.partition_length = partition_length
         query = self.query
         self.sums = query.summed()
+        self.types = {name.lower(): text for name, text in (types or {}).items()}
         read = [c.name for conjunct in query.conjuncts for c in conjunct.expression.find_all(exp.Column)]
         names = _Names([*query.group_by, *self.sums, *read])
         self.machine: StateMachine = build_state_machine(query, lambda a: names.fresh(f"prev_{a}"))
-        self.state = names.fresh("state")
-        self.count = names.fresh("ct") if any(i.function == "count" for i in query.items) else None
-        self.sum_columns = {attribute: names.fresh(f"sum_{attribute}") for attribute in self.sums}
-        self.continued = names.fresh("continued")
-        self.started = names.fresh("started")
+        self.states = range(1, self.machine.accepting + 1)
+        self.counts = {k: names.fresh(f"s{k}_ct") for k in self.states}
+        self.state_sums = {
+            (k, attribute): names.fresh(f"s{k}_sum_{attribute}")
+            for k in self.states
+            for attribute in self.sums
+        }
+        self.values = {attribute: names.fresh(f"value_{attribute}") for attribute in self.sums}
+        self.carried = {
+            (k, attribute): names.fresh(f"carried_s{k}_sum_{attribute}")
+            for k in self.states
+            for attribute in self.sums
+        }
+        self.entered = {k: names.fresh(f"enter_s{k}") for k in self.states}
+        self.stayed = {k: names.fresh(f"stay_s{k}") for k in self.states if self.machine.is_kleene(k)}
         self.rank = names.fresh("rank")
-        self.carried_count = names.fresh("carried_ct")
-        self.carried_sums = {attribute: names.fresh(f"carried_sum_{attribute}") for attribute in self.sums}
         self.helper = statement.name + HELPER_SUFFIX
         # the stream attributes read from each part: group columns, summed ones, predicate ones
         self.columns = tuple(dict.fromkeys([*query.group_by, *self.sums, *self.machine.attributes]))
@@ -278,6 +345,63 @@ class _PatternTranslation:
         helper = _definition(self.helper, self.helper_initialize, self.helper_update, length, helper=True)
         final = _definition(self.statement.name, self.final_query, self.final_query, length, helper=False)
         return [helper, final]
+
+    # -- sums ----------------------------------------------------------------------------------
+    def sum_type(self, attribute: str) -> str | None:
+        """The type a sum of ``attribute`` is kept in (None when the stream's types are unknown)."""
+        known = self.types.get(attribute.lower())
+        return None if known is None else sum_type(known)
+
+    def value(self, attribute: str, table: str | None = NEW) -> exp.Expression:
+        """The row's ``attribute`` in the type of its sums."""
+        kept = self.sum_type(attribute)
+        column = _column(attribute, table)
+        if kept is None or kept == self.types[attribute.lower()]:
+            return column
+        return exp.cast(column, kept)
+
+    def empty_sum(self, attribute: str) -> exp.Expression:
+        """A null of the sum's type (for states a new match is not in)."""
+        kept = self.sum_type(attribute)
+        if kept is None:
+            return exp.Case().when(exp.false(), _column(attribute, NEW))
+        return exp.cast(exp.null(), kept)
+
+    def added(self, carried: exp.Expression, attribute: str) -> exp.Expression:
+        """``carried`` plus the row's value as SQL's sum does it (nulls skipped), or an error naming
+        the view, the attribute and the group when the sum leaves its type (never a wrapped value)."""
+        value = _column(self.values[attribute])
+        kept = self.sum_type(attribute)
+        total: exp.Expression = exp.Anonymous(this="try_add", expressions=[carried.copy(), value.copy()])
+        if kept is not None and kept.startswith("decimal"):
+            total = exp.TryCast(this=total, to=exp.DataType.build(kept, dialect="spark"))
+        group = [
+            exp.Anonymous(
+                this="concat",
+                expressions=[
+                    exp.Literal.string(f"{g}="),
+                    _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
+                ],
+            )
+            for g in self.query.group_by
+        ]
+        message = exp.Anonymous(
+            this="concat",
+            expressions=[
+                exp.Literal.string(
+                    f"{OVERFLOW_MARK}pattern view {self.statement.name}: sum({attribute}) overflows "
+                    f"{kept or 'its type'} for group "
+                ),
+                exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(", "), *group]),
+            ],
+        )
+        overflow = exp.Anonymous(this="raise_error", expressions=[message])
+        return (
+            exp.Case()
+            .when(_is_null(carried), value.copy())
+            .when(_is_null(value), carried.copy())
+            .else_(_coalesce(total, overflow))
+        )
 
     # -- the stream's part, one row per group ------------------------------------------------
     def new_rows(self, references: _References) -> exp.Expression:
@@ -300,43 +424,58 @@ class _PatternTranslation:
         )
 
     # -- Helper ------------------------------------------------------------------------------
+    def auxiliary(self, table: str | None) -> list[exp.Expression]:
+        return [_alias(_column(a, table), column) for a, column in self.machine.auxiliary]
+
     def helper_initialize(self, references: _References) -> exp.Expression:
-        """A new match for every group whose tuple satisfies E[0][1] (the Helper's earlier part is empty)."""
+        """A new partial match in state 1 for every group whose row satisfies E[0][1] (the Helper's
+        earlier part is empty); with a one-variable pattern it is complete at once."""
         outputs: list[exp.Expression] = [_alias(_column(g, NEW), g) for g in self.query.group_by]
-        outputs.append(_alias(_number(1), self.state))
-        if self.count:
-            outputs.append(_alias(exp.cast(_number(1), "BIGINT"), self.count))
-        outputs += [_alias(_column(a, NEW), self.sum_columns[a]) for a in self.sums]
-        outputs += [_alias(_column(a, NEW), column) for a, column in self.machine.auxiliary]
+        for k in self.states:
+            count = exp.cast(_number(1), "BIGINT") if k == 1 else exp.cast(exp.null(), "BIGINT")
+            outputs.append(_alias(count, self.counts[k]))
+        for k in self.states:
+            for attribute in self.sums:
+                total = self.value(attribute) if k == 1 else self.empty_sum(attribute)
+                outputs.append(_alias(total, self.state_sums[(k, attribute)]))
+        outputs += self.auxiliary(NEW)
         start = self.machine.edge(0, 1)
         return exp.select(*outputs).from_(self.new_rows(references)).where(start.condition())
 
     def helper_update(self, references: _References) -> exp.Expression:
+        """Every active state of the group's previous Helper row advanced by the part's row: the
+        state set of the partial matches that can take it, plus a match starting with it."""
         machine = self.machine
         group_by = self.query.group_by
-        previous_state = _column(self.state, PREVIOUS)
-        continued = exp.Case()
-        for state in range(1, machine.accepting + 1):
-            for target in (state, state + 1):
-                edge = machine.edge(state, target)
-                if edge is not None:
-                    condition = exp.and_(previous_state.eq(_number(state)), edge.condition(), copy=False)
-                    continued = continued.when(condition, _number(target), copy=False)
-        continued = continued.else_(_number(0), copy=False) if continued.args.get("ifs") else _number(0)
-        started = exp.Case().when(machine.edge(0, 1).condition(), _number(1)).else_(_number(0))
-        values = [
-            a for a in dict.fromkeys([*self.sums, *(a for a, _ in machine.auxiliary)]) if a not in group_by
+        # Step: the row, the previous state set's sums, and per state the count of the partial
+        # match entering it from the state before (from the begin state for state 1) and of the
+        # one staying in it (Kleene states)
+        step: list[exp.Expression] = [_alias(_column(g, NEW), g) for g in group_by]
+        kept = [a for a, _ in machine.auxiliary if a not in group_by]
+        step += [_alias(_column(a, NEW), a) for a in kept]
+        step += [_alias(self.value(a), self.values[a]) for a in self.sums]
+        step += [
+            _alias(_column(self.state_sums[(k, a)], PREVIOUS), self.carried[(k, a)])
+            for k in self.states
+            for a in self.sums
         ]
-        step_columns: list[exp.Expression] = [_alias(_column(g, NEW), g) for g in group_by]
-        step_columns += [_alias(_column(a, NEW), a) for a in values]
-        if self.count:
-            step_columns.append(_alias(_column(self.count, PREVIOUS), self.carried_count))
-        step_columns += [
-            _alias(_column(self.sum_columns[a], PREVIOUS), self.carried_sums[a]) for a in self.sums
-        ]
-        step_columns += [_alias(continued, self.continued), _alias(started, self.started)]
-        step = (
-            exp.select(*step_columns)
+        for k in self.states:
+            edge = machine.edge(k - 1, k)
+            if k == 1:
+                entered = exp.Case().when(edge.condition(), exp.cast(_number(1), "BIGINT"))
+            else:
+                before = _column(self.counts[k - 1], PREVIOUS)
+                held = exp.and_(_is_set(before), edge.condition(), copy=False)
+                entered = exp.Case().when(held, exp.Add(this=before, expression=_number(1)))
+            step.append(_alias(entered, self.entered[k]))
+            if k in self.stayed:
+                here = _column(self.counts[k], PREVIOUS)
+                held = exp.and_(_is_set(here), machine.edge(k, k).condition(), copy=False)
+                step.append(
+                    _alias(exp.Case().when(held, exp.Add(this=here, expression=_number(1))), self.stayed[k])
+                )
+        stepped = (
+            exp.select(*step)
             .from_(self.new_rows(references))
             .join(
                 exp.alias_(references.part(self.helper, -1), PREVIOUS, table=True),
@@ -344,39 +483,64 @@ class _PatternTranslation:
                 join_type="left outer",
             )
         )
-        goes_on = _column(self.continued) > _number(0)
+        # Chosen: per state, the partial match that began first (the larger count) and its sums
+        chosen: list[exp.Expression] = [_column(g) for g in group_by]
+        chosen += [_column(a) for a in kept]
+        for k in self.states:
+            entered = _column(self.entered[k])
+            if k not in self.stayed:
+                chosen.append(_alias(entered, self.counts[k]))
+                from_entering: exp.Expression = _is_set(entered)
+            else:
+                stayed = _column(self.stayed[k])
+                chosen.append(_alias(exp.Greatest(this=entered, expressions=[stayed]), self.counts[k]))
+                from_entering = exp.and_(
+                    _is_set(entered),
+                    exp.or_(_is_null(stayed), entered.copy() >= stayed.copy(), copy=False),
+                    copy=False,
+                )
+            for attribute in self.sums:
+                if k == 1:  # a new match: the row's value
+                    entering = _column(self.values[attribute])
+                else:
+                    entering = self.added(_column(self.carried[(k - 1, attribute)]), attribute)
+                total = exp.Case().when(from_entering.copy(), entering)
+                if k in self.stayed:
+                    total = total.when(
+                        _is_set(_column(self.stayed[k])),
+                        self.added(_column(self.carried[(k, attribute)]), attribute),
+                    )
+                chosen.append(_alias(total, self.state_sums[(k, attribute)]))
+        # after a complete match only the match itself goes on (AFTER MATCH SKIP PAST LAST ROW)
+        accepting = machine.accepting
+        incomplete = _is_null(_column(self.counts[accepting]))
+
+        def unless_complete(column: str) -> exp.Expression:
+            if column in (self.counts[accepting], *(self.state_sums[(accepting, a)] for a in self.sums)):
+                return _column(column)
+            return _alias(exp.Case().when(incomplete.copy(), _column(column)), column)
+
         outputs: list[exp.Expression] = [_column(g) for g in group_by]
-        outputs.append(
-            _alias(
-                exp.Case().when(goes_on.copy(), _column(self.continued)).else_(_column(self.started)),
-                self.state,
-            )
-        )
-        if self.count:
-            counted = exp.Add(this=_column(self.carried_count), expression=_number(1))
-            restarted = exp.cast(_number(1), "BIGINT")
-            outputs.append(_alias(exp.Case().when(goes_on.copy(), counted).else_(restarted), self.count))
-        for attribute in self.sums:
-            carried, value = _column(self.carried_sums[attribute]), _column(attribute)
-            added = _coalesce(exp.Add(this=carried, expression=value), carried.copy(), value.copy())
-            summed = exp.Case().when(goes_on.copy(), added).else_(value.copy())
-            outputs.append(_alias(summed, self.sum_columns[attribute]))
-        outputs += [_alias(_column(a), column) for a, column in machine.auxiliary]
-        kept = exp.or_(goes_on.copy(), _column(self.started) > _number(0), copy=False)
-        return exp.select(*outputs).from_(step.subquery("Step")).where(kept)
+        outputs += [unless_complete(self.counts[k]) for k in self.states]
+        outputs += [unless_complete(self.state_sums[(k, a)]) for k in self.states for a in self.sums]
+        outputs += self.auxiliary(None)
+        active = exp.or_(*(_is_set(_column(self.counts[k])) for k in self.states), copy=False)
+        chosen_query = exp.select(*chosen).from_(stepped.subquery("Step"))
+        return exp.select(*outputs).from_(chosen_query.subquery("Chosen")).where(active)
 
     # -- final view --------------------------------------------------------------------------
     def final_query(self, references: _References) -> exp.Expression:
+        accepting = self.machine.accepting
         outputs: list[exp.Expression] = []
         for item in self.query.items:
             if item.is_group:
                 source = item.attribute
             elif item.function == "count":
-                source = self.count
+                source = self.counts[accepting]
             else:
-                source = self.sum_columns[item.attribute]
+                source = self.state_sums[(accepting, item.attribute)]
             outputs.append(_column(source) if source == item.alias else _alias(_column(source), item.alias))
-        accepted = _column(self.state).eq(_number(self.machine.accepting))
+        accepted = _is_set(_column(self.counts[accepting]))
         return exp.select(*outputs).from_(references.part(self.helper, 0)).where(accepted)
 
 

@@ -7,13 +7,13 @@ import dataclasses
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError
 from arrayviews.model.names import PART
 from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams import relations as rel
+from arrayviews.streams.columns import conform
 from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.part_table import PartTable
 
@@ -60,22 +60,12 @@ class ViewHandle:
         self.table.table = update_properties(self.table.table, {}, [rel.FAILED])
 
     def conform_columns(self, frame: DataFrame, part: int) -> DataFrame:
-        """The query result with the view's column names and types, matched by position."""
+        """The query result with the view's column names and types, matched by name."""
         schema: StructType = self.table.spark_schema
         found = frame.schema
         if [(f.name, f.dataType) for f in found.fields] == [(f.name, f.dataType) for f in schema.fields]:
             return frame
-        if len(frame.columns) != len(schema.fields):
-            raise ValidationError(
-                f"view {self.name}: the query for part {part} returns {len(frame.columns)} columns "
-                f"({', '.join(frame.columns)}), the view has {len(schema.fields)} "
-                f"({', '.join(schema.fieldNames())})"
-            )
-        columns = [
-            F.col(f"`{source}`").cast(target.dataType).alias(target.name)
-            for source, target in zip(frame.columns, schema.fields, strict=True)
-        ]
-        return frame.select(*columns)
+        return conform(frame, schema, self.name, part)
 
 
 class StreamWorld:
