@@ -201,6 +201,7 @@ def _rows(schema: pa.Schema, rows: list[tuple[int, str, object]]) -> pa.Table:
     return pa.table(
         [pa.array(stamps, schema.field("ts").type), [g for _, g, _ in rows], [x for _, _, x in rows]],
         schema=schema,
+    )
 
 
 BIG_SUMS = """CREATE VIEW big AS SELECT g, count(*) AS ct, sum(x) AS total
@@ -237,6 +238,7 @@ def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db
     (never a wrapped or null sum, never a Java trace)."""
     schema = pa.schema(
         [("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.decimal128(38, 0))]
+    )
     stream = db.create_stream("N", "ts timestamp, g string, x decimal(38,0)", 60, "ts")
     huge = Decimal(6 * 10**37)
     stream.append(_rows(schema, [(0, "big", huge), (0, "small", Decimal(1))]))
