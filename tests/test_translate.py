@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from arrayviews.language.parser import parse_statement
+from arrayviews.language.syntax import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.model.errors import ParseError
-from arrayviews.streams.definition import ViewDFDefinition
+from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.streams.fsm import build_state_machine
-from arrayviews.streams.parser import parse_stream_statement
-from arrayviews.streams.statements import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.streams.translate import explain, translate
 from pattern_reference import Pattern, Predicate, pattern_results
 
@@ -39,13 +39,13 @@ GROUP BY src, dest"""
 
 
 def _pattern(text: str) -> CreatePatternView:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     assert isinstance(statement, CreatePatternView)
     return statement
 
 
 def _window(text: str) -> CreateWindowView:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     assert isinstance(statement, CreateWindowView)
     return statement
 
@@ -157,12 +157,12 @@ def test_window_must_be_a_multiple_of_the_partition_length() -> None:
     ],
 )
 def test_explain_statements_parse_back_to_the_definitions(text: str) -> None:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     definitions = translate(statement, 60)
-    shown = explain(parse_stream_statement("EXPLAIN " + text), 60)
+    shown = explain(parse_statement("EXPLAIN " + text), 60)
     for definition in definitions:
         assert definition.text + ";" in shown
-        parsed = parse_stream_statement(definition.text)
+        parsed = parse_statement(definition.text)
         assert isinstance(parsed, CreateViewDF)
         assert parsed.definition.initialize == definition.initialize
         assert parsed.definition.update == definition.update
@@ -179,7 +179,7 @@ def test_explain_of_a_hand_written_viewdf() -> None:
         "CREATE VIEW J AS INITIALIZE J[i] AS SELECT * FROM M[i] NATURAL JOIN N[i] "
         "UPDATE J[j] AS SELECT * FROM M[j] NATURAL JOIN N[j] PARTITION LENGTH 60"
     )
-    shown = explain(parse_stream_statement(text), 60)
+    shown = explain(parse_statement(text), 60)
     assert "-- UPDATE J[j] reads N[j]" in shown and text + ";" in shown
 
 
@@ -382,7 +382,7 @@ PAPER_LOSSES = [6, 12, 15, 24, 20, 16, 7]
 def test_pattern_views_match_the_reference(spark, cases: list[PatternCase]) -> None:
     chains = []
     for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"P{number}"))
+        statement = parse_statement(case.statement(f"P{number}"))
         chains.append(Chain(translate(statement, 60), "S", PATTERN_SCHEMA, case.stream_parts()))
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
@@ -483,7 +483,7 @@ def _zero_sum_case(distributive: bool) -> WindowCase:
 def test_window_views_match_a_recomputation(spark, cases: list[WindowCase]) -> None:
     chains = []
     for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"W{number}"))
+        statement = parse_statement(case.statement(f"W{number}"))
         chains.append(Chain(translate(statement, case.partition_length), "S", WINDOW_SCHEMA, case.parts))
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
@@ -500,7 +500,7 @@ def test_paper_example_and_special_cases(spark) -> None:
     chains = [Chain(paper, "M", "src string, dest string, loss bigint", paper_parts)]
     cases = [_zero_sum_case(False), _zero_sum_case(True)]
     for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"W{number}"))
+        statement = parse_statement(case.statement(f"W{number}"))
         chains.append(Chain(translate(statement, 60), "S", WINDOW_SCHEMA, case.parts))
     # no predicates and nothing but the group column
     bare = translate(_pattern("CREATE VIEW B AS SELECT g FROM S PATTERN [a, b+] GROUP BY g"), 60)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from arrayviews.streams.definition import PartQuery
+from arrayviews.model.viewdf import PartQuery
 
 # (relation, first part, last part) -> the rows of those parts (user columns only)
 PartResolver = Callable[[str, int, int], DataFrame]

@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 
 from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.streams import planning
-from arrayviews.streams.definition import ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 

@@ -8,8 +8,11 @@ UPDATE query with the view's own earlier parts empty, and only ever builds the v
 
 Queries are built as sqlglot syntax trees (Spark dialect) with placeholder tables standing for the
 part references; the placeholders are replaced by ``T[j-1]``-style references in the generated
-text, which is then parsed back with :func:`~arrayviews.streams.parser.parse_stream_statement`, so
-each definition's ``text`` round-trips.
+text, whose part references are then read back (:func:`~arrayviews.model.viewdf.viewdf_definition`),
+so each definition's ``text`` round-trips.
+
+The statements translated are anything with a view ``name`` and a ``query`` (a PatternQuery or a
+WindowQuery): the statement language's CREATE VIEW nodes.
 
 Pattern queries (section 5.1) get a Helper keeping, per group with a match in progress, the
 group columns, the state, the match's count and sums and the auxiliary attributes (see
@@ -41,24 +44,13 @@ columns are not supported by the subtractable form.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
-from arrayviews.streams.definition import PartIndex, ViewDFDefinition
+from arrayviews.model.viewdf import PartIndex, ViewDFDefinition, viewdf_definition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
-from arrayviews.streams.parser import parse_stream_statement
-from arrayviews.streams.statements import (
-    AGGREGATE_TYPES,
-    CreatePatternView,
-    CreateViewDF,
-    CreateWindowView,
-    Explain,
-    PatternQuery,
-    WindowQuery,
-    aggregate_call,
-)
+from arrayviews.streams.queries import AGGREGATE_TYPES, PatternQuery, WindowQuery, aggregate_call
 
 HELPER_SUFFIX = "__helper"
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
@@ -72,31 +64,29 @@ QueryBuilder = Callable[["_References"], exp.Expression]
 # Entry points
 
 
-def translate(
-    statement: CreatePatternView | CreateWindowView, stream_partition_length: int
-) -> list[ViewDFDefinition]:
-    """The ViewDFs maintaining ``statement``'s view over a stream of ``stream_partition_length``
-    seconds per part: helper views first, the final view (named as the statement's view) last."""
+def translate(statement, stream_partition_length: int) -> list[ViewDFDefinition]:
+    """The ViewDFs maintaining ``statement``'s view (its ``name`` and its ``query``) over a stream of
+    ``stream_partition_length`` seconds per part: helper views first, the final view (named as the
+    statement's view) last."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
-    if isinstance(statement, CreatePatternView):
+    query = getattr(statement, "query", None)
+    if isinstance(query, PatternQuery):
         return _PatternTranslation(statement, stream_partition_length).definitions()
-    if isinstance(statement, CreateWindowView):
+    if isinstance(query, WindowQuery):
         return _WindowTranslation(statement, stream_partition_length).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
-def explain(
-    statement: CreatePatternView | CreateWindowView | CreateViewDF | Explain, stream_partition_length: int
-) -> str:
+def explain(statement, stream_partition_length: int) -> str:
     """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
-    (each of which parses back to its definition), or a hand-written ViewDF's part references."""
-    if isinstance(statement, Explain):
-        statement = statement.statement
-    if isinstance(statement, CreateViewDF):
-        return _explain_viewdf(statement.definition)
+    (each of which parses back to its definition), or a hand-written ViewDF's part references
+    (``statement`` has a ``definition``, or a ``name`` and a ``query``)."""
+    definition = getattr(statement, "definition", None)
+    if isinstance(definition, ViewDFDefinition):
+        return _explain_viewdf(definition)
     lines = []
-    if isinstance(statement, CreatePatternView):
+    if isinstance(statement.query, PatternQuery):
         translation = _PatternTranslation(statement, stream_partition_length)
         lines.append(
             f"-- {statement.name}: pattern query over {statement.query.stream}, "
@@ -226,9 +216,9 @@ def _definition(
         references = _References(variable)
         texts.append(references.render(build(references)))
     text = _statement_text(name, texts[0], texts[1], partition_length)
-    parsed = parse_stream_statement(text)
-    assert isinstance(parsed, CreateViewDF)
-    return replace(parsed.definition, backfill=True, helper=helper)
+    return viewdf_definition(
+        name, ("i", texts[0]), ("j", texts[1]), partition_length, backfill=True, helper=helper, text=text
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +228,7 @@ def _definition(
 class _PatternTranslation:
     """Algorithms 2 and 3 of the paper, with the semantics of :mod:`arrayviews.streams.fsm`."""
 
-    def __init__(self, statement: CreatePatternView, partition_length: int) -> None:
+    def __init__(self, statement, partition_length: int) -> None:
         self.statement = statement
         self.query: PatternQuery = statement.query
         self.partition_length = partition_length
@@ -373,7 +363,7 @@ class _PatternTranslation:
 class _WindowTranslation:
     """Sections 5.2.1 (distributive) and 5.2.2 (subtractable, with group membership tracked)."""
 
-    def __init__(self, statement: CreateWindowView, partition_length: int) -> None:
+    def __init__(self, statement, partition_length: int) -> None:
         self.statement = statement
         self.query: WindowQuery = statement.query
         self.partition_length = partition_length

@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
 from arrayviews.streams import relations as rel
-from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.part_table import PartTable
 
 PART = "_part"
@@ -165,12 +165,9 @@ class StreamWorld:
 
 
 def load_definition(table: PartTable) -> ViewDFDefinition:
-    """A view's definition from its table properties (the statement text, re-parsed)."""
-    from arrayviews.streams.parser import parse_stream_statement
-
+    """A view's definition from its table properties (kept as JSON, its queries read again)."""
     properties = table.table.metadata.properties
-    statement = parse_stream_statement(properties[rel.DEFINITION])
-    definition = statement.definition
+    definition = ViewDFDefinition.from_json(properties[rel.DEFINITION])
     definition = dataclasses.replace(
         definition,
         backfill=properties.get(rel.BACKFILL) == "true",
