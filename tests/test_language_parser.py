@@ -263,6 +263,7 @@ ERRORS = [
             "SELECT",
             "SHOW",
             "VERIFY",
+            "WITH",
             "end of input",
         ),
     ),

@@ -6,15 +6,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+import sqlglot
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse, parse_statement
+from arrayviews.language.printer import script_text, to_text
 from arrayviews.language.syntax import CreatePatternView, CreateViewDF, CreateWindowView, Explain
 from arrayviews.model.errors import ParseError
-from arrayviews.model.viewdf import PartIndex, PartQuery
-from arrayviews.streams.queries import PatternVariable, SelectItem
+from arrayviews.model.viewdf import PartIndex, PartQuery, viewdf_definition
+from arrayviews.streams.queries import (
+    Conjunct,
+    Having,
+    PatternQuery,
+    PatternVariable,
+    SelectItem,
+    WindowQuery,
+)
 from arrayviews.streams.translate import translate
 
 # The hand-written Helper of section 2 (with the join condition the paper leaves out).
@@ -507,3 +516,120 @@ def test_part_query_render_keeps_everything_else() -> None:
     query = _viewdf(VIEW3).initialize
     assert isinstance(query, PartQuery)
     assert query.render({0: "M_part"}) == query.text.replace("M[i*60-59 .. i*60]", "M_part")
+
+
+# -- every stream statement kind: print -> parse is the identity --------------------------------------
+_stream_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,5}", fullmatch=True).filter(
+    lambda n: n.lower()
+    not in {"as", "from", "pattern", "window", "with", "group", "by", "having", "where", "select", "update"}
+)
+_types = st.sampled_from(
+    ["string", "int", "bigint", "double", "boolean", "date", "decimal(10, 2)", "array<string>", "float"]
+)
+
+
+@st.composite
+def _create_streams(draw) -> ast.CreateStream:
+    names = draw(st.lists(_stream_names, min_size=1, max_size=4, unique_by=str.lower))
+    time_column = draw(st.sampled_from(names))
+    columns = tuple(
+        ast.StreamColumn(n, "timestamp" if n == time_column else draw(_types)) for n in names
+    )
+    return ast.CreateStream(draw(_stream_names), columns, draw(st.integers(1, 10**6)), time_column)
+
+
+@st.composite
+def _viewdfs(draw) -> ast.CreateViewDF:
+    name = draw(_stream_names)
+    source = draw(_stream_names.filter(lambda n: n.lower() != name.lower()))
+    init_var, update_var = draw(st.sampled_from([("i", "j"), ("p", "q"), ("i", "i")]))
+    scale = draw(st.integers(1, 60))
+    literal = draw(st.text(alphabet="ab'\\;,[]() -é", max_size=6)).replace("\\", "\\\\").replace("'", "''")
+    init = f"SELECT x, '{literal}' AS s FROM {source}[{PartIndex(scale, 0).text(init_var)}]"
+    update = (
+        f"SELECT x FROM {source}[{PartIndex(scale, -scale + 1).text(update_var)} .. "
+        f"{PartIndex(scale, 0).text(update_var)}] AS a JOIN {name}[{update_var}-1] AS b USING (x)"
+    )
+    definition = viewdf_definition(name, (init_var, init), (update_var, update), draw(st.integers(1, 3600)))
+    return ast.CreateViewDF(definition, draw(st.none() | st.integers(0, 99)))
+
+
+def _conjunct(text: str, variables: tuple[str, ...]) -> Conjunct:
+    expression = sqlglot.parse_one(text, dialect="spark")
+    return Conjunct(expression.sql(dialect="spark"), variables, expression)
+
+
+@st.composite
+def _pattern_views(draw) -> ast.CreatePatternView:
+    variables = tuple(
+        PatternVariable(v, draw(st.booleans()))
+        for v in draw(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=4, unique=True))
+    )
+    groups = tuple(draw(st.lists(st.sampled_from(["src", "dest", "g"]), min_size=1, max_size=2, unique=True)))
+    items = tuple(SelectItem(None, g, g) for g in groups) + (SelectItem("count", None, "ct"),)
+    if draw(st.booleans()):
+        items += (SelectItem("sum", "loss", draw(st.sampled_from(["sum_loss", "total"]))),)
+    conjuncts = []
+    for k, variable in enumerate(variables):
+        choice = draw(st.integers(0, 3))
+        if choice == 1:
+            conjuncts.append(_conjunct(f"{variable.name}.loss > {draw(st.integers(0, 99))}", (variable.name,)))
+        elif choice == 2 and k > 0:
+            previous = variables[k - 1].name
+            conjuncts.append(
+                _conjunct(f"{variable.name}.loss > {previous}.loss", (previous, variable.name))
+            )
+        elif choice == 3:
+            text = f"{variable.name}.loss < 0 OR {variable.name}.src = 'a''b'"
+            conjuncts.append(_conjunct(text, (variable.name,)))
+    query = PatternQuery(draw(_stream_names), groups, items, variables, tuple(conjuncts))
+    return ast.CreatePatternView(draw(_stream_names), query, lateness=draw(st.none() | st.integers(0, 9)))
+
+
+@st.composite
+def _window_views(draw) -> ast.CreateWindowView:
+    groups = tuple(draw(st.lists(st.sampled_from(["src", "g"]), min_size=1, max_size=2, unique=True)))
+    items = tuple(SelectItem(None, g, g) for g in groups)
+    for function in draw(st.lists(st.sampled_from(["max", "min", "sum", "avg", "count"]), unique=True)):
+        items += (SelectItem(function, "x", f"{function}_x"),)
+    having = None
+    if draw(st.booleans()):
+        expression = sqlglot.parse_one(f"{groups[0]} <> 'z' AND count(*) > 2", dialect="spark")
+        having = Having(expression.sql(dialect="spark"), expression)
+    seconds = draw(st.sampled_from([30, 60, 90, 600, 3600, 7200, 5400]))
+    query = WindowQuery(draw(_stream_names), groups, items, seconds, having)
+    return ast.CreateWindowView(draw(_stream_names), query, lateness=draw(st.none() | st.integers(0, 9)))
+
+
+_queries = st.sampled_from(
+    [
+        ast.Query("SELECT src, count(*) AS n FROM M GROUP BY src", ("M",)),
+        ast.Query("WITH r AS (SELECT * FROM M) SELECT * FROM r JOIN A ON r.x = A.x", ("A", "M")),
+        ast.Query("SELECT 1", ()),
+    ]
+)
+stream_statements = st.one_of(
+    _create_streams(),
+    _viewdfs(),
+    _pattern_views(),
+    _window_views(),
+    st.builds(ast.DropStream, _stream_names),
+    st.builds(ast.AlterViewLateness, _stream_names, st.integers(0, 10**6)),
+    st.sampled_from([ast.ShowRelations(kind) for kind in ast.RELATION_KINDS]),
+    _queries,
+)
+stream_statements = st.one_of(stream_statements, stream_statements.map(ast.Explain))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_statements)
+def test_printed_stream_statements_parse_back(statement) -> None:
+    printed = to_text(statement)
+    assert parse(printed) == [statement], printed
+    assert to_text(parse(printed)[0]) == printed
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(stream_statements, min_size=1, max_size=4))
+def test_printed_stream_scripts_parse_back(items) -> None:
+    assert parse(script_text(items)) == items

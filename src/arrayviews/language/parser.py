@@ -287,6 +287,9 @@ class StatementBuilder(StreamStatements):
                 raise error from None
             return ast.SqlCondition(text)
 
+    def with_query(self, tree: Tree) -> ast.Query:
+        return self.query(tree)
+
     def query(self, tree: Tree) -> ast.Query:
         """Any Spark SQL query, kept verbatim, with the relations it reads."""
         start = tree.meta.start_pos
@@ -297,12 +300,12 @@ class StatementBuilder(StreamStatements):
                 "SELECT needs a select list: *, names or expressions", start + len("SELECT"), ("expression",)
             )
         ctes = {cte.alias_or_name.lower() for cte in parsed.find_all(exp.CTE)}
-        relations = []
+        relations = {}
         for table in parsed.find_all(exp.Table):
             name = table.name
-            if name and name.lower() not in ctes and name not in relations:
-                relations.append(name)
-        return ast.Query(text, tuple(relations))
+            if name and name.lower() not in ctes:
+                relations.setdefault(name.lower(), name)
+        return ast.Query(text, tuple(relations[key] for key in sorted(relations)))
 
     # -- array views -------------------------------------------------------------------------
     def create_array_view(self, tree: Tree) -> ast.Statement:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 
 from arrayviews.language import relations
@@ -90,9 +90,10 @@ def _alter_view(db: Database, s: ast.AlterViewLateness) -> None:
 
 
 # -- rows and queries ---------------------------------------------------------------------------
-def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pd.DataFrame:
-    """The rows of INSERT ... VALUES for ``stream``, one value per column in the stream's order (the
-    stream's append checks and converts each column to its type)."""
+def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.Table:
+    """The rows of INSERT ... VALUES for ``stream``, one value per column in the stream's order.
+    Strings for timestamp and date columns are read as times (``'2015-01-01 00:05:00'``, UTC); the
+    stream's append checks every column against its type."""
     names = [field.name for field in stream.schema.fields]
     for number, row in enumerate(rows, start=1):
         if len(row) != len(names):
@@ -101,7 +102,23 @@ def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pd.D
                 f"({', '.join(names)})",
                 array=stream.name,
             )
-    return pd.DataFrame([list(row) for row in rows], columns=names)
+    columns = {}
+    for k, field in enumerate(stream.schema.fields):
+        values = [row[k] for row in rows]
+        time_type = {"timestamp": pa.timestamp("us"), "date": pa.date32()}.get(field.dataType.typeName())
+        try:
+            column = pa.array(values)
+            if time_type is not None and pa.types.is_string(column.type):
+                column = column.cast(time_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            raise ValidationError(
+                f"stream {stream.name}, column {field.name}: the values {values!r} are not "
+                f"{field.dataType.simpleString()} values ({error})",
+                array=stream.name,
+                column=field.name,
+            ) from None
+        columns[field.name] = column
+    return pa.table(columns)
 
 
 def spark_query(db: Database, text: str, names: tuple[str, ...]) -> Any:

@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from arrayviews.execution.jobs import integer_div
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
+from arrayviews.storage.files import filesystem
 from arrayviews.streams import part_table
 from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 
@@ -254,6 +255,24 @@ class Stream:
         low = bounds[0] if low is None else low
         high = bounds[1] if high is None else high
         return self.table.read_parts(self.db.spark, low, high)
+
+    def load(self, path: str, format: str | None = None) -> AppendResult:
+        """Append the rows of Parquet or CSV files (a file or a folder; format from the extension;
+        columns by name) as one batch."""
+        fs, inner = filesystem(path)
+        if fs.get_file_info(inner).type.name == "NotFound":
+            raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
+        file_format = (format or ("csv" if path.lower().endswith(".csv") else "parquet")).lower()
+        reader = self.db.spark.read
+        if file_format == "csv":
+            frame = reader.option("header", True).option("mode", "FAILFAST").schema(self.schema).csv(path)
+        elif file_format == "parquet":
+            frame = reader.parquet(path)
+        else:
+            raise ValidationError(
+                f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)", array=self.name
+            )
+        return self.append(frame)
 
     # -- appending --------------------------------------------------------------------------------
     def append(self, batch: pd.DataFrame | pa.Table | DataFrame, maintain: bool = True) -> AppendResult:

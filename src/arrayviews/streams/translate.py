@@ -81,7 +81,9 @@ def translate(statement, stream_partition_length: int) -> list[ViewDFDefinition]
 def explain(statement, stream_partition_length: int) -> str:
     """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
     (each of which parses back to its definition), or a hand-written ViewDF's part references
-    (``statement`` has a ``definition``, or a ``name`` and a ``query``)."""
+    (``statement`` has a ``definition``, or a ``name`` and a ``query``; an EXPLAIN wrapping one is
+    looked through)."""
+    statement = getattr(statement, "statement", statement)
     definition = getattr(statement, "definition", None)
     if isinstance(definition, ViewDFDefinition):
         return _explain_viewdf(definition)

@@ -79,8 +79,8 @@ class ShowRelations(Statement):
 class Query(Statement):
     """A Spark SQL query (``SELECT ...`` or ``WITH ...``) over registered relations, kept verbatim.
 
-    ``relations`` names the relations the query reads (its FROM and JOIN tables), in order of
-    appearance; the executor checks they are registered relations before running it.
+    ``relations`` names the relations the query reads (its FROM and JOIN tables, without common
+    table expressions), sorted; the executor checks they are registered relations before running it.
     """
 
     text: str
