@@ -14,8 +14,8 @@ import arrayviews
 from arrayviews.array import Array
 from arrayviews.language import syntax as ast
 from arrayviews.language.executor import execute, execute_text
-from arrayviews.language.view_executor import view_definition_from_text
 from arrayviews.language.printer import to_text
+from arrayviews.language.view_executor import view_definition_from_text
 from arrayviews.model.errors import (
     AlreadyExistsError,
     ConflictError,
