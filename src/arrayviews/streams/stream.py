@@ -268,6 +268,16 @@ class Stream:
             frame = reader.option("header", True).option("mode", "FAILFAST").schema(self.schema).csv(path)
         elif file_format == "parquet":
             frame = reader.parquet(path)
+            # Parquet files written without a time zone (pandas' default) hold times in UTC, the
+            # session's zone.
+            frame = frame.select(
+                *[
+                    F.col(f"`{f.name}`").cast(T.TimestampType()).alias(f.name)
+                    if isinstance(f.dataType, T.TimestampNTZType)
+                    else F.col(f"`{f.name}`")
+                    for f in frame.schema.fields
+                ]
+            )
         else:
             raise ValidationError(
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)", array=self.name
