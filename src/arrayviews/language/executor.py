@@ -43,10 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
+import sqlglot
 
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
-from arrayviews.language.parser import parse_statements
+from arrayviews.language.parser import parse_statements, relations_read
 from arrayviews.language.printer import array_text, to_text
 from arrayviews.language.registry import EXPLAINERS, STATEMENTS, explainer, statement_runner
 from arrayviews.language.relations import open_array
@@ -330,7 +331,8 @@ def _select(db: Database, s: ast.Select) -> Array | Any:
                     f"{s.source.name} is a {kind}: SELECT ... INTO stores array queries only",
                     array=s.source.name,
                 )
-            return spark_query(db, to_text(s), (s.source.name,))
+            text = to_text(s)
+            return spark_query(db, text, relations_read(sqlglot.parse_one(text, dialect="spark")))
     array = evaluate(db, s.source)
     if s.where is not None:
         array = array.filter(s.where.to_text())

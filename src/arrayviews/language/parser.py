@@ -109,6 +109,18 @@ def parse_view_query(text: str) -> ast.ViewQuery:
 # Tree -> syntax tree
 
 
+def relations_read(query: exp.Expression) -> tuple[str, ...]:
+    """The relations a parsed Spark SQL query reads (its tables, without common table expressions),
+    sorted, each once (names are case-insensitive)."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    relations: dict[str, str] = {}
+    for table in query.find_all(exp.Table):
+        name = table.name
+        if name and name.lower() not in ctes:
+            relations.setdefault(name.lower(), name)
+    return tuple(relations[key] for key in sorted(relations))
+
+
 def _tokens(tree: Tree) -> list[Token]:
     """The tokens directly below ``tree``."""
     return [c for c in tree.children if isinstance(c, Token)]
@@ -267,9 +279,8 @@ class StatementBuilder(StreamStatements):
         )
 
     def where(self, tree: Tree, plain_name: bool) -> Expr | ast.SqlCondition:
-        """The WHERE condition of an array query; over a plain name, a Spark SQL condition over
-        strings or times that cell expressions do not cover is kept as text (the name may be a
-        stream)."""
+        """The WHERE condition of an array query; over a plain name, a Spark SQL condition that cell
+        expressions do not cover is kept as text (the name may be a stream)."""
         start, end = tree.meta.start_pos, tree.meta.end_pos
         try:
             return self.condition(tree)
@@ -281,9 +292,11 @@ class StatementBuilder(StreamStatements):
                 parsed = sqlglot.parse_one(text, dialect="spark")
             except sqlglot.errors.SqlglotError:
                 raise error from None  # the cell-expression error says more about the condition
-            # Only conditions over strings or times (a stream's columns) are kept as Spark SQL: any
-            # other condition the cell expressions reject is an error of the statement.
-            if not any(isinstance(n, exp.Literal) and n.is_string for n in parsed.walk()):
+            # sqlglot reads some malformed conditions leniently (``v $ 1`` as an alias): those stay
+            # errors of the statement.
+            if isinstance(parsed, exp.Alias) or any(
+                isinstance(n, exp.Parameter | exp.Placeholder) for n in parsed.walk()
+            ):
                 raise error from None
             return ast.SqlCondition(text)
 
@@ -299,13 +312,7 @@ class StatementBuilder(StreamStatements):
             raise self.source.error(
                 "SELECT needs a select list: *, names or expressions", start + len("SELECT"), ("expression",)
             )
-        ctes = {cte.alias_or_name.lower() for cte in parsed.find_all(exp.CTE)}
-        relations = {}
-        for table in parsed.find_all(exp.Table):
-            name = table.name
-            if name and name.lower() not in ctes:
-                relations.setdefault(name.lower(), name)
-        return ast.Query(text, tuple(relations[key] for key in sorted(relations)))
+        return ast.Query(text, relations_read(parsed))
 
     # -- array views -------------------------------------------------------------------------
     def create_array_view(self, tree: Tree) -> ast.Statement:
@@ -578,4 +585,5 @@ __all__ = [
     "parse_statement",
     "parse_statements",
     "parse_view_query",
+    "relations_read",
 ]
