@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from arrayviews.language.parser import parse_statement
 from arrayviews.model.shapes import L1
-from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 from test_stream_views import (
     COMBINED,
@@ -116,8 +116,8 @@ def test_compaction_and_expiry_leave_only_live_files_for_every_kind(db) -> None:
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(3))))
-    partials = dataclasses.replace(parse_stream_statement(PARTIALS).definition, helper=True)
-    db.create_stream_view([partials, parse_stream_statement(COMBINED).definition], lateness_parts=1)
+    partials = dataclasses.replace(parse_statement(PARTIALS).definition, helper=True)
+    db.create_stream_view([partials, parse_statement(COMBINED).definition], lateness_parts=1)
     for minute in range(3, 7):
         stream.append(truth.add(network([minute])))
         stream.append(truth.add(network([minute]).assign(loss=1, src="10.9.9.9")))  # two files per part

@@ -13,8 +13,9 @@ import pytest
 import arrayviews
 from arrayviews.array import Array
 from arrayviews.language import syntax as ast
-from arrayviews.language.executor import execute, execute_text, view_definition_from_text
+from arrayviews.language.executor import execute, execute_text
 from arrayviews.language.printer import to_text
+from arrayviews.language.view_executor import view_definition_from_text
 from arrayviews.model.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -406,7 +407,7 @@ def test_similarity_view_lifecycle(db) -> None:
     assert list(db.sql("SHOW ARRAYS").name) == ["A"]  # views are listed by SHOW VIEWS
     views = db.sql("SHOW VIEWS")
     assert views.to_dict("records") == [
-        {"name": "V", "definition": view.definition.text, "version": 1, "pending": False}
+        {"name": "V", "kind": "array view", "definition": view.definition.text, "version": 1, "pending": False}
     ]
 
     second = _random_cells(4, grid, 0.3, exclude=first)
@@ -466,7 +467,7 @@ def test_window_view_from_text_and_full_refresh(db) -> None:
     assert result.committed and result.strategy == "full"
     check(pd.concat([first, second]))
     assert db.sql("SHOW VIEWS").to_dict("records") == [
-        {"name": "W", "definition": view.definition.text, "version": 2, "pending": False}
+        {"name": "W", "kind": "array view", "definition": view.definition.text, "version": 2, "pending": False}
     ]
 
 

@@ -92,7 +92,7 @@ def test_names_that_differ_only_in_case_are_one_name() -> None:
 
 
 def test_names_with_a_trailing_newline_are_refused_by_every_creator(db) -> None:
-    from arrayviews.streams.definition import ViewDFDefinition
+    from arrayviews.model.viewdf import ViewDFDefinition
 
     with pytest.raises(SchemaError):
         db.create_array(ArraySchema("A\n", (Attribute("v", "int64"),), (Dimension("i", 0, 9, 5),)))
@@ -116,9 +116,9 @@ def test_names_with_a_trailing_newline_are_refused_by_every_creator(db) -> None:
         db.create_stream("S", "ts timestamp, _v int", 60, "ts")
     db.create_stream("S", "ts timestamp, v int", 60, "ts")
     text = "CREATE VIEW W AS INITIALIZE W[i] AS SELECT v FROM S[i] UPDATE W[j] AS SELECT v FROM S[j] PARTITION LENGTH 60"
-    from arrayviews.streams.parser import parse_stream_statement
+    from arrayviews.language.parser import parse_statement
 
-    definition = parse_stream_statement(text).definition
+    definition = parse_statement(text).definition
     for bad in ("W\n", "_W", "W" + HELPER_SUFFIX):
         with pytest.raises(ValidationError, match="invalid view name"):
             db.create_stream_view(ViewDFDefinition(bad, definition.initialize, definition.update, 60))

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from pyiceberg.expressions import visitors
 
+from arrayviews.language.parser import parse_statement
 from arrayviews.model.errors import ValidationError
-from arrayviews.streams.parser import parse_stream_statement
 from test_stream_views import (
     COMBINED,
     M0,
@@ -120,8 +120,8 @@ def test_consumer_reads_what_it_needs_after_a_rebuild_beyond_the_allowance(db) -
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(3), missing=(6,))))
-    partials = dataclasses.replace(parse_stream_statement(PARTIALS).definition, helper=True)
-    db.create_stream_view([partials, parse_stream_statement(COMBINED).definition], lateness_parts=0)
+    partials = dataclasses.replace(parse_statement(PARTIALS).definition, helper=True)
+    db.create_stream_view([partials, parse_statement(COMBINED).definition], lateness_parts=0)
     for minute in range(3, 10):
         stream.append(truth.add(network([minute], missing=(6,))))
     retained = db.stream_view("P").status()["retained"]
@@ -183,8 +183,8 @@ def test_late_data_replayed_many_times(db) -> None:
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(2), missing=tuple(range(20)))))
-    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
-    db.create_stream_view([helper, parse_stream_statement(VIEW2).definition], lateness_parts=1)
+    helper = dataclasses.replace(parse_statement(helper_text()).definition, helper=True)
+    db.create_stream_view([helper, parse_statement(VIEW2).definition], lateness_parts=1)
     first = M0 + 1
     missing = set(range(20))
     for minute in range(2, 9):
@@ -223,8 +223,8 @@ def test_late_data_with_the_maintainer_interrupted_at_every_checkpoint(db) -> No
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(2), missing=tuple(range(30)))), batch_id="m0")
-    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
-    db.create_stream_view([helper, parse_stream_statement(VIEW2).definition], lateness_parts=1)
+    helper = dataclasses.replace(parse_statement(helper_text()).definition, helper=True)
+    db.create_stream_view([helper, parse_statement(VIEW2).definition], lateness_parts=1)
     missing = set(range(30))
     for round_, (where, point) in enumerate(INTERRUPTIONS * 2):
         minute = round_ + 2

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 import arrayviews
+from arrayviews.language.parser import parse_statement
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import InjectedFault, inject
-from arrayviews.streams.parser import parse_stream_statement
 from arrayviews.streams.part_table import PartTable
 
 EPOCH = 1_420_070_400  # 2015-01-01 00:00:00 UTC (the paper's example day), a whole hour
@@ -414,8 +414,8 @@ def test_helper_retention_and_rows_later_than_the_allowance(db) -> None:
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(2))))
-    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
-    final = parse_stream_statement(VIEW2).definition
+    helper = dataclasses.replace(parse_statement(helper_text()).definition, helper=True)
+    final = parse_statement(VIEW2).definition
     view2 = db.create_stream_view([helper, final], lateness_parts=2)
     assert view2.name == "view2"
     assert db.stream_views() == ["view2"]
@@ -482,8 +482,8 @@ def test_late_rows_in_the_first_part_of_a_helper_after_retention(db) -> None:
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(2), missing=(1,))))
-    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
-    db.create_stream_view([helper, parse_stream_statement(VIEW2).definition], lateness_parts=0)
+    helper = dataclasses.replace(parse_statement(helper_text()).definition, helper=True)
+    db.create_stream_view([helper, parse_statement(VIEW2).definition], lateness_parts=0)
     stream.append(truth.add(network(range(2, 4))))
     assert db.stream_view("Helper").status()["retained"] > M0 + 1
     result = stream.append(truth.add(late_c(1)))
@@ -512,8 +512,8 @@ def test_late_rows_beyond_retention_under_a_window_over_a_helper(db) -> None:
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(3), missing=(2,))))
-    partials = dataclasses.replace(parse_stream_statement(PARTIALS).definition, helper=True)
-    db.create_stream_view([partials, parse_stream_statement(COMBINED).definition], lateness_parts=0)
+    partials = dataclasses.replace(parse_statement(PARTIALS).definition, helper=True)
+    db.create_stream_view([partials, parse_statement(COMBINED).definition], lateness_parts=0)
     stream.append(truth.add(network(range(3, 5))))
     stream.append(truth.add(network([5])))
     assert db.stream_view("P").status()["retained"] > M0 + 2
@@ -582,8 +582,8 @@ def test_rejected_definitions_and_reads_change_nothing(db) -> None:
         db.create_stream("High", SCHEMA, 60, "ts")
     assert snapshot(db) == before
     # a list whose second view is invalid creates none of them
-    good = parse_stream_statement(bad().replace("Bad", "Good")).definition
-    rejected(ParseError, [good, parse_stream_statement(bad(update="Nope[j]")).definition], "nope")
+    good = parse_statement(bad().replace("Bad", "Good")).definition
+    rejected(ParseError, [good, parse_statement(bad(update="Nope[j]")).definition], "nope")
 
     # reads of what does not exist
     with pytest.raises(NotFoundError) as error:
@@ -689,8 +689,8 @@ def test_update_columns_are_matched_by_name_and_type(db) -> None:
 def test_drop_view_through_sql_drops_helpers_only_it_reads(db) -> None:
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(network(range(2)))
-    helper = dataclasses.replace(parse_stream_statement(helper_text()).definition, helper=True)
-    db.create_stream_view([helper, parse_stream_statement(VIEW2).definition])
+    helper = dataclasses.replace(parse_statement(helper_text()).definition, helper=True)
+    db.create_stream_view([helper, parse_statement(VIEW2).definition])
     db.sql(VIEW2.replace("View2", "Twice").replace("ct >= 4", "ct >= 2"))
     catalog = db.warehouse.catalog
     locations = {
@@ -761,7 +761,7 @@ def test_hand_written_views_start_at_the_newest_part_backfilled_ones_at_the_olde
     assert (latest.status()["first"], latest.status()["next"]) == (newest, newest + 1)
     assert contents(db, "Helper") == run_lengths(truth.rows(), newest, newest)
 
-    full = dataclasses.replace(parse_stream_statement(helper_text("Full")).definition, backfill=True)
+    full = dataclasses.replace(parse_statement(helper_text("Full")).definition, backfill=True)
     view = db.create_stream_view(full)
     assert (view.status()["first"], view.status()["next"]) == (M0, newest + 1)
     assert contents(db, "Full") == run_lengths(truth.rows(), M0, newest)

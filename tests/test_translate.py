@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from arrayviews.language.parser import parse_statement
+from arrayviews.language.syntax import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.model.errors import ParseError
-from arrayviews.streams.definition import ViewDFDefinition
+from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.streams.fsm import build_state_machine
-from arrayviews.streams.parser import parse_stream_statement
-from arrayviews.streams.statements import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.streams.translate import explain, translate
 from pattern_reference import Pattern, Predicate, earliest_matches, pattern_results
 from spark_literals import literals
@@ -40,13 +40,13 @@ GROUP BY src, dest"""
 
 
 def _pattern(text: str) -> CreatePatternView:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     assert isinstance(statement, CreatePatternView)
     return statement
 
 
 def _window(text: str) -> CreateWindowView:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     assert isinstance(statement, CreateWindowView)
     return statement
 
@@ -170,7 +170,7 @@ def test_subtractable_float_sums_are_kept_exactly() -> None:
         and "Cur.sum_k - COALESCE(Old.sum_k, 0)" in final.update.text
     )
     for definition in (helper, final):
-        parsed = parse_stream_statement(definition.text)
+        parsed = parse_statement(definition.text)
         assert parsed.definition.initialize == definition.initialize
         assert parsed.definition.update == definition.update
     # without types (or for integer columns) nothing changes
@@ -207,12 +207,12 @@ def test_window_must_be_a_multiple_of_the_partition_length() -> None:
     ],
 )
 def test_explain_statements_parse_back_to_the_definitions(text: str) -> None:
-    statement = parse_stream_statement(text)
+    statement = parse_statement(text)
     definitions = translate(statement, 60)
-    shown = explain(parse_stream_statement("EXPLAIN " + text), 60)
+    shown = explain(parse_statement("EXPLAIN " + text), 60)
     for definition in definitions:
         assert definition.text + ";" in shown
-        parsed = parse_stream_statement(definition.text)
+        parsed = parse_statement(definition.text)
         assert isinstance(parsed, CreateViewDF)
         assert parsed.definition.initialize == definition.initialize
         assert parsed.definition.update == definition.update
@@ -229,7 +229,7 @@ def test_explain_of_a_hand_written_viewdf() -> None:
         "CREATE VIEW J AS INITIALIZE J[i] AS SELECT * FROM M[i] NATURAL JOIN N[i] "
         "UPDATE J[j] AS SELECT * FROM M[j] NATURAL JOIN N[j] PARTITION LENGTH 60"
     )
-    shown = explain(parse_stream_statement(text), 60)
+    shown = explain(parse_statement(text), 60)
     assert "-- UPDATE J[j] reads N[j]" in shown and text + ";" in shown
 
 
@@ -438,7 +438,7 @@ def test_the_two_references_agree(case: PatternCase) -> None:
 
 
 def _pattern_chain(case: PatternCase, name: str) -> Chain:
-    statement = parse_stream_statement(case.statement(name))
+    statement = parse_statement(case.statement(name))
     return Chain(translate(statement, 60, types=PATTERN_TYPES), "S", PATTERN_SCHEMA, case.stream_parts())
 
 
@@ -616,7 +616,7 @@ def _zero_sum_case(distributive: bool) -> WindowCase:
 def test_window_views_match_a_recomputation(spark, cases: list[WindowCase]) -> None:
     chains = []
     for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"W{number}"))
+        statement = parse_statement(case.statement(f"W{number}"))
         chains.append(Chain(translate(statement, case.partition_length), "S", WINDOW_SCHEMA, case.parts))
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
@@ -633,7 +633,7 @@ def test_paper_example_and_special_cases(spark) -> None:
     chains = [Chain(paper, "M", "src string, dest string, loss bigint", paper_parts)]
     cases = [_zero_sum_case(False), _zero_sum_case(True)]
     for number, case in enumerate(cases):
-        statement = parse_stream_statement(case.statement(f"W{number}"))
+        statement = parse_statement(case.statement(f"W{number}"))
         chains.append(Chain(translate(statement, 60), "S", WINDOW_SCHEMA, case.parts))
     # no predicates and nothing but the group column
     bare = translate(_pattern("CREATE VIEW B AS SELECT g FROM S PATTERN [a, b+] GROUP BY g"), 60)
@@ -692,7 +692,7 @@ LITERAL_SCHEMA = "g string, src string"
 def _literal_chain(value: str, literal: str, name: str) -> Chain:
     """Pattern [a] with ``a.src = literal`` over rows whose src is ``value`` or near misses (the
     spellings' pieces joined, quotes dropped, quotes doubled, an extra character)."""
-    statement = parse_stream_statement(
+    statement = parse_statement(
         f"CREATE VIEW {name} AS SELECT g, count(*) AS ct FROM S PATTERN [a] WHERE a.src = {literal} GROUP BY g"
     )
     near = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 
@@ -152,7 +153,7 @@ class Database:
         from arrayviews.views.view import create_view
 
         if isinstance(definition, str):
-            from arrayviews.language.executor import view_definition_from_text
+            from arrayviews.language.view_executor import view_definition_from_text
 
             definition = view_definition_from_text(self, definition)
         return create_view(self, name, definition, chunks)
@@ -276,9 +277,7 @@ class Database:
         from arrayviews.streams.stream_views import StreamView, create_views
 
         if isinstance(definition, str):
-            from arrayviews.streams.sql import execute
-
-            return execute(self, definition, lateness_parts)
+            return self._create_stream_view_from_text(definition, lateness_parts)
         definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
         create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
@@ -367,23 +366,24 @@ class Database:
 
     # -- statements --------------------------------------------------------------------------------
     def sql(self, text: str):
-        """Run statements of the array language, or one stream statement (ViewDF, PATTERN or WINDOW
-        view, EXPLAIN, or a Spark SQL query over streams and stream views); returns the result of the
-        last one."""
-        # The language layer sits above the API and builds calls of it; import it on first use.
+        """Run statements of the statement language (any mix of arrays, array views, streams and
+        stream views, and Spark SQL queries over them); returns the result of the last one."""
         from arrayviews.language.executor import execute_text
-        from arrayviews.streams import sql as stream_sql
-        from arrayviews.streams.parser import is_stream_statement
 
-        if is_stream_statement(text):
-            return stream_sql.execute(self, text)
-        dropped = stream_sql.dropped_stream_view(self.spark, self.warehouse.catalog, text)
-        if dropped is not None:
-            self.drop_stream_view(dropped)
-            return None
-        if stream_sql.reads_streams(self.spark, self.warehouse.catalog, text):
-            return stream_sql.run_query(self.spark, self.warehouse.catalog, text, self.allow_unsafe_sql)
         return execute_text(self, text)
 
+    def _create_stream_view_from_text(self, text: str, lateness_parts: int | None):
+        from arrayviews.language import syntax as ast
+        from arrayviews.language.executor import execute
+        from arrayviews.language.parser import parse_statement
+
+        statement = parse_statement(text)
+        if not isinstance(statement, ast.CreateViewDF | ast.CreatePatternView | ast.CreateWindowView):
+            raise ValidationError(
+                "create_stream_view takes one CREATE VIEW statement (a ViewDF, a PATTERN or a WINDOW query)"
+            )
+        if lateness_parts is not None:
+            statement = dataclasses.replace(statement, lateness=lateness_parts)
+        return execute(self, statement)
 
 __all__ = ["Database", "WriteResult", "connect"]

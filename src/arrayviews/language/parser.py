@@ -1,98 +1,49 @@
 """Parsing statement text into the syntax tree of :mod:`arrayviews.language.syntax`.
 
-``parse(text)`` returns the statements of ``text`` (separated by ``;``). Every syntax error raises
-:class:`~arrayviews.model.errors.ParseError` with the 1-based line and column in ``text`` and the
-list of what would have been accepted there; errors found by the model's parsers (schemas, cell
-expressions, aggregate calls) are re-raised at their position in ``text``.
+``parse(text)`` returns the statements of ``text`` (separated by ``;``), of any relation kind: one
+grammar (grammar.lark), one syntax tree, one error type. Every syntax error raises
+:class:`~arrayviews.model.errors.ParseError` with the 1-based line and column in ``text`` and the list of
+what would have been accepted there; errors found by the readers of the pieces (schemas, cell
+expressions, aggregate calls, Spark SQL, ViewDF bodies) are re-raised at their place in ``text``.
 
-Array functions (``subarray``, ``filter``, ...) are not grammar rules: the grammar captures
-``name(argument, ...)`` with raw argument spans, and :data:`ARRAY_FUNCTIONS` maps each function
-name to a builder that reads its arguments as arrays, integers, names, expressions or aggregate
-calls. Adding an operator is one builder registered with :func:`array_function`. Similarity shapes
-(``L1(1)``, ``BOX(-2:0, -1:1)``, ``PRODUCT(...)``) work the same way: :data:`SHAPE_FUNCTIONS` maps each
-shape name to a builder registered with :func:`shape_function`.
+A top-level SELECT has two forms, told apart by their shape, never by which relations exist:
 
-``parse_view_query(text)`` reads the SELECT of a view definition alone (what
+* the array form ``SELECT * | a, b [INTO B] FROM <array expression> [WHERE condition]``, where the
+  array expression is a name or a call of an array function (``filter(A, v > 0)``);
+* any other Spark SQL query (joins, GROUP BY, expressions in the select list, no FROM), kept
+  verbatim as a :class:`~arrayviews.language.syntax.Query`.
+
+A condition of the array form over a plain name that cell expressions do not cover (a string or
+timestamp comparison, say) is kept as Spark SQL text (:class:`~arrayviews.language.syntax.SqlCondition`):
+the name may turn out to be a stream.
+
+``parse_view_query(text)`` reads the SELECT of an array view definition alone (what
 ``db.create_view(name, text)`` receives).
 """
 
 from __future__ import annotations
 
-import bisect
-import contextvars
-import functools
 import math
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+import sqlglot
+import sqlglot.errors
+from lark import Token, Tree
+from sqlglot import exp
 
 from arrayviews.language import syntax as ast
-from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
+from arrayviews.language.functions import ARRAY_FUNCTIONS, SHAPE_FUNCTIONS, Arguments, ShapeArguments
+from arrayviews.language.source import Source, tokens_of
+from arrayviews.language.stream_statements import StreamStatements, sql_expression
 from arrayviews.model.errors import ParseError, SchemaError
 from arrayviews.model.expressions import Expr, parse_expression
-from arrayviews.model.names import IDENTIFIER, check_identifier
+from arrayviews.model.names import check_identifier
 from arrayviews.model.schema_parser import parse_schema
 
-# How the grammar's terminals are shown to users in "expected one of" lists; keywords not listed
-# here are shown as themselves (CREATE, ARRAY, ...).
-_TERMINAL_NAMES = {
-    "IDENTIFIER": "identifier",
-    "NUMBER": "number",
-    "STRING": "string",
-    "SCHEMA_TEXT": "schema",
-    "RAW": "expression",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "STAR": "'*'",
-    "_COMMA": "','",
-    "_SEMICOLON": "';'",
-    "DOT": "'.'",
-    "COLON": "':'",
-    "EQUAL": "'='",
-    "AFFINE_OP": "'*', '/', '+' or '-'",
-    "TRUE": "true",
-    "FALSE": "false",
-    "NULL": "null",
-    "NAN": "nan",
-    "INF": "inf",
-    "$END": "end of input",
-}
-_IGNORED = frozenset({"WS", "COMMENT"})
-_END = "end of input"
-_STATEMENT_END = ("';'", _END)
-
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_IDENTIFIER = IDENTIFIER
 _FLOAT_SYNTAX = re.compile(r"[.eE]")
 _SCHEMA_COMMENT = re.compile(r"--[^\n]*")
-
-# Comment tokens seen by the lexer during the current parse (they are ignored by the grammar, but
-# raw spans must not contain them).
-_comments: contextvars.ContextVar[list[Token] | None] = contextvars.ContextVar("comments", default=None)
-
-
-def _collect_comment(token: Token) -> Token:
-    seen = _comments.get()
-    if seen is not None:
-        seen.append(token)
-    return token
-
-
-@functools.cache
-def _parser() -> Lark:
-    return Lark.open(
-        "grammar.lark",
-        rel_to=__file__,
-        parser="lalr",
-        start=["script", "array_expr", "view_select"],
-        propagate_positions=True,
-        maybe_placeholders=True,
-        lexer_callbacks={"COMMENT": _collect_comment},
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,532 +67,106 @@ def parse(text: str) -> list[ast.Statement]:
 
 def parse_statements(text: str) -> list[ParsedStatement]:
     """Like :func:`parse`, with the position and text of every statement."""
-    source = _Source(text)
+    source = Source(text)
     tree = source.parse_tree(0, len(text), "script")
     parsed = []
     for child in tree.children:
         if child is None:
             continue
-        statement = _StatementBuilder(source).build(child)
+        statement = StatementBuilder(source).build(child)
         meta = child.meta
         parsed.append(ParsedStatement(statement, meta.line, meta.column, text[meta.start_pos : meta.end_pos]))
     return parsed
 
 
+def parse_statement(text: str) -> ast.Statement:
+    """The one statement of ``text`` (an optional ``;`` may end it)."""
+    parsed = parse_statements(text)
+    if len(parsed) != 1:
+        where = parsed[1] if len(parsed) > 1 else None
+        source = Source(text)
+        if where is None:
+            raise source.error("expected one statement, found none", 0)
+        raise source.error(
+            "expected one statement, found more", source.offset(where.line, where.column)
+        )
+    return parsed[0].statement
+
+
 def parse_array_expression(text: str) -> ast.ArrayExpr:
     """One array expression, e.g. ``regrid(A, 2, 2, avg(v))``."""
-    source = _Source(text)
-    return source.array_expression(0, len(text))
+    source = Source(text)
+    return StatementBuilder(source).array_expression(0, len(text))
 
 
 def parse_view_query(text: str) -> ast.ViewQuery:
     """The SELECT of a view definition, e.g. ``SELECT * FROM window(A, 1, 1, avg(v))``."""
-    source = _Source(text)
+    source = Source(text)
     tree = source.parse_tree(0, len(text), "view_select")
-    return _StatementBuilder(source).view_query(tree)
-
-
-# ---------------------------------------------------------------------------------------------
-# Source text, positions and errors
-
-
-class _Source:
-    """The whole text being parsed, a copy with comments blanked out, and position helpers."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.clean = text  # set by the first parse_tree call over the whole text
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    # -- positions ---------------------------------------------------------------------------
-    def position(self, offset: int) -> tuple[int, int]:
-        """1-based line and column of ``offset``."""
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
-
-    def end_of(self, start: int, end: int) -> int:
-        """The offset just after the last non-blank character of ``clean[start:end]`` (or ``start``)."""
-        body = self.clean[start:end].rstrip()
-        return start + len(body)
-
-    def error(self, reason: str, offset: int, expected: tuple[str, ...] = ()) -> ParseError:
-        line, column = self.position(offset)
-        return ParseError(reason, text=self.text, line=line, column=column, expected=expected)
-
-    def moved(self, error: ParseError, start: int) -> ParseError:
-        """``error``, raised by a model parser over ``clean[start:...]``, at its place in the whole text."""
-        if error.line is None or error.column is None:
-            offset = start
-        else:
-            span = self.clean[start:]
-            line_start = 0
-            for _ in range(error.line - 1):
-                line_start = span.index("\n", line_start) + 1
-            offset = start + line_start + error.column - 1
-        return self.error(error.reason, offset, error.expected)
-
-    @contextmanager
-    def spanning(self, start: int) -> Iterator[None]:
-        """Re-raise ParseErrors of a model parser run over the text from ``start``."""
-        try:
-            yield
-        except ParseError as error:
-            raise self.moved(error, start) from None
-
-    # -- lark --------------------------------------------------------------------------------
-    def parse_tree(self, start: int, end: int, rule: str) -> Tree:
-        """Parse ``clean[start:end]`` from ``rule``; token positions are made absolute."""
-        piece = self.clean[start:end]
-        comments: list[Token] = []
-        reset = _comments.set(comments)
-        try:
-            tree = _parser().parse(piece, start=rule)
-        except UnexpectedInput as error:
-            self._blank_comments(comments, start)
-            raise self._syntax_error(error, start, end, rule) from None
-        finally:
-            _comments.reset(reset)
-        self._blank_comments(comments, start)
-        if start:
-            _shift(tree, start)
-        return tree
-
-    def _blank_comments(self, comments: list[Token], start: int) -> None:
-        if comments:
-            self.clean = _blank(self.clean, [(start + c.start_pos, start + c.end_pos) for c in comments])
-
-    def array_expression(self, start: int, end: int) -> ast.ArrayExpr:
-        tree = self.parse_tree(start, end, "array_expr")
-        return _StatementBuilder(self).array_expr(tree)
-
-    def _syntax_error(self, error: UnexpectedInput, start: int, end: int, rule: str) -> ParseError:
-        if isinstance(error, UnexpectedCharacters):
-            offset = start + error.pos_in_stream
-            allowed = set(error.allowed or ()) - _IGNORED
-            if "SCHEMA_TEXT" in allowed and error.char == "<":
-                return self._schema_error(offset, end)
-            reason = f"unexpected character {error.char!r}"
-            return self.error(reason, offset, _readable(allowed))
-        token = getattr(error, "token", None)
-        accepts = set(getattr(error, "accepts", None) or getattr(error, "expected", None) or ())
-        expected = _readable(accepts)
-        if isinstance(error, UnexpectedToken) and token.type != "$END":
-            if "SCHEMA_TEXT" in accepts and str(token).startswith("<"):
-                return self._schema_error(start + token.start_pos, end)
-            if not expected:  # lark lists nothing after a complete start rule: only the end may follow
-                expected = (_END,)
-            if expected == _STATEMENT_END or expected == (_END,):
-                what = {"script": "statement", "view_select": "view definition"}.get(rule, "array expression")
-                reason = f"unexpected {str(token)!r} after the end of the {what}"
-            else:
-                reason = f"unexpected {str(token)!r}"
-            return self.error(reason, start + token.start_pos, expected)
-        if not self.clean[start:end].strip():
-            return self.error("empty array expression", start, expected)
-        return self.error("unexpected end of input", self.end_of(start, end), expected)
-
-    def _schema_error(self, offset: int, end: int) -> ParseError:
-        """The error of a schema the grammar could not even delimit (no '[' or ']' after '<')."""
-        with self.spanning(offset):
-            parse_schema(self.clean[offset:end], "A")
-        return self.error("malformed schema", offset, ("schema",))  # pragma: no cover - parse_schema fails
-
-
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
-    pieces, last = [], 0
-    for begin, end in sorted(spans):
-        pieces += [text[last:begin], " " * (end - begin)]
-        last = end
-    return "".join(pieces) + text[last:]
-
-
-def _shift(tree: Tree, offset: int) -> None:
-    """Make the positions of ``tree`` (parsed from a slice starting at ``offset``) absolute."""
-    for node in tree.iter_subtrees():
-        meta = node.meta
-        if not meta.empty:
-            meta.start_pos += offset
-            meta.end_pos += offset
-        for child in node.children:
-            if isinstance(child, Token):
-                child.start_pos += offset
-                child.end_pos += offset
-
-
-def _readable(names) -> tuple[str, ...]:
-    return tuple(sorted({_TERMINAL_NAMES.get(n, n) for n in names if n not in _IGNORED}))
-
-
-# ---------------------------------------------------------------------------------------------
-# Array functions
-
-
-class Arguments:
-    """The arguments of one array-function call, read by kind.
-
-    Every reader raises ParseError at the argument's position when it does not have that kind.
-    """
-
-    def __init__(
-        self, source: _Source, function: str, at: int, spans: list[tuple[int, int]], end: int
-    ) -> None:
-        self.source = source
-        self.function = function
-        self.at = at  # offset of the function name
-        self.spans = spans  # (start, end) offsets of each argument's text
-        self.end = end  # offset of the closing parenthesis
-        self._arrays: dict[int, ast.ArrayExpr] = {}
-
-    def __len__(self) -> int:
-        return len(self.spans)
-
-    def text(self, k: int) -> str:
-        start, end = self.spans[k]
-        return self.source.clean[start:end].strip()
-
-    def start(self, k: int) -> int:
-        return self.spans[k][0]
-
-    def error(self, reason: str, k: int | None = None, expected: tuple[str, ...] = ()) -> ParseError:
-        """A ParseError at argument ``k`` (None: at the closing parenthesis)."""
-        offset = self.end if k is None else self.start(k)
-        return self.source.error(f"{self.function}: {reason}", offset, expected)
-
-    def count(self, fewest: int, most: int | None, usage: str, first_is_array: bool = True) -> None:
-        """Check the number of arguments; ``usage`` shows the expected form, e.g. ``filter(array, predicate)``.
-
-        With ``first_is_array``, a first argument that is not a valid array expression is reported
-        before a wrong count (its error is the more specific one).
-        """
-        n = len(self)
-        if first_is_array and n and (n < fewest or (most is not None and n > most)):
-            self.array(0)
-        if n < fewest:
-            raise self.error(f"too few arguments ({n}); use {usage}", None, ("','",))
-        if most is not None and n > most:
-            raise self.error(f"too many arguments ({n}); use {usage}", most, ("')'",))
-
-    def is_integer(self, k: int) -> bool:
-        return _INTEGER.fullmatch(self.text(k)) is not None
-
-    def is_name(self, k: int) -> bool:
-        return _IDENTIFIER.fullmatch(self.text(k)) is not None
-
-    def array(self, k: int) -> ast.ArrayExpr:
-        if k not in self._arrays:
-            start, end = self.spans[k]
-            self._arrays[k] = self.source.array_expression(start, end)
-        return self._arrays[k]
-
-    def integer(self, k: int, what: str = "an integer") -> int:
-        if not self.is_integer(k):
-            raise self.error(f"argument {k + 1} must be {what}, got {self.text(k)!r}", k, ("integer",))
-        value = int(self.text(k))
-        if not ast.INT64_MIN <= value <= ast.INT64_MAX:
-            raise self.error(f"integer {value} is outside the int64 range", k, ("integer",))
-        return value
-
-    def name(self, k: int, what: str) -> str:
-        if not self.is_name(k):
-            raise self.error(f"argument {k + 1} must be {what}, got {self.text(k)!r}", k, ("identifier",))
-        return self.text(k)
-
-    def expression(self, k: int) -> Expr:
-        with self.source.spanning(self.start(k)):
-            return parse_expression(self.source.clean[self.start(k) : self.spans[k][1]])
-
-    def aggregate(self, k: int) -> AggregateCall:
-        with self.source.spanning(self.start(k)):
-            return parse_aggregate(self.source.clean[self.start(k) : self.spans[k][1]])
-
-
-ArrayFunction = Callable[[Arguments], ast.ArrayExpr]
-#: Array functions by (lower-case) name: each builds its node from the call's arguments.
-ARRAY_FUNCTIONS: dict[str, ArrayFunction] = {}
-
-
-def array_function(name: str) -> Callable[[ArrayFunction], ArrayFunction]:
-    """Register the builder of array function ``name`` (a decorator)."""
-
-    def register(builder: ArrayFunction) -> ArrayFunction:
-        ARRAY_FUNCTIONS[name.lower()] = builder
-        return builder
-
-    return register
-
-
-@array_function("subarray")
-def _subarray(args: Arguments) -> ast.ArrayExpr:
-    usage = "subarray(array, low_1, ..., low_d, high_1, ..., high_d)"
-    args.count(3, None, usage)
-    coordinates = [args.integer(k, "an integer coordinate") for k in range(1, len(args))]
-    if len(coordinates) % 2:
-        raise args.error(
-            f"needs a low and a high coordinate per dimension (an even number), got {len(coordinates)}; "
-            f"use {usage}",
-            None,
-            ("','",),
-        )
-    half = len(coordinates) // 2
-    return ast.Subarray(args.array(0), tuple(coordinates[:half]), tuple(coordinates[half:]))
-
-
-@array_function("filter")
-def _filter(args: Arguments) -> ast.ArrayExpr:
-    args.count(2, 2, "filter(array, predicate)")
-    return ast.Filter(args.array(0), args.expression(1))
-
-
-@array_function("project")
-def _project(args: Arguments) -> ast.ArrayExpr:
-    args.count(2, None, "project(array, attribute, ...)")
-    names = tuple(args.name(k, "an attribute name") for k in range(1, len(args)))
-    return ast.Project(args.array(0), names)
-
-
-@array_function("apply")
-def _apply(args: Arguments) -> ast.ArrayExpr:
-    usage = "apply(array, name, expression [, name, expression]...)"
-    args.count(3, None, usage)
-    if len(args) % 2 == 0:
-        raise args.error(f"the last name has no expression; use {usage}", None, ("','",))
-    source = args.array(0)
-    pairs = tuple(
-        (args.name(k, "a new attribute name"), args.expression(k + 1)) for k in range(1, len(args), 2)
-    )
-    return ast.Apply(source, pairs)
-
-
-def _integers_then_calls(args: Arguments, what: str, usage: str) -> tuple[list[int], list]:
-    """The leading integer arguments (after the array) and the aggregate calls that follow them."""
-    k, numbers = 1, []
-    while k < len(args) and args.is_integer(k):
-        numbers.append(args.integer(k))
-        k += 1
-    if k == len(args):
-        raise args.error(f"needs at least one aggregate call after the {what}; use {usage}", None, ("','",))
-    calls = []
-    for j in range(k, len(args)):
-        if args.is_integer(j):
-            raise args.error(f"{what} come before the aggregate calls", j, ("aggregate call",))
-        calls.append(args.aggregate(j))
-    return numbers, calls
-
-
-@array_function("regrid")
-def _regrid(args: Arguments) -> ast.ArrayExpr:
-    usage = "regrid(array, block_1, ..., block_d, aggregate(...), ...)"
-    args.count(3, None, usage)
-    source = args.array(0)
-    if not args.is_integer(1):
-        raise args.error(f"argument 2 must be a block size (integer); use {usage}", 1, ("integer",))
-    blocks, calls = _integers_then_calls(args, "block sizes", usage)
-    return ast.Regrid(source, tuple(blocks), tuple(calls))
-
-
-@array_function("window")
-def _window(args: Arguments) -> ast.ArrayExpr:
-    usage = "window(array, before_1, after_1, ..., before_d, after_d, aggregate(...), ...)"
-    args.count(4, None, usage)
-    source = args.array(0)
-    extents, calls = _integers_then_calls(args, "window extents", usage)
-    if not extents or len(extents) % 2:
-        raise args.error(
-            f"needs a (before, after) pair of integers per dimension; use {usage}",
-            1 + len(extents),
-            ("integer",),
-        )
-    return ast.Window(source, tuple(extents), tuple(calls))
-
-
-@array_function("aggregate")
-def _aggregate(args: Arguments) -> ast.ArrayExpr:
-    usage = "aggregate(array, aggregate(...), ... [, dimension, ...])"
-    args.count(2, None, usage)
-    source = args.array(0)
-    calls, by = [], []
-    for k in range(1, len(args)):
-        if args.is_name(k):
-            by.append(args.name(k, "a dimension name"))
-        elif by:
-            raise args.error("aggregate calls come before the group-by dimensions", k, ("identifier",))
-        else:
-            calls.append(args.aggregate(k))
-    if not calls:
-        raise args.error(
-            f"needs at least one aggregate call, e.g. count(*); use {usage}", 1, ("aggregate call",)
-        )
-    return ast.Aggregate(source, tuple(calls), tuple(by))
-
-
-@array_function("join")
-def _join(args: Arguments) -> ast.ArrayExpr:
-    args.count(2, 2, "join(array, array)")
-    return ast.Join(args.array(0), args.array(1))
-
-
-# ---------------------------------------------------------------------------------------------
-# Shapes of similarity views
-
-
-class ShapeArguments:
-    """The arguments of one shape call (``BOX(-2:0, -1:1)``), read by kind: shape, integer or range.
-
-    Every reader raises ParseError at the argument's position when it does not have that kind.
-    """
-
-    def __init__(self, builder: _StatementBuilder, function: str, at: int, items: list, end: int) -> None:
-        self.builder = builder
-        self.source = builder.source
-        self.function = function  # upper case
-        self.at = at  # offset of the shape name
-        self.items = items  # Trees (shape, shape_range) and NUMBER tokens
-        self.end = end  # offset of the closing parenthesis
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def start(self, k: int) -> int:
-        item = self.items[k]
-        return item.start_pos if isinstance(item, Token) else item.meta.start_pos
-
-    def kind(self, k: int) -> str:
-        item = self.items[k]
-        return "number" if isinstance(item, Token) else item.data
-
-    def error(self, reason: str, k: int | None = None, expected: tuple[str, ...] = ()) -> ParseError:
-        """A ParseError at argument ``k`` (None: at the closing parenthesis; -1: at the name)."""
-        offset = self.end if k is None else self.at if k < 0 else self.start(k)
-        return self.source.error(f"{self.function}: {reason}", offset, expected)
-
-    def count(self, fewest: int, most: int | None, usage: str) -> None:
-        n = len(self)
-        if n < fewest:
-            raise self.error(f"too few arguments ({n}); use {usage}", None, ("','",))
-        if most is not None and n > most:
-            raise self.error(f"too many arguments ({n}); use {usage}", most, ("')'",))
-
-    def integer(self, k: int, what: str = "an integer") -> int:
-        if self.kind(k) != "number":
-            raise self.error(f"argument {k + 1} must be {what}", k, ("integer",))
-        return self.builder.integer(self.items[k], what, self.function + ": ")
-
-    def range(self, k: int) -> tuple[int, int]:
-        if self.kind(k) != "shape_range":
-            raise self.error(f"argument {k + 1} must be a range low:high, e.g. -1:1", k, ("range",))
-        low, _, high = self.items[k].children
-        bounds = (self.builder.integer(low, "an integer"), self.builder.integer(high, "an integer"))
-        if bounds[0] > bounds[1]:
-            raise self.error(f"range {bounds[0]}:{bounds[1]} is empty (low > high)", k, ("range",))
-        return bounds
-
-    def shape(self, k: int) -> ast.ShapeExpr:
-        if self.kind(k) != "shape":
-            raise self.error(
-                f"argument {k + 1} must be a shape, e.g. L1(1)", k, tuple(sorted(SHAPE_FUNCTIONS))
-            )
-        return self.builder.shape(self.items[k])
-
-    def node(self, build: Callable[[], ast.ShapeExpr], k: int = -1) -> ast.ShapeExpr:
-        """``build()``, with a ValueError of the node's checks raised as ParseError at argument ``k``."""
-        try:
-            return build()
-        except ValueError as error:
-            raise self.source.error(str(error), self.at if k < 0 else self.start(k)) from None
-
-
-ShapeFunction = Callable[[ShapeArguments], ast.ShapeExpr]
-#: Shape functions by (upper-case) name: each builds its node from the call's arguments.
-SHAPE_FUNCTIONS: dict[str, ShapeFunction] = {}
-
-
-def shape_function(name: str) -> Callable[[ShapeFunction], ShapeFunction]:
-    """Register the builder of shape function ``name`` (a decorator)."""
-
-    def register(builder: ShapeFunction) -> ShapeFunction:
-        SHAPE_FUNCTIONS[name.upper()] = builder
-        return builder
-
-    return register
-
-
-def _ball(args: ShapeArguments) -> ast.ShapeExpr:
-    args.count(1, 2, f"{args.function}(radius) or {args.function}(radius, dimensions)")
-    radius = args.integer(0, "a radius (an integer >= 0)")
-    if radius < 0:
-        raise args.error(f"the radius must be an integer >= 0, got {radius}", 0, ("integer",))
-    ndim = None
-    if len(args) == 2:
-        ndim = args.integer(1, "a dimension count (an integer >= 1)")
-        if ndim < 1:
-            raise args.error(f"the dimension count must be an integer >= 1, got {ndim}", 1, ("integer",))
-    return ast.BallShape(args.function, radius, ndim)
-
-
-shape_function("L1")(_ball)
-shape_function("LINF")(_ball)
-
-
-@shape_function("BOX")
-def _box_shape(args: ShapeArguments) -> ast.ShapeExpr:
-    args.count(1, None, "BOX(low_1:high_1, ..., low_d:high_d)")
-    return ast.BoxShape(tuple(args.range(k) for k in range(len(args))))
-
-
-@shape_function("PRODUCT")
-def _product_shape(args: ShapeArguments) -> ast.ShapeExpr:
-    args.count(2, None, "PRODUCT(shape, shape, ...)")
-    parts = [args.shape(k) for k in range(len(args))]
-    free = [k for k, part in enumerate(parts) if part.fixed_ndim() is None]
-    return args.node(lambda: ast.ProductShape(tuple(parts)), free[1] if len(free) > 1 else -1)
-
-
-def _set_shape(args: ShapeArguments) -> ast.ShapeExpr:
-    binary = args.function == "DIFFERENCE"
-    args.count(2, 2 if binary else None, f"{args.function}(shape, shape{'' if binary else ', ...'})")
-    parts = tuple(args.shape(k) for k in range(len(args)))
-    return args.node(lambda: ast.SetShape(args.function, parts))
-
-
-for _operation in ast.SetShape.OPERATIONS:
-    shape_function(_operation)(_set_shape)
+    return StatementBuilder(source).view_query(tree)
 
 
 # ---------------------------------------------------------------------------------------------
 # Tree -> syntax tree
 
 
+def relations_read(query: exp.Expression) -> tuple[str, ...]:
+    """The relations a parsed Spark SQL query reads (its tables, without common table expressions),
+    sorted, each once (names are case-insensitive)."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    relations: dict[str, str] = {}
+    for table in query.find_all(exp.Table):
+        name = table.name
+        if name and name.lower() not in ctes:
+            relations.setdefault(name.lower(), name)
+    return tuple(relations[key] for key in sorted(relations))
+
+
 def _tokens(tree: Tree) -> list[Token]:
+    """The tokens directly below ``tree``."""
     return [c for c in tree.children if isinstance(c, Token)]
 
 
-class _StatementBuilder:
-    """Turns a parse tree of grammar.lark into syntax nodes; one method per statement rule."""
+def _unquote(token: Token) -> str:
+    """The value of a Spark SQL string literal token: '' (or "") and backslash escapes resolved."""
+    body, quote = str(token)[1:-1], str(token)[0]
+    escapes = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "0": "\0", "Z": "\x1a"}
 
-    def __init__(self, source: _Source) -> None:
+    def unescape(match: re.Match) -> str:
+        text = match.group()
+        if text == quote * 2:
+            return quote
+        if text[1] == "u":
+            return chr(int(text[2:], 16))
+        return escapes.get(text[1], text[1])
+
+    return re.sub(r"\\u[0-9A-Fa-f]{4}|\\.|" + re.escape(quote * 2), unescape, body, flags=re.DOTALL)
+
+
+class StatementBuilder(StreamStatements):
+    """Turns a parse tree of grammar.lark into syntax nodes; one method per statement rule (the
+    stream statements are in :class:`~arrayviews.language.stream_statements.StreamStatements`)."""
+
+    def __init__(self, source: Source) -> None:
         self.source = source
 
     def build(self, tree: Tree) -> ast.Statement:
         return getattr(self, tree.data)(tree)
 
-    # -- statements --------------------------------------------------------------------------
-    def create_array(self, tree: Tree) -> ast.Statement:
-        _, _, name, schema_text = tree.children  # name: an IDENTIFIER or the keyword VIEW
-        try:
-            check_identifier(str(name), "array")
-        except SchemaError as error:
-            raise self.source.error(str(error), name.start_pos, ("identifier",)) from None
-        # The schema is one token, so comments inside it were not lexed: blank them here.
-        text = _SCHEMA_COMMENT.sub(lambda m: " " * len(m.group()), str(schema_text))
-        with self.source.spanning(schema_text.start_pos):
-            schema = parse_schema(text, str(name))
-        return ast.CreateArray(schema)
+    def explain(self, tree: Tree) -> ast.Statement:
+        inner = tree.children[1]
+        if inner.data == "explain":
+            raise self.source.error("EXPLAIN EXPLAIN is not a statement", inner.meta.start_pos)
+        return ast.Explain(self.build(inner))
 
-    def drop_array(self, tree: Tree) -> ast.Statement:
-        return ast.DropArray(str(tree.children[2]))
+    # -- relations of every kind -------------------------------------------------------------
+    def drop(self, tree: Tree) -> ast.Statement:
+        _, kind, name = tree.children
+        nodes = {"ARRAY": ast.DropArray, "VIEW": ast.DropView, "STREAM": ast.DropStream}
+        return nodes[kind.type](str(name))
 
-    def show_arrays(self, tree: Tree) -> ast.Statement:
-        return ast.ShowArrays()
+    def show_list(self, tree: Tree) -> ast.Statement:
+        return ast.ShowRelations(tree.children[1].type.lower())
 
     def show_of(self, tree: Tree) -> ast.Statement:
         _, what, _, name = tree.children
@@ -652,14 +177,6 @@ class _StatementBuilder:
             "STATUS": ast.ShowStatus,
         }
         return kinds[what.type](str(name))
-
-    def select(self, tree: Tree) -> ast.Statement:
-        _, select_list, _, into, _, source, _, condition = tree.children
-        names = _tokens(select_list)
-        attributes = None if names[0].type == "STAR" else tuple(str(n) for n in names)
-        where = self.condition(condition) if condition is not None else None
-        into_name = str(into) if into is not None else None
-        return ast.Select(self.array_expr(source), attributes, where, into_name)
 
     def insert(self, tree: Tree) -> ast.Statement:
         name = tree.children[2]
@@ -672,8 +189,23 @@ class _StatementBuilder:
         tokens = [t for t in tree.children if isinstance(t, Token)]
         name, path = tokens[1], tokens[3]
         formats = [t for t in tokens if t.type in ("CSV", "PARQUET")]
-        path_text = str(path)[1:-1].replace("''", "'")
+        path_text = _unquote(path)
+        if "\n" in path_text:
+            raise self.source.error(f"invalid file path {path_text!r}", path.start_pos, ("string",))
         return ast.Load(str(name), path_text, formats[0].type.lower() if formats else None)
+
+    # -- arrays ------------------------------------------------------------------------------
+    def create_array(self, tree: Tree) -> ast.Statement:
+        _, _, name, schema_text = tree.children  # name: an IDENTIFIER or the keyword VIEW
+        try:
+            check_identifier(str(name), "array")
+        except SchemaError as error:
+            raise self.source.error(str(error), name.start_pos, ("identifier",)) from None
+        # The schema is one token, so comments inside it were not lexed: blank them here.
+        text = _SCHEMA_COMMENT.sub(lambda m: " " * len(m.group()), str(schema_text))
+        with self.source.spanning(schema_text.start_pos):
+            schema = parse_schema(text, str(name))
+        return ast.CreateArray(schema)
 
     def delete(self, tree: Tree) -> ast.Statement:
         target_tree = tree.children[2]
@@ -685,8 +217,106 @@ class _StatementBuilder:
                 str(error), target_tree.meta.start_pos, ("identifier", "subarray")
             ) from None
 
-    # -- views -------------------------------------------------------------------------------
-    def create_view(self, tree: Tree) -> ast.Statement:
+    def select(self, tree: Tree) -> ast.Statement:
+        _, items_tree, into_keyword, into, _, source_tree = tree.children
+        attributes = self.select_attributes(items_tree)
+        array_form, array_error = None, None
+        if source_tree is not None:
+            start, end = source_tree.meta.start_pos, source_tree.meta.end_pos
+            try:
+                array_form = self.source.parse_tree(start, end, "array_source")
+            except ParseError as error:
+                if self.names_array_function(source_tree):
+                    raise
+                array_error = error
+        if array_form is not None:
+            source_node, _, condition = array_form.children
+            plain = source_node.data == "array_expr"
+            if attributes is not False:
+                where = None if condition is None else self.where(condition, plain)
+                into_name = None if into is None else str(into)
+                return ast.Select(self.array_expr(source_node), attributes or None, where, into_name)
+            if not plain:
+                raise self.source.error(
+                    "an array query selects * or attribute names: SELECT * | a, b [INTO B] FROM "
+                    "<array expression> [WHERE condition]",
+                    items_tree.meta.start_pos,
+                )
+        if into is not None:
+            if array_error is not None and attributes is not False:
+                raise array_error
+            raise self.source.error(
+                "SELECT ... INTO stores the result of an array query: SELECT * | a, b INTO B FROM "
+                "<array expression> [WHERE condition]",
+                into_keyword.start_pos,
+            )
+        try:
+            return self.query(tree)
+        except ParseError:
+            # A malformed query shaped like an array query (SELECT * | names FROM name ...) gets the
+            # array form's error, which says what the array form expects.
+            if array_error is not None and attributes is not False:
+                raise array_error from None
+            raise
+
+    def select_attributes(self, tree: Tree) -> tuple[str, ...] | None | bool:
+        """The attributes of an array query's select list: () for ``*``, the names for ``a, b``, or
+        False when the list is not of that form."""
+        items = [tokens_of(item) for item in tree.children]
+        if len(items) == 1 and len(items[0]) == 1 and str(items[0][0]) == "*":
+            return ()
+        if all(len(item) == 1 and item[0].type == "IDENTIFIER" for item in items):
+            return tuple(str(item[0]) for item in items)
+        return False
+
+    def names_array_function(self, tree: Tree) -> bool:
+        """Whether a raw FROM span starts with ``f(`` for an array function ``f``."""
+        tokens = tokens_of(tree)
+        return (
+            len(tokens) > 1
+            and tokens[0].type == "IDENTIFIER"
+            and tokens[1].type == "LPAR"
+            and str(tokens[0]).lower() in ARRAY_FUNCTIONS
+        )
+
+    def where(self, tree: Tree, plain_name: bool) -> Expr | ast.SqlCondition:
+        """The WHERE condition of an array query; over a plain name, a Spark SQL condition that cell
+        expressions do not cover is kept as text (the name may be a stream)."""
+        start, end = tree.meta.start_pos, tree.meta.end_pos
+        try:
+            return self.condition(tree)
+        except ParseError as error:
+            if not plain_name:
+                raise
+            text = self.source.clean[start:end].strip()
+            try:
+                parsed = sqlglot.parse_one(text, dialect="spark")
+            except sqlglot.errors.SqlglotError:
+                raise error from None  # the cell-expression error says more about the condition
+            # sqlglot reads some malformed conditions leniently (``v $ 1`` as an alias): those stay
+            # errors of the statement.
+            if isinstance(parsed, exp.Alias) or any(
+                isinstance(n, exp.Parameter | exp.Placeholder) for n in parsed.walk()
+            ):
+                raise error from None
+            return ast.SqlCondition(text)
+
+    def with_query(self, tree: Tree) -> ast.Query:
+        return self.query(tree)
+
+    def query(self, tree: Tree) -> ast.Query:
+        """Any Spark SQL query, kept verbatim, with the relations it reads."""
+        start = tree.meta.start_pos
+        text = self.source.span(tree)
+        parsed = sql_expression(self.source, start, tree.meta.end_pos)
+        if isinstance(parsed, exp.Select) and not parsed.expressions:
+            raise self.source.error(
+                "SELECT needs a select list: *, names or expressions", start + len("SELECT"), ("expression",)
+            )
+        return ast.Query(text, relations_read(parsed))
+
+    # -- array views -------------------------------------------------------------------------
+    def create_array_view(self, tree: Tree) -> ast.Statement:
         name, chunks_tree, query_tree = tree.children[3], tree.children[4], tree.children[6]
         chunks = None
         if chunks_tree is not None:
@@ -701,15 +331,18 @@ class _StatementBuilder:
                     )
         return ast.CreateView(str(name), self.view_query(query_tree), chunks)
 
-    def drop_view(self, tree: Tree) -> ast.Statement:
-        return ast.DropView(str(tree.children[2]))
-
-    def show_views(self, tree: Tree) -> ast.Statement:
-        return ast.ShowViews()
-
     def refresh_view(self, tree: Tree) -> ast.Statement:
         _, _, name, _, strategy = tree.children
-        return ast.RefreshView(str(name), None if strategy is None else strategy.type.lower())
+        if strategy is None:
+            return ast.RefreshView(str(name))
+        if str(strategy).lower() not in ast.REFRESH_STRATEGIES:
+            known = tuple(sorted(s.upper() for s in ast.REFRESH_STRATEGIES))
+            raise self.source.error(
+                f"unexpected {str(strategy)!r}: the refresh strategies are {', '.join(known)}",
+                strategy.start_pos,
+                known,
+            )
+        return ast.RefreshView(str(name), str(strategy).lower())
 
     def verify_view(self, tree: Tree) -> ast.Statement:
         return ast.VerifyView(str(tree.children[2]))
@@ -928,9 +561,15 @@ class _StatementBuilder:
                     f"integer {text} is outside the int64 range", token.start_pos, ("number",)
                 )
             return value
+        if kind == "STRING":
+            return _unquote(token)
         if kind == "INF":
             return float("-inf") if text.startswith("-") else float("inf")
         return {"TRUE": True, "FALSE": False, "NULL": None, "NAN": float("nan")}[kind]
+
+    def array_expression(self, start: int, end: int) -> ast.ArrayExpr:
+        """The array expression written in ``text[start:end]``."""
+        return self.array_expr(self.source.parse_tree(start, end, "array_expr"))
 
     def array_expr(self, tree: Tree) -> ast.ArrayExpr:
         if tree.data == "array_expr":
@@ -943,19 +582,16 @@ class _StatementBuilder:
                 f"unknown array function {str(name)!r}; known: {', '.join(known)}", name.start_pos, known
             )
         spans = [(a.meta.start_pos, a.meta.end_pos) for a in arguments]
-        return builder(Arguments(self.source, str(name).lower(), name.start_pos, spans, rpar.start_pos))
+        return builder(Arguments(self, str(name).lower(), name.start_pos, spans, rpar.start_pos))
 
 
 __all__ = [
-    "ARRAY_FUNCTIONS",
-    "SHAPE_FUNCTIONS",
-    "Arguments",
     "ParsedStatement",
-    "ShapeArguments",
-    "array_function",
+    "StatementBuilder",
     "parse",
     "parse_array_expression",
+    "parse_statement",
     "parse_statements",
     "parse_view_query",
-    "shape_function",
+    "relations_read",
 ]

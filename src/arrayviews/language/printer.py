@@ -2,7 +2,8 @@
 
 Keywords are upper case, array functions lower case, one space after every comma; cell expressions,
 aggregate calls and schemas use the model's canonical forms. Statements print on one line without
-the closing ``;``.
+the closing ``;``, except hand-written ViewDFs (a line per clause, as a body may end in a comment).
+Spark SQL (queries, ViewDF bodies, pattern conditions) is printed as it was written or generated.
 
 View definitions: shapes upper case (``PRODUCT(BOX(-2:0), L1(1))``), view aggregates lower case with
 ``AS name`` only when the name is not the default, aliases only when they differ from the array's
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+
+from sqlglot import exp
 
 from arrayviews.language import syntax as ast
 
@@ -137,6 +140,8 @@ def value_text(value: ast.Value) -> str:
     """A literal of INSERT ... VALUES."""
     if value is None:
         return "null"
+    if isinstance(value, str):
+        return string_text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -149,7 +154,9 @@ def value_text(value: ast.Value) -> str:
 
 
 def string_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    """A Spark SQL string literal of ``text`` (backslashes, quotes and line breaks escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("'", "''").replace("\n", "\\n").replace("\r", "\\r")
+    return "'" + escaped + "'"
 
 
 # -- statements ---------------------------------------------------------------------------------
@@ -180,10 +187,71 @@ def _load(s: ast.Load) -> str:
     return text if s.format is None else f"{text} AS {s.format.upper()}"
 
 
+# -- streams and stream views -------------------------------------------------------------------
+def _create_stream(s: ast.CreateStream) -> str:
+    return (
+        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} "
+        f"TIME COLUMN {s.time_column}"
+    )
+
+
+def _view_head(name: str, lateness: int | None) -> str:
+    text = f"CREATE VIEW {name}"
+    return text if lateness is None else f"{text} WITH LATENESS {lateness} PARTS"
+
+
+def _create_viewdf(s: ast.CreateViewDF) -> str:
+    """One line per clause: a body may end in a ``--`` comment."""
+    d = s.definition
+    return (
+        f"{_view_head(d.name, s.lateness)} AS\n"
+        f"INITIALIZE {d.name}[{d.initialize.variable}] AS\n{d.initialize.text}\n"
+        f"UPDATE {d.name}[{d.update.variable}] AS\n{d.update.text}\n"
+        f"PARTITION LENGTH {d.partition_length}"
+    )
+
+
+def _conjunct_text(conjunct) -> str:
+    """A conjunct of a pattern's WHERE, in parentheses when it is a disjunction."""
+    return f"({conjunct.text})" if isinstance(conjunct.expression, exp.Or) else conjunct.text
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("HOURS", 3600), ("MINUTES", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} SECONDS"
+
+
+def _create_pattern_view(s: ast.CreatePatternView) -> str:
+    q = s.query
+    variables = ", ".join(v.name + ("+" if v.kleene else "") for v in q.variables)
+    text = f"{_view_head(s.name, s.lateness)} AS SELECT {', '.join(i.text() for i in q.items)} "
+    text += f"FROM {q.stream} PATTERN [{variables}]"
+    if q.conjuncts:
+        text += " WHERE " + " AND ".join(_conjunct_text(c) for c in q.conjuncts)
+    return text + " GROUP BY " + ", ".join(q.group_by)
+
+
+def _create_window_view(s: ast.CreateWindowView) -> str:
+    q = s.query
+    text = f"{_view_head(s.name, s.lateness)} AS SELECT {', '.join(i.text() for i in q.items)} "
+    text += f"FROM {q.stream} [WINDOW {_duration(q.window_seconds)}] GROUP BY " + ", ".join(q.group_by)
+    return text if q.having is None else f"{text} HAVING {q.having.text}"
+
+
 _STATEMENTS: dict[type, Callable] = {
+    ast.Explain: lambda s: f"EXPLAIN {to_text(s.statement)}",
+    ast.ShowRelations: lambda s: f"SHOW {s.kind.upper()}",
+    ast.Query: lambda s: s.text,
+    ast.CreateStream: _create_stream,
+    ast.DropStream: lambda s: f"DROP STREAM {s.name}",
+    ast.CreateViewDF: _create_viewdf,
+    ast.CreatePatternView: _create_pattern_view,
+    ast.CreateWindowView: _create_window_view,
+    ast.AlterViewLateness: lambda s: f"ALTER VIEW {s.name} SET LATENESS {s.lateness} PARTS",
     ast.CreateArray: _create_array,
     ast.DropArray: lambda s: f"DROP ARRAY {s.name}",
-    ast.ShowArrays: lambda s: "SHOW ARRAYS",
     ast.ShowVersions: lambda s: f"SHOW VERSIONS OF {s.name}",
     ast.ShowChunks: lambda s: f"SHOW CHUNKS OF {s.name}",
     ast.ShowSchema: lambda s: f"SHOW SCHEMA OF {s.name}",
@@ -193,7 +261,6 @@ _STATEMENTS: dict[type, Callable] = {
     ast.Delete: lambda s: f"DELETE FROM {array_text(s.target)}",
     ast.CreateView: _create_view,
     ast.DropView: lambda s: f"DROP VIEW {s.name}",
-    ast.ShowViews: lambda s: "SHOW VIEWS",
     ast.ShowStatus: lambda s: f"SHOW STATUS OF {s.name}",
     ast.RefreshView: _refresh_view,
     ast.VerifyView: lambda s: f"VERIFY VIEW {s.name}",

@@ -11,7 +11,7 @@ import sqlglot.errors
 from pyspark.sql import types as T
 
 from arrayviews.model.errors import ValidationError
-from arrayviews.streams.definition import PartQuery, ViewDFDefinition
+from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
 
 # Decimal digits of the largest value of each integral type, in widening order.
 _INTEGRAL_DIGITS: dict[type[T.DataType], int] = {

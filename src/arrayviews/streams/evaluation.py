@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+from arrayviews.model.viewdf import PartQuery
 from arrayviews.streams import exact_sums
-from arrayviews.streams.definition import PartQuery
 
 # (relation, first part, last part) -> the rows of those parts (user columns only)
 PartResolver = Callable[[str, int, int], DataFrame]

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from arrayviews.streams.statements import PatternQuery, PatternVariable
+from arrayviews.streams.queries import PatternQuery, PatternVariable
 
 #: The alias of the current tuple and of the group's previous Helper row in edge predicates.
 NEW = "New"

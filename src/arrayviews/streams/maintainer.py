@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
+from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.streams import planning
-from arrayviews.streams.definition import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 

@@ -421,6 +421,12 @@ class PartTable:
     def partition_length(self) -> int:
         return int(self.properties[LENGTH_PROPERTY])
 
+    def set_properties(self, **properties: str) -> None:
+        """Set table properties (settings such as a view's lateness allowance) in one commit."""
+        with self.table.transaction() as transaction:
+            transaction.set_properties(**properties)
+        self.refresh()
+
     @property
     def table_properties(self) -> dict[str, str]:
         """The ``arrayviews.*`` table properties, without the prefix (``time-column``, ``definition``...)."""

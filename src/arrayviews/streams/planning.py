@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from arrayviews.streams.definition import PartQuery, PartReference, ViewDFDefinition
+from arrayviews.model.viewdf import PartQuery, PartReference, ViewDFDefinition
 
 
 def _floor_div(a: int, b: int) -> int:

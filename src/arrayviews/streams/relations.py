@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arrayviews.streams.definition import ViewDFDefinition
+from arrayviews.model.viewdf import ViewDFDefinition
 
 NAMESPACE = "streams"
 STREAM_KIND = "stream"

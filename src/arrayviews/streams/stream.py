@@ -32,6 +32,7 @@ from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
 from arrayviews.storage.expiry import cutoffs
+from arrayviews.storage.files import filesystem
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.streams import part_table
 from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
@@ -279,6 +280,34 @@ class Stream:
         low = bounds[0] if low is None else low
         high = bounds[1] if high is None else high
         return self.table.read_parts(self.db.spark, low, high)
+
+    def load(self, path: str, format: str | None = None) -> AppendResult:
+        """Append the rows of Parquet or CSV files (a file or a folder; format from the extension;
+        columns by name) as one batch."""
+        fs, inner = filesystem(path)
+        if fs.get_file_info(inner).type.name == "NotFound":
+            raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
+        file_format = (format or ("csv" if path.lower().endswith(".csv") else "parquet")).lower()
+        reader = self.db.spark.read
+        if file_format == "csv":
+            frame = reader.option("header", True).option("mode", "FAILFAST").schema(self.schema).csv(path)
+        elif file_format == "parquet":
+            frame = reader.parquet(path)
+            # Parquet files written without a time zone (pandas' default) hold times in UTC, the
+            # session's zone.
+            frame = frame.select(
+                *[
+                    F.col(f"`{f.name}`").cast(T.TimestampType()).alias(f.name)
+                    if isinstance(f.dataType, T.TimestampNTZType)
+                    else F.col(f"`{f.name}`")
+                    for f in frame.schema.fields
+                ]
+            )
+        else:
+            raise ValidationError(
+                f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)", array=self.name
+            )
+        return self.append(frame)
 
     # -- appending --------------------------------------------------------------------------------
     def append(

@@ -14,10 +14,10 @@ from pyspark.sql.utils import AnalysisException
 from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
+from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import check_update_columns
-from arrayviews.streams.definition import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
 from arrayviews.streams.part_table import PartTable
@@ -134,7 +134,7 @@ def create_views(
             update_schema = _output_schema(spark, world, definition, definition.update, schema)
             check_update_columns(definition, schema, update_schema)
             properties = {
-                rel.DEFINITION: definition.text,
+                rel.DEFINITION: definition.to_json(),
                 rel.BACKFILL: "true" if definition.backfill else "false",
                 rel.HELPER: "true" if definition.helper else "false",
             }
@@ -257,6 +257,32 @@ class StreamView:
         updated = self._handle.table.part_updated()
         rows = [(p, updated.get(p)) for p in held if p in updated]
         return pd.DataFrame(rows, columns=["part", "updated"])
+
+    def pending(self) -> bool:
+        """Whether a source changed since the view was last maintained (its built parts do not reflect
+        the sources' current versions)."""
+        state = self.state()
+        world = StreamWorld(self.spark, self.catalog)
+        for source in self._handle.definition.sources():
+            current = world.table(source).current_version()
+            if state is None or state.seen.get(source) != current:
+                return True
+        return False
+
+    @property
+    def lateness_parts(self) -> int:
+        """How many parts rows may arrive late before the view's helpers are rebuilt."""
+        return self._handle.lateness_parts
+
+    def set_lateness(self, parts: int) -> None:
+        """Change the lateness allowance (in parts; see :attr:`lateness_parts`)."""
+        if isinstance(parts, bool) or not isinstance(parts, int) or parts < 0:
+            raise ValidationError(
+                f"view {self.name}: the lateness allowance is a number of parts >= 0, got {parts!r}",
+                array=self.name,
+                value=parts,
+            )
+        self._handle.table.set_properties(**{rel.LATENESS: str(parts)})
 
     def status(self) -> dict[str, object]:
         state = self.state()

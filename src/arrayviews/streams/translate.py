@@ -8,8 +8,11 @@ UPDATE query with the view's own earlier parts empty, and only ever builds the v
 
 Queries are built as sqlglot syntax trees (Spark dialect) with placeholder tables standing for the
 part references; the placeholders are replaced by ``T[j-1]``-style references in the generated
-text, which is then parsed back with :func:`~arrayviews.streams.parser.parse_stream_statement`, so
-each definition's ``text`` round-trips.
+text, whose part references are then read back (:func:`~arrayviews.model.viewdf.viewdf_definition`),
+so each definition's ``text`` round-trips.
+
+The statements translated are anything with a view ``name`` and a ``query`` (a PatternQuery or a
+WindowQuery): the statement language's CREATE VIEW nodes.
 
 Pattern queries (section 5.1) get a Helper keeping, per group with a match in progress, the
 group columns, the set of active states with each one's count and sums, and the auxiliary
@@ -51,26 +54,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 
 from sqlglot import exp
 
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import HELPER_SUFFIX
+from arrayviews.model.viewdf import OVERFLOW_MARK, PartIndex, ViewDFDefinition, viewdf_definition
 from arrayviews.streams import exact_sums
-from arrayviews.streams.definition import OVERFLOW_MARK, PartIndex, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
-from arrayviews.streams.parser import parse_stream_statement
-from arrayviews.streams.statements import (
-    AGGREGATE_TYPES,
-    CreatePatternView,
-    CreateViewDF,
-    CreateWindowView,
-    Explain,
-    PatternQuery,
-    WindowQuery,
-    aggregate_call,
-)
+from arrayviews.streams.queries import AGGREGATE_TYPES, PatternQuery, WindowQuery, aggregate_call
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
 
@@ -84,13 +76,11 @@ QueryBuilder = Callable[["_References"], exp.Expression]
 
 
 def translate(
-    statement: CreatePatternView | CreateWindowView,
-    stream_partition_length: int,
-    *,
-    types: Mapping[str, str] | None = None,
+    statement, stream_partition_length: int, *, types: Mapping[str, str] | None = None
 ) -> list[ViewDFDefinition]:
-    """The ViewDFs maintaining ``statement``'s view over a stream of ``stream_partition_length``
-    seconds per part: helper views first, the final view (named as the statement's view) last.
+    """The ViewDFs maintaining ``statement``'s view (its ``name`` and its ``query``) over a stream of
+    ``stream_partition_length`` seconds per part: helper views first, the final view (named as the
+    statement's view) last.
 
     ``types`` maps the stream's columns to their Spark SQL type names (``simpleString``, e.g.
     ``{"y": "double"}``): pattern sums are then kept in a type wide enough not to overflow (see
@@ -98,27 +88,25 @@ def translate(
     every sum is Spark's SUM."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
-    if isinstance(statement, CreatePatternView):
+    query = getattr(statement, "query", None)
+    if isinstance(query, PatternQuery):
         return _PatternTranslation(statement, stream_partition_length, types).definitions()
-    if isinstance(statement, CreateWindowView):
+    if isinstance(query, WindowQuery):
         return _WindowTranslation(statement, stream_partition_length, types).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
-def explain(
-    statement: CreatePatternView | CreateWindowView | CreateViewDF | Explain,
-    stream_partition_length: int,
-    *,
-    types: Mapping[str, str] | None = None,
-) -> str:
+def explain(statement, stream_partition_length: int, *, types: Mapping[str, str] | None = None) -> str:
     """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
-    (each of which parses back to its definition), or a hand-written ViewDF's part references."""
-    if isinstance(statement, Explain):
-        statement = statement.statement
-    if isinstance(statement, CreateViewDF):
-        return _explain_viewdf(statement.definition)
+    (each of which parses back to its definition), or a hand-written ViewDF's part references
+    (``statement`` has a ``definition``, or a ``name`` and a ``query``; an EXPLAIN wrapping one is
+    looked through)."""
+    statement = getattr(statement, "statement", statement)
+    definition = getattr(statement, "definition", None)
+    if isinstance(definition, ViewDFDefinition):
+        return _explain_viewdf(definition)
     lines = []
-    if isinstance(statement, CreatePatternView):
+    if isinstance(statement.query, PatternQuery):
         translation = _PatternTranslation(statement, stream_partition_length, types)
         lines.append(
             f"-- {statement.name}: pattern query over {statement.query.stream}, "
@@ -288,9 +276,9 @@ def _definition(
         references = _References(variable)
         texts.append(references.render(build(references)))
     text = _statement_text(name, texts[0], texts[1], partition_length)
-    parsed = parse_stream_statement(text)
-    assert isinstance(parsed, CreateViewDF)
-    return replace(parsed.definition, backfill=True, helper=helper)
+    return viewdf_definition(
+        name, ("i", texts[0]), ("j", texts[1]), partition_length, backfill=True, helper=helper, text=text
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,7 +297,7 @@ class _PatternTranslation:
     """
 
     def __init__(
-        self, statement: CreatePatternView, partition_length: int, types: Mapping[str, str] | None = None
+        self, statement, partition_length: int, types: Mapping[str, str] | None = None
     ) -> None:
         self.statement = statement
         self.query: PatternQuery = statement.query
@@ -553,7 +541,7 @@ class _WindowTranslation:
 
     def __init__(
         self,
-        statement: CreateWindowView,
+        statement,
         partition_length: int,
         column_types: Mapping[str, str] | None = None,
     ) -> None:

@@ -11,10 +11,10 @@ from pyspark.sql.types import StructType
 
 from arrayviews.model.errors import NotFoundError
 from arrayviews.model.names import PART
+from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
 from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
-from arrayviews.streams.definition import PartQuery, ViewDFDefinition
 from arrayviews.streams.part_table import PartTable
 
 
@@ -182,12 +182,9 @@ class StreamWorld:
 
 
 def load_definition(table: PartTable) -> ViewDFDefinition:
-    """A view's definition from its table properties (the statement text, re-parsed)."""
-    from arrayviews.streams.parser import parse_stream_statement
-
+    """A view's definition from its table properties (kept as JSON, its queries read again)."""
     properties = table.table.metadata.properties
-    statement = parse_stream_statement(properties[rel.DEFINITION])
-    definition = statement.definition
+    definition = ViewDFDefinition.from_json(properties[rel.DEFINITION])
     definition = dataclasses.replace(
         definition,
         backfill=properties.get(rel.BACKFILL) == "true",

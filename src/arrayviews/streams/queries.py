@@ -1,12 +1,11 @@
-"""The stream statements: hand-written ViewDFs, pattern and sliding-window views, and EXPLAIN."""
+"""The queries translated into ViewDF views: pattern queries (``PATTERN [a, b+]``) and sliding-window
+queries (``[WINDOW 10 MINUTES]``), their select items, pattern variables and conditions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from sqlglot import exp
-
-from arrayviews.streams.definition import ViewDFDefinition
 
 
 @dataclass(frozen=True)
@@ -143,38 +142,3 @@ def having_calls(expression: exp.Expression) -> list[tuple[str, str | None]]:
         if call is not None:
             calls.append(call)
     return calls
-
-
-@dataclass(frozen=True)
-class CreateViewDF:
-    """``CREATE VIEW H AS INITIALIZE H[i] AS ... UPDATE H[j] AS ... PARTITION LENGTH n``."""
-
-    definition: ViewDFDefinition
-
-
-@dataclass(frozen=True)
-class CreatePatternView:
-    """``CREATE VIEW V AS SELECT ... FROM S PATTERN [...] ...``: translated into ViewDFs."""
-
-    name: str
-    query: PatternQuery
-    text: str = field(default="", compare=False)
-
-
-@dataclass(frozen=True)
-class CreateWindowView:
-    """``CREATE VIEW V AS SELECT ... FROM S [WINDOW n MINUTES] ...``: translated into ViewDFs."""
-
-    name: str
-    query: WindowQuery
-    text: str = field(default="", compare=False)
-
-
-@dataclass(frozen=True)
-class Explain:
-    """``EXPLAIN <CREATE VIEW ...>``: show the ViewDFs (and state machine) a view would get."""
-
-    statement: CreateViewDF | CreatePatternView | CreateWindowView
-
-
-StreamStatement = CreateViewDF | CreatePatternView | CreateWindowView | Explain

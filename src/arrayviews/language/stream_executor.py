@@ -1,0 +1,158 @@
+"""Running the statements of streams and stream views (CREATE STREAM, CREATE VIEW as a ViewDF, a
+pattern or a window query, ALTER VIEW, DROP STREAM / VIEW), INSERT rows into a stream, and Spark SQL
+queries over registered relations of every kind."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+
+from arrayviews.language import relations
+from arrayviews.language import syntax as ast
+from arrayviews.language.registry import explainer, statement_runner
+from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.streams.sql import check_query, register_relations
+from arrayviews.streams.translate import explain, translate
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+    from arrayviews.streams.stream import Stream
+
+
+@statement_runner(ast.CreateStream)
+def _create_stream(db: Database, s: ast.CreateStream) -> Stream:
+    return db.create_stream(s.name, s.ddl, s.partition_length, s.time_column)
+
+
+@statement_runner(ast.DropStream)
+def _drop_stream(db: Database, s: ast.DropStream) -> None:
+    kind = relations.kind_of(db, s.name)
+    if kind is None:
+        raise relations.unknown(db, s.name)
+    if kind != relations.STREAM:
+        drop = {relations.ARRAY: "DROP ARRAY", relations.ARRAY_VIEW: "DROP VIEW", relations.STREAM_VIEW: "DROP VIEW"}
+        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {drop[kind]} {s.name}", array=s.name)
+    db.drop_stream(s.name)
+
+
+@statement_runner(ast.DropView)
+def _drop_view(db: Database, s: ast.DropView) -> None:
+    kind = relations.kind_of(db, s.name)
+    if kind == relations.ARRAY_VIEW:
+        db.drop_view(s.name)
+    elif kind == relations.STREAM_VIEW:
+        db.drop_stream_view(s.name)
+    elif kind in (relations.ARRAY, relations.STREAM):
+        raise ValidationError(f"{s.name} is an {kind}, not a view", array=s.name)
+    else:
+        known = ", ".join([*db.views(), *db.stream_views()]) or "none"
+        raise NotFoundError(f"no view named {s.name} (views: {known})")
+
+
+def _stream_length(db: Database, statement: ast.CreatePatternView | ast.CreateWindowView) -> int:
+    return db.stream(statement.query.stream).partition_length
+
+
+def _stream_types(db: Database, statement: ast.CreatePatternView | ast.CreateWindowView) -> dict[str, str]:
+    """The stream's columns and their Spark SQL type names (what sums are widened or kept exact by)."""
+    schema = db.stream(statement.query.stream).schema
+    return {field.name: field.dataType.simpleString() for field in schema.fields}
+
+
+@statement_runner(ast.CreateViewDF)
+def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
+    return db.create_stream_view(s.definition, s.lateness)
+
+
+@statement_runner(ast.CreatePatternView)
+@statement_runner(ast.CreateWindowView)
+def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
+    return db.create_stream_view(
+        translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness
+    )
+
+
+@explainer(ast.CreateViewDF)
+def _explain_viewdf(db: Database, s: ast.CreateViewDF) -> str:
+    return explain(s, s.definition.partition_length)
+
+
+@explainer(ast.CreatePatternView)
+@explainer(ast.CreateWindowView)
+def _explain_translated(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> str:
+    return explain(s, _stream_length(db, s), types=_stream_types(db, s))
+
+
+@statement_runner(ast.AlterViewLateness)
+def _alter_view(db: Database, s: ast.AlterViewLateness) -> None:
+    kind = relations.kind_of(db, s.name)
+    if kind != relations.STREAM_VIEW:
+        if kind is None:
+            raise relations.unknown(db, s.name)
+        raise ValidationError(
+            f"{s.name} is an {kind}: the lateness allowance belongs to stream views", array=s.name
+        )
+    db.stream_view(s.name).set_lateness(s.lateness)
+
+
+# -- rows and queries ---------------------------------------------------------------------------
+def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.Table:
+    """The rows of INSERT ... VALUES for ``stream``, one value per column in the stream's order.
+    Strings for timestamp and date columns are read as times (``'2015-01-01 00:05:00'``, UTC); the
+    stream's append checks every column against its type."""
+    names = [field.name for field in stream.schema.fields]
+    for number, row in enumerate(rows, start=1):
+        if len(row) != len(names):
+            raise ValidationError(
+                f"stream {stream.name}: row {number} has {len(row)} value(s); each row needs {len(names)} "
+                f"({', '.join(names)})",
+                array=stream.name,
+            )
+    columns = {}
+    for k, field in enumerate(stream.schema.fields):
+        values = [row[k] for row in rows]
+        time_type = {"timestamp": pa.timestamp("us"), "date": pa.date32()}.get(field.dataType.typeName())
+        try:
+            column = pa.array(values)
+            if time_type is not None and pa.types.is_string(column.type):
+                column = column.cast(time_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            raise ValidationError(
+                f"stream {stream.name}, column {field.name}: the values {values!r} are not "
+                f"{field.dataType.simpleString()} values ({error})",
+                array=stream.name,
+                column=field.name,
+            ) from None
+        columns[field.name] = column
+    return pa.table(columns)
+
+
+def spark_query(db: Database, text: str, names: tuple[str, ...]) -> Any:
+    """Run a Spark SQL query over relations of any kind: each relation it names is registered as a
+    temporary view under its name (arrays and array views as one row per cell; streams and stream
+    views with PART_TIMESTAMP). A name that is no relation is an error. Unless the database was
+    opened with ``allow_unsafe_sql=True``, the query may read only those relations and may not call
+    Java reflection, read paths or run programs (streams/sql.py: ``check_query``)."""
+    if not getattr(db, "allow_unsafe_sql", False):
+        check_query(text, {name.lower() for name in names})
+    arrays = []
+    for name in names:
+        kind = relations.kind_of(db, name)
+        if kind is None:
+            raise relations.unknown(db, name)
+        if kind in (relations.ARRAY, relations.ARRAY_VIEW):
+            arrays.append(name)
+    if any(relations.kind_of(db, name) in (relations.STREAM, relations.STREAM_VIEW) for name in names):
+        register_relations(db.spark, db.warehouse.catalog)
+    for name in arrays:
+        relations.open_array(db, name).to_spark().createOrReplaceTempView(name)
+    try:
+        return db.spark.sql(text)
+    except AnalysisException as error:
+        reason = str(error).strip().splitlines()[0]
+        raise ValidationError(f"Spark SQL could not run the query: {reason}") from None
+
+
+__all__ = ["spark_query", "stream_rows"]
