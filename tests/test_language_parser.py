@@ -982,7 +982,7 @@ def test_printed_view_statements_parse_back(statement: ast.Statement) -> None:
 @pytest.mark.parametrize("radius", [0, 1, 3])
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 def test_ball_shapes_print_their_dimension_count_and_parse_back(norm: str, radius: int, ndim: int) -> None:
-    from arrayviews.language.executor import build_shape
+    from arrayviews.language.view_executor import build_shape
     from arrayviews.model import shapes
 
     shape = getattr(shapes, norm)(radius, ndim)
