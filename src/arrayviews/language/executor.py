@@ -169,20 +169,29 @@ def _box(schema: ArraySchema, node: ast.Subarray) -> dict[str, tuple[int, int]]:
     return {d: (lo, hi) for d, lo, hi in zip(schema.dimension_names, node.low, node.high, strict=True)}
 
 
-@array_builder(ast.ArrayName)
-def _name(db: Database, node: ast.ArrayName) -> Array:
-    array = open_array(db, node.name)
+def _plain_array(db: Database, name: str, what: str = "array functions read arrays") -> Array:
+    """The array or view ``name``; an uncertain array is refused with what it takes instead."""
+    array = open_array(db, name)
     if not isinstance(array.schema, ArraySchema):
         raise ValidationError(
-            f"{node.name} is an uncertain array, which array functions do not read; {uncertain_executor.USAGE}",
-            array=node.name,
+            f"{name} is an uncertain array: {what}; {uncertain_executor.USAGE}",
+            array=name,
         )
     return array
 
 
+@array_builder(ast.ArrayName)
+def _name(db: Database, node: ast.ArrayName) -> Array:
+    return _plain_array(db, node.name)
+
+
 @array_builder(ast.Subarray)
 def _subarray(db: Database, node: ast.Subarray) -> Array:
-    source = evaluate(db, node.source)
+    if isinstance(node.source, ast.ArrayName):
+        what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
+        source = _plain_array(db, node.source.name, what)
+    else:
+        source = evaluate(db, node.source)
     return source.subarray(_box(source.schema, node))
 
 
@@ -290,7 +299,7 @@ def _value_problem(
 
 
 def _delete(db: Database, s: ast.Delete) -> Any:
-    array = _name(db, ast.ArrayName(s.array))
+    array = _plain_array(db, s.array, "DELETE removes cells of arrays")
     box = _box(array.schema, s.target) if isinstance(s.target, ast.Subarray) else {}
     return array.delete(box=box)
 
@@ -418,7 +427,7 @@ STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
         ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
-        ast.ShowChunks: lambda db, s: _name(db, ast.ArrayName(s.name)).chunks(),
+        ast.ShowChunks: lambda db, s: _plain_array(db, s.name, "SHOW CHUNKS lists the chunks of arrays").chunks(),
         ast.ShowSchema: _show_schema,
         ast.Delete: _delete,
     }

@@ -155,7 +155,11 @@ def explain_text(plan: dict) -> str:
                 f"{_layout_text(layout['scheme'], layout['step'], layout['sigmas'])}"
             )
         lines.append(f"outer cell region: {plan.pop('outer_cell_region')}")
-        lines.append(f"inner expansion (cells around a region): {_region(plan.pop('inner_expansion'))}")
+        walks = plan.pop("inner_expansion")
+        lines.append(
+            "inner expansion of each outer-cell region (cells below, above): "
+            + ", ".join(f"{d} {below}, {above}" for d, (below, above) in walks.items())
+        )
         lines.append(f"outer blocks: {plan.pop('outer_blocks')}")
     for key, value in plan.items():
         lines.append(f"{key.replace('_', ' ')}: {value}")
