@@ -181,7 +181,8 @@ def read_options(
         try:
             found[keyword] = readers[keyword](match.group(2))
         except ValueError as error:
-            raise arguments.error(f"{keyword}: {error}", k, (keyword.lower(),)) from None
+            expected = getattr(readers[keyword], "expected", ("number",))
+            raise arguments.error(f"{keyword}: {error}", k, expected) from None
     return found
 
 
@@ -205,6 +206,7 @@ def word(choices: tuple[str, ...]) -> Callable[[str], str]:
             raise ValueError(f"use one of {', '.join(c.upper() for c in choices)}, got {text!r}")
         return text.lower()
 
+    read.expected = tuple(c.upper() for c in choices)
     return read
 
 
