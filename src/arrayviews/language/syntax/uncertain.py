@@ -101,6 +101,8 @@ class CreateUncertainArray(Statement):
                     )
             _set(self, "workload", queries)
         _set(self, "workload_threshold", _probability(self.workload_threshold, "the workload THRESHOLD"))
+        if self.workload is None and self.workload_threshold != DEFAULT_WORKLOAD_THRESHOLD:
+            raise ValueError("a workload THRESHOLD needs a WORKLOAD of query sizes")
 
     @property
     def name(self) -> str:
