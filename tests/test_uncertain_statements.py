@@ -435,3 +435,19 @@ def test_show_and_drop_uncertain_arrays(db) -> None:
     assert db.sql("SHOW RELATIONS").name.tolist() == ["A", "Bright"]
     db.sql("DROP ARRAY Bright; DROP ARRAY A")
     assert db.sql("SHOW ARRAYS").empty
+
+
+@pytest.mark.spark
+def test_column_lists_of_array_inserts_name_every_column(db) -> None:
+    db.sql("CREATE ARRAY A <v:float64, n:int64 NULL> [i=0:3:2; j=0:3:2]")
+    db.sql("INSERT INTO A (n, v, j, i) VALUES (7, 0.5, 3, 1), (null, -1.5, 0, 2)")
+    cells = db.array("A").to_pandas().sort_values(["i", "j"]).reset_index(drop=True)
+    assert cells[["i", "j", "v"]].values.tolist() == [[1, 3, 0.5], [2, 0, -1.5]]
+    assert cells["n"].isna().tolist() == [False, True] and cells["n"][0] == 7
+    for text, message in [
+        ("INSERT INTO A (i, j, v) VALUES (1, 1, 1.0)", "array A needs a value for column n"),
+        ("INSERT INTO A (i, j, v, n, w) VALUES (1, 1, 1.0, 1, 2)", "array A has no column 'w'"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            db.sql(text)
+    assert db.array("A").version == 1
