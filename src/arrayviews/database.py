@@ -11,6 +11,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from arrayviews.array import Array
+from arrayviews.execution.cost import MODES
 from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
@@ -19,6 +20,7 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaErr
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
+from arrayviews.operators.calibration import calibrate
 from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.writes import WriteResult
 from arrayviews.storage import layout
@@ -59,6 +61,8 @@ def connect(
     large work on Spark; thresholds from ``db.calibrate()``, stored in the warehouse, or defaults);
     ``"spark"`` or ``"local"`` always use that engine.
     """
+    if execution not in MODES:
+        raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     check_folder(location, catalog_uri, create_in_existing_folder)
@@ -355,6 +359,12 @@ class Database:
             dt.datetime.now(dt.UTC) - orphans_older_than,
             refuse_drop,
         )
+
+    # -- execution ---------------------------------------------------------------------------------
+    def calibrate(self, repeats: int = 2) -> dict:
+        """Time both executors on this machine and store the fitted costs in the warehouse
+        (``execution.json``); ``execution="auto"`` uses them from now on. Returns the model."""
+        return dataclasses.asdict(calibrate(self.executors, repeats))
 
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
