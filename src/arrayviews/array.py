@@ -35,7 +35,7 @@ class Array:
 
     Operators (``subarray``, ``filter``, ``project``, ``apply``, ``regrid``, ``aggregate``,
     ``join``) return new arrays without running anything; reads (``to_numpy``, ``to_pandas``,
-    ``to_spark``...) and ``store`` run the Spark jobs.
+    ``to_spark``...) and ``store`` run them, each operation on the executor the cost model picks.
     """
 
     def __init__(self, database: Database, source: Source, pinned: bool = False) -> None:
