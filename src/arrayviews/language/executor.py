@@ -371,6 +371,7 @@ def _explain_select(db: Database, s: ast.Select) -> str:
             return f"Spark SQL query over the {kind} {s.source.name}:\n{to_text(s)}\n"
     array = _select(db, ast.Select(s.source, s.attributes, s.where))
     lines = [f"array query {array_text(s.source)}", f"result schema: {array.schema.to_text()}"]
+    lines.append(f"executor: {array.explain()}")
     if s.into is not None:
         lines.append(f"stored into the new array {s.into} as one version")
     return "\n".join(lines) + "\n"
