@@ -23,8 +23,8 @@ from arrayviews.model.errors import (
     ValidationError,
 )
 from arrayviews.model.faults import InjectedFault, inject
-from arrayviews.streams.part_table import PART, PartTable, format_parts, parse_parts
-from arrayviews.streams.stream import create_stream, drop_stream, open_stream, stream_names
+from arrayviews.storage.part_table import PART, PartTable, format_parts, parse_parts
+from arrayviews.stream import create_stream, drop_stream, open_stream, stream_names
 
 LENGTH = 10  # seconds per part
 SECOND = 1_000_000  # microseconds

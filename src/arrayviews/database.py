@@ -162,7 +162,7 @@ class Database:
         """For each non-empty cell of ``alpha``, the non-empty cells of ``beta`` inside ``shape`` centred
         on the mapped cell; ``.aggregate("count(*) as cnt", ...)`` groups by alpha's cells without
         materializing pairs, ``.materialize()`` gives the 2d-dimensional array of pairs."""
-        from arrayviews.views.join import similarity_join
+        from arrayviews.similarity_join import similarity_join
 
         return similarity_join(self, alpha, beta, shape, mapping, value)
 
@@ -241,23 +241,23 @@ class Database:
     def create_stream(self, name: str, schema, partition_length: int, time_column: str):
         """An append-only stream of rows (schema as Spark DDL text or a StructType) cut into parts of
         ``partition_length`` seconds of ``time_column``; each append maintains the stream views."""
-        from arrayviews.streams.stream import create_stream
+        from arrayviews.stream import create_stream
 
         return create_stream(self, name, schema, partition_length, time_column)
 
     def stream(self, name: str):
-        from arrayviews.streams.stream import open_stream
+        from arrayviews.stream import open_stream
 
         return open_stream(self, name)
 
     def streams(self) -> list[str]:
-        from arrayviews.streams.stream import stream_names
+        from arrayviews.stream import stream_names
 
         return stream_names(self)
 
     def drop_stream(self, name: str) -> None:
         """Drop a stream; refused while a stream view reads it."""
-        from arrayviews.streams.stream import drop_stream
+        from arrayviews.stream import drop_stream
         from arrayviews.streams.world import StreamWorld
 
         readers = sorted(
@@ -274,7 +274,7 @@ class Database:
         (hand-written INITIALIZE/UPDATE, or a PATTERN or WINDOW query translated automatically), a
         ViewDFDefinition, or a list of them (helpers first). Builds its parts now; returns the view.
         ``lateness_parts``: how many parts of late rows a helper view keeps its old parts for."""
-        from arrayviews.streams.stream_views import StreamView, create_views
+        from arrayviews.stream_view import StreamView, create_views
 
         if isinstance(definition, str):
             return self._create_stream_view_from_text(definition, lateness_parts)
@@ -283,7 +283,7 @@ class Database:
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
 
     def stream_view(self, name: str):
-        from arrayviews.streams.stream_views import StreamView
+        from arrayviews.stream_view import StreamView
 
         return StreamView(self.spark, self.warehouse.catalog, name)
 
@@ -295,7 +295,7 @@ class Database:
 
     def drop_stream_view(self, name: str) -> list[str]:
         """Drop a stream view and the helper views only it reads; returns the names dropped."""
-        from arrayviews.streams.stream_views import drop_view
+        from arrayviews.stream_view import drop_view
 
         return drop_view(self.spark, self.warehouse.catalog, name)
 
@@ -318,7 +318,7 @@ class Database:
         orphans older than ``orphans_older_than`` (younger ones may belong to a write in progress).
         Returns a CheckReport (``healthy``, ``problems``, printable)."""
         from arrayviews.storage.check import check_warehouse
-        from arrayviews.streams.stream import NAMESPACE as STREAMS
+        from arrayviews.stream import NAMESPACE as STREAMS
 
         def refuse_drop(kind: str, name: str) -> str | None:
             dependents = self._dependents(name)

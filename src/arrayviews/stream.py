@@ -31,11 +31,11 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseErro
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
+from arrayviews.storage import part_table
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem
+from arrayviews.storage.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 from arrayviews.storage.snapshots import BaseMovedError
-from arrayviews.streams import part_table
-from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
 
 if TYPE_CHECKING:
     from arrayviews.database import Database

@@ -16,11 +16,11 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseErro
 from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
 from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.storage.expiry import cutoffs
+from arrayviews.storage.part_table import PartTable
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import check_update_columns
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
-from arrayviews.streams.part_table import PartTable
 from arrayviews.streams.world import PART, StreamWorld, normalized
 
 

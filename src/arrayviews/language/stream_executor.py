@@ -18,7 +18,7 @@ from arrayviews.streams.translate import explain, translate
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
-    from arrayviews.streams.stream import Stream
+    from arrayviews.stream import Stream
 
 
 @statement_runner(ast.CreateStream)

@@ -13,7 +13,7 @@ from arrayviews.streams.world import PART, StreamWorld
 
 def register_relations(spark: SparkSession, catalog) -> list[str]:
     """Register every stream and stream view as a temporary view of all its held parts."""
-    from arrayviews.streams.stream_views import PART_TIMESTAMP, StreamView
+    from arrayviews.stream_view import PART_TIMESTAMP, StreamView
 
     world = StreamWorld(spark, catalog)
     for name, kind in world.kinds.items():

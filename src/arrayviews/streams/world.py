@@ -12,10 +12,10 @@ from pyspark.sql.types import StructType
 from arrayviews.model.errors import NotFoundError
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
+from arrayviews.storage.part_table import PartTable
 from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
-from arrayviews.streams.part_table import PartTable
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
