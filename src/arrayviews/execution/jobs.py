@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from arrayviews.execution.failures import reporting
 from arrayviews.execution.memory import tune_allocator
-from arrayviews.storage.files import write_parquet
+from arrayviews.storage.files import conform, write_parquet
 
 BatchFunction = Callable[[pa.Table], pa.Table | None]
 
@@ -28,13 +28,6 @@ BatchFunction = Callable[[pa.Table], pa.Table | None]
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema matching an Arrow schema (all fields nullable, as Spark reads them)."""
     return from_arrow_schema(arrow_schema)
-
-
-def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly the columns, order and types of ``arrow_schema``."""
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
-    return table.select(arrow_schema.names).cast(arrow_schema)
 
 
 def read_files(spark: SparkSession, uris: list[str], arrow_schema: pa.Schema) -> DataFrame:

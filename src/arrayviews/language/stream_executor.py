@@ -33,7 +33,8 @@ def _drop_stream(db: Database, s: ast.DropStream) -> None:
         raise relations.unknown(db, s.name)
     if kind != relations.STREAM:
         drop = {relations.ARRAY: "DROP ARRAY", relations.ARRAY_VIEW: "DROP VIEW", relations.STREAM_VIEW: "DROP VIEW"}
-        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {drop[kind]} {s.name}", array=s.name)
+        use = drop.get(kind, f"DROP {kind.upper()}")
+        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {use} {s.name}", array=s.name)
     db.drop_stream(s.name)
 
 

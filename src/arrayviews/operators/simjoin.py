@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arrayviews.execution import jobs
+from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
@@ -43,8 +44,6 @@ class JoinSpec:
 
     def __post_init__(self) -> None:
         if self.shape.ndim != self.right.ndim:
-            from arrayviews.model.errors import ValidationError
-
             raise ValidationError(
                 f"shape {self.shape!r} has {self.shape.ndim} dimension(s), the right array {self.right.name} {self.right.ndim}"
             )

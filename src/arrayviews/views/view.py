@@ -1,4 +1,8 @@
-"""``View``: a materialized array view kept fresh by refreshes, readable like any array."""
+"""Array views: creation, full and baseline refresh, and recomputation for verification.
+
+The ``View`` handle users hold is ``arrayviews.view.View`` (the facade); these functions read base
+arrays through the read protocol of ``views.protocols``.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from arrayviews.array import Array
 from arrayviews.execution import jobs
-from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators import reads
 from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
-from arrayviews.operators.source import StoredSource
+from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
-from arrayviews.storage import layout
-from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
+from arrayviews.storage import kinds, layout
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.views import similarity, state, windowed
 from arrayviews.views.commit import replace_chunks
@@ -31,11 +34,12 @@ from arrayviews.views.definition import (
     ViewDefinition,
     WindowViewDefinition,
     check_aggregates,
+    definition_from_json,
 )
 from arrayviews.views.source import ViewSource
 
 if TYPE_CHECKING:
-    from arrayviews.database import Database
+    from arrayviews.views.protocols import ArrayDatabase as Database
 
 DEFINITION_PROPERTY = "arrayviews.view.definition"
 STRATEGIES = ("full", "baseline")
@@ -67,74 +71,6 @@ def reflected_versions(table: ArrayTable) -> dict[str, int]:
     if current is None:
         return {}
     return {k[len(BASE_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(BASE_KEY)}
-
-
-@translating
-class View(Array):
-    """A materialized array view: reads see its public aggregates as of its newest refresh."""
-
-    def __init__(
-        self, database: Database, table: ArrayTable, definition: ViewDefinition, public: ArraySchema
-    ) -> None:
-        self._definition = definition
-        self._public = public
-        super().__init__(database, ViewSource(table, table.current_version(), public))
-
-    @property
-    def definition(self) -> ViewDefinition:
-        return self._definition
-
-    def _current(self) -> ViewSource:
-        table = self._source.table.refresh()
-        return ViewSource(table, table.current_version(), self._public)
-
-    def _writable(self):
-        raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
-
-    def _maintained_table(self) -> ArrayTable:
-        return self._current().table
-
-    def compact(self):
-        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
-        version reflecting the same base versions."""
-        from arrayviews.operators import writes
-
-        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
-
-    def at_version(self, version: int) -> Array:
-        source = self._current()
-        source.table.snapshot_of(version)
-        return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
-
-    # -- maintenance -----------------------------------------------------------------------------
-    def status(self) -> dict:
-        """Base versions reflected and current, and whether deltas are pending."""
-        table = self._current().table
-        reflected = reflected_versions(table)
-        rows = []
-        for base in self._definition.bases:
-            current = self._db.array(base).version
-            rows.append({"base": base, "reflected": reflected.get(base, 0), "current": current})
-        pending = any(r["reflected"] != r["current"] for r in rows)
-        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
-
-    def refresh(self, strategy: str = "baseline") -> RefreshResult:
-        """Bring the view up to date with its base arrays (one atomic snapshot)."""
-        if strategy not in STRATEGIES:
-            raise ValidationError(
-                f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
-            )
-        return refresh_view(self._db, self, strategy)
-
-    def verify(self) -> bool:
-        """Recompute the view from scratch and compare with what is stored; True when they agree
-        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
-        expected = compute_from_scratch(self._db, self)
-        actual = self.to_pandas()
-        return frames_agree(actual, expected)
-
-    def __repr__(self) -> str:
-        return f"<View {self._public.to_text()} (version {self.version})>"
 
 
 def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
@@ -191,13 +127,11 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
 
 
 def join_spec(db: Database, definition: SimilarityViewDefinition) -> JoinSpec:
-    from arrayviews.model.mappings import Mapping
-
     left, right = db.array(definition.left).schema, db.array(definition.right).schema
     return JoinSpec(left, right, definition.shape, Mapping.of(left, right, definition.mapping))
 
 
-def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
+def compute_from_scratch(db: Database, view) -> pd.DataFrame:
     """The view's public content recomputed from the current base arrays (nothing is stored)."""
     definition = view.definition
     if isinstance(definition, WindowViewDefinition):
@@ -207,16 +141,17 @@ def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
     spec = join_spec(db, definition)
     left, right = db.array(definition.left).source, db.array(definition.right).source
     fragments, _ = similarity.full_computation(db.spark, spec, definition, stored, left, right)
-    from arrayviews.operators.source import ComputedSource
-
     computed = ComputedSource(stored, fragments, db.scratch_location)
     table = reads.to_arrow(computed)
     return table.select(list(view._public.dimension_names) + list(view._public.attribute_names)).to_pandas()
 
 
-def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
+def create_view(
+    db: Database, name: str, definition: ViewDefinition, chunks=None
+) -> tuple[ArrayTable, ArraySchema]:
     """Create a view, compute it and store it as its first version: the table is created and
-    filled in one commit, so a crash leaves either the whole view or no view."""
+    filled in one commit, so a crash leaves either the whole view or no view. Returns the view's
+    table and public schema."""
     _refuse_views_as_bases(db, name, definition)
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
@@ -241,9 +176,12 @@ def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None
         )
 
     table = db.warehouse.create(
-        stored, kind="view", properties={DEFINITION_PROPERTY: definition.to_json()}, fill=fill
+        stored,
+        kind=kinds.STORED_ARRAY_VIEW,
+        properties={DEFINITION_PROPERTY: definition.to_json()},
+        fill=fill,
     )
-    return View(db, table, definition, public)
+    return table, public
 
 
 def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
@@ -251,8 +189,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
     for base in definition.bases:
         if base.lower() == name.lower():
             raise ValidationError(f"view {name} cannot read itself")
-        table = db.warehouse.open(base)
-        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+        if db.warehouse.open(base).kind == kinds.STORED_ARRAY_VIEW:
             raise ValidationError(
                 f"view {name}: {base} is a view; views over views are not supported "
                 f"(define the view over the base arrays of {base})",
@@ -266,7 +203,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 MAX_REFRESH_ATTEMPTS = 5
 
 
-def refresh_view(db: Database, view: View, strategy: str) -> RefreshResult:
+def refresh_view(db: Database, view, strategy: str) -> RefreshResult:
     """Refresh the view; if another process refreshed it first, report that it is already as
     fresh (nothing committed) or, when the other refresh reflects older base versions, plan again."""
     lost: BaseMovedError | None = None
@@ -359,7 +296,7 @@ def _compute(
     return fragments, affected, len(plan.triples), plan.cells_recomputed
 
 
-def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
+def _run_refresh(db: Database, view, strategy: str) -> RefreshResult:
     started = time.perf_counter()
     table = view._current().table
     expected = table.current_version()
@@ -430,18 +367,23 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
     )
 
 
-def open_view(db: Database, name: str) -> View:
-    from arrayviews.views.definition import definition_from_json
-
-    table = db.warehouse.open(name)
-    properties = table.table.metadata.properties
+def read_definition(table: ArrayTable) -> tuple[ViewDefinition, ArraySchema]:
+    """The definition and public schema of the view stored in ``table`` (ValidationError for an array)."""
+    properties = table.properties
     if DEFINITION_PROPERTY not in properties:
-        raise ValidationError(f"{name} is an array, not a view")
+        raise ValidationError(f"{table.name} is an array, not a view")
     definition = definition_from_json(properties[DEFINITION_PROPERTY])
     stored = table.schema
-    public_names = [a for a in stored.attributes if not a.internal]
-    public = stored.with_attributes(public_names)
-    return View(db, table, definition, public)
+    public = stored.with_attributes([a for a in stored.attributes if not a.internal])
+    return definition, public
 
 
-__all__ = ["RefreshResult", "View", "create_view", "open_view"]
+__all__ = [
+    "BASE_KEY",
+    "RefreshResult",
+    "compute_from_scratch",
+    "create_view",
+    "frames_agree",
+    "read_definition",
+    "refresh_view",
+]
