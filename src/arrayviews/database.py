@@ -165,10 +165,15 @@ class Database:
         view reads it (the error names those views). Dropping a stream view also drops the helper
         views only it read. Returns the names dropped."""
         catalog = self.catalog
-        entry = catalog.require(name)
+        entry = catalog.require(name) if kind is None else catalog.entry(name)
+        if entry is None:
+            noun = "view" if kind == kinds.ARRAY_VIEW else kind
+            known = ", ".join(catalog.names(kind)) or "none"
+            raise NotFoundError(f"no {noun} named {name} ({noun}s: {known})")
         if kind is not None and entry.kind != kind:
             raise ValidationError(
-                f"{entry.name} is a {entry.kind}, not a {kind}: use {DROP_METHODS[entry.kind]}",
+                f"{entry.name} is {kinds.with_article(entry.kind)}, not {kinds.with_article(kind)}: "
+                f"use {DROP_METHODS[entry.kind]}",
                 array=entry.name,
             )
         catalog.refuse_if_read(entry)

@@ -46,6 +46,11 @@ def kind_of_stored(namespace: str, stored_kind: str | None) -> str | None:
     return _KIND_OF_STORED.get((namespace, stored_kind))
 
 
+def with_article(kind: str) -> str:
+    """``an array``, ``a stream view``: a kind as errors name it."""
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
 @dataclass(frozen=True)
 class RelationEntry:
     """One relation as the catalog lists it (read from table metadata only, no data)."""
@@ -70,4 +75,5 @@ __all__ = [
     "VIEW_KINDS",
     "RelationEntry",
     "kind_of_stored",
+    "with_article",
 ]
