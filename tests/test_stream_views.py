@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 import arrayviews
+from arrayviews.execution.part_jobs import SparkPartTable as PartTable
 from arrayviews.language.parser import parse_statement
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import InjectedFault, inject
-from arrayviews.streams.part_table import PartTable
 
 EPOCH = 1_420_070_400  # 2015-01-01 00:00:00 UTC (the paper's example day), a whole hour
 M0 = EPOCH // 60  # part of M holding minute 0 (23667840 in the paper)

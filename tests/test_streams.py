@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
+from arrayviews.execution.part_jobs import SparkPartTable as PartTable
 from arrayviews.model.errors import (
     AlreadyExistsError,
     CommitConflictError,
@@ -23,8 +24,8 @@ from arrayviews.model.errors import (
     ValidationError,
 )
 from arrayviews.model.faults import InjectedFault, inject
-from arrayviews.streams.part_table import PART, PartTable, format_parts, parse_parts
-from arrayviews.streams.stream import create_stream, drop_stream, open_stream, stream_names
+from arrayviews.storage.part_table import PART, format_parts, parse_parts
+from arrayviews.stream import create_stream, drop_stream, open_stream, stream_names
 
 LENGTH = 10  # seconds per part
 SECOND = 1_000_000  # microseconds

@@ -1,4 +1,9 @@
-"""arrayviews: materialized views over multi-dimensional arrays, kept fresh incrementally on Spark."""
+"""arrayviews: materialized views over multi-dimensional arrays, kept fresh incrementally on Spark.
+
+The public API, in one import: ``connect`` and the handles it gives (``Database``, ``Array``,
+``View``, ``UncertainArray``, ``Stream``, ``StreamView``), the shapes and view definitions they
+take, the results they return and the errors they raise.
+"""
 
 from arrayviews.array import Array
 from arrayviews.database import Database, connect
@@ -7,28 +12,81 @@ from arrayviews.model.errors import (
     ArrayViewsError,
     CommitConflictError,
     ConflictError,
+    ExecutionError,
     NotFoundError,
     ParseError,
+    RangeError,
     SchemaError,
     ValidationError,
 )
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.shapes import L1, Linf, Shape, box, product, stencil
+from arrayviews.model.uncertain import UncertainSchema
+from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.operators.writes import WriteResult
+from arrayviews.similarity_join import SimilarityJoin
+from arrayviews.storage.check import CheckReport
+from arrayviews.storage.expiry import ExpireResult
+from arrayviews.storage.kinds import ARRAY, ARRAY_VIEW, STREAM, STREAM_VIEW, UNCERTAIN_ARRAY
+from arrayviews.storage.uncertain_table import Workload
+from arrayviews.stream import AppendResult, Stream
+from arrayviews.stream_view import StreamView
+from arrayviews.streams.maintainer import MaintenanceResult
+from arrayviews.uncertain import UncertainArray
+from arrayviews.view import RefreshResult, View
+from arrayviews.views.definition import (
+    SimilarityViewDefinition,
+    ViewAggregate,
+    WindowViewDefinition,
+    similarity,
+    window,
+)
 
 __all__ = [
+    "ARRAY",
+    "ARRAY_VIEW",
+    "L1",
+    "STREAM",
+    "STREAM_VIEW",
+    "UNCERTAIN_ARRAY",
     "AlreadyExistsError",
+    "AppendResult",
     "Array",
     "ArraySchema",
     "ArrayViewsError",
     "Attribute",
+    "CheckReport",
     "CommitConflictError",
     "ConflictError",
     "Database",
     "Dimension",
+    "ExecutionError",
+    "ExpireResult",
+    "Linf",
+    "MaintenanceResult",
     "NotFoundError",
     "ParseError",
+    "RangeError",
+    "RefreshResult",
     "SchemaError",
+    "Shape",
+    "SimilarityJoin",
+    "SimilarityViewDefinition",
+    "Stream",
+    "StreamView",
+    "UncertainArray",
+    "UncertainSchema",
     "ValidationError",
+    "View",
+    "ViewAggregate",
+    "ViewDFDefinition",
+    "WindowViewDefinition",
+    "Workload",
     "WriteResult",
+    "box",
     "connect",
+    "product",
+    "similarity",
+    "stencil",
+    "window",
 ]

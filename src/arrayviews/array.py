@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql import DataFrame
 
 from arrayviews.execution.failures import translating
 from arrayviews.model.errors import ValidationError
@@ -24,8 +25,6 @@ from arrayviews.storage.array_table import expire
 from arrayviews.storage.expiry import cutoffs
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from arrayviews.database import Database
 
 
@@ -352,10 +351,6 @@ class Array:
 
 
 def _is_spark_frame(value: object) -> bool:
-    try:
-        from pyspark.sql import DataFrame
-    except ImportError:  # pragma: no cover
-        return False
     return isinstance(value, DataFrame)
 
 

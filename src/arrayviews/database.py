@@ -1,4 +1,4 @@
-"""``connect`` and the ``Database``: a Spark session plus a warehouse of arrays in one catalog."""
+"""``connect`` and the ``Database``: a Spark session plus a warehouse of relations in one catalog."""
 
 from __future__ import annotations
 
@@ -10,24 +10,50 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from arrayviews import stream as streams_api
+from arrayviews import stream_view as stream_views_api
 from arrayviews.array import Array
 from arrayviews.execution.cost import MODES
 from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
+from arrayviews.language import syntax as ast
+from arrayviews.language.executor import execute, execute_text
+from arrayviews.language.parser import parse_statement
+from arrayviews.language.view_executor import view_definition_from_text
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
+from arrayviews.model.uncertain import UncertainSchema
+from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
 from arrayviews.operators.calibration import calibrate
 from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.writes import WriteResult
-from arrayviews.storage import layout
-from arrayviews.storage.array_table import KIND_PROPERTY, CommitInfo
-from arrayviews.storage.warehouse import NAMESPACE, Warehouse, check_folder
+from arrayviews.similarity_join import similarity_join
+from arrayviews.storage import kinds, layout
+from arrayviews.storage.array_table import CommitInfo
+from arrayviews.storage.check import check_warehouse
+from arrayviews.storage.uncertain_table import UncertainTable, Workload
+from arrayviews.storage.warehouse import Warehouse, check_folder
+from arrayviews.stream import Stream
+from arrayviews.stream_view import StreamView
+from arrayviews.streams.maintainer import maintain_all
+from arrayviews.streams.world import StreamWorld
+from arrayviews.uncertain import UncertainArray, layout_of
+from arrayviews.view import View, create_view, open_view
+from arrayviews.views.catalog import RelationCatalog
 
 DEFAULT_WAREHOUSE = "warehouse"
+#: The method that drops a relation of each kind (named in errors).
+DROP_METHODS = {
+    kinds.ARRAY: "drop_array",
+    kinds.ARRAY_VIEW: "drop_view",
+    kinds.UNCERTAIN_ARRAY: "drop_uncertain_array",
+    kinds.STREAM: "drop_stream",
+    kinds.STREAM_VIEW: "drop_stream_view",
+}
 
 
 @translated
@@ -111,43 +137,71 @@ class Database:
     def array(self, name: str) -> Array:
         """The stored array ``name`` (reads follow its newest version); for a view, the view."""
         table = self.warehouse.open(name)
-        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+        if table.kind == kinds.STORED_ARRAY_VIEW:
             return self.view(name)
-        if table.table.metadata.properties.get(KIND_PROPERTY) == "uncertain":
+        if table.kind == kinds.STORED_UNCERTAIN:
             return self.uncertain_array(name)
         return Array(self, StoredSource(table, table.current_version()))
 
     def arrays(self) -> list[str]:
         """Names of the arrays (views are listed by :meth:`views`)."""
-        return self.warehouse.names(kind="array")
+        return self.catalog.names(kinds.ARRAY)
 
     def drop_array(self, name: str) -> None:
         """Drop an array and delete its data (refused while a view is defined over it)."""
-        table = self.warehouse.open(name)
-        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
-            raise ValidationError(f"{table.name} is a view: use drop_view")
-        self._refuse_if_read(table.name, "array")
-        self.warehouse.drop(name)
+        self.drop(name, kinds.ARRAY)
 
-    def _dependents(self, name: str) -> list[str]:
-        """The array views defined over ``name`` (stream views read only streams and stream views)."""
-        found = []
-        for view in self.views():
-            try:
-                bases = self.view(view).definition.bases
-            except Exception:  # noqa: BLE001 - a broken view is check()'s to report
-                continue
-            if name.lower() in {b.lower() for b in bases}:
-                found.append(view)
-        return found
+    # -- the catalog of relations ----------------------------------------------------------------------
+    @property
+    def catalog(self) -> RelationCatalog:
+        """Every relation of the warehouse with its kind, and what each view reads."""
+        return RelationCatalog(self.warehouse, self.spark)
 
-    def _refuse_if_read(self, name: str, kind: str) -> None:
-        dependents = self._dependents(name)
-        if dependents:
-            raise ValidationError(
-                f"{kind} {name} is the base of view(s) {', '.join(dependents)}: drop them first",
-                array=name,
+    def relations(self, helpers: bool = False) -> pd.DataFrame:
+        """One row per relation: ``name``, ``kind`` (array, array view, uncertain array, stream,
+        stream view), current ``version`` and, for views, whether base data is ``pending`` (not yet
+        reflected; None for relations that are not views). Helper stream views only with ``helpers``."""
+        rows = []
+        for entry in self.catalog.entries(helpers):
+            pending = None
+            if entry.kind == kinds.ARRAY_VIEW:
+                pending = bool(self.view(entry.name).status()["pending"])
+            elif entry.kind == kinds.STREAM_VIEW:
+                pending = bool(self.stream_view(entry.name).pending())
+            rows.append(
+                {"name": entry.name, "kind": entry.kind, "version": entry.version, "pending": pending}
             )
+        return pd.DataFrame(rows, columns=["name", "kind", "version", "pending"])
+
+    def kind_of(self, name: str) -> str | None:
+        """The kind of the relation called ``name`` (case-insensitive), or None when there is none."""
+        entry = self.catalog.entry(name)
+        return None if entry is None else entry.kind
+
+    def drop(self, name: str, kind: str | None = None) -> list[str]:
+        """Drop the relation ``name`` (of ``kind``, when given) and delete its data; refused while a
+        view reads it (the error names those views). Dropping a stream view also drops the helper
+        views only it read. Returns the names dropped."""
+        catalog = self.catalog
+        entry = catalog.require(name) if kind is None else catalog.entry(name)
+        if entry is None:
+            noun = "view" if kind == kinds.ARRAY_VIEW else kind
+            known = ", ".join(catalog.names(kind)) or "none"
+            raise NotFoundError(f"no {noun} named {name} ({noun}s: {known})")
+        if kind is not None and entry.kind != kind:
+            raise ValidationError(
+                f"{entry.name} is {kinds.with_article(entry.kind)}, not {kinds.with_article(kind)}: "
+                f"use {DROP_METHODS[entry.kind]}",
+                array=entry.name,
+            )
+        catalog.refuse_if_read(entry)
+        if entry.kind == kinds.STREAM:
+            streams_api.drop_stream(self, entry.name)
+            return [entry.name]
+        if entry.kind == kinds.STREAM_VIEW:
+            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name)
+        self.warehouse.drop(entry.name)
+        return [entry.name]
 
     def describe(self) -> pd.DataFrame:
         """One row per array: name, schema, version, cells."""
@@ -165,14 +219,10 @@ class Database:
         return pd.DataFrame(rows, columns=["name", "schema", "version", "cells"])
 
     # -- views ----------------------------------------------------------------------------------------
-    def create_view(self, name: str, definition, chunks=None):
+    def create_view(self, name: str, definition, chunks=None) -> View:
         """Create a materialized view (computed now, stored as an array) from a definition object or
         the text of ``SELECT ... FROM A A1 SIMILARITY JOIN B A2 ON ... WITH SHAPE ... GROUP BY ...``."""
-        from arrayviews.views.view import create_view
-
         if isinstance(definition, str):
-            from arrayviews.language.view_executor import view_definition_from_text
-
             definition = view_definition_from_text(self, definition)
         return create_view(self, name, definition, chunks)
 
@@ -180,26 +230,21 @@ class Database:
         """For each non-empty cell of ``alpha``, the non-empty cells of ``beta`` inside ``shape`` centred
         on the mapped cell; ``.aggregate("count(*) as cnt", ...)`` groups by alpha's cells without
         materializing pairs, ``.materialize()`` gives the 2d-dimensional array of pairs."""
-        from arrayviews.views.join import similarity_join
-
         return similarity_join(self, alpha, beta, shape, mapping, value)
 
-    def view(self, name: str):
+    def view(self, name: str) -> View:
         """The view ``name``."""
-        from arrayviews.views.view import open_view
-
         if not self.warehouse.exists(name):
             raise NotFoundError(f"no view named {name} (views: {', '.join(self.views()) or 'none'})")
         return open_view(self, name)
 
     def views(self) -> list[str]:
-        return self.warehouse.names(kind="view")
+        """Names of the array views (stream views are listed by :meth:`stream_views`)."""
+        return self.catalog.names(kinds.ARRAY_VIEW)
 
     def drop_view(self, name: str) -> None:
-        """Drop a view (refused while another view is defined over it)."""
-        view = self.view(name)  # raises if it is not a view
-        self._refuse_if_read(view.name, "view")
-        self.warehouse.drop(name)
+        """Drop an array view (refused while another view is defined over it)."""
+        self.drop(name, kinds.ARRAY_VIEW)
 
     # -- uncertain arrays (paper 001) ----------------------------------------------------------------
     def create_uncertain_array(
@@ -217,11 +262,6 @@ class Database:
         per dimension, or ``"auto"``: chosen by the cost model from the first batch and ``workload``,
         a list of query sizes in cells per dimension or a ``Workload``). The possible range of a
         tuple is mean +- ``sigmas`` standard deviations."""
-        from arrayviews.model.uncertain import UncertainSchema
-        from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
-        from arrayviews.storage.uncertain_table import UncertainTable, Workload
-        from arrayviews.uncertain import UncertainArray, layout_of
-
         if isinstance(schema, str):
             schema = parse_uncertain_schema(schema, name)
         elif isinstance(schema, UncertainSchema):
@@ -236,11 +276,8 @@ class Database:
         table = UncertainTable.create(self.warehouse, schema, layout, workload)
         return UncertainArray(self, table)
 
-    def uncertain_array(self, name: str):
+    def uncertain_array(self, name: str) -> UncertainArray:
         """The stored uncertain array ``name``."""
-        from arrayviews.storage.uncertain_table import UncertainTable
-        from arrayviews.uncertain import UncertainArray
-
         table = self.warehouse.open(name)
         if not UncertainTable.is_uncertain(table):
             raise NotFoundError(
@@ -249,81 +286,52 @@ class Database:
         return UncertainArray(self, UncertainTable(table))
 
     def uncertain_arrays(self) -> list[str]:
-        return self.warehouse.names(kind="uncertain")
+        return self.catalog.names(kinds.UNCERTAIN_ARRAY)
 
     def drop_uncertain_array(self, name: str) -> None:
-        self.uncertain_array(name)  # raises if it is not one
-        self.warehouse.drop(name)
+        self.drop(name, kinds.UNCERTAIN_ARRAY)
 
     # -- streams (paper 004) ---------------------------------------------------------------------------
-    def create_stream(self, name: str, schema, partition_length: int, time_column: str):
+    def create_stream(self, name: str, schema, partition_length: int, time_column: str) -> Stream:
         """An append-only stream of rows (schema as Spark DDL text or a StructType) cut into parts of
         ``partition_length`` seconds of ``time_column``; each append maintains the stream views."""
-        from arrayviews.streams.stream import create_stream
+        return streams_api.create_stream(self, name, schema, partition_length, time_column)
 
-        return create_stream(self, name, schema, partition_length, time_column)
-
-    def stream(self, name: str):
-        from arrayviews.streams.stream import open_stream
-
-        return open_stream(self, name)
+    def stream(self, name: str) -> Stream:
+        return streams_api.open_stream(self, name)
 
     def streams(self) -> list[str]:
-        from arrayviews.streams.stream import stream_names
-
-        return stream_names(self)
+        return self.catalog.names(kinds.STREAM)
 
     def drop_stream(self, name: str) -> None:
         """Drop a stream; refused while a stream view reads it."""
-        from arrayviews.streams.stream import drop_stream
-        from arrayviews.streams.world import StreamWorld
+        self.drop(name, kinds.STREAM)
 
-        readers = sorted(
-            d.name
-            for d in StreamWorld(self.spark, self.warehouse.catalog).definitions().values()
-            if name.lower() in d.sources()
-        )
-        if readers:
-            raise ValidationError(f"stream {name} is read by view(s) {', '.join(readers)}; drop those first")
-        drop_stream(self, name)
-
-    def create_stream_view(self, definition, lateness_parts: int | None = None):
+    def create_stream_view(self, definition, lateness_parts: int | None = None) -> StreamView:
         """Create a view maintained by View Delta Functions over streams: a ``CREATE VIEW`` statement
         (hand-written INITIALIZE/UPDATE, or a PATTERN or WINDOW query translated automatically), a
         ViewDFDefinition, or a list of them (helpers first). Builds its parts now; returns the view.
         ``lateness_parts``: how many parts of late rows a helper view keeps its old parts for."""
-        from arrayviews.streams.stream_views import StreamView, create_views
-
         if isinstance(definition, str):
             return self._create_stream_view_from_text(definition, lateness_parts)
         definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
-        create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
+        stream_views_api.create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
 
-    def stream_view(self, name: str):
-        from arrayviews.streams.stream_views import StreamView
-
+    def stream_view(self, name: str) -> StreamView:
         return StreamView(self.spark, self.warehouse.catalog, name)
 
     def stream_views(self, helpers: bool = False) -> list[str]:
-        from arrayviews.streams.world import StreamWorld
-
-        definitions = StreamWorld(self.spark, self.warehouse.catalog).definitions()
-        return sorted(n for n, d in definitions.items() if helpers or not d.helper)
+        return self.catalog.names(kinds.STREAM_VIEW, helpers=helpers)
 
     def drop_stream_view(self, name: str) -> list[str]:
         """Drop a stream view and the helper views only it reads; returns the names dropped."""
-        from arrayviews.streams.stream_views import drop_view
-
-        return drop_view(self.spark, self.warehouse.catalog, name)
+        return self.drop(name, kinds.STREAM_VIEW)
 
     def maintain_streams(self, retry_failed: bool = False):
         """Bring every stream view up to date (new parts, late rows, retention). Views whose
         maintenance failed are reported (``MaintenanceResult.error``) and skipped on later passes,
         with the views that read them, until ``retry_failed=True``."""
-        from arrayviews.streams.maintainer import maintain_all
-        from arrayviews.streams.world import StreamWorld
-
         return maintain_all(
             self.spark, StreamWorld(self.spark, self.warehouse.catalog), retry_failed=retry_failed
         )
@@ -335,26 +343,16 @@ class Database:
         drop it when nothing intact is left (never while other relations depend on it), and delete
         orphans older than ``orphans_older_than`` (younger ones may belong to a write in progress).
         Returns a CheckReport (``healthy``, ``problems``, printable)."""
-        from arrayviews.storage.check import check_warehouse
-        from arrayviews.streams.stream import NAMESPACE as STREAMS
+        catalog = self.catalog
 
         def refuse_drop(kind: str, name: str) -> str | None:
-            dependents = self._dependents(name)
-            if dependents:
-                return f"view(s) {', '.join(dependents)} are defined over it"
-            from arrayviews.streams.world import StreamWorld
-
-            readers = [
-                d.name
-                for d in StreamWorld(self.spark, self.warehouse.catalog).definitions().values()
-                if name.lower() in d.sources()
-            ]
-            return f"stream view(s) {', '.join(readers)} read it" if readers else None
+            dependents = catalog.dependents(name)
+            return f"view(s) {', '.join(d.name for d in dependents)} read it" if dependents else None
 
         return check_warehouse(
             self.warehouse.catalog,
             self.warehouse.location,
-            (NAMESPACE, STREAMS),
+            kinds.NAMESPACES,
             repair,
             dt.datetime.now(dt.UTC) - orphans_older_than,
             refuse_drop,
@@ -394,15 +392,9 @@ class Database:
     def sql(self, text: str):
         """Run statements of the statement language (any mix of arrays, array views, streams and
         stream views, and Spark SQL queries over them); returns the result of the last one."""
-        from arrayviews.language.executor import execute_text
-
         return execute_text(self, text)
 
     def _create_stream_view_from_text(self, text: str, lateness_parts: int | None):
-        from arrayviews.language import syntax as ast
-        from arrayviews.language.executor import execute
-        from arrayviews.language.parser import parse_statement
-
         statement = parse_statement(text)
         if not isinstance(statement, ast.CreateViewDF | ast.CreatePatternView | ast.CreateWindowView):
             raise ValidationError(
@@ -411,5 +403,6 @@ class Database:
         if lateness_parts is not None:
             statement = dataclasses.replace(statement, lateness=lateness_parts)
         return execute(self, statement)
+
 
 __all__ = ["Database", "WriteResult", "connect"]

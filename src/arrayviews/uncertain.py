@@ -8,6 +8,7 @@ result objects that run when read (``to_pandas``, ``to_arrow``, ``count``) and e
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,14 +28,21 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.uncertain_cost import StepChoice, UnitCosts
 from arrayviews.operators import uncertain_writes
+from arrayviews.operators.uncertain_aggregate import UncertainAggregate
+from arrayviews.operators.uncertain_index import index_subarray
+from arrayviews.operators.uncertain_ingest import possible_ranges
+from arrayviews.operators.uncertain_join import StructureJoin
 from arrayviews.operators.uncertain_regions import check_threshold, query_box
 from arrayviews.operators.uncertain_subarray import (
     SubarrayPlan,
     SubarrayStatistics,
     plan_subarray,
+    result_schema,
+    rows_to_result,
     run_subarray,
 )
 from arrayviews.operators.writes import WriteResult
+from arrayviews.storage import uncertain_layout as ul
 from arrayviews.storage.array_table import expire
 from arrayviews.storage.uncertain_table import UncertainTable, Workload
 
@@ -128,7 +136,6 @@ class UncertainArray:
 
     def expire_versions(self, older_than=None):
         """Forget old versions and delete their files (see ``Array.expire_versions``)."""
-        import datetime as dt
 
         now = dt.datetime.now(dt.UTC)
         cutoff = now + dt.timedelta(seconds=1) if older_than is None else older_than
@@ -178,7 +185,6 @@ class UncertainArray:
     # -- reading -----------------------------------------------------------------------------------
     def to_arrow(self) -> pa.Table:
         """Every tuple once (its input columns), sorted by id."""
-        from arrayviews.operators.uncertain_subarray import result_schema
 
         batch = uncertain_writes.read_all_tuples(self._table, self.version)
         table = _batch_table(batch, self.schema)
@@ -221,14 +227,12 @@ class UncertainArray:
         probability at least ``threshold`` (Definition 2.2, the l1 band). ``method``: ``"sbj"`` (the
         subarray-based join, Alg. 1), ``"bnl"`` (block nested loops) or ``"index"`` (R-tree index join);
         ``engine``: ``"spark"`` or ``"local"`` (in-process; baselines always run in-process)."""
-        from arrayviews.operators.uncertain_join import StructureJoin
 
         return StructureJoin.create(self, other, delta, threshold, method, engine, outer)
 
     def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str, threshold: float = 0.0):
         """Expected aggregates over blocks of cells, each tuple weighted by its probability of lying in
         the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum)."""
-        from arrayviews.operators.uncertain_aggregate import UncertainAggregate
 
         if isinstance(blocks, Mapping):
             for name in blocks:
@@ -238,7 +242,6 @@ class UncertainArray:
 
     def aggregate(self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0):
         """Expected aggregates of all tuples, or per cell of the ``by`` dimensions."""
-        from arrayviews.operators.uncertain_aggregate import UncertainAggregate
 
         return UncertainAggregate.group_by(self, list(by), aggregates, threshold)
 
@@ -251,7 +254,6 @@ class UncertainArray:
     ) -> StepChoice:
         """The cost model's step for the stored tuples and a workload of query sizes (cells per
         dimension), with the estimate for every candidate; apply it with ``relayout(step=...)``."""
-        from arrayviews.operators.uncertain_ingest import possible_ranges
 
         batch = uncertain_writes.read_all_tuples(self._table, self.version)
         first, last = possible_ranges(batch, self.schema, self.layout.sigmas)
@@ -265,7 +267,6 @@ class UncertainArray:
 
     def copy_statistics(self) -> pd.DataFrame:
         """How many tuples have 1, 2, ... stored copies in this version (counted from the stored ids)."""
-        from arrayviews.storage import uncertain_layout as ul
 
         storage = self._table.storage
         fragments = self._table.read(self.version, [ul.ID], roles="tuples")
@@ -281,8 +282,6 @@ class UncertainArray:
 
 
 def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
-    from arrayviews.operators.uncertain_subarray import rows_to_result
-    from arrayviews.storage import uncertain_layout as ul
 
     columns = {ul.ID: batch.ids}
     for k, d in enumerate(schema.dimension_names):
@@ -321,8 +320,6 @@ class UncertainSubarray:
     def to_arrow(self) -> pa.Table:
         if self._result is None:
             if self.method == "rtree":
-                from arrayviews.operators.uncertain_index import index_subarray
-
                 self._result, self.statistics = index_subarray(
                     self.array.table, self.array.version, self.box, self.threshold
                 )

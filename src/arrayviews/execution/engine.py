@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.storage.files import conform  # noqa: F401 - operators take it from the interface
+
 BatchFunction = Callable[[pa.Table], pa.Table | None]
 PairFunction = Callable[[pa.Table, pa.Table], pa.Table | None]
 PartitionFunction = Callable[[Iterator[pa.Table]], Iterator[pa.Table]]
@@ -38,13 +40,6 @@ class WrittenFile:
     rows: int
     nbytes: int
     cells: int
-
-
-def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly the columns, order and types of ``arrow_schema``."""
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
-    return table.select(arrow_schema.names).cast(arrow_schema)
 
 
 def key_table(names: Sequence[str], keys: np.ndarray) -> pa.Table:

@@ -17,10 +17,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from arrayviews.execution.engine import WrittenFile, conform
+from arrayviews.execution.engine import WrittenFile
 from arrayviews.execution.failures import reporting
 from arrayviews.execution.memory import tune_allocator
-from arrayviews.storage.files import write_parquet
+from arrayviews.storage.files import conform, write_parquet
 
 BatchFunction = Callable[[pa.Table], pa.Table | None]
 

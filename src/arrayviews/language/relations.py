@@ -1,5 +1,6 @@
-"""Resolving a relation name in statements, whatever its kind (array, array view, stream, stream
-view), and the listings of SHOW ARRAYS / VIEWS / STREAMS / RELATIONS."""
+"""Resolving a relation name in statements, whatever its kind (array, array view, uncertain array,
+stream, stream view), and SHOW ARRAYS / VIEWS / STREAMS / RELATIONS: filters of the one catalog
+listing (``Database.relations``), each with the details of its kind."""
 
 from __future__ import annotations
 
@@ -8,33 +9,21 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.storage.kinds import ARRAY, ARRAY_VIEW, STREAM, STREAM_VIEW, UNCERTAIN_ARRAY
 
 if TYPE_CHECKING:
     from arrayviews.array import Array
     from arrayviews.database import Database
-    from arrayviews.views.view import View
-
-ARRAY, ARRAY_VIEW, STREAM, STREAM_VIEW = "array", "array view", "stream", "stream view"
-UNCERTAIN_ARRAY = "uncertain array"
+    from arrayviews.view import View
 
 
 def kind_of(db: Database, name: str) -> str | None:
     """The kind of the relation called ``name`` (case-insensitive), or None when there is none."""
-    key = name.lower()
-    for kind, names in (
-        (ARRAY_VIEW, db.views()),
-        (ARRAY, db.arrays()),
-        (STREAM, db.streams()),
-        (STREAM_VIEW, db.stream_views(helpers=True)),
-        (UNCERTAIN_ARRAY, db.uncertain_arrays()),
-    ):
-        if key in (n.lower() for n in names):
-            return kind
-    return None
+    return db.kind_of(name)
 
 
 def all_names(db: Database) -> list[str]:
-    return sorted([*db.arrays(), *db.views(), *db.streams(), *db.stream_views()], key=str.lower)
+    return list(db.relations().name)
 
 
 def unknown(db: Database, name: str) -> NotFoundError:
@@ -59,54 +48,61 @@ def open_view(db: Database, name: str) -> View:
     return db.view(name)
 
 
-# -- listings -------------------------------------------------------------------------------------
-def arrays_frame(db: Database) -> pd.DataFrame:
+# -- listings: filters of the one catalog listing ------------------------------------------------
+def _of_kind(listing: pd.DataFrame, *wanted: str) -> pd.DataFrame:
+    return listing[listing.kind.isin(wanted)].reset_index(drop=True)
+
+
+def arrays_frame(db: Database, listing: pd.DataFrame | None = None) -> pd.DataFrame:
     """SHOW ARRAYS: name, schema, version, cells (views are listed by SHOW VIEWS)."""
-    frame = db.describe()
-    views = db.views()
-    return frame[~frame.name.isin(views)].reset_index(drop=True) if views else frame
-
-
-def views_frame(db: Database, definition_text) -> pd.DataFrame:
-    """SHOW VIEWS: array and stream views with their kind, definition, version and whether base data
-    is pending (not yet reflected)."""
+    listing = db.relations() if listing is None else listing
     rows = []
-    for name in db.views():
-        view = db.view(name)
-        status = view.status()
+    for entry in _of_kind(listing, ARRAY).itertuples():
+        array = db.array(entry.name)
         rows.append(
             {
-                "name": name,
-                "kind": ARRAY_VIEW,
-                "definition": definition_text(view.definition),
-                "version": status["version"],
-                "pending": status["pending"],
+                "name": array.name,
+                "schema": array.schema.to_text(),
+                "version": array.version,
+                "cells": array.count(),
             }
         )
-    for name in db.stream_views():
-        view = db.stream_view(name)
+    return pd.DataFrame(rows, columns=["name", "schema", "version", "cells"])
+
+
+def views_frame(db: Database, definition_text, listing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """SHOW VIEWS: array and stream views with their kind, definition, version and whether base data
+    is pending (not yet reflected)."""
+    listing = db.relations() if listing is None else listing
+    rows = []
+    for entry in _of_kind(listing, ARRAY_VIEW, STREAM_VIEW).itertuples():
+        if entry.kind == ARRAY_VIEW:
+            definition = definition_text(db.view(entry.name).definition)
+        else:
+            definition = db.stream_view(entry.name).definition
         rows.append(
             {
-                "name": view.name,
-                "kind": STREAM_VIEW,
-                "definition": view.definition,
-                "version": view.status()["version"],
-                "pending": view.pending(),
+                "name": entry.name,
+                "kind": entry.kind,
+                "definition": definition,
+                "version": entry.version,
+                "pending": entry.pending,
             }
         )
     return pd.DataFrame(rows, columns=["name", "kind", "definition", "version", "pending"])
 
 
-def streams_frame(db: Database) -> pd.DataFrame:
+def streams_frame(db: Database, listing: pd.DataFrame | None = None) -> pd.DataFrame:
     """SHOW STREAMS: name, columns, partition length (seconds), time column, version, parts held."""
+    listing = db.relations() if listing is None else listing
     rows = []
-    for name in db.streams():
-        stream = db.stream(name)
+    for entry in _of_kind(listing, STREAM).itertuples():
+        stream = db.stream(entry.name)
         held = stream.part_range()
         rows.append(
             {
                 "name": stream.name,
-                "columns": ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stream.schema.fields),
+                "columns": _columns_text(stream.schema),
                 "partition_length": stream.partition_length,
                 "time_column": stream.time_column,
                 "version": stream.version,
@@ -117,17 +113,25 @@ def streams_frame(db: Database) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _columns_text(schema) -> str:
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
+
+
 def relations_frame(db: Database, definition_text) -> pd.DataFrame:
-    """SHOW RELATIONS: every relation with its kind, version, description and pending state (None
-    for relations that are not views)."""
-    rows = []
-    for row in arrays_frame(db).itertuples():
-        rows.append((row.name, ARRAY, row.version, row.schema, None))
-    for row in views_frame(db, definition_text).itertuples():
-        rows.append((row.name, row.kind, row.version, row.definition, bool(row.pending)))
-    for row in streams_frame(db).itertuples():
-        rows.append((row.name, STREAM, row.version, row.columns, None))
-    frame = pd.DataFrame(rows, columns=["name", "kind", "version", "description", "pending"])
+    """SHOW RELATIONS: the catalog listing (name, kind, version, pending for views, None otherwise)
+    with a description of each relation (schema, definition or columns)."""
+    listing = db.relations()
+    described = {}
+    for row in arrays_frame(db, listing).itertuples():
+        described[(row.name, ARRAY)] = row.schema
+    for row in views_frame(db, definition_text, listing).itertuples():
+        described[(row.name, row.kind)] = row.definition
+    for row in streams_frame(db, listing).itertuples():
+        described[(row.name, STREAM)] = row.columns
+    for entry in _of_kind(listing, UNCERTAIN_ARRAY).itertuples():
+        described[(entry.name, UNCERTAIN_ARRAY)] = db.uncertain_array(entry.name).schema.to_text()
+    description = [described.get((n, k)) for n, k in zip(listing.name, listing.kind, strict=True)]
+    frame = listing.assign(description=description)[["name", "kind", "version", "description", "pending"]]
     return frame.sort_values("name", key=lambda names: names.str.lower()).reset_index(drop=True)
 
 

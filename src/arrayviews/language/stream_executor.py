@@ -18,7 +18,7 @@ from arrayviews.streams.translate import explain, translate
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
-    from arrayviews.streams.stream import Stream
+    from arrayviews.stream import Stream
 
 
 @statement_runner(ast.CreateStream)
@@ -38,7 +38,8 @@ def _drop_stream(db: Database, s: ast.DropStream) -> None:
             relations.STREAM_VIEW: "DROP VIEW",
             relations.UNCERTAIN_ARRAY: "DROP ARRAY",
         }
-        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {drop[kind]} {s.name}", array=s.name)
+        use = drop.get(kind, f"DROP {kind.upper()}")
+        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {use} {s.name}", array=s.name)
     db.drop_stream(s.name)
 
 

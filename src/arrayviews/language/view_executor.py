@@ -14,6 +14,7 @@ from arrayviews.language.printer import shape_text, view_query_text
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.language.relations import open_view
 from arrayviews.model import shapes
+from arrayviews.model.aggregate_calls import parse_aggregate
 from arrayviews.model.errors import ArrayViewsError, ValidationError
 from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.schema import ArraySchema
@@ -26,7 +27,7 @@ from arrayviews.views.definition import (
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
-    from arrayviews.views.view import View
+    from arrayviews.view import View
 
 #: Builders of each shape node: (node, number of dimensions) -> Shape.
 SHAPES: dict[type, Callable[[Any, int], shapes.Shape]] = {}
@@ -250,8 +251,6 @@ def definition_text(definition: ViewDefinition) -> str:
     if definition.text:
         return definition.text
     if isinstance(definition, WindowViewDefinition):
-        from arrayviews.model.aggregate_calls import parse_aggregate
-
         extents = tuple(x for pair in zip(definition.before, definition.after, strict=True) for x in pair)
         calls = tuple(parse_aggregate(a) for a in definition.aggregates)
         return view_query_text(ast.WindowSelect(ast.Window(ast.ArrayName(definition.base), extents, calls)))

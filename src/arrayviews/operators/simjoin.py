@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.engine import Data, Engine, conform
+from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
@@ -41,8 +42,6 @@ class JoinSpec:
 
     def __post_init__(self) -> None:
         if self.shape.ndim != self.right.ndim:
-            from arrayviews.model.errors import ValidationError
-
             raise ValidationError(
                 f"shape {self.shape!r} has {self.shape.ndim} dimension(s), the right array {self.right.name} {self.right.ndim}"
             )

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.manifest import DataFile
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -31,6 +30,7 @@ from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, SortedCells, sort_cells
 from arrayviews.storage.files import filesystem, read_parquet_files, write_parquet
+from arrayviews.storage.versioned import StoredFile as DataFile
 
 REMOVAL_PREFIX = "r__"
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 from arrayviews.kernels.probability import box_probabilities
 from arrayviews.model.copy_layout import StorageLayout
 from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.types import arrow_type
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema
 from arrayviews.operators.uncertain_regions import ExpandedRegion, QueryBox, expand
 from arrayviews.storage import uncertain_layout as ul
@@ -64,8 +65,6 @@ def result_schema(schema: UncertainSchema) -> pa.Schema:
         fields += [pa.field(d, pa.float64()), pa.field(f"{d}_sigma", pa.float64())]
     fields += [pa.field(schema.correlation_column(p), pa.float64()) for p in schema.correlations]
     for name, kind in ul.value_columns(schema):
-        from arrayviews.model.types import arrow_type
-
         fields.append(pa.field(name, arrow_type(kind)))
     fields.append(pa.field(PROBABILITY, pa.float64()))
     return pa.schema(fields)

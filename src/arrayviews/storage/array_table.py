@@ -9,15 +9,19 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
-from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import NotFoundError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
-from arrayviews.storage.expiry import ExpireResult, expire_table
+from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.files import new_data_file_uri, read_parquet_files
-from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
+from arrayviews.storage.versioned import (
+    PREFIX,
+    VERSION_KEY,
+    SnapshotRecord,
+    StoredFile,
+    VersionedTable,
+)
 
 
 class _PayloadStatisticsFilter(logging.Filter):
@@ -30,14 +34,12 @@ class _PayloadStatisticsFilter(logging.Filter):
 
 logging.getLogger("pyiceberg.io.pyarrow").addFilter(_PayloadStatisticsFilter())
 
-SCHEMA_PROPERTY = "arrayviews.schema"
-KIND_PROPERTY = "arrayviews.kind"
-VERSION_KEY = "arrayviews.version"
-OPERATION_KEY = "arrayviews.operation"
-ADDED_KEY = "arrayviews.cells-added"
-REMOVED_KEY = "arrayviews.cells-removed"
-TOTAL_KEY = "arrayviews.cells-total"
-PROPERTY_PREFIX = "arrayviews."
+SCHEMA_PROPERTY = PREFIX + "schema"
+OPERATION_KEY = PREFIX + "operation"
+ADDED_KEY = PREFIX + "cells-added"
+REMOVED_KEY = PREFIX + "cells-removed"
+TOTAL_KEY = PREFIX + "cells-total"
+PROPERTY_PREFIX = PREFIX
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,14 @@ class VersionInfo:
     properties: dict[str, str] = field(default_factory=dict)
 
 
-def _version_info(snapshot) -> VersionInfo | None:
-    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+def _version_info(snapshot: SnapshotRecord) -> VersionInfo | None:
+    summary = snapshot.summary
     if VERSION_KEY not in summary:
         return None
     return VersionInfo(
         version=int(summary[VERSION_KEY]),
         snapshot_id=snapshot.snapshot_id,
-        time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+        time=snapshot.time,
         operation=summary.get(OPERATION_KEY, "?"),
         cells_added=int(summary.get(ADDED_KEY, 0)),
         cells_removed=int(summary.get(REMOVED_KEY, 0)),
@@ -96,11 +98,11 @@ def chunk_box_filter(schema: ArraySchema, ranges: Sequence[tuple[int, int]] | No
     return expression
 
 
-class ArrayTable:
+class ArrayTable(VersionedTable):
     """The Iceberg table storing one array's fragments; all reads and commits of the array go here."""
 
     def __init__(self, table: Table, schema: ArraySchema) -> None:
-        self.table = table
+        super().__init__(table)
         self.schema = schema
 
     @property
@@ -108,55 +110,25 @@ class ArrayTable:
         return self.schema.name
 
     @property
-    def data_directory(self) -> str:
-        return self.table.location().rstrip("/") + "/data"
+    def label(self) -> str:
+        return f"array {self.name}"
 
     def new_file_uri(self) -> str:
         return new_data_file_uri(self.data_directory)
 
-    def refresh(self) -> ArrayTable:
-        self.table = self.table.refresh()
-        return self
-
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:
         """Every version still held, oldest first (version 0, the empty array, has no snapshot)."""
-        result = [_version_info(s) for s in self.table.metadata.snapshots]
-        return sorted((v for v in result if v is not None), key=lambda v: v.version)
+        return self.versioned(_version_info)
 
     def current(self) -> VersionInfo | None:
-        snapshot = self.table.current_snapshot()
+        snapshot = self.current_snapshot()
         return None if snapshot is None else _version_info(snapshot)
 
-    def current_version(self) -> int:
-        info = self.current()
-        return 0 if info is None else info.version
-
-    def snapshot_of(self, version: int) -> int | None:
-        """Snapshot id of ``version`` (None for version 0), or NotFoundError if it is unknown or expired."""
-        if version == 0:
-            return None
-        current = self.current()
-        if current is not None and current.version == version:
-            return current.snapshot_id
-        for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            if summary.get(VERSION_KEY) == str(version):
-                return snapshot.snapshot_id
-        known = ", ".join(str(v.version) for v in self.versions()) or "none"
-        raise NotFoundError(f"array {self.name} has no version {version} (versions held: {known})")
-
     # -- planning --------------------------------------------------------------------------------
-    def data_files(self, version: int | None = None, chunk_ranges=None) -> list[DataFile]:
+    def data_files(self, version: int | None = None, chunk_ranges=None) -> list[StoredFile]:
         """Data files of a version (current by default) that may hold chunks in ``chunk_ranges``."""
-        version = self.current_version() if version is None else version
-        snapshot_id = self.snapshot_of(version)
-        if snapshot_id is None:
-            return []
-        scan = self.table.scan(
-            row_filter=chunk_box_filter(self.schema, chunk_ranges), snapshot_id=snapshot_id
-        )
-        return [task.file for task in scan.plan_files()]
+        return self.live_files(version, chunk_box_filter(self.schema, chunk_ranges))
 
     def read_metadata(self, version: int | None = None, chunk_ranges=None) -> pa.Table:
         """Per-fragment metadata (chunk numbers, cell counts, bytes, min/max, version) without cell data."""
@@ -168,7 +140,7 @@ class ArrayTable:
     def commit(
         self,
         added: list[str],
-        removed: list[DataFile],
+        removed: list[StoredFile],
         info: CommitInfo,
         expected_version: int,
     ) -> int:
@@ -181,18 +153,11 @@ class ArrayTable:
         so the version number, the cell total and every check the caller made hold for what is
         committed.
         """
-        label = f"array {self.name}"
+        base = self.check_base(expected_version)
         current = self.current()
-        current_version = 0 if current is None else current.version
-        base = self.table.metadata.current_snapshot_id
-        if current_version != expected_version or base != (None if current is None else current.snapshot_id):
-            raise BaseMovedError(
-                label, f"now version {current_version}, planned on version {expected_version}"
-            )
         total = (0 if current is None else current.cells_total) + info.cells_added - info.cells_removed
-        version = current_version + 1
-        properties = version_summary(version, total, info)
-        self.table = commit_snapshot(self.table, base, added, removed, properties, label)
+        version = expected_version + 1
+        self.commit_files(base, added, removed, version_summary(version, total, info))
         return version
 
 
@@ -213,10 +178,4 @@ def expire(
 ) -> ExpireResult:
     """Drop versions committed before ``older_than`` (never the current one) and delete every file no
     remaining version needs, including files of writes that crashed before committing."""
-
-    def version_of(snapshot) -> int | None:
-        summary = snapshot.summary.additional_properties if snapshot.summary else {}
-        return int(summary[VERSION_KEY]) if VERSION_KEY in summary else None
-
-    array.table, result = expire_table(array.table, older_than, orphans_before or older_than, version_of)
-    return result
+    return array.expire(older_than, orphans_before or older_than)

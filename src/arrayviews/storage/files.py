@@ -36,8 +36,16 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(location)
 
 
-def new_data_file_uri(directory_uri: str) -> str:
-    return directory_uri.rstrip("/") + f"/{uuid.uuid4().hex}.parquet"
+def new_data_file_uri(directory_uri: str, prefix: str = "") -> str:
+    """A fresh, unique Parquet file URI in a folder (``prefix`` starts the file name)."""
+    return directory_uri.rstrip("/") + f"/{prefix}{uuid.uuid4().hex}.parquet"
+
+
+def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly the columns, order and types of ``arrow_schema``."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    return table.select(arrow_schema.names).cast(arrow_schema)
 
 
 def write_parquet(table: pa.Table, uri: str) -> int:

@@ -19,6 +19,8 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io.pyarrow import parquet_files_to_data_files
 from pyiceberg.manifest import DataFile, ManifestContent
 from pyiceberg.table import Table, TableProperties, Transaction
+from pyiceberg.table.update.snapshot import _ManifestMergeManager
+from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from arrayviews.model.errors import CommitConflictError
 from arrayviews.model.faults import checkpoint
@@ -104,9 +106,6 @@ def _bound_manifests(producer, transaction: Transaction) -> None:
     earlier snapshots, and never merges: tables that are mostly rewritten (views) would gather
     manifests forever. Here an overwrite drops manifests with no live entry and merges small ones
     like an append does (same table properties)."""
-    from pyiceberg.table.update.snapshot import _ManifestMergeManager
-    from pyiceberg.utils.properties import property_as_bool, property_as_int
-
     existing = producer._existing_manifests
     snapshot_id = producer.snapshot_id
 

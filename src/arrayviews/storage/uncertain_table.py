@@ -17,8 +17,9 @@ from arrayviews.model.copy_layout import StorageLayout
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
-from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.files import delete_files
+from arrayviews.storage.versioned import KIND_PROPERTY
 from arrayviews.storage.warehouse import Warehouse
 
 WORKLOAD_PROPERTY = "arrayviews.uncertain-workload"
@@ -61,7 +62,7 @@ class UncertainTable:
 
     def __init__(self, array: ArrayTable) -> None:
         self.array = array
-        properties = array.table.metadata.properties
+        properties = array.properties
         self.schema = UncertainSchema.from_json(properties[ul.SCHEMA_PROPERTY])
         self.storage = array.schema
         self._created_layout = layout_from_properties(json.loads(properties[ul.LAYOUT_PROPERTY]))
@@ -87,7 +88,7 @@ class UncertainTable:
 
     @staticmethod
     def is_uncertain(array: ArrayTable) -> bool:
-        return array.table.metadata.properties.get(KIND_PROPERTY) == ul.KIND
+        return array.properties.get(KIND_PROPERTY) == ul.KIND
 
     @property
     def name(self) -> str:

@@ -8,23 +8,19 @@ import sqlite3
 from collections.abc import Callable
 
 from pyarrow.fs import FileSelector, FileType
-from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
-from arrayviews.storage import layout
-from arrayviews.storage.array_table import (
-    KIND_PROPERTY,
-    SCHEMA_PROPERTY,
-    ArrayTable,
-    CommitInfo,
-    version_summary,
-)
+from arrayviews.storage import kinds, layout
+from arrayviews.storage.array_table import SCHEMA_PROPERTY, ArrayTable, CommitInfo, version_summary
 from arrayviews.storage.catalog import CATALOG_FILE, CATALOG_NAME, ensure_namespace, open_catalog
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.files import filesystem, to_uri
+from arrayviews.storage.part_table import HELPER_PROPERTY, NAME_PROPERTY
+from arrayviews.storage.versioned import KIND_PROPERTY, VERSION_KEY
 
-NAMESPACE = "arrays"
+NAMESPACE = kinds.ARRAYS_NAMESPACE
 logger = logging.getLogger(__name__)
 
 #: fill(data folder) -> (data files written there, what the first version holds)
@@ -165,9 +161,51 @@ class Warehouse:
                 logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
         return sorted(names)
 
+    def kind(self, name: str) -> str | None:
+        """The stored kind (``array``, ``view``, ``uncertain``) of the array table ``name``."""
+        return self.open(name).kind
+
     def drop(self, name: str) -> None:
         """Drop the table from the catalog and delete its files."""
         array = self.open(name)
-        location = array.table.location()
+        location = array.location
         self.catalog.drop_table(self._identifier(name))
         delete_folder(location)
+
+    # -- the one listing of every relation ---------------------------------------------------------
+    def relations(self) -> list[kinds.RelationEntry]:
+        """Every relation of the warehouse (arrays, array views, uncertain arrays, streams, stream
+        views) with its kind and current version, read from table metadata only. Tables that cannot
+        be loaded are left out (and logged), as in :meth:`names`."""
+        found = []
+        for namespace in kinds.NAMESPACES:
+            try:
+                identifiers = self.catalog.list_tables(namespace)
+            except NoSuchNamespaceError:
+                continue
+            for identifier in identifiers:
+                try:
+                    table = self.catalog.load_table(identifier)
+                    properties = table.metadata.properties
+                    kind = kinds.kind_of_stored(namespace, properties.get(KIND_PROPERTY))
+                    if kind is None:
+                        continue
+                    if namespace == kinds.ARRAYS_NAMESPACE:
+                        name = ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name
+                    else:
+                        name = properties[NAME_PROPERTY]
+                    snapshot = table.current_snapshot()
+                    summary = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
+                    found.append(
+                        kinds.RelationEntry(
+                            name,
+                            kind,
+                            int(summary.get(VERSION_KEY, 0)),
+                            properties.get(HELPER_PROPERTY) == "true",
+                        )
+                    )
+                except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                    logger.warning(
+                        "table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error
+                    )
+        return sorted(found, key=lambda entry: (entry.name.lower(), entry.kind))

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arrayviews.model.viewdf import ViewDFDefinition
+from arrayviews.storage import kinds
+from arrayviews.storage.part_table import HELPER_PROPERTY
 
-NAMESPACE = "streams"
-STREAM_KIND = "stream"
-VIEW_KIND = "viewdf"
+NAMESPACE = kinds.STREAMS_NAMESPACE
+STREAM_KIND = kinds.STORED_STREAM
+VIEW_KIND = kinds.STORED_STREAM_VIEW
 
 # View state, kept in the properties of the snapshot each maintenance round commits.
 FIRST = "viewdf.first"
@@ -20,7 +22,7 @@ SEEN = "viewdf.seen."
 # View settings, kept in table properties.
 DEFINITION = "arrayviews.definition"
 BACKFILL = "arrayviews.viewdf.backfill"
-HELPER = "arrayviews.viewdf.helper"
+HELPER = HELPER_PROPERTY
 LATENESS = "arrayviews.viewdf.lateness-parts"
 #: Set (to the error) while a view's maintenance has failed; the view is skipped until retried.
 FAILED = "arrayviews.viewdf.failed"

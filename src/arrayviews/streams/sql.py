@@ -3,27 +3,25 @@ parts under its name, with PART_TIMESTAMP (the start of a row's part)."""
 
 from __future__ import annotations
 
+import sqlglot
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from sqlglot import exp
 
 from arrayviews.model.errors import ValidationError
 from arrayviews.streams import relations as rel
-from arrayviews.streams.world import PART, StreamWorld
+from arrayviews.streams.world import StreamWorld, with_part_timestamp
 
 
 def register_relations(spark: SparkSession, catalog) -> list[str]:
     """Register every stream and stream view as a temporary view of all its held parts."""
-    from arrayviews.streams.stream_views import PART_TIMESTAMP, StreamView
-
     world = StreamWorld(spark, catalog)
     for name, kind in world.kinds.items():
         if kind == rel.VIEW_KIND:
-            frame = StreamView(spark, catalog, name).read()
+            frame = world.view(name).read_held(spark)
         else:
             table = world.table(name)
             frame = table.read_parts(spark, *(table.part_range() or (0, -1)))
-            stamp = F.timestamp_seconds(F.col(PART) * F.lit(table.partition_length))
-            frame = frame.withColumn(PART_TIMESTAMP, stamp).drop(PART)
+            frame = with_part_timestamp(frame, table.partition_length)
         frame.createOrReplaceTempView(name)
     return sorted(world.kinds)
 
@@ -37,9 +35,6 @@ def check_query(text: str, relations: set[str]) -> None:
     views, by plain name, or its own WITH names) and calls no Java reflection: no path-based reads
     (``text.`/etc/hostname```), no table functions (``read_files(...)``), no catalog or database
     qualifiers, no script transforms. Raises ValidationError saying what was refused."""
-    import sqlglot
-    from sqlglot import exp
-
     try:
         statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
     except sqlglot.errors.ParseError as error:

@@ -7,15 +7,16 @@ import dataclasses
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.model.errors import NotFoundError
-from arrayviews.model.names import PART
+from arrayviews.model.names import PART, PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
-from arrayviews.storage.snapshots import update_properties
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
-from arrayviews.streams.part_table import PartTable
+from arrayviews.streams.maintainer import MaintenanceError
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -36,14 +37,14 @@ def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
 class ViewHandle:
     """One ViewDF view: its definition, its part table and its settings."""
 
-    def __init__(self, name: str, definition: ViewDFDefinition, table: PartTable) -> None:
+    def __init__(self, name: str, definition: ViewDFDefinition, table: SparkPartTable) -> None:
         self.name = name
         self.definition = definition
         self.table = table
 
     @property
     def lateness_parts(self) -> int:
-        properties = self.table.table.metadata.properties
+        properties = self.table.properties
         return int(properties.get(rel.LATENESS, rel.DEFAULT_LATENESS_PARTS))
 
     def state(self) -> rel.ViewState | None:
@@ -51,13 +52,32 @@ class ViewHandle:
 
     def failure(self) -> str | None:
         """The error that made the view's maintenance fail (None if it did not)."""
-        return self.table.table.metadata.properties.get(rel.FAILED)
+        return self.table.properties.get(rel.FAILED)
 
     def mark_failed(self, error: str) -> None:
-        self.table.table = update_properties(self.table.table, {rel.FAILED: error[:4000]})
+        self.table.update_properties({rel.FAILED: error[:4000]})
 
     def clear_failure(self) -> None:
-        self.table.table = update_properties(self.table.table, {}, [rel.FAILED])
+        self.table.update_properties({}, [rel.FAILED])
+
+    def held_parts(self) -> range:
+        """Parts held, as of the newest metadata: from the oldest retained to the newest built."""
+        self.table.refresh()
+        state = self.state()
+        return range(0) if state is None else range(state.retained, state.next)
+
+    def read_held(self, spark: SparkSession, part: int | None = None) -> DataFrame:
+        """The view's rows (every held part, or one part) with PART_TIMESTAMP, the start of the part."""
+        held = self.held_parts()
+        if part is not None and part not in held:
+            span = f"{held.start}..{held.stop - 1}" if len(held) else "none yet"
+            raise NotFoundError(f"view {self.name} has no part {part} (parts held: {span})")
+        low, high = (held.start, held.stop - 1) if part is None else (part, part)
+        if not len(held):
+            frame = spark.createDataFrame([], self.table.spark_schema).withColumn(PART, F.lit(0).cast("long"))
+        else:
+            frame = self.table.read_parts(spark, low, high)
+        return with_part_timestamp(frame, self.definition.partition_length)
 
     def conform_columns(self, frame: DataFrame, part: int) -> DataFrame:
         """The query result with the view's column names and types, matched by name."""
@@ -68,13 +88,19 @@ class ViewHandle:
         return conform(frame, schema, self.name, part)
 
 
+def with_part_timestamp(frame: DataFrame, partition_length: int) -> DataFrame:
+    """Rows with PART_TIMESTAMP (the start of each row's part) instead of the part number."""
+    stamp = F.timestamp_seconds(F.col(PART) * F.lit(partition_length))
+    return frame.withColumn(PART_TIMESTAMP, stamp).drop(PART)
+
+
 class StreamWorld:
     """Every stream and ViewDF view of a warehouse, read lazily and cached for one pass."""
 
     def __init__(self, spark: SparkSession, catalog) -> None:
         self.spark = spark
         self.catalog = catalog
-        self._tables: dict[str, PartTable] = {}
+        self._tables: dict[str, SparkPartTable] = {}
         self._views: dict[str, ViewHandle] = {}
 
     @cached_property
@@ -82,7 +108,7 @@ class StreamWorld:
         """Lower-case name -> kind, for every stream and view."""
         found = {}
         for kind in (rel.STREAM_KIND, rel.VIEW_KIND):
-            for name in PartTable.names(self.catalog, rel.NAMESPACE, kind):
+            for name in SparkPartTable.names(self.catalog, rel.NAMESPACE, kind):
                 found[name.lower()] = kind
         return found
 
@@ -93,10 +119,10 @@ class StreamWorld:
             raise NotFoundError(f"no stream or stream view named {name} (known: {known})")
         return key
 
-    def table(self, name: str) -> PartTable:
+    def table(self, name: str) -> SparkPartTable:
         key = self.key(name)
         if key not in self._tables:
-            self._tables[key] = PartTable.open(self.catalog, rel.NAMESPACE, key)
+            self._tables[key] = SparkPartTable.open(self.catalog, rel.NAMESPACE, key)
         return self._tables[key]
 
     def view(self, name: str) -> ViewHandle:
@@ -171,8 +197,6 @@ class StreamWorld:
             and high >= relation.oldest
             and max(low, relation.oldest) < relation.retained
         ):
-            from arrayviews.streams.maintainer import MaintenanceError
-
             raise MaintenanceError(
                 f"view {name}: parts {low}..{high} are needed but parts below {relation.retained} "
                 "were dropped by retention"
@@ -181,9 +205,9 @@ class StreamWorld:
         return frame.drop(PART)
 
 
-def load_definition(table: PartTable) -> ViewDFDefinition:
+def load_definition(table: SparkPartTable) -> ViewDFDefinition:
     """A view's definition from its table properties (kept as JSON, its queries read again)."""
-    properties = table.table.metadata.properties
+    properties = table.properties
     definition = ViewDFDefinition.from_json(properties[rel.DEFINITION])
     definition = dataclasses.replace(
         definition,

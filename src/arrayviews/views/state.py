@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, IntSums, K
-from arrayviews.model.errors import RangeError
+from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.schema import ArraySchema, Attribute
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 
@@ -225,8 +225,6 @@ def layout(definition: SimilarityViewDefinition, stored: ArraySchema) -> Layout:
 def check_layout(definition: SimilarityViewDefinition, stored: ArraySchema, expected: ArraySchema) -> None:
     """Raise a clear ValidationError when a stored view keeps its state in another layout than this
     version computes (a view created by an older version: its sums were not exact)."""
-    from arrayviews.model.errors import ValidationError
-
     have = [a.name for a in stored.attributes if a.internal]
     want = [a.name for a in expected.attributes if a.internal]
     if have != want:

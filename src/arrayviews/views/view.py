@@ -1,4 +1,8 @@
-"""``View``: a materialized array view kept fresh by refreshes, readable like any array."""
+"""Array views: creation, full and baseline refresh, and recomputation for verification.
+
+The ``View`` handle users hold is ``arrayviews.view.View`` (the facade); these functions read base
+arrays through the read protocol of ``views.protocols``.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +14,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from arrayviews.array import Array
 from arrayviews.execution.cost import Estimate
 from arrayviews.execution.engine import Engine
-from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators import reads
 from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
-from arrayviews.storage import layout
-from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
+from arrayviews.storage import kinds, layout
+from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.views import history, similarity, state, windowed
 from arrayviews.views.commit import replace_chunks
@@ -32,6 +35,7 @@ from arrayviews.views.definition import (
     ViewDefinition,
     WindowViewDefinition,
     check_aggregates,
+    definition_from_json,
 )
 from arrayviews.views.refresh_cost import (
     FULL_JOBS,
@@ -43,7 +47,7 @@ from arrayviews.views.refresh_cost import (
 from arrayviews.views.source import ViewSource
 
 if TYPE_CHECKING:
-    from arrayviews.database import Database
+    from arrayviews.views.protocols import ArrayDatabase as Database
 
 DEFINITION_PROPERTY = "arrayviews.view.definition"
 STRATEGIES = ("auto", "full", "baseline")
@@ -86,88 +90,6 @@ def reflected_versions(table: ArrayTable) -> dict[str, int]:
     if current is None:
         return {}
     return {k[len(BASE_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(BASE_KEY)}
-
-
-@translating
-class View(Array):
-    """A materialized array view: reads see its public aggregates as of its newest refresh."""
-
-    def __init__(
-        self, database: Database, table: ArrayTable, definition: ViewDefinition, public: ArraySchema
-    ) -> None:
-        self._definition = definition
-        self._public = public
-        super().__init__(database, ViewSource(table, table.current_version(), public))
-
-    @property
-    def definition(self) -> ViewDefinition:
-        return self._definition
-
-    def _current(self) -> ViewSource:
-        table = self._source.table.refresh()
-        return ViewSource(table, table.current_version(), self._public)
-
-    def _writable(self):
-        raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
-
-    def _maintained_table(self) -> ArrayTable:
-        return self._current().table
-
-    def compact(self):
-        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
-        version reflecting the same base versions."""
-        from arrayviews.operators import writes
-
-        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
-
-    def at_version(self, version: int) -> Array:
-        source = self._current()
-        source.table.snapshot_of(version)
-        return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
-
-    # -- maintenance -----------------------------------------------------------------------------
-    def status(self) -> dict:
-        """Base versions reflected and current, and whether deltas are pending."""
-        table = self._current().table
-        reflected = reflected_versions(table)
-        rows = []
-        for base in self._definition.bases:
-            current = self._db.array(base).version
-            rows.append({"base": base, "reflected": reflected.get(base, 0), "current": current})
-        pending = any(r["reflected"] != r["current"] for r in rows)
-        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
-
-    def refresh(self, strategy: str = "auto") -> RefreshResult:
-        """Bring the view up to date with its base arrays (one atomic snapshot).
-
-        ``"auto"`` (default) estimates a full recomputation and an incremental (``"baseline"``)
-        refresh from metadata (touched chunks, cells, pairs) and the calibrated costs, and runs the
-        cheaper; ``"full"`` and ``"baseline"`` force one. The result reports the estimates, the
-        executor and the measured time, and the same report is stored with the new view version
-        (see :meth:`refresh_history`)."""
-        _check_strategy(strategy)
-        return refresh_view(self._db, self, strategy)
-
-    def refresh_history(self) -> pd.DataFrame:
-        """One row per view version still held: how it was computed (strategy asked and run,
-        executor and why, estimated cells and predicted seconds, measured seconds, view chunks
-        rewritten, update triples)."""
-        return history.refresh_history(self._current().table)
-
-    def explain_refresh(self, strategy: str = "auto") -> str:
-        """What ``refresh(strategy)`` would do now, and why: the estimates of full and incremental
-        refresh, the executor for each and the choice (nothing is computed or committed)."""
-        return explain_refresh(self._db, self, strategy)
-
-    def verify(self) -> bool:
-        """Recompute the view from scratch and compare with what is stored; True when they agree
-        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
-        expected = compute_from_scratch(self._db, self)
-        actual = self.to_pandas()
-        return frames_agree(actual, expected)
-
-    def __repr__(self) -> str:
-        return f"<View {self._public.to_text()} (version {self.version})>"
 
 
 def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
@@ -224,13 +146,11 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
 
 
 def join_spec(db: Database, definition: SimilarityViewDefinition) -> JoinSpec:
-    from arrayviews.model.mappings import Mapping
-
     left, right = db.array(definition.left).schema, db.array(definition.right).schema
     return JoinSpec(left, right, definition.shape, Mapping.of(left, right, definition.mapping))
 
 
-def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
+def compute_from_scratch(db: Database, view) -> pd.DataFrame:
     """The view's public content recomputed from the current base arrays (nothing is stored)."""
     definition = view.definition
     if isinstance(definition, WindowViewDefinition):
@@ -246,9 +166,12 @@ def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
     return table.select(list(view._public.dimension_names) + list(view._public.attribute_names)).to_pandas()
 
 
-def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
+def create_view(
+    db: Database, name: str, definition: ViewDefinition, chunks=None
+) -> tuple[ArrayTable, ArraySchema]:
     """Create a view, compute it and store it as its first version: the table is created and
-    filled in one commit, so a crash leaves either the whole view or no view."""
+    filled in one commit, so a crash leaves either the whole view or no view. Returns the view's
+    table and public schema."""
     _refuse_views_as_bases(db, name, definition)
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
@@ -275,9 +198,12 @@ def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None
         )
 
     table = db.warehouse.create(
-        stored, kind="view", properties={DEFINITION_PROPERTY: definition.to_json()}, fill=fill
+        stored,
+        kind=kinds.STORED_ARRAY_VIEW,
+        properties={DEFINITION_PROPERTY: definition.to_json()},
+        fill=fill,
     )
-    return View(db, table, definition, public)
+    return table, public
 
 
 def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
@@ -285,8 +211,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
     for base in definition.bases:
         if base.lower() == name.lower():
             raise ValidationError(f"view {name} cannot read itself")
-        table = db.warehouse.open(base)
-        if table.table.metadata.properties.get(KIND_PROPERTY) == "view":
+        if db.warehouse.open(base).kind == kinds.STORED_ARRAY_VIEW:
             raise ValidationError(
                 f"view {name}: {base} is a view; views over views are not supported "
                 f"(define the view over the base arrays of {base})",
@@ -300,7 +225,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 MAX_REFRESH_ATTEMPTS = 5
 
 
-def refresh_view(db: Database, view: View, strategy: str) -> RefreshResult:
+def refresh_view(db: Database, view, strategy: str) -> RefreshResult:
     """Refresh the view; if another process refreshed it first, report that it is already as
     fresh (nothing committed) or, when the other refresh reflects older base versions, plan again."""
     lost: BaseMovedError | None = None
@@ -466,7 +391,7 @@ def _expired(bases: dict[str, StoredSource], reflected: dict[str, int]) -> str |
 
 def _plan_strategy(
     db: Database,
-    view: View,
+    view,
     requested: str,
     bases: dict[str, StoredSource],
     reflected: dict[str, int],
@@ -501,9 +426,9 @@ def _plan_strategy(
     return prepared[chosen.strategy], chosen, costs, reason
 
 
-def explain_refresh(db: Database, view: View, strategy: str = "auto") -> str:
+def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
     """The refresh plan of ``view`` now: estimates, executors and the choice (nothing runs)."""
-    _check_strategy(strategy)
+    check_strategy(strategy)
     table = view._current().table
     reflected = reflected_versions(table)
     bases = _pinned_bases(db, view.definition)
@@ -520,12 +445,12 @@ def explain_refresh(db: Database, view: View, strategy: str = "auto") -> str:
     return "\n".join(lines)
 
 
-def _check_strategy(strategy: str) -> None:
+def check_strategy(strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
 
 
-def _run_refresh(db: Database, view: View, requested: str) -> RefreshResult:
+def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
     started = time.perf_counter()
     table = view._current().table
     expected = table.current_version()
@@ -648,18 +573,25 @@ def _operations(
     return steps
 
 
-def open_view(db: Database, name: str) -> View:
-    from arrayviews.views.definition import definition_from_json
-
-    table = db.warehouse.open(name)
-    properties = table.table.metadata.properties
+def read_definition(table: ArrayTable) -> tuple[ViewDefinition, ArraySchema]:
+    """The definition and public schema of the view stored in ``table`` (ValidationError for an array)."""
+    properties = table.properties
     if DEFINITION_PROPERTY not in properties:
-        raise ValidationError(f"{name} is an array, not a view")
+        raise ValidationError(f"{table.name} is an array, not a view")
     definition = definition_from_json(properties[DEFINITION_PROPERTY])
     stored = table.schema
-    public_names = [a for a in stored.attributes if not a.internal]
-    public = stored.with_attributes(public_names)
-    return View(db, table, definition, public)
+    public = stored.with_attributes([a for a in stored.attributes if not a.internal])
+    return definition, public
 
 
-__all__ = ["RefreshResult", "View", "create_view", "open_view"]
+__all__ = [
+    "BASE_KEY",
+    "RefreshResult",
+    "compute_from_scratch",
+    "create_view",
+    "frames_agree",
+    "check_strategy",
+    "explain_refresh",
+    "read_definition",
+    "refresh_view",
+]

@@ -39,38 +39,38 @@ from pyiceberg.expressions import (
     LessThanOrEqual,
     Or,
 )
-from pyiceberg.manifest import DataFile, ManifestContent, ManifestFile
+from pyiceberg.manifest import ManifestContent, ManifestFile
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from arrayviews.execution.jobs import conform, new_file_name, spark_schema
-from arrayviews.execution.memory import tune_allocator
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
 from arrayviews.storage.catalog import ensure_namespace
 from arrayviews.storage.creation import create_table, delete_folder
-from arrayviews.storage.expiry import ExpireResult, expire_table
-from arrayviews.storage.files import delete_files, filesystem, write_parquet
-from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot
+from arrayviews.storage.expiry import ExpireResult
+from arrayviews.storage.files import conform, delete_files, filesystem, new_data_file_uri, write_parquet
+from arrayviews.storage.versioned import (
+    KIND_PROPERTY,
+    PREFIX,
+    VERSION_KEY,
+    SnapshotRecord,
+    StoredFile,
+    VersionedTable,
+)
 
 logger = logging.getLogger(__name__)
 
-#: The column holding each row's part number.
-PREFIX = "arrayviews."
-
-KIND_PROPERTY = PREFIX + "kind"
 LENGTH_PROPERTY = PREFIX + "partition-length"
 TIME_COLUMN_PROPERTY = PREFIX + "time-column"
 DEFINITION_PROPERTY = PREFIX + "definition"
 NAME_PROPERTY = PREFIX + "name"
 SCHEMA_PROPERTY = PREFIX + "spark-schema"
+#: Table property of a stream view: "true" for a helper view generated to serve another one.
+HELPER_PROPERTY = PREFIX + "viewdf.helper"
 
-VERSION_KEY = PREFIX + "version"
 OPERATION_KEY = PREFIX + "operation"
 PARTS_KEY = PREFIX + "parts"
 RESTORED_KEY = PREFIX + "restored-parts"
@@ -188,7 +188,7 @@ def _caller_properties(properties: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _part_of(data_file: DataFile) -> int:
+def _part_of(data_file: StoredFile) -> int:
     return int(data_file.partition[0])
 
 
@@ -233,15 +233,14 @@ STAGED_SCHEMA = pa.schema(
 )
 
 
-def _part_writer(
+def part_writer(
     directory: str, arrow_schema: pa.Schema, token: str, target_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The task function of :meth:`PartTable.stage`: rows arrive sorted by part; each run of one part
-    becomes a file (split past ``target_bytes``). Reports (uri, part, rows, bytes) per file and one
-    row with a null uri counting the rows that had no part."""
+    """The task function of staging (here and in Spark tasks): rows arrive sorted by part; each run
+    of one part becomes a file (split past ``target_bytes``). Reports (uri, part, rows, bytes) per
+    file and one row with a null uri counting the rows that had no part."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tune_allocator()
         reports: list[tuple[str | None, int | None, int, int]] = []
         pending: list[pa.Table] = []
         pending_part: int | None = None
@@ -250,7 +249,7 @@ def _part_writer(
 
         def flush() -> None:
             table = pa.concat_tables(pending)
-            uri = f"{directory}/{token}-{new_file_name()}"
+            uri = new_data_file_uri(directory, prefix=f"{token}-")
             reports.append((uri, pending_part, table.num_rows, write_parquet(table, uri)))
 
         for batch in batches:
@@ -286,7 +285,7 @@ def _part_writer(
     return run
 
 
-def _delete_token_files(directory: str, token: str) -> None:
+def delete_token_files(directory: str, token: str) -> None:
     """Delete the files of one staging job (named ``<token>-...``), e.g. after some of its tasks failed."""
     fs, path = filesystem(directory)
     found = fs.get_file_info(FileSelector(path, allow_not_found=True))
@@ -300,12 +299,13 @@ def _delete_token_files(directory: str, token: str) -> None:
 
 
 # -- the table --------------------------------------------------------------------------------------
-class PartTable:
-    """One part-partitioned Iceberg table: metadata, planning by part range, staging and commits."""
+class PartTable(VersionedTable):
+    """One part-partitioned Iceberg table: metadata, planning by part range, staging and commits
+    (the Spark jobs over it are in ``execution.part_jobs``)."""
 
     def __init__(self, catalog: Catalog, table: Table) -> None:
+        super().__init__(table)
         self.catalog = catalog
-        self.table = table
 
     # -- creating and finding ---------------------------------------------------------------------
     @classmethod
@@ -400,22 +400,18 @@ class PartTable:
 
     def drop(self) -> None:
         """Drop the table from the catalog and delete its files."""
-        location = self.table.location()
+        location = self.location
         self.catalog.drop_table(self.table.name())
         delete_folder(location)
 
     # -- description ------------------------------------------------------------------------------
     @property
-    def properties(self) -> dict[str, str]:
-        return self.table.metadata.properties
-
-    @property
     def name(self) -> str:
         return self.properties[NAME_PROPERTY]
 
     @property
-    def kind(self) -> str:
-        return self.properties[KIND_PROPERTY]
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
 
     @property
     def partition_length(self) -> int:
@@ -423,9 +419,7 @@ class PartTable:
 
     def set_properties(self, **properties: str) -> None:
         """Set table properties (settings such as a view's lateness allowance) in one commit."""
-        with self.table.transaction() as transaction:
-            transaction.set_properties(**properties)
-        self.refresh()
+        self.update_properties(properties)
 
     @property
     def table_properties(self) -> dict[str, str]:
@@ -446,61 +440,30 @@ class PartTable:
     def arrow_schema(self) -> pa.Schema:
         return arrow_schema_of(self.spark_schema)
 
-    @property
-    def data_directory(self) -> str:
-        return self.table.location().rstrip("/") + "/data"
-
-    def refresh(self) -> PartTable:
-        self.table = self.table.refresh()
-        return self
-
     # -- versions ---------------------------------------------------------------------------------
     def versions(self) -> list[PartVersion]:
         """Every version still held, oldest first (version 0, the empty table, has no snapshot)."""
-        result = []
-        for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            if VERSION_KEY not in summary:
-                continue
+
+        def record(snapshot: SnapshotRecord) -> PartVersion:
+            summary = snapshot.summary
             dropped = summary.get(DROPPED_BELOW_KEY)
-            result.append(
-                PartVersion(
-                    version=int(summary[VERSION_KEY]),
-                    snapshot_id=snapshot.snapshot_id,
-                    time=dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
-                    operation=summary.get(OPERATION_KEY, "?"),
-                    parts=parse_parts(summary.get(PARTS_KEY, "")),
-                    properties=_caller_properties(summary),
-                    dropped_below=None if dropped is None else int(dropped),
-                    restored=parse_parts(summary.get(RESTORED_KEY, "")),
-                    batch_id=summary.get(BATCH_KEY),
-                )
+            return PartVersion(
+                version=int(summary[VERSION_KEY]),
+                snapshot_id=snapshot.snapshot_id,
+                time=snapshot.time,
+                operation=summary.get(OPERATION_KEY, "?"),
+                parts=parse_parts(summary.get(PARTS_KEY, "")),
+                properties=_caller_properties(summary),
+                dropped_below=None if dropped is None else int(dropped),
+                restored=parse_parts(summary.get(RESTORED_KEY, "")),
+                batch_id=summary.get(BATCH_KEY),
             )
-        return sorted(result, key=lambda v: v.version)
 
-    def current_version(self) -> int:
-        snapshot = self.table.current_snapshot()
-        if snapshot is None or snapshot.summary is None:
-            return 0
-        return int(snapshot.summary.additional_properties.get(VERSION_KEY, 0))
-
-    def snapshot_of(self, version: int) -> int | None:
-        """Snapshot id of ``version`` (None for version 0); NotFoundError if it is unknown or expired."""
-        if version == 0:
-            return None
-        held = self.versions()
-        for info in held:
-            if info.version == version:
-                return info.snapshot_id
-        known = ", ".join(str(v.version) for v in held) or "none"
-        raise NotFoundError(f"{self.kind} {self.name} has no version {version} (versions held: {known})")
+        return self.versioned(record)
 
     def latest_properties(self) -> dict[str, str]:
         """The caller properties of the current snapshot (without the ``arrayviews.`` prefix)."""
-        snapshot = self.table.current_snapshot()
-        if snapshot is None or snapshot.summary is None:
-            return {}
-        return _caller_properties(snapshot.summary.additional_properties)
+        return _caller_properties(self.current_summary())
 
     def part_updated(self) -> dict[int, dt.datetime]:
         """For each part holding data, the time of the latest snapshot still held that wrote it
@@ -527,12 +490,8 @@ class PartTable:
         return expired.get(batch_id)
 
     # -- planning ---------------------------------------------------------------------------------
-    def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[DataFile]:
-        snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
-        if snapshot_id is None:
-            return []
-        scan = self.table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
-        return [task.file for task in scan.plan_files()]
+    def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[StoredFile]:
+        return self.live_files(version, row_filter)
 
     def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
         """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by default)."""
@@ -574,72 +533,18 @@ class PartTable:
         ]
         return (min(parts), max(parts)) if parts else None
 
-    # -- reading ----------------------------------------------------------------------------------
-    def read_parts(
-        self,
-        spark: SparkSession,
-        low: int,
-        high: int,
-        version: int | None = None,
-        extra_files: Iterable[str] = (),
-    ) -> DataFrame:
-        """The rows (user columns and ``_part``) of parts ``low`` to ``high``, plus the rows of
-        ``extra_files`` (staged files, read whole)."""
-        return self.read_files(spark, self.files_of_parts(low, high, version) + list(extra_files))
-
-    def read_files(self, spark: SparkSession, uris: Iterable[str]) -> DataFrame:
-        """The rows (user columns and ``_part``) of some data files of this table, committed or staged."""
-        uris = list(uris)
-        if not uris:
-            return spark.createDataFrame([], self.read_schema)
-        return spark.read.schema(self.read_schema).parquet(*uris)
-
     # -- writing ----------------------------------------------------------------------------------
-    def stage(
-        self, frame: DataFrame, target_bytes: int = TARGET_FILE_BYTES, single_part: bool = False
-    ) -> list[StagedFile]:
-        """Executors write the rows of ``frame`` (user columns and ``_part``) as Parquet files under the
-        data folder, each file holding one part; nothing is committed. ``single_part``: the caller
-        knows every row has the same part, so the rows are written where they are (no shuffle).
-
-        Rows with a null ``_part`` are not written: if there are any, the files of this job are
-        deleted and UnpartitionedRowsError is raised. If the job fails, its files are deleted too.
-        """
-        arrow_schema = self.arrow_schema
-        token = uuid.uuid4().hex[:12]
-        run = _part_writer(self.data_directory, arrow_schema, token, target_bytes)
-        columns = [F.col(f"`{name}`") for name in arrow_schema.names]
-        ordered = frame.select(*columns)
-        if not single_part:
-            ordered = ordered.repartition(F.col(PART)).sortWithinPartitions(PART)
-        try:
-            rows = ordered.mapInArrow(run, spark_schema(STAGED_SCHEMA)).collect()
-        except BaseException:
-            _delete_token_files(self.data_directory, token)
-            raise
-        staged = [
-            StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows if r["uri"] is not None
-        ]
-        partless = sum(r["rows"] for r in rows if r["uri"] is None)
-        if partless:
-            self.discard(staged)
-            raise UnpartitionedRowsError(
-                f"{self.kind} {self.name}: {partless} row(s) have no part number; nothing was written",
-                partless,
-            )
-        return sorted(staged, key=lambda s: (s.part, s.uri))
-
     def stage_local(self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES) -> list[StagedFile]:
         """Write rows held by the driver (user columns in storage types and ``_part``) as Parquet
         files, one part per file, in this process: no Spark job for a small batch. Same files,
-        checks and cleanup as :meth:`stage`."""
+        checks and cleanup as staging by Spark (``execution.part_jobs``)."""
         token = uuid.uuid4().hex[:12]
-        run = _part_writer(self.data_directory, self.arrow_schema, token, target_bytes)
+        run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes)
         ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
         try:
             reports = pa.Table.from_batches(list(run(iter(ordered.to_batches()))), schema=STAGED_SCHEMA)
         except BaseException:
-            _delete_token_files(self.data_directory, token)
+            delete_token_files(self.data_directory, token)
             raise
         rows_list = reports.to_pylist()
         staged = [StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows_list if r["uri"]]
@@ -679,11 +584,8 @@ class PartTable:
         CommitConflictError, committing nothing) if the table is no longer at ``expected_version``.
         """
         self.refresh()
-        current = self.current_version()
-        label = f"{self.kind} {self.name}"
-        if current != expected_version:
-            raise BaseMovedError(label, f"now version {current}, planned on version {expected_version}")
-        base = self.table.metadata.current_snapshot_id
+        base = self.check_base(expected_version)
+        current = expected_version
         replaced = sorted(set(replace_parts))
         removed = self._removed_files(replaced, drop_below)
         restored = set(restored_parts)
@@ -704,10 +606,10 @@ class PartTable:
             summary[BATCH_KEY] = batch_id
         if drop_below is not None:
             summary[DROPPED_BELOW_KEY] = str(drop_below)
-        self.table = commit_snapshot(self.table, base, [s.uri for s in added], removed, summary, label)
+        self.commit_files(base, [s.uri for s in added], removed, summary)
         return version
 
-    def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[DataFile]:
+    def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[StoredFile]:
         if not replaced and drop_below is None:
             return []
         conditions: list[BooleanExpression] = []
@@ -724,39 +626,14 @@ class PartTable:
         ]
 
     # -- keeping the history bounded ---------------------------------------------------------------
-    def compact(self, spark: SparkSession, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> int | None:
-        """Merge the small files of every part that has several into one file per part, as one
-        snapshot recording those parts as restored (same rows, so readers need not recompute
-        anything) and carrying the current snapshot's properties (a view's state). Returns the new
-        version, or None when no part has several small files."""
-        for attempt in range(1, 9):
-            self.refresh()
-            expected = self.current_version()
-            small: dict[int, list[str]] = {}
-            for data_file in self._live_files(AlwaysTrue()):
-                if data_file.file_size_in_bytes < small_file_bytes:
-                    small.setdefault(_part_of(data_file), []).append(data_file.file_path)
-            parts = sorted(p for p, files in small.items() if len(files) > 1)
-            if not parts:
-                return None
-            staged = self.stage(self.read_files(spark, [u for p in parts for u in small[p]]))
-            try:
-                return self.commit(
-                    staged,
-                    replace_parts=parts,
-                    restored_parts=parts,
-                    operation="compact",
-                    properties=self.latest_properties(),
-                    expected_version=expected,
-                )
-            except BaseMovedError:
-                self.discard(staged)
-                if attempt == 8:
-                    raise
-            except BaseException:
-                self.discard(staged)
-                raise
-        return None
+    def small_files(self, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> dict[int, list[str]]:
+        """The data files smaller than ``small_file_bytes`` of each part that has several of them
+        (what compaction merges), current version."""
+        small: dict[int, list[str]] = {}
+        for data_file in self._live_files(AlwaysTrue()):
+            if data_file.file_size_in_bytes < small_file_bytes:
+                small.setdefault(_part_of(data_file), []).append(data_file.file_path)
+        return {p: files for p, files in sorted(small.items()) if len(files) > 1}
 
     def expire(
         self, older_than: dt.datetime, orphans_before: dt.datetime, keep_after: int | None = None
@@ -766,27 +643,18 @@ class PartTable:
         file no remaining version needs. Batch ids of the versions forgotten are kept in a table
         property, so those batches stay appended exactly once."""
 
-        def version_of(snapshot) -> int | None:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
-            return int(summary[VERSION_KEY]) if VERSION_KEY in summary else None
+        def keep(snapshot: SnapshotRecord) -> bool:
+            return keep_after is not None and snapshot.version is not None and snapshot.version > keep_after
 
-        def keep(snapshot) -> bool:
-            version = version_of(snapshot)
-            return keep_after is not None and version is not None and version > keep_after
-
-        def archived_batches(table, doomed) -> dict[str, str]:
-            known = json.loads(table.metadata.properties.get(EXPIRED_BATCHES_PROPERTY, "{}"))
+        def archived_batches(properties: dict[str, str], doomed: list[SnapshotRecord]) -> dict[str, str]:
+            known = json.loads(properties.get(EXPIRED_BATCHES_PROPERTY, "{}"))
             added = {}
             for snapshot in doomed:
-                summary = snapshot.summary.additional_properties if snapshot.summary else {}
-                if BATCH_KEY in summary and summary[BATCH_KEY] not in known:
-                    added[summary[BATCH_KEY]] = version_of(snapshot)
+                if BATCH_KEY in snapshot.summary and snapshot.summary[BATCH_KEY] not in known:
+                    added[snapshot.summary[BATCH_KEY]] = snapshot.version
             return {EXPIRED_BATCHES_PROPERTY: json.dumps({**known, **added})} if added else {}
 
-        self.table, result = expire_table(
-            self.table, older_than, orphans_before, version_of, keep=keep, properties=archived_batches
-        )
-        return result
+        return super().expire(older_than, orphans_before, keep=keep, properties=archived_batches)
 
     def all_files(self, version: int | None = None) -> list[str]:
         """URIs of every data file of a version (current by default)."""

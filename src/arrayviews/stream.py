@@ -27,21 +27,23 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
+from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
+from arrayviews.storage import kinds, part_table
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem
+from arrayviews.storage.part_table import PART, PartVersion, StagedFile, UnpartitionedRowsError
 from arrayviews.storage.snapshots import BaseMovedError
-from arrayviews.streams import part_table
-from arrayviews.streams.part_table import PART, PartTable, PartVersion, StagedFile, UnpartitionedRowsError
+from arrayviews.streams.world import StreamWorld
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
 
-NAMESPACE = "streams"
-KIND = "stream"
+NAMESPACE = kinds.STREAMS_NAMESPACE
+KIND = kinds.STORED_STREAM
 #: Column names a stream may not use (the part number, and the part start time views may add).
 RESERVED_COLUMNS = RESERVED_STREAM_COLUMNS
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
@@ -168,10 +170,10 @@ def create_stream(
         )
     _check_schema(name, schema, time_column)
     catalog = db.warehouse.catalog
-    if PartTable.exists(catalog, NAMESPACE, name):
+    if SparkPartTable.exists(catalog, NAMESPACE, name):
         raise AlreadyExistsError(f"a stream named {name} already exists")
     try:
-        table = PartTable.create(
+        table = SparkPartTable.create(
             catalog, NAMESPACE, name, schema, partition_length, KIND, {"time-column": time_column}
         )
     except AlreadyExistsError:
@@ -182,7 +184,7 @@ def create_stream(
 def open_stream(db: Database, name: str) -> Stream:
     """The stream ``name``; NotFoundError lists the streams there are."""
     try:
-        table = PartTable.open(db.warehouse.catalog, NAMESPACE, name)
+        table = SparkPartTable.open(db.warehouse.catalog, NAMESPACE, name)
     except NotFoundError:
         table = None
     if table is None or table.table_properties.get("kind") != KIND:
@@ -192,7 +194,7 @@ def open_stream(db: Database, name: str) -> Stream:
 
 
 def stream_names(db: Database) -> list[str]:
-    return PartTable.names(db.warehouse.catalog, NAMESPACE, kind=KIND)
+    return SparkPartTable.names(db.warehouse.catalog, NAMESPACE, kind=KIND)
 
 
 def drop_stream(db: Database, name: str) -> None:
@@ -220,7 +222,7 @@ def _spark_accepts(target: T.DataType, given: T.DataType) -> bool:
 class Stream:
     """An append-only, time-partitioned table of rows."""
 
-    def __init__(self, db: Database, table: PartTable) -> None:
+    def __init__(self, db: Database, table: SparkPartTable) -> None:
         self.db = db
         self.table = table
 
@@ -267,8 +269,6 @@ class Stream:
         """Forget versions older than a time or age (default: all but the current one) and delete
         the files only they needed. Versions a stream view has not seen yet are kept (its next
         maintenance reads what changed since the version it saw); batch ids stay known."""
-        from arrayviews.streams.world import StreamWorld
-
         keep_after = StreamWorld(self.db.spark, self.db.warehouse.catalog).oldest_seen(self.name)
         return self.table.expire(*cutoffs(older_than, orphans_older_than), keep_after=keep_after)
 

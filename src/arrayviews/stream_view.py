@@ -8,20 +8,19 @@ import datetime as dt
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from arrayviews.execution.failures import translating
-from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
-from arrayviews.model.names import HELPER_SUFFIX, PART_TIMESTAMP, check_identifier
+from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.model.errors import AlreadyExistsError, ParseError, ValidationError
+from arrayviews.model.names import HELPER_SUFFIX, check_identifier
 from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import check_update_columns
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
-from arrayviews.streams.part_table import PartTable
-from arrayviews.streams.world import PART, StreamWorld, normalized
+from arrayviews.streams.world import StreamWorld, normalized
 
 
 def _reference_error(definition: ViewDFDefinition, reference, message: str) -> ParseError:
@@ -140,7 +139,7 @@ def create_views(
             }
             if lateness_parts is not None:
                 properties[rel.LATENESS] = str(int(lateness_parts))
-            PartTable.create(
+            SparkPartTable.create(
                 catalog,
                 rel.NAMESPACE,
                 definition.name,
@@ -156,7 +155,7 @@ def create_views(
     except BaseException:
         for name in reversed(created):
             with contextlib.suppress(Exception):
-                PartTable.open(catalog, rel.NAMESPACE, name).drop()
+                SparkPartTable.open(catalog, rel.NAMESPACE, name).drop()
         raise
 
 
@@ -214,23 +213,11 @@ class StreamView:
 
     def parts(self) -> range:
         """Parts held: from the oldest retained to the newest built."""
-        state = self.state()
-        return range(0) if state is None else range(state.retained, state.next)
+        return self._handle.held_parts()
 
     def read(self, part: int | None = None) -> DataFrame:
         """The view's rows (every held part, or one part) with PART_TIMESTAMP, the start of the part."""
-        held = self.parts()
-        if part is not None and part not in held:
-            span = f"{held.start}..{held.stop - 1}" if len(held) else "none yet"
-            raise NotFoundError(f"view {self.name} has no part {part} (parts held: {span})")
-        low, high = (held.start, held.stop - 1) if part is None else (part, part)
-        table = self._handle.table
-        if not len(held):
-            frame = self.spark.createDataFrame([], table.spark_schema).withColumn(PART, F.lit(0).cast("long"))
-        else:
-            frame = table.read_parts(self.spark, low, high)
-        stamp = F.timestamp_seconds(F.col(PART) * F.lit(self.partition_length))
-        return frame.withColumn(PART_TIMESTAMP, stamp).drop(PART)
+        return self._handle.read_held(self.spark, part)
 
     def compact(self) -> int | None:
         """Merge each part's small files into one (rows and state unchanged); the new version, or

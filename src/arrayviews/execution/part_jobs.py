@@ -1,0 +1,126 @@
+"""Spark jobs over a part table: read parts, stage rows as one file per part, compact small files."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from arrayviews.execution.jobs import spark_schema
+from arrayviews.execution.memory import tune_allocator
+from arrayviews.storage.part_table import (
+    PART,
+    STAGED_SCHEMA,
+    TARGET_FILE_BYTES,
+    PartTable,
+    StagedFile,
+    UnpartitionedRowsError,
+    delete_token_files,
+    part_writer,
+)
+from arrayviews.storage.snapshots import BaseMovedError
+
+#: Attempts of a compaction that loses its commit to other writers before it gives up.
+COMPACT_ATTEMPTS = 8
+
+
+class SparkPartTable(PartTable):
+    """A part table read and written by Spark jobs (the storage side is :class:`PartTable`)."""
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read_parts(
+        self,
+        spark: SparkSession,
+        low: int,
+        high: int,
+        version: int | None = None,
+        extra_files: Iterable[str] = (),
+    ) -> DataFrame:
+        """The rows (user columns and ``_part``) of parts ``low`` to ``high``, plus the rows of
+        ``extra_files`` (staged files, read whole)."""
+        return self.read_files(spark, self.files_of_parts(low, high, version) + list(extra_files))
+
+    def read_files(self, spark: SparkSession, uris: Iterable[str]) -> DataFrame:
+        """The rows (user columns and ``_part``) of some data files of this table, committed or staged."""
+        uris = list(uris)
+        if not uris:
+            return spark.createDataFrame([], self.read_schema)
+        return spark.read.schema(self.read_schema).parquet(*uris)
+
+    # -- writing ----------------------------------------------------------------------------------
+    def stage(
+        self, frame: DataFrame, target_bytes: int = TARGET_FILE_BYTES, single_part: bool = False
+    ) -> list[StagedFile]:
+        """Executors write the rows of ``frame`` (user columns and ``_part``) as Parquet files under the
+        data folder, each file holding one part; nothing is committed. ``single_part``: the caller
+        knows every row has the same part, so the rows are written where they are (no shuffle).
+
+        Rows with a null ``_part`` are not written: if there are any, the files of this job are
+        deleted and UnpartitionedRowsError is raised. If the job fails, its files are deleted too.
+        """
+        arrow_schema = self.arrow_schema
+        token = uuid.uuid4().hex[:12]
+        write = part_writer(self.data_directory, arrow_schema, token, target_bytes)
+
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            tune_allocator()
+            yield from write(batches)
+
+        columns = [F.col(f"`{name}`") for name in arrow_schema.names]
+        ordered = frame.select(*columns)
+        if not single_part:
+            ordered = ordered.repartition(F.col(PART)).sortWithinPartitions(PART)
+        try:
+            rows = ordered.mapInArrow(run, spark_schema(STAGED_SCHEMA)).collect()
+        except BaseException:
+            delete_token_files(self.data_directory, token)
+            raise
+        staged = [
+            StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows if r["uri"] is not None
+        ]
+        partless = sum(r["rows"] for r in rows if r["uri"] is None)
+        if partless:
+            self.discard(staged)
+            raise UnpartitionedRowsError(
+                f"{self.kind} {self.name}: {partless} row(s) have no part number; nothing was written",
+                partless,
+            )
+        return sorted(staged, key=lambda s: (s.part, s.uri))
+
+    # -- keeping the history bounded ---------------------------------------------------------------
+    def compact(self, spark: SparkSession, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> int | None:
+        """Merge the small files of every part that has several into one file per part, as one
+        snapshot recording those parts as restored (same rows, so readers need not recompute
+        anything) and carrying the current snapshot's properties (a view's state). Returns the new
+        version, or None when no part has several small files."""
+        for attempt in range(1, COMPACT_ATTEMPTS + 1):
+            self.refresh()
+            expected = self.current_version()
+            small = self.small_files(small_file_bytes)
+            if not small:
+                return None
+            parts = sorted(small)
+            staged = self.stage(self.read_files(spark, [u for p in parts for u in small[p]]))
+            try:
+                return self.commit(
+                    staged,
+                    replace_parts=parts,
+                    restored_parts=parts,
+                    operation="compact",
+                    properties=self.latest_properties(),
+                    expected_version=expected,
+                )
+            except BaseMovedError:
+                self.discard(staged)
+                if attempt == COMPACT_ATTEMPTS:
+                    raise
+            except BaseException:
+                self.discard(staged)
+                raise
+        return None
+
+
+__all__ = ["SparkPartTable"]

@@ -1,0 +1,201 @@
+"""One versioned table over Iceberg: versions, snapshots, properties and commits, for every relation kind.
+
+Every relation arrayviews stores (arrays, array views, uncertain arrays, streams, stream views) is
+one Iceberg table whose snapshots carry an ``arrayviews.version`` number in their summary. This
+class owns the pyiceberg table and is the only way the rest of the code reads its versions,
+snapshots and properties or commits to it; :class:`~arrayviews.storage.array_table.ArrayTable` and
+:class:`~arrayviews.storage.part_table.PartTable` add what is particular to their layout (chunk
+fragments, time parts). Nothing outside ``storage/`` touches a pyiceberg object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+
+from arrayviews.model.errors import NotFoundError
+from arrayviews.storage.expiry import ExpireResult, expire_table
+from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot, update_properties
+
+#: Every key arrayviews writes (table properties and snapshot summaries) starts with this.
+PREFIX = "arrayviews."
+#: Snapshot summary: the relation's version number (1, 2, ...; version 0 has no snapshot).
+VERSION_KEY = PREFIX + "version"
+#: Table property: the relation's kind (see ``storage.relations``).
+KIND_PROPERTY = PREFIX + "kind"
+
+#: A data file of a table, as planning returns it and commits remove it (an opaque handle to the
+#: rest of the code, which reads only its ``file_path``, ``record_count`` and ``file_size_in_bytes``).
+StoredFile = DataFile
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """One snapshot as arrayviews sees it: id, commit time and summary."""
+
+    snapshot_id: int
+    time: dt.datetime
+    summary: dict[str, str]
+
+    @property
+    def version(self) -> int | None:
+        return int(self.summary[VERSION_KEY]) if VERSION_KEY in self.summary else None
+
+
+def _record(snapshot: Snapshot) -> SnapshotRecord:
+    return SnapshotRecord(
+        snapshot.snapshot_id,
+        dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
+        dict(snapshot.summary.additional_properties) if snapshot.summary else {},
+    )
+
+
+class VersionedTable:
+    """One Iceberg table with numbered versions (one snapshot each) and ``arrayviews.*`` properties."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    # -- identity ----------------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """How errors name the relation (``array A``, ``stream M``)."""
+        return f"table {self.table.name()[-1]}"
+
+    @property
+    def location(self) -> str:
+        return self.table.location()
+
+    @property
+    def data_directory(self) -> str:
+        return self.location.rstrip("/") + "/data"
+
+    def refresh(self):
+        """Load the table's newest metadata (returns self)."""
+        self.table = self.table.refresh()
+        return self
+
+    # -- properties --------------------------------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, str]:
+        """The table properties (settings kept outside snapshots), as loaded."""
+        return dict(self.table.metadata.properties)
+
+    @property
+    def kind(self) -> str | None:
+        return self.table.metadata.properties.get(KIND_PROPERTY)
+
+    def update_properties(self, updates: dict[str, str], removals: Sequence[str] = ()) -> None:
+        """Set and remove table properties in one metadata commit (no new version)."""
+        self.table = update_properties(self.table, updates, removals)
+
+    # -- versions ----------------------------------------------------------------------------------
+    def snapshots(self) -> Iterator[SnapshotRecord]:
+        """Every snapshot still held, in the order the metadata lists them."""
+        for snapshot in self.table.metadata.snapshots:
+            yield _record(snapshot)
+
+    def current_snapshot(self) -> SnapshotRecord | None:
+        snapshot = self.table.current_snapshot()
+        return None if snapshot is None else _record(snapshot)
+
+    def current_summary(self) -> dict[str, str]:
+        """The summary of the current snapshot ({} for an empty table)."""
+        current = self.current_snapshot()
+        return {} if current is None else current.summary
+
+    def current_version(self) -> int:
+        return int(self.current_summary().get(VERSION_KEY, 0))
+
+    def versioned(self, record: Callable[[SnapshotRecord], V | None]) -> list[V]:
+        """``record`` of every versioned snapshot still held, oldest version first."""
+        held = [(s.version, s) for s in self.snapshots() if s.version is not None]
+        return [v for _, s in sorted(held, key=lambda pair: pair[0]) if (v := record(s)) is not None]
+
+    def snapshot_of(self, version: int) -> int | None:
+        """Snapshot id of ``version`` (None for version 0); NotFoundError if it is unknown or expired."""
+        if version == 0:
+            return None
+        current = self.current_snapshot()
+        if current is not None and current.version == version:
+            return current.snapshot_id
+        held = []
+        for snapshot in self.snapshots():
+            if snapshot.version == version:
+                return snapshot.snapshot_id
+            if snapshot.version is not None:
+                held.append(snapshot.version)
+        known = ", ".join(str(v) for v in sorted(held)) or "none"
+        raise NotFoundError(f"{self.label} has no version {version} (versions held: {known})")
+
+    # -- planning ----------------------------------------------------------------------------------
+    def live_files(
+        self, version: int | None = None, row_filter: BooleanExpression | None = None
+    ) -> list[StoredFile]:
+        """Data files of a version (current by default) that may hold rows matching ``row_filter``."""
+        snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
+        if snapshot_id is None:
+            return []
+        scan = self.table.scan(row_filter=row_filter or AlwaysTrue(), snapshot_id=snapshot_id)
+        return [task.file for task in scan.plan_files()]
+
+    # -- commits -----------------------------------------------------------------------------------
+    def check_base(self, expected_version: int) -> int | None:
+        """The current snapshot id, after checking the table (as loaded) is still at
+        ``expected_version``; BaseMovedError (nothing committed) otherwise."""
+        current = self.current_snapshot()
+        now = 0 if current is None else int(current.summary.get(VERSION_KEY, 0))
+        if now != expected_version:
+            raise BaseMovedError(self.label, f"now version {now}, planned on version {expected_version}")
+        return None if current is None else current.snapshot_id
+
+    def commit_files(
+        self,
+        base_snapshot_id: int | None,
+        added: Sequence[str],
+        removed: Sequence[StoredFile],
+        summary: dict[str, str],
+    ) -> None:
+        """Commit added Parquet files and removed data files as **one** snapshot carrying
+        ``summary``, on top of ``base_snapshot_id`` (validated by the catalog as it swaps the
+        metadata: BaseMovedError, nothing committed, if another writer committed first)."""
+        self.table = commit_snapshot(self.table, base_snapshot_id, added, removed, summary, self.label)
+
+    def expire(
+        self,
+        older_than: dt.datetime,
+        orphans_before: dt.datetime,
+        keep: Callable[[SnapshotRecord], bool] = lambda snapshot: False,
+        properties: Callable[[dict[str, str], list[SnapshotRecord]], dict[str, str]] | None = None,
+    ) -> ExpireResult:
+        """Forget the snapshots committed before ``older_than`` (never the current one, nor those
+        ``keep`` asks for), setting ``properties(table properties, forgotten)`` in the same commit,
+        and delete every file no remaining snapshot needs (see ``storage.expiry``)."""
+
+        def version_of(snapshot: Snapshot) -> int | None:
+            return _record(snapshot).version
+
+        def properties_of(table: Table, doomed: list[Snapshot]) -> dict[str, str]:
+            return properties(dict(table.metadata.properties), [_record(s) for s in doomed])
+
+        self.table, result = expire_table(
+            self.table,
+            older_than,
+            orphans_before,
+            version_of,
+            keep=lambda snapshot: keep(_record(snapshot)),
+            properties=None if properties is None else properties_of,
+        )
+        return result
+
+
+__all__ = ["KIND_PROPERTY", "PREFIX", "VERSION_KEY", "SnapshotRecord", "StoredFile", "VersionedTable"]

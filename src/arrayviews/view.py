@@ -1,0 +1,128 @@
+"""The ``View`` handle: a materialized array view, readable like any array, kept fresh by refreshes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from arrayviews.array import Array
+from arrayviews.execution.failures import translating
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.schema import ArraySchema
+from arrayviews.operators import writes
+from arrayviews.storage.array_table import ArrayTable
+from arrayviews.views import history
+from arrayviews.views import view as maintenance
+from arrayviews.views.definition import ViewDefinition
+from arrayviews.views.source import ViewSource
+from arrayviews.views.view import (
+    BASE_KEY,
+    RefreshResult,
+    check_strategy,
+    compute_from_scratch,
+    explain_refresh,
+    frames_agree,
+    read_definition,
+    reflected_versions,
+    refresh_view,
+)
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+
+@translating
+class View(Array):
+    """A materialized array view: reads see its public aggregates as of its newest refresh."""
+
+    def __init__(
+        self, database: Database, table: ArrayTable, definition: ViewDefinition, public: ArraySchema
+    ) -> None:
+        self._definition = definition
+        self._public = public
+        super().__init__(database, ViewSource(table, table.current_version(), public))
+
+    @property
+    def definition(self) -> ViewDefinition:
+        return self._definition
+
+    def _current(self) -> ViewSource:
+        table = self._source.table.refresh()
+        return ViewSource(table, table.current_version(), self._public)
+
+    def _writable(self):
+        raise ValidationError(f"{self.name} is a view: write to its base arrays and refresh it")
+
+    def _maintained_table(self) -> ArrayTable:
+        return self._current().table
+
+    def compact(self):
+        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
+        version reflecting the same base versions."""
+        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
+
+    def at_version(self, version: int) -> Array:
+        source = self._current()
+        source.table.snapshot_of(version)
+        return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def status(self) -> dict:
+        """Base versions reflected and current, and whether deltas are pending."""
+        table = self._current().table
+        reflected = reflected_versions(table)
+        rows = []
+        for base in self._definition.bases:
+            current = self._db.array(base).version
+            rows.append({"base": base, "reflected": reflected.get(base, 0), "current": current})
+        pending = any(r["reflected"] != r["current"] for r in rows)
+        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
+
+    def refresh(self, strategy: str = "auto") -> RefreshResult:
+        """Bring the view up to date with its base arrays (one atomic snapshot).
+
+        ``"auto"`` (default) estimates a full recomputation and an incremental (``"baseline"``)
+        refresh from metadata (touched chunks, cells, pairs) and the calibrated costs, and runs the
+        cheaper; ``"full"`` and ``"baseline"`` force one. The result reports the estimates, the
+        executor and the measured time, and the same report is stored with the new view version
+        (see :meth:`refresh_history`)."""
+        check_strategy(strategy)
+        return refresh_view(self._db, self, strategy)
+
+    def refresh_history(self) -> pd.DataFrame:
+        """One row per view version still held: how it was computed (strategy asked and run,
+        executor and why, estimated cells and predicted seconds, measured seconds, view chunks
+        rewritten, update triples)."""
+        return history.refresh_history(self._current().table)
+
+    def explain_refresh(self, strategy: str = "auto") -> str:
+        """What ``refresh(strategy)`` would do now, and why: the estimates of full and incremental
+        refresh, the executor for each and the choice (nothing is computed or committed)."""
+        return explain_refresh(self._db, self, strategy)
+
+    def verify(self) -> bool:
+        """Recompute the view from scratch and compare with what is stored; True when they agree
+        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
+        expected = compute_from_scratch(self._db, self)
+        actual = self.to_pandas()
+        return frames_agree(actual, expected)
+
+    def __repr__(self) -> str:
+        return f"<View {self._public.to_text()} (version {self.version})>"
+
+
+def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
+    """Create, compute and store a view (one commit); see ``views.view.create_view``."""
+    table, public = maintenance.create_view(db, name, definition, chunks)
+    return View(db, table, definition, public)
+
+
+def open_view(db: Database, name: str) -> View:
+    """The view ``name`` (ValidationError when ``name`` is an array)."""
+    table = db.warehouse.open(name)
+    definition, public = read_definition(table)
+    return View(db, table, definition, public)
+
+
+__all__ = ["RefreshResult", "View", "create_view", "open_view"]
