@@ -483,7 +483,7 @@ VIEW_ERRORS = [
     # text, line, column, reason (start of the message), expected (None: not checked)
     ("DROP VIEW", 1, 10, "unexpected end of input", ("identifier",)),
     ("SHOW STATUS V", 1, 13, "unexpected 'V'", ("OF",)),
-    ("REFRESH VIEW V USING FAST", 1, 22, "unexpected 'FAST'", ("BASELINE", "FULL")),
+    ("REFRESH VIEW V USING FAST", 1, 22, "unexpected 'FAST'", ("AUTO", "BASELINE", "FULL")),
     ("REFRESH V", 1, 9, "unexpected 'V'", ("VIEW",)),
     ("VERIFY VIEW V W", 1, 15, "unexpected 'W' after the end of the statement", None),
     ("CREATE ARRAY VIEW V", 1, 20, "unexpected end of input", ("AS", "WITH")),
