@@ -36,7 +36,7 @@ from arrayviews.storage import kinds, part_table
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem
 from arrayviews.storage.part_table import PART, PartVersion, StagedFile, UnpartitionedRowsError
-from arrayviews.storage.snapshots import BaseMovedError
+from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams.world import StreamWorld
 
 if TYPE_CHECKING:
@@ -370,8 +370,9 @@ class Stream:
                     if attempt == MAX_ATTEMPTS:
                         raise
                     time.sleep(random.uniform(0.0, 0.01 * 2 ** min(attempt, 6)))
-        except BaseException:
-            self.table.discard(staged)
+        except BaseException as error:
+            if not may_have_committed(error):  # committed files stay: a retry finds the batch id
+                self.table.discard(staged)
             raise
         parts = sorted({s.part for s in staged})
         late = [p for p in parts if bounds is not None and p < bounds[1]]

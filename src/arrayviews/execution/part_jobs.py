@@ -21,7 +21,7 @@ from arrayviews.storage.part_table import (
     delete_token_files,
     part_writer,
 )
-from arrayviews.storage.snapshots import BaseMovedError
+from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 
 #: Attempts of a compaction that loses its commit to other writers before it gives up.
 COMPACT_ATTEMPTS = 8
@@ -117,8 +117,9 @@ class SparkPartTable(PartTable):
                 self.discard(staged)
                 if attempt == COMPACT_ATTEMPTS:
                     raise
-            except BaseException:
-                self.discard(staged)
+            except BaseException as error:
+                if not may_have_committed(error):
+                    self.discard(staged)
                 raise
         return None
 

@@ -29,7 +29,7 @@ from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, encode_sorted, merge_fragments, sort_cells
 from arrayviews.storage.files import delete_files, filesystem
-from arrayviews.storage.snapshots import BaseMovedError
+from arrayviews.storage.snapshots import BaseMovedError, discard_unless_committed
 
 ON_CONFLICT = ("error", "replace")
 #: How many times a write is planned again after another writer committed first.
@@ -140,8 +140,8 @@ def commit_staged(
             CommitInfo(operation, cells_added=added, cells_removed=cells_removed),
             expected,
         )
-    except BaseException:
-        delete_files([w.uri for w in staged + rewritten])
+    except BaseException as error:
+        discard_unless_committed([w.uri for w in staged + rewritten], error)
         raise
     replaced = f", replacing {cells_removed}" if cells_removed else ""
     return WriteResult(
@@ -295,8 +295,8 @@ def _rewrite_and_commit(array, spark, files, cells_before, expected, removal=Non
         version = array.commit(
             [w.uri for w in rewritten], files, CommitInfo("delete", cells_removed=removed), expected
         )
-    except BaseException:
-        delete_files([w.uri for w in rewritten])
+    except BaseException as error:
+        discard_unless_committed([w.uri for w in rewritten], error)
         raise
     return WriteResult(
         array.name,
@@ -359,8 +359,8 @@ def _compact_once(
         version = array.commit(
             [w.uri for w in written], small, CommitInfo("compact", properties=kept), expected
         )
-    except BaseException:
-        delete_files([w.uri for w in written])
+    except BaseException as error:
+        discard_unless_committed([w.uri for w in written], error)
         raise
     return WriteResult(
         schema.name,

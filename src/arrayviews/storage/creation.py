@@ -18,7 +18,12 @@ from pyiceberg.table import Table
 from arrayviews.model.errors import AlreadyExistsError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem
-from arrayviews.storage.snapshots import TABLE_PROPERTIES, stage_snapshot
+from arrayviews.storage.snapshots import (
+    TABLE_PROPERTIES,
+    mark_maybe_committed,
+    may_have_committed,
+    stage_snapshot,
+)
 
 #: fill(data folder) -> (data files written there, summary properties of the first snapshot)
 Fill = Callable[[str], tuple[list[str], dict[str, str]]]
@@ -68,11 +73,18 @@ def create_table(
             added, summary = fill(location + "/data")
             stage_snapshot(transaction, added, [], summary)
         checkpoint("create.before-commit")
-        transaction.commit_transaction()
+        try:
+            transaction.commit_transaction()
+        except TableAlreadyExistsError:
+            raise
+        except BaseException as error:  # the catalog may have created the table before it failed
+            mark_maybe_committed(error)
+            raise
     except TableAlreadyExistsError:
         delete_folder(location)
         raise AlreadyExistsError(f"{what} already exists") from None
-    except BaseException:
-        delete_folder(location)
+    except BaseException as error:
+        if not may_have_committed(error):  # a table that may exist keeps its folder
+            delete_folder(location)
         raise
     return catalog.load_table(identifier)

@@ -24,6 +24,7 @@ from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from arrayviews.model.errors import CommitConflictError
 from arrayviews.model.faults import checkpoint
+from arrayviews.storage.files import delete_files
 
 #: Table properties every arrayviews table carries (set at creation; older tables get them on
 #: their first commit).
@@ -37,6 +38,28 @@ TABLE_PROPERTIES = {
     TableProperties.MANIFEST_MERGE_ENABLED: "true",
     TableProperties.MANIFEST_MIN_MERGE_COUNT: "16",
 }
+
+
+#: Set on an exception raised while or after the catalog swapped a table's metadata.
+_MAYBE_COMMITTED = "_arrayviews_maybe_committed"
+
+
+def mark_maybe_committed(error: BaseException) -> None:
+    """Record on ``error`` that the commit it interrupted may have happened."""
+    setattr(error, _MAYBE_COMMITTED, True)
+
+
+def may_have_committed(error: BaseException) -> bool:
+    """True when ``error`` was raised while or after a commit swapped a table's metadata: the files
+    written for that commit may now belong to the table, so a failing writer must keep them (if the
+    commit did not happen they are orphans, which expiry and ``check --repair`` delete)."""
+    return bool(getattr(error, _MAYBE_COMMITTED, False))
+
+
+def discard_unless_committed(uris: Sequence[str], error: BaseException) -> None:
+    """Delete files written for a commit that failed, unless the commit may have happened."""
+    if not may_have_committed(error):
+        delete_files(list(uris))
 
 
 class BaseMovedError(CommitConflictError):
@@ -212,5 +235,12 @@ def commit_snapshot(
         committed = transaction.commit_transaction()
     except CommitFailedException as error:
         raise BaseMovedError(label, f"another writer committed first: {error}") from None
-    checkpoint("commit.done")
+    except BaseException as error:  # the catalog may have swapped the metadata before it failed
+        mark_maybe_committed(error)
+        raise
+    try:
+        checkpoint("commit.done")
+    except BaseException as error:
+        mark_maybe_committed(error)
+        raise
     return committed

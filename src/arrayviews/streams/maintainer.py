@@ -21,7 +21,7 @@ from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
-from arrayviews.storage.snapshots import BaseMovedError
+from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import planning
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
@@ -193,8 +193,9 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
             restored_parts=restored,
         )
         table.discard(unkept)
-    except BaseException:
-        table.discard(round_.all_staged())
+    except BaseException as error:
+        if not may_have_committed(error):
+            table.discard(round_.all_staged())
         raise
     finally:
         drop_temporary_views(spark, round_.registered)

@@ -14,7 +14,7 @@ from arrayviews.model.faults import checkpoint
 from arrayviews.operators import staging
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
-from arrayviews.storage.files import delete_files
+from arrayviews.storage.snapshots import discard_unless_committed
 
 
 def replace_chunks(
@@ -67,6 +67,6 @@ def replace_chunks(
         version = view.commit([w.uri for w in written], removed, counted, expected_version)
         timings["commit"] = time.perf_counter() - committing
         return version
-    except BaseException:
-        delete_files([w.uri for w in written])
+    except BaseException as error:
+        discard_unless_committed([w.uri for w in written], error)
         raise
