@@ -138,6 +138,22 @@ def sql(context: Context, statement: str | None, script: str | None, output: str
 
 
 @cli.command()
+@click.option(
+    "--history",
+    default=None,
+    help="History file (default ~/.arrayviews_history, or $ARRAYVIEWS_HISTORY).",
+)
+@output_format
+@click.pass_obj
+def shell(context: Context, history: str | None, output: str) -> None:
+    """An interactive statement shell on one warm session: statements end with ';' and may span
+    lines, Tab completes keywords and relation names, \\help lists the shell commands, \\q leaves."""
+    from arrayviews.cli.shell import run_shell
+
+    run_shell(lambda: context.db, history=history, output=output.lower())
+
+
+@cli.command()
 @output_format
 @click.pass_obj
 def arrays(context: Context, output: str) -> None:

@@ -197,6 +197,8 @@ def show(
     frame, heading = found
     if heading and output == "table":
         print_text(heading, file, width)
+        if frame.empty:  # an empty array (as CREATE ARRAY returns it): its schema says it all
+            return
     print_frame(frame, title, output, file, width=width)
 
 
