@@ -151,19 +151,26 @@ def to_spark(source: Source, spark: SparkSession) -> DataFrame:
 
 
 def to_xarray(source: Source):
-    """An ``xarray.Dataset`` with one variable per attribute; empty cells are NaN (integers become float)."""
+    """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates
+    (``low..high`` of each dimension). Empty (and null) cells are NaN; an integer or bool variable
+    keeps its dtype when it has no empty cell and becomes float64 (NaN for empty) otherwise."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("to_xarray needs xarray: pip install xarray") from error
     schema = source.schema
-    coords = {d.name: np.arange(d.low, d.high + 1) for d in schema.dimensions}
+    coords = {d.name: np.arange(d.low, d.high + 1, dtype=np.int64) for d in schema.dimensions}
     variables = {}
     for attribute in schema.attributes:
         values = to_numpy(source, attribute.name, masked=True)
-        if values.dtype.kind != "f":
-            values = values.astype(np.float64)
-        variables[attribute.name] = (schema.dimension_names, np.ma.filled(values, np.nan))
+        mask = np.ma.getmaskarray(values)
+        if not mask.any():
+            data = np.ma.getdata(values)
+        elif values.dtype.kind in "fc":
+            data = np.ma.filled(values, np.nan)
+        else:
+            data = np.ma.filled(values.astype(np.float64), np.nan)
+        variables[attribute.name] = (schema.dimension_names, data, {"arrayviews_type": attribute.type})
     return xr.Dataset(variables, coords=coords, attrs={"arrayviews_schema": schema.to_text()})
 
 
