@@ -180,15 +180,15 @@ def test_xarray_round_trips_keep_coordinates_values_and_dtypes(db) -> None:
     assert copy.to_xarray().equals(dataset)
 
     counts = xr.DataArray(
-        np.arange(12, dtype=np.int32).reshape(3, 4),
+        np.arange(12, dtype=np.int16).reshape(3, 4),
         dims=("y", "x"),
         coords={"y": [100, 101, 102], "x": np.arange(-1, 3)},
         name="n",
     )
     B = db.from_xarray(counts, "B")
-    assert B.attrs == {"n": "int32"} and B.dims == ("y", "x")
+    assert B.attrs == {"n": "int16"} and B.dims == ("y", "x")
     back = B.to_xarray()["n"]
-    assert back.dtype == np.int32
+    assert back.dtype == np.int16
     xr.testing.assert_equal(back.drop_attrs(), counts)
 
     before = db.arrays()

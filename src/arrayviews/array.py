@@ -130,7 +130,7 @@ class Array:
 
     def __array__(self, dtype: object = None, copy: bool | None = None) -> np.ndarray:
         """``np.asarray(A)`` for an array with one attribute: the dense block of its cells, empty cells
-        NaN. An integer or bool attribute with empty cells has no NaN to hold them: refused (use
+        NaN (NaT for datetime64). An integer or bool attribute with empty cells has no NaN to hold them: refused (use
         ``to_numpy(fill=...)`` or ``to_numpy(masked=True)``)."""
         schema = self.schema
         if len(schema.attributes) != 1:
@@ -141,7 +141,7 @@ class Array:
             )
         values = self.to_numpy(masked=True)
         mask = np.ma.getmaskarray(values)
-        if mask.any() and values.dtype.kind not in "fc":
+        if mask.any() and values.dtype.kind not in "fcM":
             raise ValidationError(
                 f"array {schema.name}: attribute {schema.attributes[0].name} ({values.dtype}) has "
                 f"{int(mask.sum())} empty cell(s) and no NaN to hold them; use "
@@ -149,7 +149,8 @@ class Array:
                 array=schema.name,
                 column=schema.attributes[0].name,
             )
-        data = np.ma.filled(values, np.nan) if mask.any() else np.ma.getdata(values)
+        missing = np.datetime64("NaT", "ns") if values.dtype.kind == "M" else np.nan
+        data = np.ma.filled(values, missing) if mask.any() else np.ma.getdata(values)
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def _current(self) -> Source:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import IDENTIFIER, name_problem
-from arrayviews.model.types import normalize_type
+from arrayviews.model.types import computing_problem, normalize_type
 
 #: Canonical aggregate function names.
 FUNCTIONS: tuple[str, ...] = ("count", "sum", "avg", "min", "max", "var", "stdev")
@@ -156,6 +156,9 @@ def output_type(call: AggregateCall, input_type: str | None) -> str:
     if input_type is None:
         raise ValueError(f"{call}: the input type is needed")
     kind = normalize_type(input_type)
+    problem = computing_problem(kind, f"{call.function}({call.attribute})")
+    if problem is not None:
+        raise ValidationError(problem, column=call.attribute, value=kind)
     if call.function == "sum":
         return "int64" if kind in _INTEGER_TYPES else "float64"
     if call.function in ("min", "max"):
