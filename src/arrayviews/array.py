@@ -404,6 +404,13 @@ class Array:
     def to_xarray(self):
         return reads.to_xarray(self._current())
 
+    def plot(self, attr: str | None = None, ax=None, **style):
+        """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
+        coordinates on the axes (matplotlib); returns the axes."""
+        from arrayviews.plotting import plot_array
+
+        return plot_array(self, attr, ax, **style)
+
     def count(self) -> int:
         """Number of non-empty cells (from chunk metadata; no cell data is read)."""
         metadata = self._current().metadata()

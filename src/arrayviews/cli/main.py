@@ -187,6 +187,19 @@ def versions(context: Context, array: str, output: str) -> None:
 
 
 @cli.command()
+@click.argument("array")
+@click.argument("output", type=click.Path(dir_okay=False, writable=True))
+@click.option("--attr", "attribute", default=None, help="The attribute to draw (needed when there are several).")
+@click.option("--dpi", default=100, show_default=True, help="Resolution of the picture.")
+@click.pass_obj
+def plot(context: Context, array: str, output: str, attribute: str | None, dpi: int) -> None:
+    """Draw a 1-D array (a line) or a 2-D array (an image with its coordinates) into a PNG file."""
+    from arrayviews.plotting import save_plot
+
+    click.echo(f"wrote {save_plot(context.db.array(array), output, attribute, dpi)}")
+
+
+@cli.command()
 @click.option("--repair", is_flag=True, help="Restore or drop broken relations and delete orphaned files.")
 @click.option(
     "--grace-minutes",
