@@ -199,7 +199,7 @@ def test_insert_during_a_full_refresh_is_counted_once(viewed) -> None:
         view.refresh("full")
     reflected = {row["base"]: row["reflected"] for row in view.status()["bases"]}
     assert reflected == {"A": 2}, "the refresh must record the version it read, not a newer one"
-    assert view.refresh().committed
+    assert view.refresh("baseline").committed
     assert view_rows(view) == brute_force_view(model)
     assert view.verify() is True
 
@@ -216,7 +216,7 @@ def test_insert_during_create_view_is_counted_once(db) -> None:
     with interleave("refresh.start", meanwhile):
         view = db.create_view("V", SimilarityViewDefinition("A", "A", L1(1), AGGREGATES))
     assert view_rows(view) == brute_force_view({(2, 2): 3, (2, 3): 4})
-    assert view.refresh().committed
+    assert view.refresh("baseline").committed
     assert view_rows(view) == brute_force_view(model)
     assert view.verify() is True
 
@@ -226,8 +226,8 @@ def test_two_refreshes_of_one_view_commit_once(viewed) -> None:
     array.insert(cells([(1, 0), (4, 5)], 7))
     model.update({(1, 0): 7, (4, 5): 7})
     other: list = []
-    with inside_next_iceberg_commit(lambda: other.append(db.view("V").refresh())):
-        mine = view.refresh()
+    with inside_next_iceberg_commit(lambda: other.append(db.view("V").refresh("baseline"))):
+        mine = view.refresh("baseline")
     assert other[0].committed
     assert not mine.committed and "already" in mine.message
     assert view.versions()["version"].tolist() == [1, 2]
@@ -242,7 +242,7 @@ def test_refresh_race_across_two_connections(viewed, spark, tmp_path) -> None:
     model[(7, 7)] = 1
     results: list = []
     with inside_next_iceberg_commit(lambda: results.append(other_db.view("v").refresh("full"))):
-        results.append(view.refresh())
+        results.append(view.refresh("baseline"))
     assert [r.committed for r in results] == [True, False]
     assert view.versions()["version"].tolist() == [1, 2]
     assert view.verify() is True

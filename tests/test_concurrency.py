@@ -102,7 +102,7 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
         outcomes = []
         for _ in range(12):
             finished = (results / "inserts-done").exists()
-            result = view.refresh()
+            result = view.refresh("baseline")
             outcomes.append((result.committed, result.version, result.message))
             if finished:
                 break
@@ -165,7 +165,7 @@ def test_processes_inserting_refreshing_and_appending_at_once(spark, tmp_path) -
     view = db.view("V")
     view_versions = view.versions()["version"].tolist()
     assert view_versions == list(range(1, len(view_versions) + 1))
-    view.refresh()
+    view.refresh("baseline")
     assert view.verify() is True
 
     # -- the stream: each batch exactly once, the view equal to the reference ----------------------------

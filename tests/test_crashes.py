@@ -175,7 +175,7 @@ def test_kill_9_during_refresh(spark, tmp_path) -> None:
         cells = {c: v for c, v in trial_cells(trial + 40).items() if c not in model}
         array.insert(frame(cells))
         model.update(cells)
-        return lambda: arrayviews.connect(location, spark=spark).view("V").refresh()
+        return lambda: arrayviews.connect(location, spark=spark).view("V").refresh("baseline")
 
     def after(trial: int, killed: bool) -> None:
         db = arrayviews.connect(location, spark=spark)
@@ -184,7 +184,7 @@ def test_kill_9_during_refresh(spark, tmp_path) -> None:
         at_reflected = content(db.array("A").at_version(reflected))
         assert view_rows(view) == brute_force_view(at_reflected), "the view is not a committed state"
         assert view.versions()["version"].tolist() == list(range(1, view.version + 1))
-        view.refresh()
+        view.refresh("baseline")
         assert view_rows(view) == brute_force_view(model)
 
     figures = run_trials(spark, tmp_path / "refresh", refresh_for, after)

@@ -68,7 +68,7 @@ def test_deleting_a_huge_neighbour_leaves_the_small_ones_exactly(db) -> None:
     view = db.create_view("HV", SimilarityViewDefinition("H", "H", L1(1, 1), aggregates))
     assert rows(view)[1]["s"] == math.fsum([1e16, 1.0, 1e-10])
     array.delete(np.array([[0]]))
-    view.refresh()
+    view.refresh("baseline")
     got = rows(view)
     assert got[1]["s"] == math.fsum([1.0, 1e-10]) and got[2]["s"] == math.fsum([1.0, 1e-10])
     assert got[1]["m"] == math.fsum([1.0, 1e-10]) / 2
@@ -81,10 +81,10 @@ def test_an_infinity_added_and_deleted_leaves_a_finite_sum(db) -> None:
     aggregates = (ViewAggregate("sum", "right", "v", "s"),)
     view = db.create_view("NV", SimilarityViewDefinition("N", "N", L1(1, 1), aggregates))
     array.insert(float_table({2: INF, 3: NAN}))
-    view.refresh()
+    view.refresh("baseline")
     assert rows(view)[1]["s"] == INF and math.isnan(rows(view)[2]["s"])
     array.delete(np.array([[2], [3]]))
-    result = view.refresh()
+    result = view.refresh("baseline")
     assert result.cells_recomputed == 0  # undone by counting, not by recomputing
     assert rows(view)[1]["s"] == 2.75 and view.verify()
 
@@ -125,7 +125,7 @@ def test_a_failed_refresh_changes_nothing_and_sums_come_back_within_int64(db) ->
     assert "view YV" in text and "sum(right.k)" in text and "(i=0)" in text and str(2**63) in text
     assert rows(view)[1]["total"] == 2**62 and view.version == 1  # the failed refresh changed nothing
     array.insert(int_table({1: -1}), on_conflict="replace")
-    view.refresh()
+    view.refresh("baseline")
     got = rows(view)
     assert [got[i]["total"] for i in range(3)] == [2**62 - 1, 2**63 - 1, 2**62 - 1]
     assert got[1]["mean"] == float(2**63 - 1) / 3
@@ -174,11 +174,11 @@ def test_min_max_recompute_only_the_cells_whose_extreme_left(db) -> None:
     )
     array.delete(np.array([quiet]))
     present[quiet] = False
-    assert view.refresh().cells_recomputed == 0
+    assert view.refresh("baseline").cells_recomputed == 0
     smallest = tuple(int(x) for x in np.argwhere(values == values[present].min())[0])
     array.delete(np.array([smallest]))
     present[smallest] = False
-    result = view.refresh()
+    result = view.refresh("baseline")
     assert 1 <= result.cells_recomputed <= 8  # the neighbours of the deleted cell that remain
     low, high = expected(present)
     frame = view.to_pandas()
@@ -234,7 +234,7 @@ def test_float_sums_equal_fsum_under_random_inserts_and_deletes(spark, tmp_path)
 
         @rule()
         def refresh(self) -> None:
-            self.view.refresh()
+            self.view.refresh("baseline")
             got = rows(self.view)
             assert set(got) == set(self.cells)
             for cell, row in got.items():
@@ -245,7 +245,7 @@ def test_float_sums_equal_fsum_under_random_inserts_and_deletes(spark, tmp_path)
                 assert same(row["m"], want / len(terms)), (cell, terms)
 
         def teardown(self) -> None:
-            self.view.refresh()  # writes may be pending
+            self.view.refresh("baseline")  # writes may be pending
             assert self.view.verify()
 
     settings_ = settings(

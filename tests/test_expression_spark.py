@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 from arrayviews.kernels.evaluate import evaluate
 from arrayviews.model.errors import ValidationError
-from arrayviews.model.expressions import Call, Expr, infer_type, parse_expression
+from arrayviews.model.expressions import Call, Expr, Literal, infer_type, parse_expression
 from expression_cases import CASE_COLUMNS, ROWS, SEMANTICS, Raises, case_columns, same_values
 from expression_strategies import COLUMNS, TRANSCENDENTAL, any_trees, expression_chunks, typed, well_typed
 
@@ -303,3 +303,15 @@ def test_spark_reads_texts_as_the_parser_does(rules_off, text: str) -> None:
     assert spark_type(df, text) == SPARK_TYPES[infer_type(expr, {})] == spark_type(df, expr.to_text())
     (outcome,) = run_in_spark(df, [text])
     assert same_values(ours(expr, {}, {}, 2), outcome), (text, outcome)
+
+
+@pytest.mark.parametrize("value", [3.4028234663852886e38, -3.4028234663852886e38, 1.1754943508222875e-38, 0.1])
+def test_float32_literals_print_as_spark_reads_them(rules_off, value: float) -> None:
+    """A float32 literal prints as text Spark accepts and reads back as the same float: the shortest
+    spelling of the largest float32, 3.4028235e+38F, is beyond the range Spark checks the written
+    decimal against (found by test_evaluation_agrees_with_spark)."""
+    literal = Literal(float(np.float32(value)), "float32")
+    df = frame(rules_off, {}, {}, {}, 1)
+    (outcome,) = run_in_spark(df, [literal.to_text()])
+    assert not isinstance(outcome, str), (literal.to_text(), outcome)
+    assert outcome == [float(np.float32(value))]

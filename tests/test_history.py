@@ -108,10 +108,10 @@ def test_compaction_and_expiry_leave_only_live_files_for_every_kind(db) -> None:
     for k in range(3):
         array.insert(cells([(k, 1)], 100 + k))
         model[(k, 1)] = 100 + k
-        view.refresh()
+        view.refresh("baseline")
     array.delete(box={"i": (0, 0), "j": (0, 15)})
     model = {c: v for c, v in model.items() if c[0] != 0}
-    view.refresh()
+    view.refresh("baseline")
 
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
@@ -141,7 +141,7 @@ def test_compaction_and_expiry_leave_only_live_files_for_every_kind(db) -> None:
     assert view.verify() is True
     assert view.versions()["version"].tolist() == [view.version]
     array.insert(cells([(15, 15)], 7))
-    assert view.refresh().committed and view.verify() is True
+    assert view.refresh("baseline").committed and view.verify() is True
     stream.append(truth.add(network([7])))
     rows = truth.rows()
     assert contents(db, "W", RECENT_COLUMNS) == windows(rows[rows["part"] >= M0 + 2], M0 + 2, M0 + 7)

@@ -415,9 +415,10 @@ def test_similarity_view_lifecycle(db) -> None:
     status = db.sql("SHOW STATUS OF V")
     assert status.to_dict("records") == [{"base": "A", "reflected": 1, "current": 2, "pending": True}]
     assert bool(db.sql("SHOW VIEWS").pending.iloc[0])
-    result = db.sql("REFRESH VIEW V")
-    assert result.committed and result.strategy == "baseline" and result.version == 2
-    assert str(result).startswith("refresh (baseline) of view V: now at version 2")
+    result = db.sql("REFRESH VIEW V")  # USING AUTO: the cheaper of full and baseline
+    assert result.committed and result.requested == "auto" and result.version == 2
+    assert result.strategy in ("baseline", "full") and set(result.estimates) == {"baseline", "full"}
+    assert str(result).startswith(f"refresh ({result.strategy}) of view V: now at version 2")
     check(pd.concat([first, second]))
     assert db.sql("VERIFY VIEW V") is True
     assert not db.sql("REFRESH VIEW V USING FULL").committed  # nothing pending

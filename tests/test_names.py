@@ -316,8 +316,8 @@ def test_every_operator_over_internal_looking_names(ndb, case) -> None:
     if added:
         A.insert(columns(added, [(a1, pa.int64()), (a2, pa.float64())]))
         a_cells.update(added)
-    view.refresh()
-    windows.refresh()
+    view.refresh("baseline")
+    windows.refresh("baseline")
     assert view.verify() and windows.verify()
     _same(_rows(view, dims), joined(a_cells, b_cells), "similarity view after refresh")
     _same(_rows(windows, dims), windowed(a_cells, (1, 0), (1, 1)), "window view after refresh")

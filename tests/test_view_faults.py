@@ -142,9 +142,9 @@ def test_fault_during_window_view_refresh(setup, checkpoint: str) -> None:
     model.insert(3)
     before = snapshot(view)
     with inject(checkpoint), pytest.raises(InjectedFault):
-        view.refresh()
+        view.refresh("baseline")
     assert_unchanged(view, before)
-    assert view.refresh().committed
+    assert view.refresh("baseline").committed
     assert view.verify() is True
 
 

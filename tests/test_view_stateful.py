@@ -134,7 +134,7 @@ def test_view_state_machine(spark, tmp_path) -> None:
             self.pending = False
             assert self.view.to_arrow().to_pylist() == expected_view(self.cells)
             # nothing pending now: returns at once, commits nothing
-            assert not self.view.refresh().committed
+            assert not self.view.refresh("baseline").committed
             assert len(self.view.versions()) == versions + 1
 
         @invariant()

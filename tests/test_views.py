@@ -304,7 +304,7 @@ def test_figure1_count_view(db) -> None:
     assert status["bases"] == [{"base": "A", "reflected": 1, "current": 2}]
     assert counts(view) == FIGURE_VIEW, "a view changes only when refreshed"
     versions = len(view.versions())
-    result = view.refresh()
+    result = view.refresh("baseline")
     assert result.committed and result.strategy == "baseline"
     assert len(view.versions()) == versions + 1
     after = counts(view)
@@ -320,7 +320,7 @@ def test_figure1_count_view(db) -> None:
     # nothing pending: returns at once and commits nothing
     before = view.versions()
     started = time.perf_counter()
-    result = view.refresh()
+    result = view.refresh("baseline")
     assert time.perf_counter() - started < 2.0
     assert not result.committed
     assert view.refresh("full").committed is False
@@ -533,7 +533,7 @@ def test_random_shapes_and_batches(mdb, case) -> None:
         {c: {a: random_value(rng, t) for a, t in types.items()} for c in pick(rng, base.cells, batch)}
     )
     base.delete(pick(rng, base.cells, batch))
-    view.refresh()
+    view.refresh("baseline")
     expected = reference_similarity(base, base, member, aggregates)
     assert_view(view, expected)
     if kind in ("L1", "Linf"):  # the counts once more, from cKDTree
@@ -602,7 +602,7 @@ def test_two_arrays_at_different_resolutions(db) -> None:
     def refresh_both() -> None:
         for view in (fine_view, coarse_view):
             assert view.status()["pending"]
-            view.refresh()
+            view.refresh("baseline")
             assert not view.status()["pending"]
 
     check()
@@ -629,7 +629,7 @@ def test_two_arrays_at_different_resolutions(db) -> None:
     fine.delete(pick(rng, fine.cells, 4))
     fine.array.expire_versions()
     for view in (fine_view, coarse_view):
-        assert view.refresh().strategy == "full"
+        assert view.refresh("baseline").strategy == "full"
     check()
 
 
@@ -669,7 +669,7 @@ def test_window_view_refreshes(db) -> None:
     assert_view(view, reference_window(base, before, after), names)
     # a local insert touches few view chunks
     base.insert(random_cells(rng, [(0, 3), (0, 3)], 4, types, exclude=base.cells, nulls=False, nan=False))
-    result = view.refresh()
+    result = view.refresh("baseline")
     assert result.committed and 0 < result.view_chunks_rewritten < 15
     assert_view(view, reference_window(base, before, after))
     # updates and deletes, including the current extremes
@@ -677,13 +677,13 @@ def test_window_view_refreshes(db) -> None:
     extremes = [min(values, key=values.get), max(values, key=values.get)]
     base.replace({c: {"v": float(np.round(rng.normal(0, 10), 3))} for c in pick(rng, base.cells, 6)})
     base.delete(extremes + pick(rng, base.cells, 4))
-    view.refresh()
+    view.refresh("baseline")
     assert_view(view, reference_window(base, before, after))
     base.insert(random_cells(rng, ranges, 5, types, exclude=base.cells, nulls=False, nan=False))
     assert view.refresh("full").committed
     assert_view(view, reference_window(base, before, after))
     assert view.verify() is True
-    assert view.refresh().committed is False
+    assert view.refresh("baseline").committed is False
 
 
 # -- known bugs ----------------------------------------------------------------------------------------------
@@ -699,7 +699,7 @@ def test_left_sum_with_infinite_value(db) -> None:
     )
     view = db.create_view("FV", SimilarityViewDefinition("F", "F", L1(1, 1), aggregates))
     base.delete([(1,)])  # cell 0 loses its neighbour: 2 pairs -> 1 pair, sum 2 * inf -> 1 * inf
-    view.refresh()
+    view.refresh("baseline")
     # regression: count * value maintained by adding gave NaN here (inf - inf); expected inf
     assert_view(view, reference_similarity(base, base, l1(1), aggregates))
 
@@ -712,7 +712,7 @@ def test_view_versions_count_cells(db) -> None:
     assert int(view.versions()["cells_total"].iloc[-1]) == 3
     base.insert({(6,): {"v": 4}})  # chunk 1 rewritten: 1 cell becomes 2
     base.delete([(0,)])  # chunk 0: 2 cells become 1
-    view.refresh()
+    view.refresh("baseline")
     assert view.count() == 3
     assert int(view.versions()["cells_total"].iloc[-1]) == 3
     view.refresh(strategy="full")

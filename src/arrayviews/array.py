@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
 from arrayviews.operators.ingest import normalize_cells, to_arrow
 from arrayviews.operators.ingest_spark import read_cell_files
-from arrayviews.operators.source import ComputedSource, Source, StoredSource
+from arrayviews.operators.source import ComputedSource, Source, StoredSource, choose_engine
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import expire
 from arrayviews.storage.expiry import cutoffs
@@ -37,7 +38,7 @@ class Array:
 
     Operators (``subarray``, ``filter``, ``project``, ``apply``, ``regrid``, ``aggregate``,
     ``join``) return new arrays without running anything; reads (``to_numpy``, ``to_pandas``,
-    ``to_spark``...) and ``store`` run the Spark jobs.
+    ``to_spark``...) and ``store`` run them, each operation on the executor the cost model picks.
     """
 
     def __init__(self, database: Database, source: Source, pinned: bool = False) -> None:
@@ -169,10 +170,19 @@ class Array:
             )
         return self._current()
 
-    def _derive(self, source: Source) -> Array:
-        if isinstance(source, ComputedSource) and source.scratch is None:
-            source.scratch = self._db.scratch_location
+    def _derive(self, source: Source, choice=None) -> Array:
+        if isinstance(source, ComputedSource):
+            if source.scratch is None:
+                source.scratch = self._db.scratch_location
+            if choice is not None:
+                source.cost, source.choice = choice.estimate, choice
         return Array(self._db, source)
+
+    def _operate(self, operator, *arguments, ranges=None, **options) -> Array:
+        """Run ``operator(source, engine, ...)`` on the engine the cost model picks for it."""
+        source = self._current()
+        engine, choice = choose_engine(self._db.executors, source, ranges)
+        return self._derive(operator(source, engine, *arguments, **options), choice)
 
     # -- writing -----------------------------------------------------------------------------------
     def insert(self, cells: object, on_conflict: str = "error") -> writes.WriteResult:
@@ -341,18 +351,19 @@ class Array:
     def subarray(self, box: Mapping[str, tuple[int, int]] | None = None, **ranges: tuple[int, int]) -> Array:
         """Cells inside a box, e.g. ``A.subarray(i=(1, 3), j=(2, 8))``; coordinates are kept."""
         merged = {**(box or {}), **ranges}
-        return self._derive(cellwise.subarray(self._current(), self._db.spark, merged))
+        chunk_ranges = cellwise.subarray_ranges(self.schema, merged)
+        return self._operate(cellwise.subarray, merged, ranges=chunk_ranges)
 
     def filter(self, predicate: str) -> Array:
         """Cells where ``predicate`` (over attributes and dimensions) holds, e.g. ``"v > 0.5 and i < 10"``."""
-        return self._derive(cellwise.filter_cells(self._current(), self._db.spark, predicate))
+        return self._operate(cellwise.filter_cells, predicate)
 
     def project(self, *attributes: str) -> Array:
-        return self._derive(cellwise.project(self._current(), self._db.spark, list(attributes)))
+        return self._operate(cellwise.project, list(attributes))
 
     def apply(self, name: str, expression: str) -> Array:
         """A new attribute computed per cell, e.g. ``A.apply("w", "sqrt(v) * 2")``."""
-        return self._derive(cellwise.apply(self._current(), self._db.spark, name, expression))
+        return self._operate(cellwise.apply, name, expression)
 
     def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str) -> Array:
         """Aggregate non-overlapping blocks, e.g. ``A.regrid([2, 2], "avg(v)", "max(v)")``."""
@@ -361,7 +372,7 @@ class Array:
             if unknown:
                 self.schema.dimension(unknown[0])
             blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
-        return self._derive(reduce.regrid(self._current(), self._db.spark, list(blocks), aggregates))
+        return self._operate(reduce.regrid, list(blocks), aggregates)
 
     def window(
         self,
@@ -374,15 +385,29 @@ class Array:
         ``A.window({"i": (2, 2), "j": (2, 2)}, "avg(v)")`` (SciDB's flat form ``[2, 2, 2, 2]`` works
         too). ``method`` is ``"incremental"`` (default, cost independent of the window size),
         ``"basic"`` (incremental along one dimension) or ``"naive"`` (every window scanned)."""
-        return self._derive(window.window(self._current(), self._db.spark, extents, aggregates, method))
+        return self._operate(window.window, extents, aggregates, method)
 
     def aggregate(self, *aggregates: str, by: Sequence[str] = ()) -> Array:
         """Aggregate all cells (one output cell) or the cells sharing each value of the ``by`` dimensions."""
-        return self._derive(reduce.aggregate(self._current(), self._db.spark, aggregates, by))
+        return self._operate(reduce.aggregate, aggregates, by)
 
     def join(self, other: Array) -> Array:
         """Cells present in both arrays, with the attributes of both (positional equi-join)."""
-        return self._derive(join.join(self._current(), other._current(), self._db.spark))
+        left, right = self._current(), other._current()
+        engine, choice = choose_engine(self._db.executors, left)
+        if isinstance(right, ComputedSource) and right.engine.name != engine.name:
+            engine, choice = choose_engine(self._db.executors, right)
+        choice = dataclasses.replace(choice, estimate=left.estimate() + right.estimate())
+        return self._derive(join.join(left, right, engine), choice)
+
+    def explain(self) -> str:
+        """Which executor computes this array's last operation, and why."""
+        source = self._current()
+        if isinstance(source, StoredSource):
+            return f"stored array {self.name} at version {source.version}: {source.estimate().text()}"
+        choice = source.choice
+        where = "in-process" if source.engine.name == "local" else "on Spark"
+        return f"computed {where}" + (f": {choice.reason}" if choice is not None else "")
 
     def store(self, name: str) -> Array:
         """Compute this array and store it as a new array ``name`` (one atomic version)."""

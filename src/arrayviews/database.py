@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 
 from arrayviews.array import Array
 from arrayviews.array import _dense_arrays as dense_arrays
-from arrayviews.execution import jobs
+from arrayviews.execution.cost import MODES
+from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import start_session
@@ -20,7 +21,8 @@ from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaErr
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
-from arrayviews.operators.source import StoredSource
+from arrayviews.operators.calibration import calibrate
+from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.writes import WriteResult
 from arrayviews.operators.xarray_block import xarray_block
 from arrayviews.storage import layout
@@ -40,6 +42,7 @@ def connect(
     spark_config: dict[str, str] | None = None,
     create_in_existing_folder: bool = False,
     allow_unsafe_sql: bool = False,
+    execution: str = "auto",
 ) -> Database:
     """Open (creating if needed) a warehouse and the Spark session to work on it.
 
@@ -54,23 +57,38 @@ def connect(
     ``create_in_existing_folder=True``; a folder whose ``catalog.db`` is not arrayviews' always is.
     Spark SQL queries through :meth:`Database.sql` may only read streams and stream views, with no
     Java reflection, unless ``allow_unsafe_sql=True``.
+
+    ``execution`` picks where operators and view refreshes run: ``"auto"`` (default) chooses per
+    operation by a cost model over chunk metadata (small work in-process with pyarrow and numpy,
+    large work on Spark; thresholds from ``db.calibrate()``, stored in the warehouse, or defaults);
+    ``"spark"`` or ``"local"`` always use that engine.
     """
+    if execution not in MODES:
+        raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     check_folder(location, catalog_uri, create_in_existing_folder)
     session = spark or start_session(master=master, config=spark_config)
     warehouse = Warehouse(location, catalog_uri, create_in_existing_folder)
-    return Database(warehouse, session, allow_unsafe_sql=allow_unsafe_sql)
+    return Database(warehouse, session, allow_unsafe_sql=allow_unsafe_sql, execution=execution)
 
 
 @translating
 class Database:
     """Arrays in one warehouse, computed with one Spark session."""
 
-    def __init__(self, warehouse: Warehouse, spark: SparkSession, allow_unsafe_sql: bool = False) -> None:
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        spark: SparkSession,
+        allow_unsafe_sql: bool = False,
+        execution: str = "auto",
+    ) -> None:
         self.warehouse = warehouse
         self.spark = spark
         self.allow_unsafe_sql = allow_unsafe_sql
+        #: The Spark and in-process engines and the cost model choosing between them.
+        self.executors = Executors(spark, self.scratch_location, warehouse.location, execution)
 
     @property
     def scratch_location(self) -> str:
@@ -359,6 +377,12 @@ class Database:
             refuse_drop,
         )
 
+    # -- execution ---------------------------------------------------------------------------------
+    def calibrate(self, repeats: int = 2) -> dict:
+        """Time both executors on this machine and store the fitted costs in the warehouse
+        (``execution.json``); ``execution="auto"`` uses them from now on. Returns the model."""
+        return dataclasses.asdict(calibrate(self.executors, repeats))
+
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:
         """Compute ``array`` and store it as the new array ``name``: created and filled in one
@@ -372,9 +396,11 @@ class Database:
             index = rows.schema.get_field_index(layout.VERSION)
             return rows.set_column(index, layout.VERSION, pa.array([1] * rows.num_rows, pa.int64()))
 
+        source = array.source
+        engine, _ = choose_engine(self.executors, source)
+
         def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
-            frame = array.source.frame(self.spark)
-            written = jobs.write_files(frame, data_directory, arrow_schema, stamp=stamp)
+            written = engine.write_files(source.data(engine), data_directory, arrow_schema, stamp=stamp)
             checkpoint("store.before-commit")
             return [w.uri for w in written], CommitInfo("store", cells_added=sum(w.cells for w in written))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.engine import WrittenFile, conform
 from arrayviews.execution.failures import reporting
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.storage.files import write_parquet
@@ -28,13 +28,6 @@ BatchFunction = Callable[[pa.Table], pa.Table | None]
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema matching an Arrow schema (all fields nullable, as Spark reads them)."""
     return from_arrow_schema(arrow_schema)
-
-
-def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly the columns, order and types of ``arrow_schema``."""
-    if isinstance(table, pa.RecordBatch):
-        table = pa.Table.from_batches([table])
-    return table.select(arrow_schema.names).cast(arrow_schema)
 
 
 def read_files(spark: SparkSession, uris: list[str], arrow_schema: pa.Schema) -> DataFrame:
@@ -110,16 +103,6 @@ def cogroup_tables(
 def collect(frame: DataFrame, arrow_schema: pa.Schema) -> pa.Table:
     """Bring a frame to the driver as an Arrow table of ``arrow_schema``."""
     return conform(frame.toArrow(), arrow_schema)
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """A data file an executor wrote, not yet committed."""
-
-    uri: str
-    rows: int
-    nbytes: int
-    cells: int
 
 
 WRITTEN_SCHEMA = pa.schema(

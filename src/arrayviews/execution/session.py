@@ -75,7 +75,9 @@ def start_session(
     if SparkContext._active_spark_context is None:
         options = settings.get("spark.driver.extraJavaOptions", "")
         if "log4j2.configurationFile" not in options:
-            ours = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Darrayviews.log.level={level.lower()}"
+            ours = (
+                f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Darrayviews.log.level={level.lower()}"
+            )
             settings["spark.driver.extraJavaOptions"] = f"{options} {ours}".strip()
         if level == "OFF":
             _start_quiet_context(master or "local[*]", app_name, settings)

@@ -21,7 +21,11 @@ SELECT over an array expression      a lazy Array (nothing runs until it is read
 SELECT ... INTO                      the stored Array
 SELECT over a stream or stream view  a Spark DataFrame (Spark SQL; PART_TIMESTAMP available)
 any other Spark SQL query            a Spark DataFrame, over the relations it names
-INSERT / LOAD / DELETE               the WriteResult (an array) or AppendResult (a stream)
+CREATE UNCERTAIN ARRAY               the new (empty) UncertainArray
+SELECT * FROM an uncertain array,    the API's result objects (UncertainArray, UncertainSubarray,
+subarray(U, ..., THRESHOLD p) or     StructureJoin), evaluated when read (``to_pandas()``)
+structure_join(A, B, delta, p)
+INSERT / LOAD / DELETE               the WriteResult (an array or uncertain array) or AppendResult
 REFRESH VIEW                         the RefreshResult (``str()`` is its message)
 VERIFY VIEW                          bool (True when the stored view equals a recomputation)
 ALTER VIEW ... SET LATENESS          None
@@ -45,7 +49,7 @@ import pandas as pd
 import pyarrow as pa
 import sqlglot
 
-from arrayviews.language import relations
+from arrayviews.language import relations, uncertain_executor
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse_statements, relations_read
 from arrayviews.language.printer import array_text, to_text
@@ -165,14 +169,29 @@ def _box(schema: ArraySchema, node: ast.Subarray) -> dict[str, tuple[int, int]]:
     return {d: (lo, hi) for d, lo, hi in zip(schema.dimension_names, node.low, node.high, strict=True)}
 
 
+def _plain_array(db: Database, name: str, what: str = "array functions read arrays") -> Array:
+    """The array or view ``name``; an uncertain array is refused with what it takes instead."""
+    array = open_array(db, name)
+    if not isinstance(array.schema, ArraySchema):
+        raise ValidationError(
+            f"{name} is an uncertain array: {what}; {uncertain_executor.USAGE}",
+            array=name,
+        )
+    return array
+
+
 @array_builder(ast.ArrayName)
 def _name(db: Database, node: ast.ArrayName) -> Array:
-    return open_array(db, node.name)
+    return _plain_array(db, node.name)
 
 
 @array_builder(ast.Subarray)
 def _subarray(db: Database, node: ast.Subarray) -> Array:
-    source = evaluate(db, node.source)
+    if isinstance(node.source, ast.ArrayName):
+        what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
+        source = _plain_array(db, node.source.name, what)
+    else:
+        source = evaluate(db, node.source)
     return source.subarray(_box(source.schema, node))
 
 
@@ -280,7 +299,7 @@ def _value_problem(
 
 
 def _delete(db: Database, s: ast.Delete) -> Any:
-    array = open_array(db, s.array)
+    array = _plain_array(db, s.array, "DELETE removes cells of arrays")
     box = _box(array.schema, s.target) if isinstance(s.target, ast.Subarray) else {}
     return array.delete(box=box)
 
@@ -291,6 +310,9 @@ def _show_schema(db: Database, s: ast.ShowSchema) -> str:
 
 @statement_runner(ast.DropArray)
 def _drop_array(db: Database, s: ast.DropArray) -> None:
+    if relations.kind_of(db, s.name) == relations.UNCERTAIN_ARRAY:
+        db.drop_uncertain_array(s.name)
+        return
     views = db.views()
     if s.name in views:
         raise ValidationError(f"{s.name} is a view; drop it with DROP VIEW {s.name}", array=s.name)
@@ -306,16 +328,18 @@ def _drop_array(db: Database, s: ast.DropArray) -> None:
 @statement_runner(ast.ShowRelations)
 def _show_relations(db: Database, s: ast.ShowRelations) -> pd.DataFrame:
     if s.kind == "arrays":
-        return relations.arrays_frame(db)
+        return uncertain_executor.with_uncertain_arrays(db, relations.arrays_frame(db), "arrays")
     if s.kind == "views":
         return relations.views_frame(db, definition_text)
     if s.kind == "streams":
         return relations.streams_frame(db)
-    return relations.relations_frame(db, definition_text)
+    return uncertain_executor.with_uncertain_arrays(db, relations.relations_frame(db, definition_text), "relations")
 
 
 @statement_runner(ast.Select)
 def _select(db: Database, s: ast.Select) -> Array | Any:
+    if uncertain_executor.is_uncertain_select(db, s):
+        return uncertain_executor.select(db, s)
     if isinstance(s.source, ast.ArrayName):
         kind = relations.kind_of(db, s.source.name)
         if kind in (relations.STREAM, relations.STREAM_VIEW):
@@ -339,12 +363,15 @@ def _select(db: Database, s: ast.Select) -> Array | Any:
 
 @explainer(ast.Select)
 def _explain_select(db: Database, s: ast.Select) -> str:
+    if uncertain_executor.is_uncertain_select(db, s):
+        return uncertain_executor.explain(db, s)
     if isinstance(s.source, ast.ArrayName):
         kind = relations.kind_of(db, s.source.name)
         if kind in (relations.STREAM, relations.STREAM_VIEW):
             return f"Spark SQL query over the {kind} {s.source.name}:\n{to_text(s)}\n"
     array = _select(db, ast.Select(s.source, s.attributes, s.where))
     lines = [f"array query {array_text(s.source)}", f"result schema: {array.schema.to_text()}"]
+    lines.append(f"executor: {array.explain()}")
     if s.into is not None:
         lines.append(f"stored into the new array {s.into} as one version")
     return "\n".join(lines) + "\n"
@@ -357,16 +384,42 @@ def _query(db: Database, s: ast.Query) -> Any:
 
 @statement_runner(ast.Insert)
 def _insert(db: Database, s: ast.Insert) -> Any:
-    if relations.kind_of(db, s.array) == relations.STREAM:
+    kind = relations.kind_of(db, s.array)
+    if kind == relations.UNCERTAIN_ARRAY:
+        return uncertain_executor.insert(db, s)
+    if kind == relations.STREAM:
         stream = db.stream(s.array)
-        return stream.append(stream_rows(stream, s.rows))
+        names = [field.name for field in stream.schema.fields]
+        return stream.append(stream_rows(stream, _in_order(s, names, f"stream {s.array}")))
     array = open_array(db, s.array)
-    return array.insert(_cells(array.schema, s.rows))
+    schema = array.schema
+    names = [*schema.dimension_names, *schema.attribute_names]
+    return array.insert(_cells(schema, _in_order(s, names, f"array {s.array}")))
+
+
+def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast.Value, ...], ...]:
+    """The rows of INSERT in the relation's column order: a column list must name every column once."""
+    if s.columns is None:
+        return s.rows
+    unknown = [c for c in s.columns if c not in names]
+    missing = [c for c in names if c not in s.columns]
+    if unknown or missing:
+        problem = f"has no column {unknown[0]!r}" if unknown else f"needs a value for column {missing[0]}"
+        raise ValidationError(
+            f"{relation} {problem}: a column list names each of its columns ({', '.join(names)}) once",
+            array=s.array,
+            column=(unknown or missing)[0],
+        )
+    order = [s.columns.index(name) for name in names]
+    return tuple(tuple(row[k] for k in order) for row in s.rows)
 
 
 @statement_runner(ast.Load)
 def _load(db: Database, s: ast.Load) -> Any:
-    if relations.kind_of(db, s.array) == relations.STREAM:
+    kind = relations.kind_of(db, s.array)
+    if kind == relations.UNCERTAIN_ARRAY:
+        return uncertain_executor.load(db, s)
+    if kind == relations.STREAM:
         return db.stream(s.array).load(s.path, s.format)
     return open_array(db, s.array).load(s.path, s.format)
 
@@ -375,7 +428,7 @@ STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
         ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
-        ast.ShowChunks: lambda db, s: open_array(db, s.name).chunks(),
+        ast.ShowChunks: lambda db, s: _plain_array(db, s.name, "SHOW CHUNKS lists the chunks of arrays").chunks(),
         ast.ShowSchema: _show_schema,
         ast.Delete: _delete,
     }

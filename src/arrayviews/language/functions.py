@@ -18,6 +18,13 @@ from lark import Token
 
 from arrayviews.language import syntax as ast
 from arrayviews.language.source import Source
+from arrayviews.language.uncertain_statements import (
+    KEYWORD_ARGUMENT,
+    positive,
+    probability,
+    read_options,
+    word,
+)
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
 from arrayviews.model.errors import ParseError
 from arrayviews.model.expressions import Expr, parse_expression
@@ -85,8 +92,27 @@ class Arguments:
     def array(self, k: int) -> ast.ArrayExpr:
         if k not in self._arrays:
             start, end = self.spans[k]
-            self._arrays[k] = self.builder.array_expression(start, end)
+            node = self.builder.array_expression(start, end)
+            if isinstance(node, ast.UncertainOperator):
+                raise self.error(
+                    f"argument {k + 1}: {node.function}(...) of uncertain arrays gives tuples with "
+                    f"probabilities, not an array; it stands alone: SELECT * FROM {node.function}(...)",
+                    k,
+                    ("identifier",),
+                )
+            self._arrays[k] = node
         return self._arrays[k]
+
+    def stored_name(self, k: int, what: str) -> ast.ArrayName:
+        """Argument ``k`` as the name of a stored relation (``what`` says which kind)."""
+        node = self.array(k)
+        if not isinstance(node, ast.ArrayName):
+            raise self.error(f"argument {k + 1} must name a stored {what}, got {self.text(k)!r}", k, ("identifier",))
+        return node
+
+    def is_keyword_argument(self, k: int) -> bool:
+        """Whether argument ``k`` is written ``NAME value`` (``THRESHOLD 0.9``)."""
+        return KEYWORD_ARGUMENT.fullmatch(self.text(k)) is not None
 
     def integer(self, k: int, what: str = "an integer") -> int:
         if not self.is_integer(k):
@@ -127,9 +153,12 @@ def array_function(name: str) -> Callable[[ArrayFunction], ArrayFunction]:
 
 @array_function("subarray")
 def _subarray(args: Arguments) -> ast.ArrayExpr:
+    """``subarray(A, lo..., hi...)`` of an array, or with ``THRESHOLD p`` (and ``METHOD RTREE``) the
+    probabilistic Subarray of an uncertain array."""
     usage = "subarray(array, low_1, ..., low_d, high_1, ..., high_d)"
     args.count(3, None, usage)
-    coordinates = [args.integer(k, "an integer coordinate") for k in range(1, len(args))]
+    options_at = next((k for k in range(1, len(args)) if args.is_keyword_argument(k)), len(args))
+    coordinates = [args.integer(k, "an integer coordinate") for k in range(1, options_at)]
     if len(coordinates) % 2:
         raise args.error(
             f"needs a low and a high coordinate per dimension (an even number), got {len(coordinates)}; "
@@ -138,7 +167,19 @@ def _subarray(args: Arguments) -> ast.ArrayExpr:
             ("','",),
         )
     half = len(coordinates) // 2
-    return ast.Subarray(args.array(0), tuple(coordinates[:half]), tuple(coordinates[half:]))
+    low, high = tuple(coordinates[:half]), tuple(coordinates[half:])
+    if options_at == len(args):
+        return ast.Subarray(args.array(0), low, high)
+    usage = "subarray(U, low_1, ..., low_d, high_1, ..., high_d, THRESHOLD p [, METHOD RTREE])"
+    if not coordinates:
+        raise args.error(f"needs a low and a high coordinate per dimension; use {usage}", 1, ("integer",))
+    options = read_options(
+        args, options_at, {"THRESHOLD": probability, "METHOD": word(ast.SUBARRAY_METHODS)}, usage
+    )
+    if "THRESHOLD" not in options:
+        raise args.error(f"a probabilistic subarray needs THRESHOLD p; use {usage}", options_at, ("THRESHOLD",))
+    source = args.stored_name(0, "uncertain array")
+    return ast.ProbabilisticSubarray(source, low, high, options["THRESHOLD"], options.get("METHOD", "scheme"))
 
 
 @array_function("filter")
@@ -227,6 +268,39 @@ def _aggregate(args: Arguments) -> ast.ArrayExpr:
             f"needs at least one aggregate call, e.g. count(*); use {usage}", 1, ("aggregate call",)
         )
     return ast.Aggregate(source, tuple(calls), tuple(by))
+
+
+@array_function("structure_join")
+def _structure_join(args: Arguments) -> ast.ArrayExpr:
+    """``structure_join(A, B, delta, threshold [, METHOD m] [, ENGINE e] [, OUTER o])`` of two uncertain
+    arrays (paper 001, Definition 2.2)."""
+    usage = (
+        "structure_join(A, B, delta, threshold [, METHOD SBJ | BNL | INDEX] [, ENGINE SPARK | LOCAL] "
+        "[, OUTER AUTO | LEFT | RIGHT])"
+    )
+    args.count(4, 7, usage)
+    left = args.stored_name(0, "uncertain array")
+    right = args.stored_name(1, "uncertain array")
+    numbers = []
+    for k, (reader, what) in enumerate(((positive, "delta"), (probability, "threshold")), start=2):
+        try:
+            numbers.append(reader(args.text(k)))
+        except ValueError as error:
+            raise args.error(f"{what}: {error}; use {usage}", k, ("number",)) from None
+    options = read_options(
+        args,
+        4,
+        {"METHOD": word(ast.JOIN_METHODS), "ENGINE": word(ast.JOIN_ENGINES), "OUTER": word(ast.JOIN_OUTER)},
+        usage,
+    )
+    return ast.StructureJoin(
+        left,
+        right,
+        *numbers,
+        method=options.get("METHOD", "sbj"),
+        engine=options.get("ENGINE", "spark"),
+        outer=options.get("OUTER", "auto"),
+    )
 
 
 @array_function("join")

@@ -36,6 +36,7 @@ from arrayviews.language import syntax as ast
 from arrayviews.language.functions import ARRAY_FUNCTIONS, SHAPE_FUNCTIONS, Arguments, ShapeArguments
 from arrayviews.language.source import Source, tokens_of
 from arrayviews.language.stream_statements import StreamStatements, sql_expression
+from arrayviews.language.uncertain_statements import UncertainStatements
 from arrayviews.model.errors import ParseError, SchemaError
 from arrayviews.model.expressions import Expr, parse_expression
 from arrayviews.model.names import check_identifier
@@ -143,9 +144,10 @@ def _unquote(token: Token) -> str:
     return re.sub(r"\\u[0-9A-Fa-f]{4}|\\.|" + re.escape(quote * 2), unescape, body, flags=re.DOTALL)
 
 
-class StatementBuilder(StreamStatements):
+class StatementBuilder(StreamStatements, UncertainStatements):
     """Turns a parse tree of grammar.lark into syntax nodes; one method per statement rule (the
-    stream statements are in :class:`~arrayviews.language.stream_statements.StreamStatements`)."""
+    stream statements are in :class:`~arrayviews.language.stream_statements.StreamStatements`, those
+    of uncertain arrays in :class:`~arrayviews.language.uncertain_statements.UncertainStatements`)."""
 
     def __init__(self, source: Source) -> None:
         self.source = source
@@ -179,11 +181,25 @@ class StatementBuilder(StreamStatements):
         return kinds[what.type](str(name))
 
     def insert(self, tree: Tree) -> ast.Statement:
-        name = tree.children[2]
-        rows = tuple(
-            tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in tree.children[4:]
-        )
-        return ast.Insert(str(name), rows)
+        name, columns_tree = tree.children[2], tree.children[3]
+        row_trees = [c for c in tree.children[4:] if isinstance(c, Tree)]
+        rows = tuple(tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in row_trees)
+        if columns_tree is None:
+            return ast.Insert(str(name), rows)
+        names = [t for t in _tokens(columns_tree) if t.type == "IDENTIFIER"]
+        seen: set[str] = set()
+        for token in names:
+            if str(token) in seen:
+                raise self.source.error(f"INSERT names column {token} twice", token.start_pos, ("identifier",))
+            seen.add(str(token))
+        for row_tree, row in zip(row_trees, rows, strict=True):
+            if len(row) != len(names):
+                raise self.source.error(
+                    f"this row has {len(row)} value(s) for the {len(names)} column(s) "
+                    f"({', '.join(map(str, names))})",
+                    row_tree.meta.start_pos,
+                )
+        return ast.Insert(str(name), rows, tuple(str(t) for t in names))
 
     def load(self, tree: Tree) -> ast.Statement:
         tokens = [t for t in tree.children if isinstance(t, Token)]
@@ -235,7 +251,10 @@ class StatementBuilder(StreamStatements):
             if attributes is not False:
                 where = None if condition is None else self.where(condition, plain)
                 into_name = None if into is None else str(into)
-                return ast.Select(self.array_expr(source_node), attributes or None, where, into_name)
+                source = self.array_expr(source_node)
+                if isinstance(source, ast.UncertainOperator):
+                    self.check_uncertain_select(source, items_tree, attributes, array_form.children[1], into)
+                return ast.Select(source, attributes or None, where, into_name)
             if not plain:
                 raise self.source.error(
                     "an array query selects * or attribute names: SELECT * | a, b [INTO B] FROM "

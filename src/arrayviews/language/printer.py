@@ -19,6 +19,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from arrayviews.language import syntax as ast
+from arrayviews.model.uncertain import DEFAULT_SIGMAS
 
 # -- array expressions --------------------------------------------------------------------------
 #: Printers of the arguments of each array function (after the input arrays), by node type.
@@ -31,6 +32,19 @@ _ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
     ast.Window: lambda n: [str(e) for e in n.extents] + [c.to_text() for c in n.aggregates],
     ast.Aggregate: lambda n: [c.to_text() for c in n.aggregates] + list(n.by),
     ast.Join: lambda n: [],
+    ast.ProbabilisticSubarray: lambda n: [str(v) for v in (*n.low, *n.high)]
+    + [f"THRESHOLD {n.threshold!r}"]
+    + ([] if n.method == "scheme" else [f"METHOD {n.method.upper()}"]),
+    ast.StructureJoin: lambda n: [repr(n.delta), repr(n.threshold)]
+    + [
+        f"{keyword} {value.upper()}"
+        for keyword, value, default in (
+            ("METHOD", n.method, "sbj"),
+            ("ENGINE", n.engine, "spark"),
+            ("OUTER", n.outer, "auto"),
+        )
+        if value != default
+    ],
 }
 
 
@@ -179,12 +193,36 @@ def _select(s: ast.Select) -> str:
 
 def _insert(s: ast.Insert) -> str:
     rows = ", ".join("(" + ", ".join(value_text(v) for v in row) + ")" for row in s.rows)
-    return f"INSERT INTO {s.array} VALUES {rows}"
+    columns = "" if s.columns is None else " (" + ", ".join(s.columns) + ")"
+    return f"INSERT INTO {s.array}{columns} VALUES {rows}"
 
 
 def _load(s: ast.Load) -> str:
     text = f"LOAD {s.array} FROM {string_text(s.path)}"
     return text if s.format is None else f"{text} AS {s.format.upper()}"
+
+
+# -- uncertain arrays ---------------------------------------------------------------------------
+def _create_uncertain_array(s: ast.CreateUncertainArray) -> str:
+    """The schema as the model writes it, then STORE (with STEP for MULTIPLE), SIGMAS when not the
+    default 3, and the WORKLOAD with its THRESHOLD when not the default 0.9."""
+    schema = s.schema
+    attributes = ", ".join(a.to_text() for a in schema.attributes)
+    items = [d.to_text() for d in schema.dimensions] + [f"corr({a}, {b})" for a, b in schema.correlations]
+    text = f"CREATE UNCERTAIN ARRAY {s.name} <{attributes}> [{'; '.join(items)}]"
+    text += f" STORE {s.scheme.split('-', 1)[1].upper()}"
+    if s.step == ast.AUTO_STEP:
+        text += " STEP AUTO"
+    elif s.step is not None:
+        steps = s.step
+        text += f" STEP {steps[0]}" if len(set(steps)) == 1 else " STEP (" + ", ".join(map(str, steps)) + ")"
+    if s.sigmas != DEFAULT_SIGMAS:
+        text += f" SIGMAS {s.sigmas!r}"
+    if s.workload is not None:
+        text += " WORKLOAD " + ", ".join("(" + ", ".join(repr(x) for x in q) + ")" for q in s.workload)
+        if s.workload_threshold != ast.DEFAULT_WORKLOAD_THRESHOLD:
+            text += f" THRESHOLD {s.workload_threshold!r}"
+    return text
 
 
 # -- streams and stream views -------------------------------------------------------------------
@@ -251,6 +289,7 @@ _STATEMENTS: dict[type, Callable] = {
     ast.CreateWindowView: _create_window_view,
     ast.AlterViewLateness: lambda s: f"ALTER VIEW {s.name} SET LATENESS {s.lateness} PARTS",
     ast.CreateArray: _create_array,
+    ast.CreateUncertainArray: _create_uncertain_array,
     ast.DropArray: lambda s: f"DROP ARRAY {s.name}",
     ast.ShowVersions: lambda s: f"SHOW VERSIONS OF {s.name}",
     ast.ShowChunks: lambda s: f"SHOW CHUNKS OF {s.name}",

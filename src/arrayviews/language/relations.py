@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from arrayviews.views.view import View
 
 ARRAY, ARRAY_VIEW, STREAM, STREAM_VIEW = "array", "array view", "stream", "stream view"
+UNCERTAIN_ARRAY = "uncertain array"
 
 
 def kind_of(db: Database, name: str) -> str | None:
@@ -25,6 +26,7 @@ def kind_of(db: Database, name: str) -> str | None:
         (ARRAY, db.arrays()),
         (STREAM, db.streams()),
         (STREAM_VIEW, db.stream_views(helpers=True)),
+        (UNCERTAIN_ARRAY, db.uncertain_arrays()),
     ):
         if key in (n.lower() for n in names):
             return kind
@@ -134,6 +136,7 @@ __all__ = [
     "ARRAY_VIEW",
     "STREAM",
     "STREAM_VIEW",
+    "UNCERTAIN_ARRAY",
     "all_names",
     "arrays_frame",
     "kind_of",

@@ -32,7 +32,12 @@ def _drop_stream(db: Database, s: ast.DropStream) -> None:
     if kind is None:
         raise relations.unknown(db, s.name)
     if kind != relations.STREAM:
-        drop = {relations.ARRAY: "DROP ARRAY", relations.ARRAY_VIEW: "DROP VIEW", relations.STREAM_VIEW: "DROP VIEW"}
+        drop = {
+            relations.ARRAY: "DROP ARRAY",
+            relations.ARRAY_VIEW: "DROP VIEW",
+            relations.STREAM_VIEW: "DROP VIEW",
+            relations.UNCERTAIN_ARRAY: "DROP ARRAY",
+        }
         raise ValidationError(f"{s.name} is a {kind}, not a stream; use {drop[kind]} {s.name}", array=s.name)
     db.drop_stream(s.name)
 
@@ -44,7 +49,7 @@ def _drop_view(db: Database, s: ast.DropView) -> None:
         db.drop_view(s.name)
     elif kind == relations.STREAM_VIEW:
         db.drop_stream_view(s.name)
-    elif kind in (relations.ARRAY, relations.STREAM):
+    elif kind in (relations.ARRAY, relations.STREAM, relations.UNCERTAIN_ARRAY):
         raise ValidationError(f"{s.name} is an {kind}, not a view", array=s.name)
     else:
         known = ", ".join([*db.views(), *db.stream_views()]) or "none"
@@ -144,6 +149,12 @@ def spark_query(db: Database, text: str, names: tuple[str, ...]) -> Any:
             raise relations.unknown(db, name)
         if kind in (relations.ARRAY, relations.ARRAY_VIEW):
             arrays.append(name)
+        if kind == relations.UNCERTAIN_ARRAY:
+            raise ValidationError(
+                f"{name} is an uncertain array, which Spark SQL queries do not read; query it with "
+                f"SELECT * FROM {name}, subarray({name}, lo..., hi..., THRESHOLD p) or structure_join(...)",
+                array=name,
+            )
     if any(relations.kind_of(db, name) in (relations.STREAM, relations.STREAM_VIEW) for name in names):
         register_relations(db.spark, db.warehouse.catalog)
     for name in arrays:

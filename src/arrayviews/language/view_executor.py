@@ -282,6 +282,8 @@ def _explain_refresh(db: Database, s: ast.RefreshView) -> str:
     for row in status.itertuples():
         state = "pending" if row.pending else "fresh"
         lines.append(f"  base {row.base}: reflects version {row.reflected}, current {row.current} ({state})")
+    if status.pending.any():
+        lines.append(view.explain_refresh(s.strategy or "auto"))
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.sql_dialect import is_plain_name
-from arrayviews.model.types import SQL_TYPE_NAMES, normalize_type, type_of_sql_name
+from arrayviews.model.types import FLOAT32_MAX, SQL_TYPE_NAMES, normalize_type, type_of_sql_name
 
 #: Deepest allowed nesting of operators and calls (printing, typing and evaluation recurse).
 MAX_DEPTH = 200
@@ -471,7 +471,10 @@ def literal_text(literal: Literal) -> str:
         word = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
         return f"CAST('{word}' AS {SQL_TYPE_NAMES[kind]})"
     if kind == "float32":
-        return f"{str(np.float32(value))}F"
+        text = str(np.float32(value))
+        if abs(float(text)) > FLOAT32_MAX:  # the shortest spelling of +-max rounds up past the range
+            text = repr(float(np.float32(value)))  # Spark checks the written decimal against the range
+        return f"{text}F"
     return f"{value!r}D"
 
 

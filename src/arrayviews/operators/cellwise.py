@@ -7,10 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine, conform
 from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.expressions import (
@@ -72,19 +71,26 @@ def _subarray_batch(table: pa.Table, in_schema: ArraySchema, out_schema: ArraySc
 
     partial = transform_cells(table.filter(pa.array(~inside)), in_schema, out_schema, cut)
     target = layout.fragment_schema(out_schema)
-    return pa.concat_tables([jobs.conform(whole, target), jobs.conform(partial, target)])
+    return pa.concat_tables([conform(whole, target), conform(partial, target)])
 
 
-def subarray(source: Source, spark: SparkSession, box: Mapping[str, tuple[int, int]]) -> ComputedSource:
-    """Cells inside a box of dimension coordinates; only chunks overlapping the box are read."""
-    out_schema = subarray_schema(source.schema, box)
-    grid = ChunkGrid.of(source.schema)
-    ranges = grid.chunk_ranges_overlapping(
+def subarray_ranges(schema: ArraySchema, box: Mapping[str, tuple[int, int]]):
+    """Per dimension the (first, last) chunk a subarray reads."""
+    out_schema = subarray_schema(schema, box)
+    return ChunkGrid.of(schema).chunk_ranges_overlapping(
         [d.low for d in out_schema.dimensions], [d.high for d in out_schema.dimensions]
     )
-    frame = source.frame(spark, ranges)
+
+
+def subarray(source: Source, engine: Engine, box: Mapping[str, tuple[int, int]]) -> ComputedSource:
+    """Cells inside a box of dimension coordinates; only chunks overlapping the box are read."""
+    out_schema = subarray_schema(source.schema, box)
+    ranges = subarray_ranges(source.schema, box)
+    frame = source.data(engine, ranges)
     function = functools.partial(_subarray_batch, in_schema=source.schema, out_schema=out_schema)
-    return ComputedSource(out_schema, jobs.map_batches(frame, function, layout.fragment_schema(out_schema)))
+    return ComputedSource(
+        out_schema, engine.map_batches(frame, function, layout.fragment_schema(out_schema)), engine=engine
+    )
 
 
 # -- filter and apply ---------------------------------------------------------------------------
@@ -125,7 +131,7 @@ def _filter_cells(cells: pa.Table, predicate: Expr) -> pa.Table:
     return cells.filter(pa.array(keep))
 
 
-def filter_cells(source: Source, spark: SparkSession, predicate: str) -> ComputedSource:
+def filter_cells(source: Source, engine: Engine, predicate: str) -> ComputedSource:
     """Cells where the Spark SQL condition ``predicate`` is TRUE (not false, not NULL)."""
     schema = source.schema
     expression, kind = _bound(schema, predicate)
@@ -140,7 +146,9 @@ def filter_cells(source: Source, spark: SparkSession, predicate: str) -> Compute
         function=functools.partial(_filter_cells, predicate=expression),
     )
     return ComputedSource(
-        schema, jobs.map_batches(source.frame(spark), function, layout.fragment_schema(schema))
+        schema,
+        engine.map_batches(source.data(engine), function, layout.fragment_schema(schema)),
+        engine=engine,
     )
 
 
@@ -152,7 +160,7 @@ def _apply_cells(cells: pa.Table, name: str, expression: Expr, type_name: str) -
     return cells.append_column(name, column)
 
 
-def apply(source: Source, spark: SparkSession, name: str, expression: str) -> ComputedSource:
+def apply(source: Source, engine: Engine, name: str, expression: str) -> ComputedSource:
     """A new attribute ``name`` computed from the Spark SQL ``expression`` for every cell; it is
     nullable if the expression can be NULL (a nullable attribute read, ``ln``, ``nullif``, ...)."""
     schema = source.schema
@@ -173,21 +181,31 @@ def apply(source: Source, spark: SparkSession, name: str, expression: str) -> Co
         transform_cells, in_schema=schema, out_schema=out_schema, function=cell_function
     )
     return ComputedSource(
-        out_schema, jobs.map_batches(source.frame(spark), function, layout.fragment_schema(out_schema))
+        out_schema,
+        engine.map_batches(source.data(engine), function, layout.fragment_schema(out_schema)),
+        engine=engine,
     )
 
 
 # -- project ------------------------------------------------------------------------------------
-def project(source: Source, spark: SparkSession, attributes: list[str]) -> ComputedSource:
+def project(source: Source, engine: Engine, attributes: list[str]) -> ComputedSource:
     """Only the named attributes, in the given order; cell data is not decoded."""
     schema = source.schema
     kept = [schema.attribute(a) for a in attributes]
     if len(set(attributes)) != len(attributes):
         raise ValidationError(f"array {schema.name}: project names an attribute twice")
     out_schema = schema.with_attributes(kept)
-    frame = source.frame(spark)
-    size = F.length(F.col(layout.CELLS))
-    for attribute in kept:
-        size = size + F.length(F.col(layout.value_column(attribute.name)))
-    frame = frame.withColumn(layout.NBYTES, size.cast("long"))
-    return ComputedSource(out_schema, frame.select(*layout.fragment_schema(out_schema).names))
+    target = layout.fragment_schema(out_schema)
+    function = functools.partial(_project_batch, attributes=[a.name for a in kept], target=target)
+    return ComputedSource(
+        out_schema, engine.map_batches(source.data(engine), function, target), engine=engine
+    )
+
+
+def _project_batch(table: pa.Table, attributes: list[str], target: pa.Schema) -> pa.Table:
+    """Fragments keeping only some attributes' columns, their byte counts recomputed to match."""
+    size = pc.binary_length(table.column(layout.CELLS)).cast(pa.int64())
+    for name in attributes:
+        size = pc.add(size, pc.binary_length(table.column(layout.value_column(name))).cast(pa.int64()))
+    index = table.schema.get_field_index(layout.NBYTES)
+    return conform(table.set_column(index, layout.NBYTES, size), target)

@@ -6,15 +6,13 @@ import functools
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators.cells import cells_to_fragment_table
 from arrayviews.operators.cellwise import subarray
-from arrayviews.operators.reads import to_spark
-from arrayviews.operators.rechunk import cells_to_fragments
+from arrayviews.operators.rechunk import fragments_to_grid
 from arrayviews.operators.source import ComputedSource, Source
 from arrayviews.storage import layout
 
@@ -89,17 +87,17 @@ def _join_chunk(
     return cells_to_fragment_table(pa.table(columns), out)
 
 
-def join(left: Source, right: Source, spark: SparkSession) -> ComputedSource:
+def join(left: Source, right: Source, engine: Engine) -> ComputedSource:
     """Cells non-empty in both arrays (same dimension names), with both arrays' attributes."""
     out = join_schema(left.schema, right.schema)
     right_schema = right.schema
-    right_frame = right.frame(spark)
+    right_frame = right.data(engine)
     if not left.schema.same_grid(right.schema):
         # Bring the right array onto the left's chunk grid, cut to the common range.
-        cut = subarray(right, spark, {d.name: (d.low, d.high) for d in out.dimensions})
+        cut = subarray(right, engine, {d.name: (d.low, d.high) for d in out.dimensions})
         right_schema = right.schema.with_dimensions(out.dimensions)
-        right_frame = cells_to_fragments(to_spark(cut, spark), right_schema)
+        right_frame = fragments_to_grid(engine, cut.data(engine), cut.schema, right_schema)
     keys = layout.chunk_columns(out)
     function = functools.partial(_join_chunk, left=left.schema, right=right_schema, out=out)
-    frame = jobs.cogroup_tables(left.frame(spark), right_frame, keys, function, layout.fragment_schema(out))
-    return ComputedSource(out, frame)
+    frame = engine.cogroup(left.data(engine), right_frame, keys, function, layout.fragment_schema(out))
+    return ComputedSource(out, frame, engine=engine)

@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine, conform
 from arrayviews.kernels.aggregates import (
     finalize,
     merge_states,
@@ -173,7 +172,7 @@ def _seed(out_schema: ArraySchema, needs: dict[str | None, set[str]], input_type
 
 def reduce_cells(
     source: Source,
-    spark: SparkSession,
+    engine: Engine,
     out_schema: ArraySchema,
     cell_map: CellMap,
     calls: list[AggregateCall],
@@ -190,23 +189,21 @@ def reduce_cells(
         needs.setdefault(call.attribute, set()).update(needs_for(call.function))
     input_types = {a: (schema.attribute(a).type if a else None) for a in needs}
     partial_schema = _partial_schema(out_schema, list(needs))
-    stage_one = jobs.map_batches(
-        source.frame(spark),
+    stage_one = engine.map_batches(
+        source.data(engine),
         functools.partial(_partials, in_schema=schema, out_schema=out_schema, cell_map=cell_map, needs=needs),
         partial_schema,
     )
     if seed_empty:
-        seed = jobs.conform(_seed(out_schema, needs, input_types), partial_schema)
-        stage_one = stage_one.unionByName(
-            spark.createDataFrame(seed, schema=jobs.spark_schema(partial_schema))
-        )
-    stage_two = jobs.group_tables(
+        seed = conform(_seed(out_schema, needs, input_types), partial_schema)
+        stage_one = engine.union([stage_one, engine.from_arrow(seed, partial_schema)])
+    stage_two = engine.group(
         stage_one,
         layout.chunk_columns(out_schema),
         functools.partial(_finish, out_schema=out_schema, calls=calls, input_types=input_types),
         layout.fragment_schema(out_schema),
     )
-    return ComputedSource(out_schema, stage_two)
+    return ComputedSource(out_schema, stage_two, engine=engine)
 
 
 # -- regrid -------------------------------------------------------------------------------------
@@ -215,7 +212,7 @@ def _block_map(coords: np.ndarray, lows: np.ndarray, blocks: np.ndarray) -> np.n
 
 
 def regrid(
-    source: Source, spark: SparkSession, blocks: Sequence[int], aggregates: Sequence[str]
+    source: Source, engine: Engine, blocks: Sequence[int], aggregates: Sequence[str]
 ) -> ComputedSource:
     """Aggregate non-overlapping blocks of ``blocks[k]`` cells along each dimension."""
     schema = source.schema
@@ -242,7 +239,7 @@ def regrid(
     )
     lows = np.array([d.low for d in schema.dimensions], dtype=np.int64)
     cell_map = functools.partial(_block_map, lows=lows, blocks=np.asarray(blocks, dtype=np.int64))
-    return reduce_cells(source, spark, out_schema, cell_map, calls)
+    return reduce_cells(source, engine, out_schema, cell_map, calls)
 
 
 # -- aggregate ----------------------------------------------------------------------------------
@@ -253,7 +250,7 @@ def _select_map(coords: np.ndarray, positions: list[int]) -> np.ndarray:
 
 
 def aggregate(
-    source: Source, spark: SparkSession, aggregates: Sequence[str], by: Sequence[str] = ()
+    source: Source, engine: Engine, aggregates: Sequence[str], by: Sequence[str] = ()
 ) -> ComputedSource:
     """Aggregate all cells, or the cells sharing each value of the ``by`` dimensions."""
     schema = source.schema
@@ -272,4 +269,4 @@ def aggregate(
     out_schema = ArraySchema(schema.name, tuple(attributes), dimensions)
     positions = [schema.dimension_names.index(n) for n in by]
     cell_map = functools.partial(_select_map, positions=positions)
-    return reduce_cells(source, spark, out_schema, cell_map, calls, seed_empty=not by)
+    return reduce_cells(source, engine, out_schema, cell_map, calls, seed_empty=not by)

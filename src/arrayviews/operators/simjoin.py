@@ -1,4 +1,4 @@
-"""The shape-based array similarity join, run on Spark: chunk pairs from metadata, right cells routed
+"""The shape-based array similarity join, run on an engine: chunk pairs from metadata, right cells routed
 to the left chunks whose shapes reach them, and the signed join kernel per left chunk.
 
 For every non-empty cell ``a`` of the left array (alpha), the join pairs it with the non-empty cells
@@ -16,10 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Data, Engine, conform
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
@@ -149,58 +147,50 @@ def right_piece_schema(spec: JoinSpec) -> pa.Schema:
     return halo.piece_schema(spec.right, spec.left.dimension_names).append(pa.field(ROLE, pa.int8()))
 
 
-def route_left(frame: DataFrame, spec: JoinSpec, role: int, chunks: np.ndarray | None = None) -> DataFrame:
+def route_left(
+    engine: Engine, frame: Data, spec: JoinSpec, role: int, chunks: np.ndarray | None = None
+) -> Data:
     """Left fragments as pieces addressed to their own chunks (optionally only ``chunks``)."""
     if chunks is not None:
-        frame = only_chunks(frame, spec.left, chunks)
+        frame = only_chunks(engine, frame, spec.left, chunks)
     function = functools.partial(_left_pieces, spec=spec, role=role)
-    return jobs.map_batches(frame, function, left_piece_schema(spec))
+    return engine.map_batches(frame, function, left_piece_schema(spec))
 
 
 def route_right(
-    frame: DataFrame,
+    engine: Engine,
+    frame: Data,
     spec: JoinSpec,
     pairs: list[tuple[tuple, tuple]],
     role: int,
     boxes: Boxes | None = None,
-) -> DataFrame:
+) -> Data:
     """Right fragments cut into pieces for every left chunk of ``pairs`` that reaches them (only the
     part within reach of the box of ``boxes`` for that left chunk, when given)."""
     targets = _targets_by_right(pairs)
     if not targets:
-        return frame.sparkSession.createDataFrame([], jobs.spark_schema(right_piece_schema(spec)))
-    frame = only_chunks(frame, spec.right, np.array(list(targets), dtype=np.int64))
+        return engine.empty(right_piece_schema(spec))
+    frame = only_chunks(engine, frame, spec.right, np.array(list(targets), dtype=np.int64))
     function = functools.partial(_right_pieces, spec=spec, targets=targets, role=role, boxes=boxes)
-    return jobs.map_batches(frame, function, right_piece_schema(spec))
+    return engine.map_batches(frame, function, right_piece_schema(spec))
 
 
-def only_chunks(frame: DataFrame, schema: ArraySchema, chunks: np.ndarray) -> DataFrame:
-    """Rows of a fragment frame whose chunk is one of ``chunks`` (a broadcast semi-join)."""
-    chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, schema.ndim)
-    names = layout.chunk_columns(schema)
-    wanted = frame.sparkSession.createDataFrame(
-        pa.table({name: pa.array(chunks[:, k], pa.int64()) for k, name in enumerate(names)})
-    )
-    return frame.join(F.broadcast(wanted), on=names, how="left_semi")
+def only_chunks(engine: Engine, frame: Data, schema: ArraySchema, chunks: np.ndarray) -> Data:
+    """Rows of a fragment data set whose chunk is one of ``chunks``."""
+    return engine.where_keys(frame, layout.chunk_columns(schema), np.asarray(chunks, dtype=np.int64))
 
 
-def fragments_to_left(spark: SparkSession, tables: dict[int, pa.Table], spec: JoinSpec) -> DataFrame:
+def fragments_to_left(engine: Engine, tables: dict[int, pa.Table], spec: JoinSpec) -> Data:
     """Small fragment tables on the driver (e.g. the signed parts of a delta, by role) as left pieces,
-    in one DataFrame."""
+    in one data set."""
     schema = left_piece_schema(spec)
-    parts = [jobs.conform(_left_pieces(table, spec, role), schema) for role, table in tables.items()]
-    return spark.createDataFrame(
-        pa.concat_tables(parts) if parts else schema.empty_table(), schema=jobs.spark_schema(schema)
-    )
+    parts = [conform(_left_pieces(table, spec, role), schema) for role, table in tables.items()]
+    return engine.from_arrow(pa.concat_tables(parts) if parts else schema.empty_table(), schema)
 
 
-def fragments_to_right(spark: SparkSession, tables: dict[int, pa.Table], spec: JoinSpec, pairs) -> DataFrame:
-    """Small fragment tables on the driver (by role) as right pieces for ``pairs``, in one DataFrame."""
+def fragments_to_right(engine: Engine, tables: dict[int, pa.Table], spec: JoinSpec, pairs) -> Data:
+    """Small fragment tables on the driver (by role) as right pieces for ``pairs``, in one data set."""
     schema = right_piece_schema(spec)
     targets = _targets_by_right(pairs)
-    parts = [
-        jobs.conform(_right_pieces(table, spec, targets, role), schema) for role, table in tables.items()
-    ]
-    return spark.createDataFrame(
-        pa.concat_tables(parts) if parts else schema.empty_table(), schema=jobs.spark_schema(schema)
-    )
+    parts = [conform(_right_pieces(table, spec, targets, role), schema) for role, table in tables.items()]
+    return engine.from_arrow(pa.concat_tables(parts) if parts else schema.empty_table(), schema)

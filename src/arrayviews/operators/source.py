@@ -1,33 +1,38 @@
-"""Where an array's fragments come from: a stored table at one version, or a Spark plan still to run."""
+"""Where an array's fragments come from: a stored table at one version, or a plan of an engine
+still to run; and what reading them costs, from metadata alone."""
 
 from __future__ import annotations
 
-import uuid
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.cost import Choice, Estimate
+from arrayviews.execution.engine import Data, Engine
+from arrayviews.execution.executors import Executors
+from arrayviews.execution.local_engine import LocalData
+from arrayviews.execution.spark_engine import SparkEngine
+from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
-from arrayviews.storage.files import delete_files, read_parquet_files
+from arrayviews.storage.files import read_parquet_files
 
 ChunkRanges = Sequence[tuple[int, int]] | None
 
 
-def _spark_range_filter(frame: DataFrame, schema: ArraySchema, ranges: ChunkRanges) -> DataFrame:
+def ranges_volume(schema: ArraySchema, ranges: ChunkRanges) -> int:
+    """Cells of the box covered by chunk ranges (the whole array when None)."""
     if ranges is None:
-        return frame
-    condition = None
-    for dimension, (first, last) in zip(schema.dimension_names, ranges, strict=True):
-        column = F.col(layout.chunk_column(dimension))
-        term = column.between(first, last)
-        condition = term if condition is None else condition & term
-    return frame.where(condition)
+        return math.prod(schema.shape)
+    grid = ChunkGrid.of(schema)
+    total = 1
+    for dimension, (first, last) in zip(grid.dimensions, ranges, strict=True):
+        total *= max(0, dimension.chunk_span(int(last))[1] - dimension.chunk_span(int(first))[0] + 1)
+    return total
 
 
 @dataclass
@@ -44,10 +49,28 @@ class StoredSource:
     def file_uris(self, ranges: ChunkRanges = None) -> list[str]:
         return [f.file_path for f in self.table.data_files(self.version, ranges)]
 
-    def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
+    def estimate(self, ranges: ChunkRanges = None) -> Estimate:
+        """Cells and bytes a read of ``ranges`` touches, from the snapshot summary and the manifest
+        (the planned files' sizes and fragment counts); no data file is opened."""
+        files = self.table.data_files(self.version, ranges)
+        info = self.table.current() if self.version == self.table.current_version() else None
+        if info is None:
+            total = next((v.cells_total for v in self.table.versions() if v.version == self.version), 0)
+        else:
+            total = info.cells_total
+        cells = min(total, ranges_volume(self.schema, ranges))
+        return Estimate(cells, sum(f.file_size_in_bytes for f in files), sum(f.record_count for f in files))
+
+    def data(self, engine: Engine, ranges: ChunkRanges = None) -> Data:
+        """The fragments (of ``ranges`` of chunks) as a data set of ``engine``."""
         arrow_schema = layout.fragment_schema(self.schema)
-        frame = jobs.read_files(spark, self.file_uris(ranges), arrow_schema)
-        return _spark_range_filter(frame, self.schema, ranges)
+        return engine.read_files(
+            self.file_uris(ranges), arrow_schema, layout.chunk_columns(self.schema), ranges
+        )
+
+    def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
+        """The fragments as a Spark DataFrame."""
+        return self.data(SparkEngine(spark), ranges)
 
     def local(self, ranges: ChunkRanges = None, columns: list[str] | None = None) -> pa.Table:
         arrow_schema = layout.fragment_schema(self.schema)
@@ -64,40 +87,59 @@ class StoredSource:
 
 @dataclass
 class ComputedSource:
-    """Fragments produced by a Spark plan (an operator result not stored yet)."""
+    """Fragments produced by an engine's plan (an operator result not stored yet)."""
 
     schema: ArraySchema
-    plan: DataFrame
-    #: A folder where executors may leave result files for the driver to read (see ``local``).
+    plan: Data
+    #: A folder where Spark executors may leave result files for the driver to read.
     scratch: str | None = None
+    #: The engine the plan belongs to (a Spark plan given without one gets a Spark engine).
+    engine: Engine | None = None
+    #: What the plan reads, estimated from the metadata of the stored arrays it starts from.
+    cost: Estimate | None = None
+    #: Which executor runs the plan's last operation, and why.
+    choice: Choice | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine is None:
+            if isinstance(self.plan, LocalData):
+                raise TypeError("a local plan needs its engine")
+            self.engine = SparkEngine(self.plan.sparkSession, self.scratch)
+
+    def estimate(self, ranges: ChunkRanges = None) -> Estimate:
+        return self.cost if self.cost is not None else Estimate()
+
+    def data(self, engine: Engine, ranges: ChunkRanges = None) -> Data:
+        arrow_schema = layout.fragment_schema(self.schema)
+        plan = self.engine.where_ranges(self.plan, layout.chunk_columns(self.schema), ranges)
+        return plan if engine.owns(plan) else engine.adopt(plan, arrow_schema)
 
     def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
-        return _spark_range_filter(self.plan, self.schema, ranges)
+        return self.data(SparkEngine(spark, self.scratch), ranges)
 
     def local(self, ranges: ChunkRanges = None, columns: list[str] | None = None) -> pa.Table:
-        """Run the plan and bring its fragments (or some columns of them) to the driver.
-
-        Cell payloads travel through files: executors write Parquet into the scratch folder and the
-        driver reads it with pyarrow, which is several times faster than collecting large binary
-        values through Spark's driver connection. Small projections (metadata) are collected directly.
-        """
+        """Run the plan and bring its fragments (or some columns of them) to the driver."""
         arrow_schema = layout.fragment_schema(self.schema)
-        frame = _spark_range_filter(self.plan, self.schema, ranges)
-        payloads = columns is None or any(c.startswith(("v__", "z__")) or c == layout.CELLS for c in columns)
-        if self.scratch is not None and payloads:
-            folder = self.scratch.rstrip("/") + "/" + uuid.uuid4().hex
-            written = jobs.write_files(frame, folder, arrow_schema)
-            try:
-                return read_parquet_files([w.uri for w in written], columns=columns, schema=arrow_schema)
-            finally:
-                delete_files([w.uri for w in written])
+        plan = self.engine.where_ranges(self.plan, layout.chunk_columns(self.schema), ranges)
         if columns is not None:
-            frame = frame.select(*columns)
+            plan = self.engine.select(plan, columns)
             arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
-        return jobs.collect(frame, arrow_schema)
+        return self.engine.collect(plan, arrow_schema)
 
     def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
         return self.local(ranges, columns=layout.metadata_columns(self.schema))
 
 
 Source = StoredSource | ComputedSource
+
+
+def choose_engine(executors: Executors, source: Source, ranges: ChunkRanges = None) -> tuple[Engine, Choice]:
+    """The engine for an operation over ``source`` (only ``ranges`` of chunks when given): a stored
+    source by the cost of what it reads, from metadata; a computed one stays on its plan's engine
+    (moving a plan across engines costs more than it saves) unless the mode forces an engine."""
+    estimate = source.estimate(ranges)
+    if isinstance(source, ComputedSource) and executors.mode == "auto":
+        engine = executors.engine(source.engine.name)
+        reason = f"its input is computed {'in-process' if engine.name == 'local' else 'on Spark'}"
+        return engine, Choice(engine.name, reason, estimate, {})
+    return executors.choose(estimate)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from arrayviews.kernels.fences import batch_fences
 from arrayviews.model.copy_layout import STORE_MEAN, StorageLayout, scheme_copies
 from arrayviews.model.errors import ValidationError
-from arrayviews.model.types import can_store, numpy_dtype
+from arrayviews.model.types import numpy_dtype
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
 from arrayviews.operators.ingest import to_arrow
 from arrayviews.storage import uncertain_layout as ul
@@ -175,6 +175,20 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
             if mask is not None:
                 nulls[attribute.name] = mask
     return TupleBatch(ids, means, sigmas, corrs, values, nulls)
+
+
+def can_store(source: np.dtype, target: str) -> bool:
+    """Whether values of numpy dtype ``source`` convert to attribute type ``target`` without loss of kind
+    or precision: integers widen to larger integers and to floats, float32 to float64, bool stays bool
+    (the rule uncertain inserts had before model.types dropped its ``can_store``)."""
+    source, target_dtype = np.dtype(source), numpy_dtype(target)
+    if target_dtype.kind == "b" or source.kind == "b":
+        return target_dtype.kind == source.kind
+    if target_dtype.kind in "iu":
+        return source.kind in "iu" and np.can_cast(source, target_dtype, casting="safe")
+    if target_dtype.kind == "f":
+        return source.kind in "iu" or (source.kind == "f" and source.itemsize <= target_dtype.itemsize)
+    return False
 
 
 def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine
 from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
@@ -161,7 +160,7 @@ def _window_chunk(
 
 def window(
     source: Source,
-    spark: SparkSession,
+    engine: Engine,
     extents: Mapping[str, tuple[int, int]] | Sequence[int],
     aggregates: Sequence[str],
     method: str = "incremental",
@@ -174,8 +173,8 @@ def window(
     calls = parse_calls(schema, aggregates)
     attributes = output_attributes(schema, calls, schema.dimension_names)
     out_schema = schema.with_attributes(attributes)
-    pieces = jobs.map_batches(
-        source.frame(spark),
+    pieces = engine.map_batches(
+        source.data(engine),
         functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
         halo.piece_schema(schema),
     )
@@ -188,7 +187,5 @@ def window(
         calls=calls,
         method=method,
     )
-    frame = jobs.group_tables(
-        pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema)
-    )
-    return ComputedSource(out_schema, frame)
+    frame = engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+    return ComputedSource(out_schema, frame, engine=engine)

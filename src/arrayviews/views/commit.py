@@ -4,13 +4,12 @@ unchanged) and swap the files in one snapshot that records the base versions ref
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Callable
 
 import numpy as np
-import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Data, Engine, WrittenFile
 from arrayviews.model.faults import checkpoint
 from arrayviews.operators import staging
 from arrayviews.storage import layout
@@ -19,14 +18,21 @@ from arrayviews.storage.files import delete_files
 
 
 def replace_chunks(
-    spark: SparkSession,
+    engine: Engine,
     view: ArrayTable,
-    new_fragments: DataFrame | None,
+    new_fragments: Data | None,
     affected: np.ndarray | None,
     expected_version: int,
     info: CommitInfo,
+    timings: dict[str, float] | None = None,
+    annotate: Callable[[dict[str, float]], dict[str, str]] | None = None,
 ) -> int:
-    """Replace the view chunks in ``affected`` (None: every chunk) by ``new_fragments``; one snapshot."""
+    """Replace the view chunks in ``affected`` (None: every chunk) by ``new_fragments``; one snapshot.
+
+    ``timings`` receives the seconds of the write (which runs the computation) and of the commit;
+    ``annotate`` adds properties to the commit from the timings measured before it."""
+    timings = {} if timings is None else timings
+    started = time.perf_counter()
     schema = view.schema
     arrow_schema = layout.fragment_schema(schema)
     frames = [] if new_fragments is None else [new_fragments]
@@ -39,29 +45,28 @@ def replace_chunks(
         removed = overlap.files if overlap is not None else []
         cells_removed = overlap.cells_in(removed) if removed else 0
         if removed:
-            kept = jobs.read_files(spark, [f.file_path for f in removed], arrow_schema)
-            frames.append(_without_chunks(kept, schema, affected))
-    written: list[jobs.WrittenFile] = []
+            kept = engine.read_files([f.file_path for f in removed], arrow_schema)
+            frames.append(engine.where_keys(kept, layout.chunk_columns(schema), affected, keep=False))
+    written: list[WrittenFile] = []
     try:
         if frames:  # one job writes the new chunks and the copied ones
-            frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-            written = jobs.write_files(frame, view.data_directory, arrow_schema)
+            frame = frames[0] if len(frames) == 1 else engine.union(frames)
+            written = engine.write_files(frame, view.data_directory, arrow_schema)
         checkpoint("refresh.written")
+        timings["write"] = time.perf_counter() - started
         checkpoint("refresh.before-commit")
+        properties = info.properties if annotate is None else {**info.properties, **annotate(dict(timings))}
         # cells counted as the files' contents: the rewritten files re-add the fragments they copied
         counted = dataclasses.replace(
-            info, cells_added=sum(w.cells for w in written), cells_removed=cells_removed
+            info,
+            cells_added=sum(w.cells for w in written),
+            cells_removed=cells_removed,
+            properties=properties,
         )
-        return view.commit([w.uri for w in written], removed, counted, expected_version)
+        committing = time.perf_counter()
+        version = view.commit([w.uri for w in written], removed, counted, expected_version)
+        timings["commit"] = time.perf_counter() - committing
+        return version
     except BaseException:
         delete_files([w.uri for w in written])
         raise
-
-
-def _without_chunks(frame: DataFrame, schema, chunks: np.ndarray) -> DataFrame:
-    """Rows of a fragment frame whose chunk is not one of ``chunks`` (a broadcast anti-join)."""
-    names = layout.chunk_columns(schema)
-    unwanted = frame.sparkSession.createDataFrame(
-        pa.table({name: pa.array(np.asarray(chunks)[:, k], pa.int64()) for k, name in enumerate(names)})
-    )
-    return frame.join(F.broadcast(unwanted), on=names, how="left_anti")

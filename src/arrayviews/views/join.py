@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from arrayviews.array import Array
-from arrayviews.execution import jobs
 from arrayviews.execution.failures import translating
 from arrayviews.kernels.simjoin import join_pairs
 from arrayviews.model.errors import ValidationError
@@ -63,12 +62,18 @@ class SimilarityJoin:
         stored = state.stored_schema(
             self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
         )
+        engine, choice = self._engine()
         fragments, _ = views_similarity.full_computation(
-            self._db.spark, self.spec, definition, stored, self.left.source, self.right.source
+            engine, self.spec, definition, stored, self.left.source, self.right.source
         )
         public = stored.with_attributes([a for a in stored.attributes if not a.internal])
-        frame = fragments.select(*layout.fragment_schema(public).names)
-        return Array(self._db, ComputedSource(public, frame, self._db.scratch_location))
+        frame = engine.select(fragments, layout.fragment_schema(public).names)
+        return Array(self._db, ComputedSource(public, frame, engine=engine, choice=choice))
+
+    def _engine(self):
+        """The engine for the join, chosen from what both sides read (metadata only)."""
+        estimate = self.left.source.estimate() + self.right.source.estimate()
+        return self._db.executors.choose(estimate)
 
     def pair_schema(self) -> ArraySchema:
         """Dimensions of both arrays (the right's renamed with a ``_2`` suffix when names clash), and the
@@ -90,14 +95,15 @@ class SimilarityJoin:
         """The full 2d-dimensional join result: one cell per pair (left cell, right cell)."""
         out = self.pair_schema()
         pairs = self._pairs()
-        left_rows = simjoin.route_left(self.left.source.frame(self._db.spark), self.spec, simjoin.LEFT_OLD)
+        engine, choice = self._engine()
+        left_rows = simjoin.route_left(engine, self.left.source.data(engine), self.spec, simjoin.LEFT_OLD)
         right_rows = simjoin.route_right(
-            self.right.source.frame(self._db.spark), self.spec, pairs, simjoin.RIGHT_OLD
+            engine, self.right.source.data(engine), self.spec, pairs, simjoin.RIGHT_OLD
         )
         function = functools.partial(_pairs_of_chunk, spec=self.spec, out=out)
         keys = halo.target_columns(self.spec.left.dimension_names)
-        frame = jobs.cogroup_tables(left_rows, right_rows, keys, function, layout.fragment_schema(out))
-        return Array(self._db, ComputedSource(out, frame, self._db.scratch_location))
+        frame = engine.cogroup(left_rows, right_rows, keys, function, layout.fragment_schema(out))
+        return Array(self._db, ComputedSource(out, frame, engine=engine, choice=choice))
 
 
 def _pairs_of_chunk(

@@ -1,5 +1,5 @@
-"""Computing and maintaining similarity views on Spark: the full computation and the baseline
-incremental refresh (paper 000, section 4.1) over update triples (p, q, v).
+"""Computing and maintaining similarity views on an engine (Spark or in-process): the full
+computation and the baseline incremental refresh (paper 000, section 4.1) over update triples (p, q, v).
 
 Both produce the new fragments of the view chunks they touch; the caller commits them in one
 snapshot. The plan is made from chunk metadata and the deltas' chunk lists only.
@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -39,16 +37,31 @@ class Plan:
     left_delta_chunks: np.ndarray | None = None
     right_delta_chunks: np.ndarray | None = None
     cells_recomputed: int = 0  # view cells whose min/max was recomputed (their extreme left)
+    #: The chunk pairs of the three delta terms (d_left x right_old, left_old x d_right, both deltas).
+    first: list = field(default_factory=list)
+    second: list = field(default_factory=list)
+    third: list = field(default_factory=list)
+    #: Cells the refresh reads from the old base arrays (chunk metadata) and from the deltas.
+    base_cells: int = 0
+    delta_cells: int = 0
 
 
-def _chunks_of(source: StoredSource) -> np.ndarray:
+def _chunk_cells(source: StoredSource) -> dict[tuple, int]:
+    """Per chunk of a source, its cells (from the fragments' metadata columns, no cell data)."""
     meta = source.metadata()
     schema = source.schema
     if meta.num_rows == 0:
-        return np.zeros((0, schema.ndim), np.int64)
-    return np.unique(
-        np.stack([np.asarray(meta.column(c)) for c in layout.chunk_columns(schema)], axis=1), axis=0
-    )
+        return {}
+    chunks = np.stack([np.asarray(meta.column(c)) for c in layout.chunk_columns(schema)], axis=1)
+    unique, inverse = np.unique(chunks, axis=0, return_inverse=True)
+    cells = np.zeros(len(unique), np.int64)
+    np.add.at(cells, inverse.reshape(-1), np.asarray(meta.column(layout.N_CELLS)))
+    return {tuple(int(c) for c in row): int(n) for row, n in zip(unique, cells, strict=True)}
+
+
+def _chunks_of(source: StoredSource) -> np.ndarray:
+    chunks = list(_chunk_cells(source))
+    return np.array(sorted(chunks), dtype=np.int64).reshape(-1, source.schema.ndim)
 
 
 def _cells_chunks(cells: pa.Table, schema: ArraySchema) -> np.ndarray:
@@ -67,13 +80,49 @@ def _signed_fragments(delta: Delta, which: str) -> pa.Table:
     )
 
 
-def _with_view_chunks(cells: DataFrame, view: ArraySchema) -> DataFrame:
-    for dimension in view.dimensions:
-        cells = cells.withColumn(
-            VIEW_CHUNK_PREFIX + dimension.name,
-            jobs.integer_div(F.col(dimension.name) - F.lit(dimension.chunk_origin), dimension.chunk_length),
-        )
+def bounding_ranges(chunks: np.ndarray) -> list[tuple[int, int]] | None:
+    """Per dimension the (first, last) chunk number of a list of chunks: the files to plan."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    if chunks.size == 0:
+        return None
+    return [(int(a), int(b)) for a, b in zip(chunks.min(axis=0), chunks.max(axis=0), strict=True)]
+
+
+def _view_chunks_of_cells(cells: pa.Table, view: ArraySchema) -> pa.Table:
+    coords = np.stack([np.asarray(cells.column(d)) for d in view.dimension_names], axis=1)
+    chunks = ChunkGrid.of(view).chunk_of(coords).reshape(-1, view.ndim)
+    for k, dimension in enumerate(view.dimension_names):
+        cells = cells.append_column(VIEW_CHUNK_PREFIX + dimension, pa.array(chunks[:, k], pa.int64()))
     return cells
+
+
+def _view_chunks_of_fragments(fragments: pa.Table, view: ArraySchema) -> pa.Table:
+    for dimension in view.dimension_names:
+        fragments = fragments.append_column(
+            VIEW_CHUNK_PREFIX + dimension, fragments.column(layout.chunk_column(dimension))
+        )
+    return fragments
+
+
+def _keyed_schema(arrow_schema: pa.Schema, view: ArraySchema) -> pa.Schema:
+    for dimension in view.dimension_names:
+        arrow_schema = arrow_schema.append(pa.field(VIEW_CHUNK_PREFIX + dimension, pa.int64()))
+    return arrow_schema
+
+
+def _with_view_chunks(engine: Engine, state: Data, view: ArraySchema) -> Data:
+    """State cells with the numbers of their view chunks (the key of the merge)."""
+    delta = layout.cell_schema(compute.delta_schema(view))
+    return engine.map_batches(
+        state, functools.partial(_view_chunks_of_cells, view=view), _keyed_schema(delta, view)
+    )
+
+
+def _fragments_with_view_chunks(engine: Engine, fragments: Data, view: ArraySchema) -> Data:
+    arrow_schema = layout.fragment_schema(view)
+    return engine.map_batches(
+        fragments, functools.partial(_view_chunks_of_fragments, view=view), _keyed_schema(arrow_schema, view)
+    )
 
 
 def _merge(old_rows: pa.Table, delta_rows: pa.Table, definition, stored, full) -> pa.Table | None:
@@ -84,80 +133,63 @@ def _merge(old_rows: pa.Table, delta_rows: pa.Table, definition, stored, full) -
 
 
 def compute_state(
-    spark: SparkSession,
+    engine: Engine,
     spec: JoinSpec,
     definition: SimilarityViewDefinition,
     stored: ArraySchema,
-    left_rows: DataFrame,
-    right_rows: DataFrame,
+    left_rows: Data,
+    right_rows: Data,
     terms: tuple,
-) -> DataFrame:
-    """Stage 2 on Spark: state cells (full or signed change) of every left chunk that has rows."""
+) -> Data:
+    """Stage 2: state cells (full or signed change) of every left chunk that has rows."""
     delta = compute.delta_schema(stored)
     function = functools.partial(
         compute.join_chunk, spec=spec, definition=definition, stored=stored, terms=terms
     )
     keys = simjoin.halo.target_columns(spec.left.dimension_names)
-    return jobs.cogroup_tables(left_rows, right_rows, keys, function, layout.cell_schema(delta))
+    return engine.cogroup(left_rows, right_rows, keys, function, layout.cell_schema(delta))
 
 
 def merge_into_view(
-    spark: SparkSession,
-    state: DataFrame,
-    old_view: DataFrame | None,
+    engine: Engine,
+    state: Data,
+    old_view: Data | None,
     definition,
     stored: ArraySchema,
     full: bool,
-) -> DataFrame:
-    """Stage 3 on Spark: group state cells by view chunk, merge with the old view fragments."""
-    keyed = _with_view_chunks(state, stored)
+) -> Data:
+    """Stage 3: group state cells by view chunk, merge with the old view fragments."""
+    keyed = _with_view_chunks(engine, state, stored)
     keys = [VIEW_CHUNK_PREFIX + d for d in stored.dimension_names]
     if old_view is None:
-        old_view = spark.createDataFrame([], jobs.spark_schema(layout.fragment_schema(stored)))
-    renamed = old_view
-    for dimension in stored.dimension_names:
-        renamed = renamed.withColumn(VIEW_CHUNK_PREFIX + dimension, F.col(layout.chunk_column(dimension)))
+        old_view = engine.empty(layout.fragment_schema(stored))
+    renamed = _fragments_with_view_chunks(engine, old_view, stored)
     function = functools.partial(_merge, definition=definition, stored=stored, full=full)
-    return jobs.cogroup_tables(renamed, keyed, keys, function, layout.fragment_schema(stored))
+    return engine.cogroup(renamed, keyed, keys, function, layout.fragment_schema(stored))
 
 
 def full_computation(
-    spark: SparkSession,
+    engine: Engine,
     spec: JoinSpec,
     definition: SimilarityViewDefinition,
     stored: ArraySchema,
     left: StoredSource,
     right: StoredSource,
-) -> tuple[DataFrame, Plan]:
+) -> tuple[Data, Plan]:
     """Fragments of the whole view computed from scratch."""
     pairs = simjoin.plan_pairs(spec, _chunks_of(left), _chunks_of(right))
     plan = Plan([(p, q, p) for p, q in pairs])
-    left_rows = simjoin.route_left(left.frame(spark), spec, simjoin.LEFT_OLD)
-    right_rows = simjoin.route_right(right.frame(spark), spec, pairs, simjoin.RIGHT_OLD)
-    state = compute_state(spark, spec, definition, stored, left_rows, right_rows, compute.FULL_TERMS)
-    return merge_into_view(spark, state, None, definition, stored, full=True), plan
+    left_rows = simjoin.route_left(engine, left.data(engine), spec, simjoin.LEFT_OLD)
+    right_rows = simjoin.route_right(engine, right.data(engine), spec, pairs, simjoin.RIGHT_OLD)
+    state = compute_state(engine, spec, definition, stored, left_rows, right_rows, compute.FULL_TERMS)
+    return merge_into_view(engine, state, None, definition, stored, full=True), plan
 
 
-def baseline_refresh(
-    spark: SparkSession,
-    spec: JoinSpec,
-    definition: SimilarityViewDefinition,
-    stored: ArraySchema,
-    left_old: StoredSource,
-    right_old: StoredSource,
-    left_delta: Delta,
-    right_delta: Delta,
-    old_view: StoredSource,
-    left_new: StoredSource | None = None,
-    right_new: StoredSource | None = None,
-) -> tuple[DataFrame, np.ndarray, Plan]:
-    """The new fragments of the view chunks that the deltas change, and which view chunks those are.
-
-    Terms: d_left join right_old, left_old join d_right, d_left join d_right (signed cells); the
-    state changes are added to the stored state. Where a min/max view loses values, the cells whose
-    stored extreme may have left are found first (one job over the state change and the touched view
-    chunks), and only those cells are recomputed from the new base arrays (``left_new``/``right_new``).
-    """
+def plan_baseline(
+    spec: JoinSpec, left_old: StoredSource, right_old: StoredSource, left_delta: Delta, right_delta: Delta
+) -> Plan:
+    """The update triples of a baseline refresh and the cells it reads, from chunk metadata and the
+    deltas' cells alone (no base data is read)."""
     left_delta_chunks = np.unique(
         np.vstack([_cells_chunks(left_delta.minus, spec.left), _cells_chunks(left_delta.plus, spec.left)]),
         axis=0,
@@ -168,20 +200,70 @@ def baseline_refresh(
         ),
         axis=0,
     )
-    left_old_chunks = _chunks_of(left_old)
-    right_old_chunks = _chunks_of(right_old)
+    left_cells = _chunk_cells(left_old)
+    right_cells = left_cells if right_old == left_old else _chunk_cells(right_old)
+    left_old_chunks = np.array(sorted(left_cells), dtype=np.int64).reshape(-1, spec.left.ndim)
+    right_old_chunks = np.array(sorted(right_cells), dtype=np.int64).reshape(-1, spec.right.ndim)
     first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks)
     second = simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks)
     third = simjoin.plan_pairs(spec, left_delta_chunks, right_delta_chunks)
-    plan = Plan(
+    read = sum(right_cells.get(q, 0) for q in {q for _, q in first})
+    read += sum(left_cells.get(p, 0) for p in {p for p, _ in second})
+    delta_cells = sum(
+        d.minus.num_rows + d.plus.num_rows
+        for d in {id(left_delta): left_delta, id(right_delta): right_delta}.values()
+    )
+    return Plan(
         list(dict.fromkeys((p, q, p) for p, q in first + second + third)),
         left_delta_chunks,
         right_delta_chunks,
+        first=first,
+        second=second,
+        third=third,
+        base_cells=read,
+        delta_cells=delta_cells,
     )
+
+
+def affected_view_chunks(spec: JoinSpec, stored: ArraySchema, plan: Plan) -> np.ndarray:
+    """The view chunks that may change, from the plan alone (no job runs to find them): those
+    overlapping a left chunk that receives work. Chunks without any change pass through unchanged."""
+    view_grid = ChunkGrid.of(stored)
+    left_grid = ChunkGrid.of(spec.left)
+    candidates = set()
+    for target in sorted({p for p, _, _ in plan.triples}):
+        low, high = left_grid.chunk_bounds(target)
+        candidates.update(view_grid.chunks_overlapping(low, high))
+    return np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
+
+
+def baseline_refresh(
+    engine: Engine,
+    spec: JoinSpec,
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+    left_old: StoredSource,
+    right_old: StoredSource,
+    left_delta: Delta,
+    right_delta: Delta,
+    old_view: StoredSource,
+    left_new: StoredSource | None = None,
+    right_new: StoredSource | None = None,
+    plan: Plan | None = None,
+) -> tuple[Data | None, np.ndarray, Plan]:
+    """The new fragments of the view chunks that the deltas change, and which view chunks those are.
+
+    Terms: d_left join right_old, left_old join d_right, d_left join d_right (signed cells); the
+    state changes are added to the stored state. Where a min/max view loses values, the cells whose
+    stored extreme may have left are found first (one job over the state change and the touched view
+    chunks), and only those cells are recomputed from the new base arrays (``left_new``/``right_new``).
+    """
+    plan = plan if plan is not None else plan_baseline(spec, left_old, right_old, left_delta, right_delta)
+    first, second, third = plan.first, plan.second, plan.third
     checkpoint("refresh.planned")
     left_rows = [
         simjoin.fragments_to_left(
-            spark,
+            engine,
             {
                 simjoin.LEFT_MINUS: _signed_fragments(left_delta, "minus"),
                 simjoin.LEFT_PLUS: _signed_fragments(left_delta, "plus"),
@@ -191,10 +273,18 @@ def baseline_refresh(
     ]
     second_targets = np.array(sorted({p for p, _ in second}), dtype=np.int64).reshape(-1, spec.left.ndim)
     if len(second_targets):
-        left_rows.append(simjoin.route_left(left_old.frame(spark), spec, simjoin.LEFT_OLD, second_targets))
+        left_rows.append(
+            simjoin.route_left(
+                engine,
+                left_old.data(engine, bounding_ranges(second_targets)),
+                spec,
+                simjoin.LEFT_OLD,
+                second_targets,
+            )
+        )
     right_rows = [
         simjoin.fragments_to_right(
-            spark,
+            engine,
             {
                 simjoin.RIGHT_MINUS: _signed_fragments(right_delta, "minus"),
                 simjoin.RIGHT_PLUS: _signed_fragments(right_delta, "plus"),
@@ -204,31 +294,29 @@ def baseline_refresh(
         )
     ]
     if first:
-        right_rows.append(simjoin.route_right(right_old.frame(spark), spec, first, simjoin.RIGHT_OLD))
-    left_frame = functools.reduce(DataFrame.unionByName, left_rows)
-    right_frame = functools.reduce(DataFrame.unionByName, right_rows)
-    # The view chunks that may change, from the plan alone (no job runs to find them): those
-    # overlapping a left chunk that receives work. Chunks without any change pass through unchanged.
-    view_grid = ChunkGrid.of(stored)
-    left_grid = ChunkGrid.of(spec.left)
-    targets = sorted({p for p, _, _ in plan.triples})
-    candidates = set()
-    for target in targets:
-        low, high = left_grid.chunk_bounds(target)
-        candidates.update(view_grid.chunks_overlapping(low, high))
-    if not candidates:
-        return None, np.zeros((0, stored.ndim), np.int64), plan
-    affected = np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
-    state = compute_state(spark, spec, definition, stored, left_frame, right_frame, compute.DELTA_TERMS)
-    old_frame = simjoin.only_chunks(old_view.frame(spark), stored, affected)
+        first_chunks = np.array(sorted({q for _, q in first}), dtype=np.int64)
+        right_rows.append(
+            simjoin.route_right(
+                engine, right_old.data(engine, bounding_ranges(first_chunks)), spec, first, simjoin.RIGHT_OLD
+            )
+        )
+    left_frame = engine.union(left_rows)
+    right_frame = engine.union(right_rows)
+    affected = affected_view_chunks(spec, stored, plan)
+    if len(affected) == 0:
+        return None, affected, plan
+    state = compute_state(engine, spec, definition, stored, left_frame, right_frame, compute.DELTA_TERMS)
+    old_frame = simjoin.only_chunks(
+        engine, old_view.data(engine, bounding_ranges(affected)), stored, affected
+    )
     loses = left_delta.minus.num_rows or right_delta.minus.num_rows
     if loses and any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates):
-        stale = find_stale_cells(spark, state, old_frame, definition, stored)
+        stale = find_stale_cells(engine, state, old_frame, definition, stored)
         plan.cells_recomputed = stale.num_rows
         if stale.num_rows:
-            fresh = fresh_extremes(spark, spec, definition, stored, stale, left_new, right_new)
-            state = state.unionByName(fresh)
-    merged = merge_into_view(spark, state, old_frame, definition, stored, full=False)
+            fresh = fresh_extremes(engine, spec, definition, stored, stale, left_new, right_new)
+            state = engine.union([state, fresh])
+    merged = merge_into_view(engine, state, old_frame, definition, stored, full=False)
     return merged, affected, plan
 
 
@@ -240,28 +328,26 @@ def _stale(old_rows: pa.Table, delta_rows: pa.Table, definition, stored) -> pa.T
 
 
 def find_stale_cells(
-    spark: SparkSession, state: DataFrame, old_view: DataFrame, definition, stored: ArraySchema
+    engine: Engine, state: Data, old_view: Data, definition, stored: ArraySchema
 ) -> pa.Table:
     """The view cells whose stored min/max may have left with this change (coordinates, on the driver)."""
-    keyed = _with_view_chunks(state, stored)
+    keyed = _with_view_chunks(engine, state, stored)
     keys = [VIEW_CHUNK_PREFIX + d for d in stored.dimension_names]
-    renamed = old_view
-    for dimension in stored.dimension_names:
-        renamed = renamed.withColumn(VIEW_CHUNK_PREFIX + dimension, F.col(layout.chunk_column(dimension)))
+    renamed = _fragments_with_view_chunks(engine, old_view, stored)
     schema = pa.schema([pa.field(d, pa.int64()) for d in stored.dimension_names])
     function = functools.partial(_stale, definition=definition, stored=stored)
-    return jobs.collect(jobs.cogroup_tables(renamed, keyed, keys, function, schema), schema)
+    return engine.collect(engine.cogroup(renamed, keyed, keys, function, schema), schema)
 
 
 def fresh_extremes(
-    spark: SparkSession,
+    engine: Engine,
     spec: JoinSpec,
     definition: SimilarityViewDefinition,
     stored: ArraySchema,
     cells: pa.Table,
     left_new: StoredSource,
     right_new: StoredSource,
-) -> DataFrame:
+) -> Data:
     """State rows with the min/max of ``cells`` recomputed from the new right array: the right cells
     within reach of the box of the stale cells of each left chunk, nothing more."""
     bare = JoinSpec(spec.left.with_attributes([]), spec.right, spec.shape, spec.mapping)
@@ -275,13 +361,13 @@ def fresh_extremes(
         {d: pa.array(coords[:, k], pa.int64()) for k, d in enumerate(bare.left.dimension_names)}
     )
     left_rows = simjoin.fragments_to_left(
-        spark, {simjoin.LEFT_OLD: cells_to_fragment_table(left_cells, bare.left)}, bare
+        engine, {simjoin.LEFT_OLD: cells_to_fragment_table(left_cells, bare.left)}, bare
     )
     pairs = simjoin.plan_pairs(bare, np.array(list(boxes), dtype=np.int64), _chunks_of(right_new), boxes)
-    right_rows = simjoin.route_right(right_new.frame(spark), bare, pairs, simjoin.RIGHT_OLD, boxes)
+    right_rows = simjoin.route_right(engine, right_new.data(engine), bare, pairs, simjoin.RIGHT_OLD, boxes)
     function = functools.partial(
         compute.fresh_extremes_chunk, spec=bare, definition=definition, stored=stored
     )
     keys = simjoin.halo.target_columns(bare.left.dimension_names)
     delta = compute.delta_schema(stored)
-    return jobs.cogroup_tables(left_rows, right_rows, keys, function, layout.cell_schema(delta))
+    return engine.cogroup(left_rows, right_rows, keys, function, layout.cell_schema(delta))

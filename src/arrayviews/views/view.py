@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from arrayviews.array import Array
-from arrayviews.execution import jobs
+from arrayviews.execution.cost import Estimate
+from arrayviews.execution.engine import Engine
 from arrayviews.execution.failures import translating
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
@@ -19,12 +20,12 @@ from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators import reads
 from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
-from arrayviews.operators.source import StoredSource
+from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import BaseMovedError
-from arrayviews.views import similarity, state, windowed
+from arrayviews.views import history, similarity, state, windowed
 from arrayviews.views.commit import replace_chunks
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
@@ -32,13 +33,20 @@ from arrayviews.views.definition import (
     WindowViewDefinition,
     check_aggregates,
 )
+from arrayviews.views.refresh_cost import (
+    FULL_JOBS,
+    INCREMENTAL_JOBS,
+    StrategyCost,
+    cheaper,
+    cost_of,
+)
 from arrayviews.views.source import ViewSource
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
 
 DEFINITION_PROPERTY = "arrayviews.view.definition"
-STRATEGIES = ("full", "baseline")
+STRATEGIES = ("auto", "full", "baseline")
 BASE_KEY = "base."
 
 
@@ -56,6 +64,17 @@ class RefreshResult:
     cells_recomputed: int = 0  # view cells whose min/max was recomputed because their extreme left
     seconds: float = 0.0
     message: str = ""
+    #: The strategy asked for ("auto" chooses full or baseline by predicted cost).
+    requested: str = ""
+    #: Which executor ran the refresh ("local" or "spark") and why.
+    executor: str = ""
+    executor_reason: str = ""
+    #: Why this strategy ran (the comparison of "auto", or that it was asked for).
+    strategy_reason: str = ""
+    #: Per strategy considered: cells, bytes, chunks, jobs, pairs, executor and predicted seconds.
+    estimates: dict = field(default_factory=dict)
+    #: Per step (plan, compute+write, commit): executor, predicted and measured seconds.
+    operations: list = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.message
@@ -118,13 +137,27 @@ class View(Array):
         pending = any(r["reflected"] != r["current"] for r in rows)
         return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
 
-    def refresh(self, strategy: str = "baseline") -> RefreshResult:
-        """Bring the view up to date with its base arrays (one atomic snapshot)."""
-        if strategy not in STRATEGIES:
-            raise ValidationError(
-                f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
-            )
+    def refresh(self, strategy: str = "auto") -> RefreshResult:
+        """Bring the view up to date with its base arrays (one atomic snapshot).
+
+        ``"auto"`` (default) estimates a full recomputation and an incremental (``"baseline"``)
+        refresh from metadata (touched chunks, cells, pairs) and the calibrated costs, and runs the
+        cheaper; ``"full"`` and ``"baseline"`` force one. The result reports the estimates, the
+        executor and the measured time, and the same report is stored with the new view version
+        (see :meth:`refresh_history`)."""
+        _check_strategy(strategy)
         return refresh_view(self._db, self, strategy)
+
+    def refresh_history(self) -> pd.DataFrame:
+        """One row per view version still held: how it was computed (strategy asked and run,
+        executor and why, estimated cells and predicted seconds, measured seconds, view chunks
+        rewritten, update triples)."""
+        return history.refresh_history(self._current().table)
+
+    def explain_refresh(self, strategy: str = "auto") -> str:
+        """What ``refresh(strategy)`` would do now, and why: the estimates of full and incremental
+        refresh, the executor for each and the choice (nothing is computed or committed)."""
+        return explain_refresh(self._db, self, strategy)
 
     def verify(self) -> bool:
         """Recompute the view from scratch and compare with what is stored; True when they agree
@@ -215,10 +248,9 @@ def compute_from_scratch(db: Database, view: View) -> pd.DataFrame:
     stored = view._current().stored_schema
     spec = join_spec(db, definition)
     left, right = db.array(definition.left).source, db.array(definition.right).source
-    fragments, _ = similarity.full_computation(db.spark, spec, definition, stored, left, right)
-    from arrayviews.operators.source import ComputedSource
-
-    computed = ComputedSource(stored, fragments, db.scratch_location)
+    engine, _ = db.executors.choose(left.estimate() + right.estimate())
+    fragments, _ = similarity.full_computation(engine, spec, definition, stored, left, right)
+    computed = ComputedSource(stored, fragments, db.scratch_location, engine=engine)
     table = reads.to_arrow(computed)
     return table.select(list(view._public.dimension_names) + list(view._public.attribute_names)).to_pandas()
 
@@ -234,17 +266,19 @@ def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None
     def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
         bases = _pinned_bases(db, definition)
         checkpoint("refresh.start")
-        fragments, _, triples, _ = _compute(db, definition, stored, bases, "full", {}, None, name)
+        prepared = _prepare(db, definition, stored, bases, "full", {}, None, name)
+        engine, _ = db.executors.choose(prepared.estimate)
+        fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
         written = (
-            jobs.write_files(fragments, data_directory, layout.fragment_schema(stored))
+            engine.write_files(fragments, data_directory, layout.fragment_schema(stored))
             if fragments is not None
             else []
         )
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
-        properties.update({"strategy": "full", "update-triples": str(triples)})
+        properties.update({"strategy": "full", "update-triples": str(triples), history.EXECUTOR: engine.name})
         return [w.uri for w in written], CommitInfo(
             "create", cells_added=sum(w.cells for w in written), properties=properties
         )
@@ -301,7 +335,21 @@ def _pinned_bases(db: Database, definition: ViewDefinition) -> dict[str, StoredS
     return pinned
 
 
-def _compute(
+@dataclass
+class Prepared:
+    """A refresh planned from metadata and the deltas, before anything is computed."""
+
+    definition: ViewDefinition
+    stored: ArraySchema
+    bases: dict[str, StoredSource]
+    strategy: str
+    estimate: Estimate
+    pairs: int = 0
+    affected: np.ndarray | None = None  # view chunks to rewrite (None: all)
+    context: dict = field(default_factory=dict)
+
+
+def _prepare(
     db: Database,
     definition: ViewDefinition,
     stored: ArraySchema,
@@ -310,65 +358,183 @@ def _compute(
     reflected: dict[str, int],
     view_source: ViewSource | None,
     view_name: str,
-):
-    """(new fragments or None, affected view chunks or None for all, update triples, cells whose
-    min/max were recomputed) of bringing a view reflecting ``reflected`` to the pinned ``bases``."""
-    affected: np.ndarray | None = None
-    triples = 0
+) -> Prepared:
+    """Plan bringing a view reflecting ``reflected`` to the pinned ``bases`` with ``strategy``:
+    the deltas (incremental only), the chunks to rewrite, and what the computation reads."""
     if isinstance(definition, WindowViewDefinition):
         base = bases[definition.base]
         before, after = window_extents(
             base.schema, [x for p in zip(definition.before, definition.after, strict=True) for x in p]
         )
+        context = {"before": before, "after": after}
         if strategy == "full":
-            fragments = windowed.window_fragments(
-                db.spark, base, before, after, definition.aggregates, None, stored
+            estimate = Estimate(**{**base.estimate().__dict__, "jobs": FULL_JOBS})
+            return Prepared(definition, stored, bases, strategy, estimate, context=context)
+        delta = version_delta(base.table, reflected.get(definition.base, 0), base.version)
+        checkpoint("refresh.delta")
+        affected = windowed.affected_chunks(delta, stored, before, after)
+        estimate = Estimate(jobs=INCREMENTAL_JOBS)
+        if len(affected):
+            read = base.estimate(windowed.reach_ranges(base.schema, affected, before, after))
+            kept = view_source.estimate(similarity.bounding_ranges(affected)) if view_source else Estimate()
+            estimate = Estimate(
+                read.cells + kept.cells, read.bytes + kept.bytes, len(affected), INCREMENTAL_JOBS
             )
-        else:
-            delta = version_delta(base.table, reflected.get(definition.base, 0), base.version)
-            checkpoint("refresh.delta")
-            affected = windowed.affected_chunks(delta, stored, before, after)
-            triples = len(affected)
-            fragments = (
-                windowed.window_fragments(
-                    db.spark, base, before, after, definition.aggregates, affected, stored
-                )
-                if len(affected)
-                else None
-            )
-        return fragments, affected, triples, 0
+        return Prepared(definition, stored, bases, strategy, estimate, len(affected), affected, context)
     spec = join_spec(db, definition)
     left, right = bases[definition.left], bases[definition.right]
+    context = {"spec": spec}
     if strategy == "full":
-        fragments, plan = similarity.full_computation(db.spark, spec, definition, stored, left, right)
-    else:
-        old_left = StoredSource(left.table, reflected.get(definition.left, 0))
-        old_right = StoredSource(right.table, reflected.get(definition.right, 0))
-        left_delta = version_delta(left.table, old_left.version, left.version)
-        right_delta = (
-            left_delta
-            if definition.right == definition.left
-            else version_delta(right.table, old_right.version, right.version)
+        both = left.estimate() if definition.right == definition.left else left.estimate() + right.estimate()
+        estimate = Estimate(both.cells, both.bytes, both.chunks, FULL_JOBS)
+        return Prepared(definition, stored, bases, strategy, estimate, context=context)
+    old_left = StoredSource(left.table, reflected.get(definition.left, 0))
+    old_right = StoredSource(right.table, reflected.get(definition.right, 0))
+    left_delta = version_delta(left.table, old_left.version, left.version)
+    right_delta = (
+        left_delta
+        if definition.right == definition.left
+        else version_delta(right.table, old_right.version, right.version)
+    )
+    checkpoint("refresh.delta")
+    state.check_layout(definition, stored, view_schemas(db, view_name, definition)[1])
+    plan = similarity.plan_baseline(spec, old_left, old_right, left_delta, right_delta)
+    affected = similarity.affected_view_chunks(spec, stored, plan)
+    kept = (
+        view_source.estimate(similarity.bounding_ranges(affected))
+        if view_source is not None and len(affected)
+        else Estimate()
+    )
+    jobs = INCREMENTAL_JOBS + (1 if _loses_extremes(definition, left_delta, right_delta) else 0)
+    estimate = Estimate(plan.base_cells + plan.delta_cells + kept.cells, kept.bytes, len(affected), jobs)
+    context.update(
+        old_left=old_left, old_right=old_right, left_delta=left_delta, right_delta=right_delta, plan=plan
+    )
+    return Prepared(definition, stored, bases, strategy, estimate, len(plan.triples), affected, context)
+
+
+def _loses_extremes(definition: SimilarityViewDefinition, left_delta, right_delta) -> bool:
+    loses = left_delta.minus.num_rows or right_delta.minus.num_rows
+    return bool(loses) and any(
+        a.function in ("min", "max") and a.side == "right" for a in definition.aggregates
+    )
+
+
+def _execute(db: Database, engine: Engine, prepared: Prepared, view_source: ViewSource | None = None):
+    """(new fragments or None, affected view chunks or None for all, update triples, cells whose
+    min/max were recomputed): the prepared refresh as a plan of ``engine`` (it runs when written)."""
+    definition, stored, bases = prepared.definition, prepared.stored, prepared.bases
+    context = prepared.context
+    if isinstance(definition, WindowViewDefinition):
+        base = bases[definition.base]
+        before, after = context["before"], context["after"]
+        if prepared.strategy == "full":
+            fragments = windowed.window_fragments(
+                engine, base, before, after, definition.aggregates, None, stored
+            )
+            return fragments, None, 0, 0
+        affected = prepared.affected
+        fragments = (
+            windowed.window_fragments(engine, base, before, after, definition.aggregates, affected, stored)
+            if len(affected)
+            else None
         )
-        checkpoint("refresh.delta")
-        state.check_layout(definition, stored, view_schemas(db, view_name, definition)[1])
-        fragments, affected, plan = similarity.baseline_refresh(
-            db.spark,
-            spec,
-            definition,
-            stored,
-            old_left,
-            old_right,
-            left_delta,
-            right_delta,
-            view_source,
-            left_new=left,
-            right_new=right,
-        )
+        return fragments, affected, len(affected), 0
+    spec = context["spec"]
+    left, right = bases[definition.left], bases[definition.right]
+    if prepared.strategy == "full":
+        fragments, plan = similarity.full_computation(engine, spec, definition, stored, left, right)
+        return fragments, None, len(plan.triples), 0
+    fragments, affected, plan = similarity.baseline_refresh(
+        engine,
+        spec,
+        definition,
+        stored,
+        context["old_left"],
+        context["old_right"],
+        context["left_delta"],
+        context["right_delta"],
+        view_source,
+        left_new=left,
+        right_new=right,
+        plan=context["plan"],
+    )
     return fragments, affected, len(plan.triples), plan.cells_recomputed
 
 
-def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
+def _expired(bases: dict[str, StoredSource], reflected: dict[str, int]) -> str | None:
+    """The first base whose reflected version was expired (no delta can be formed), or None."""
+    for base, version in reflected.items():
+        if base in bases:
+            try:
+                bases[base].table.snapshot_of(version)
+            except KeyError:
+                return base
+    return None
+
+
+def _plan_strategy(
+    db: Database,
+    view: View,
+    requested: str,
+    bases: dict[str, StoredSource],
+    reflected: dict[str, int],
+    view_source: ViewSource,
+) -> tuple[Prepared, StrategyCost, dict[str, StrategyCost], str]:
+    """The prepared refresh to run, its cost, the cost of every strategy considered, and why."""
+    definition, stored = view.definition, view_source.table.schema
+    expired = _expired(bases, reflected)
+    candidates = (
+        ["full"]
+        if expired or requested == "full"
+        else (["baseline"] if requested == "baseline" else ["baseline", "full"])
+    )
+    prepared: dict[str, Prepared] = {}
+    costs: dict[str, StrategyCost] = {}
+    for strategy in candidates:
+        prepared[strategy] = _prepare(
+            db, definition, stored, bases, strategy, reflected, view_source, view.name
+        )
+        p = prepared[strategy]
+        costs[strategy] = cost_of(
+            db.executors, strategy, p.estimate, p.pairs, None if p.affected is None else len(p.affected)
+        )
+    if expired:
+        reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
+        chosen = costs["full"]
+    elif len(candidates) == 1:
+        chosen = costs[candidates[0]]
+        reason = f"{chosen.strategy}: asked for"
+    else:
+        chosen, reason = cheaper(list(costs.values()))
+    return prepared[chosen.strategy], chosen, costs, reason
+
+
+def explain_refresh(db: Database, view: View, strategy: str = "auto") -> str:
+    """The refresh plan of ``view`` now: estimates, executors and the choice (nothing runs)."""
+    _check_strategy(strategy)
+    table = view._current().table
+    reflected = reflected_versions(table)
+    bases = _pinned_bases(db, view.definition)
+    if all(reflected.get(b, 0) == s.version for b, s in bases.items()):
+        return f"view {view.name} is up to date (nothing pending)"
+    source = ViewSource(table, table.current_version(), table.schema)
+    _, chosen, costs, reason = _plan_strategy(db, view, strategy, bases, reflected, source)
+    lines = [f"refresh of view {view.name} ({strategy}): {reason}"]
+    for cost in costs.values():
+        lines.append(
+            f"  {cost.strategy}: reads {cost.estimate.text()}, {cost.pairs} pair(s); "
+            f"executor {cost.choice.executor} ({cost.choice.reason}); predicted {cost.seconds:.3f} s"
+        )
+    return "\n".join(lines)
+
+
+def _check_strategy(strategy: str) -> None:
+    if strategy not in STRATEGIES:
+        raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+
+
+def _run_refresh(db: Database, view: View, requested: str) -> RefreshResult:
     started = time.perf_counter()
     table = view._current().table
     expected = table.current_version()
@@ -379,30 +545,51 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
     if all(reflected.get(b, 0) == v for b, v in current.items()):
         return RefreshResult(
             view.name,
-            strategy,
+            requested,
             False,
             expected,
             {b: (v, v) for b, v in current.items()},
             message=f"view {view.name} is up to date (nothing pending)",
+            requested=requested,
         )
-    for base, version in reflected.items():
-        if base in bases and strategy == "baseline":
-            try:
-                bases[base].table.snapshot_of(version)
-            except KeyError:
-                strategy = "full"  # the reflected version was expired: no delta can be formed
     stored = table.schema
+    view_source = ViewSource(table, expected, stored)
     checkpoint("refresh.start")
-    fragments, affected, triples, recomputed = _compute(
-        db, definition, stored, bases, strategy, reflected, ViewSource(table, expected, stored), view.name
+    prepared, chosen, costs, strategy_reason = _plan_strategy(
+        db, view, requested, bases, reflected, view_source
     )
+    strategy = prepared.strategy
+    engine = db.executors.engine(chosen.choice.executor)
+    planned = time.perf_counter()
+    jobs_before = engine.jobs_run()
+    fragments, affected, triples, recomputed = _execute(db, engine, prepared, view_source)
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
     properties.update({"strategy": strategy, "update-triples": str(triples)})
     chunks_rewritten = "all" if affected is None else str(len(affected))
+    timings: dict[str, float] = {}
+
+    def report(measured: dict[str, float]) -> dict[str, str]:
+        """The refresh report stored with the version (measured up to the commit itself)."""
+        return history.report_properties(
+            requested,
+            chosen,
+            strategy_reason,
+            {name: cost.as_dict() for name, cost in costs.items()},
+            _operations(engine.name, chosen, planned - started, measured, None),
+            planned - started + sum(measured.values()),
+        )
+
     try:
         version = replace_chunks(
-            db.spark, table, fragments, affected, expected, CommitInfo("refresh", properties=properties)
+            engine,
+            table,
+            fragments,
+            affected,
+            expected,
+            CommitInfo("refresh", properties=properties),
+            timings=timings,
+            annotate=report,
         )
     except BaseMovedError:
         table.refresh()
@@ -418,9 +605,12 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
                 f"{table.current_version()} reflecting "
                 + ", ".join(f"{b} v{now.get(b, 0)}" for b in current)
                 + " first; this refresh committed nothing",
+                requested=requested,
             )
         raise
     seconds = time.perf_counter() - started
+    jobs = engine.jobs_run() - jobs_before
+    where = "in-process" if engine.name == "local" else f"on Spark ({jobs} job(s))"
     return RefreshResult(
         view.name,
         strategy,
@@ -435,8 +625,36 @@ def _run_refresh(db: Database, view: View, strategy: str) -> RefreshResult:
         + ", ".join(f"{b} v{v}" for b, v in current.items())
         + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}"
         + (f", min/max recomputed at {recomputed} cell(s)" if recomputed else "")
-        + f"; {seconds:.2f} s",
+        + f"; {seconds:.2f} s {where}; {strategy_reason}; executor: {chosen.choice.reason}",
+        requested=requested,
+        executor=engine.name,
+        executor_reason=chosen.choice.reason,
+        strategy_reason=strategy_reason,
+        estimates={name: cost.as_dict() for name, cost in costs.items()},
+        operations=_operations(engine.name, chosen, planned - started, timings, jobs),
     )
+
+
+def _operations(
+    executor: str, chosen: StrategyCost, plan_seconds: float, measured: dict[str, float], jobs: int | None
+) -> list[dict]:
+    """The steps of a refresh with their executor, prediction and measured seconds."""
+    steps = [{"operation": "plan", "executor": "driver", "seconds": round(plan_seconds, 6)}]
+    if "write" in measured:
+        steps.append(
+            {
+                "operation": "compute+write",
+                "executor": executor,
+                "cells": chosen.estimate.cells,
+                "chunks": chosen.estimate.chunks,
+                "predicted_seconds": round(chosen.seconds, 6),
+                "seconds": round(measured["write"], 6),
+                **({} if jobs is None else {"jobs": jobs}),
+            }
+        )
+    if "commit" in measured:
+        steps.append({"operation": "commit", "executor": "driver", "seconds": round(measured["commit"], 6)})
+    return steps
 
 
 def open_view(db: Database, name: str) -> View:

@@ -6,11 +6,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import halo
@@ -53,28 +50,29 @@ def affected_chunks(delta: Delta, view: ArraySchema, before, after) -> np.ndarra
 
 
 def window_fragments(
-    spark: SparkSession,
+    engine: Engine,
     base: StoredSource,
     before: tuple[int, ...],
     after: tuple[int, ...],
     aggregates,
     targets: np.ndarray | None,
     view: ArraySchema,
-) -> DataFrame:
-    """Window aggregates of the base array for the view chunks ``targets`` (all chunks when None)."""
+) -> Data:
+    """Window aggregates of the base array for the view chunks ``targets`` (all chunks when None).
+
+    With ``targets`` only the base files that may hold a chunk within the window's reach of a target
+    are read (planned from the catalog's chunk metadata), and only pieces for the targets are kept.
+    """
     schema = base.schema
     calls = parse_calls(schema, aggregates)
-    pieces = jobs.map_batches(
-        base.frame(spark),
+    ranges = None if targets is None else reach_ranges(schema, targets, before, after)
+    pieces = engine.map_batches(
+        base.data(engine, ranges),
         functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
         halo.piece_schema(schema),
     )
     if targets is not None:
-        names = halo.target_columns(schema)
-        wanted = spark.createDataFrame(
-            pa.table({name: pa.array(np.asarray(targets)[:, k], pa.int64()) for k, name in enumerate(names)})
-        )
-        pieces = pieces.join(F.broadcast(wanted), on=names, how="left_semi")
+        pieces = engine.where_keys(pieces, halo.target_columns(schema), np.asarray(targets))
     function = functools.partial(
         _window_chunk,
         schema=schema,
@@ -84,4 +82,17 @@ def window_fragments(
         calls=calls,
         method="incremental",
     )
-    return jobs.group_tables(pieces, halo.target_columns(schema), function, layout.fragment_schema(view))
+    return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(view))
+
+
+def reach_ranges(schema: ArraySchema, targets: np.ndarray, before, after) -> list[tuple[int, int]] | None:
+    """Per dimension the chunk numbers of base chunks whose cells fall in some target's window."""
+    targets = np.asarray(targets, dtype=np.int64).reshape(-1, schema.ndim)
+    if len(targets) == 0:
+        return None
+    grid = ChunkGrid.of(schema)
+    low = np.min([grid.chunk_bounds(tuple(t))[0] for t in targets], axis=0) - np.asarray(before)
+    high = np.max([grid.chunk_bounds(tuple(t))[1] for t in targets], axis=0) + np.asarray(after)
+    low = np.maximum(low, [d.low for d in schema.dimensions])
+    high = np.minimum(high, [d.high for d in schema.dimensions])
+    return grid.chunk_ranges_overlapping(low, high)

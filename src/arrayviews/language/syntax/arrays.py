@@ -301,10 +301,12 @@ def _value(value: object) -> Value:
 
 @dataclass(frozen=True)
 class Insert(Statement):
-    """``INSERT INTO name VALUES (...), ...``: one tuple per cell, dimensions then attributes."""
+    """``INSERT INTO name [(column, ...)] VALUES (...), ...``: one tuple per cell (dimensions then
+    attributes) or per stream row; with a column list, the values of each row in that order."""
 
     array: str
     rows: tuple[tuple[Value, ...], ...]
+    columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")
@@ -312,6 +314,17 @@ class Insert(Statement):
         if not rows or not all(rows):
             raise ValueError("INSERT needs at least one row, and every row at least one value")
         _set(self, "rows", rows)
+        if self.columns is not None:
+            columns = _identifiers(self.columns, "column")
+            repeated = sorted({c for c in columns if columns.count(c) > 1})
+            if repeated:
+                raise ValueError(f"INSERT names column {repeated[0]} twice")
+            for number, row in enumerate(rows, start=1):
+                if len(row) != len(columns):
+                    raise ValueError(
+                        f"row {number} has {len(row)} value(s) for {len(columns)} column(s) ({', '.join(columns)})"
+                    )
+            _set(self, "columns", columns)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from arrayviews.language.syntax.base import Statement, _identifier, _identifiers
 #: Aggregate functions of similarity views (``mean`` is read as ``avg``).
 VIEW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 #: Refresh strategies of ``REFRESH VIEW ... USING``.
-REFRESH_STRATEGIES = ("full", "baseline")
+REFRESH_STRATEGIES = ("auto", "full", "baseline")
 
 #: Where parts of a view definition were written: (part, line, column), e.g. ("on", 1, 60).
 Locations = tuple[tuple[str, int, int], ...]
@@ -339,7 +339,7 @@ class ShowStatus(Statement):
 
 @dataclass(frozen=True)
 class RefreshView(Statement):
-    """``REFRESH VIEW name [USING FULL | BASELINE]`` (None: the API's default strategy)."""
+    """``REFRESH VIEW name [USING AUTO | FULL | BASELINE]`` (None: the API's default strategy, auto)."""
 
     name: str
     strategy: str | None = None

@@ -1,0 +1,191 @@
+"""Small work in-process, large work on Spark (issue 11): the same operations on both executors and
+against numpy/scipy, measured in one run.
+
+1. One-cell insert + refresh of a neighbour-count view (L1 radius 1) over a 20,000-cell array:
+   refresh on Spark (forced) against refresh with ``execution="auto"`` (in-process here).
+2. 5x5 window average over the 344 x 403 Jacksboro fault elevation grid (matplotlib's sample data):
+   in-process and Spark against ``scipy.ndimage.uniform_filter`` (the same average, borders shrunk).
+3. A 50 x 50 subarray read of that grid: in-process and Spark against numpy slicing.
+4. A 200-cell batch in one chunk (0.25% of the chunks at 4e6 cells) over growing base arrays:
+   ``refresh("auto")`` against a full recomputation (``refresh("full")``) of the same view.
+
+Run: ``.venv/bin/python -m benchmarks.run engine`` (``--quick``: smaller sizes).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import arrayviews
+from arrayviews.model.shapes import L1
+from arrayviews.views.definition import similarity
+from benchmarks.common import RESULTS, bar_plot, timed, write_results
+
+DEM = Path(np.__file__).resolve().parents[1] / "matplotlib/mpl-data/sample_data/jacksboro_fault_dem.npz"
+COUNT = ["count(*) as cnt"]
+
+
+def _seconds(function) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def _one_cell(dbs: dict, repeats: int) -> dict:
+    """Insert one cell into a 20,000-cell array, then refresh its neighbour-count view."""
+    auto, spark = dbs["auto"], dbs["spark"]
+    base = auto.create_array("small<v:float64>[i=0:199:50; j=0:199:50]")
+    values = np.random.default_rng(1).random((200, 200))
+    present = np.zeros((200, 200), bool)
+    present[:, :100] = True  # 20,000 cells; the right half is free for the inserts
+    base.write_dense(np.ma.MaskedArray(values, mask=~present))
+    auto.create_view("near_auto", similarity("small", "small", L1(1), COUNT))
+    spark.create_view("near_spark", similarity("small", "small", L1(1), COUNT))
+    times = {"insert": [], "auto": [], "spark": []}
+    executors = {}
+    for k in range(repeats):
+        times["insert"].append(_seconds(lambda k=k: base.insert({"i": [k], "j": [150], "v": [1.0]})))
+        for mode, name in (("auto", "near_auto"), ("spark", "near_spark")):
+            view = dbs[mode].view(name)
+            started = time.perf_counter()
+            result = view.refresh()
+            times[mode].append(time.perf_counter() - started)
+            executors[mode] = (result.strategy, result.executor)
+        assert auto.view("near_auto").verify()
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    print(
+        f"one-cell insert {medians['insert']:.3f} s; refresh auto ({executors['auto']}) "
+        f"{medians['auto']:.3f} s, Spark {medians['spark']:.3f} s: "
+        f"{medians['spark'] / medians['auto']:.1f}x faster"
+    )
+    return {"seconds": medians, "executors": executors, "speedup_vs_spark": medians["spark"] / medians["auto"]}
+
+
+def _dem(dbs: dict, repeats: int) -> dict:
+    """Window and subarray over the elevation grid against scipy and numpy."""
+    from scipy import ndimage
+
+    elevation = np.load(DEM)["elevation"].astype(np.float64)
+    rows, columns = elevation.shape
+    dem = dbs["auto"].create_array(f"dem<v:float64>[i=0:{rows - 1}:100; j=0:{columns - 1}:100]")
+    dem.write_dense(elevation)
+
+    def scipy_average() -> np.ndarray:
+        total = ndimage.uniform_filter(elevation, 5, mode="constant")
+        count = ndimage.uniform_filter(np.ones_like(elevation), 5, mode="constant")
+        return total / count
+
+    results: dict = {"window": {}, "subarray": {}}
+    results["window"]["scipy"], expected = timed(scipy_average, repeats)
+    results["subarray"]["numpy"], block = timed(lambda: elevation[100:150, 200:250].copy(), repeats)
+    for mode in ("auto", "spark"):
+        array = dbs[mode].array("dem")
+        seconds, got = timed(lambda a=array: a.window([2, 2, 2, 2], "avg(v)").to_numpy(), repeats)
+        assert np.allclose(got, expected, rtol=1e-9, atol=1e-9)
+        results["window"][mode] = seconds
+        seconds, cut = timed(lambda a=array: a.subarray(i=(100, 149), j=(200, 249)).to_numpy(), repeats)
+        assert np.array_equal(cut, block)
+        results["subarray"][mode] = seconds
+    window, cut = results["window"], results["subarray"]
+    print(
+        f"5x5 window average on {rows}x{columns}: scipy {window['scipy']:.4f} s, in-process "
+        f"{window['auto']:.3f} s ({window['auto'] / window['scipy']:.0f}x scipy), Spark {window['spark']:.3f} s "
+        f"({window['spark'] / window['scipy']:.0f}x scipy)"
+    )
+    print(
+        f"50x50 subarray read: numpy {cut['numpy'] * 1e6:.0f} us, in-process {cut['auto']:.3f} s, "
+        f"Spark {cut['spark']:.3f} s ({cut['spark'] / cut['auto']:.1f}x the in-process read)"
+    )
+    return results
+
+
+def _growing(dbs: dict, sides: list[int]) -> list[dict]:
+    """A 200-cell batch in one chunk of a side x side array (chunks of 100 x 100)."""
+    db = dbs["auto"]
+    rows = []
+    for side in sides:
+        name = f"grow{side}"
+        base = db.create_array(f"{name}<v:float64>[i=0:{side - 1}:100; j=0:{side - 1}:100]")
+        present = np.ones((side, side), bool)
+        present[10:30, 10:30] = False  # 400 free cells in chunk (0, 0): two batches of 200
+        base.write_dense(np.ma.MaskedArray(np.random.default_rng(side).random((side, side)), mask=~present))
+        view = db.create_view(f"{name}_near", similarity(name, name, L1(1), COUNT))
+        free = np.argwhere(~present)
+        batches = [free[:200], free[200:]]
+        base.insert({"i": batches[0][:, 0], "j": batches[0][:, 1], "v": np.ones(200)})
+        started = time.perf_counter()
+        result = view.refresh("auto")
+        incremental = time.perf_counter() - started
+        base.insert({"i": batches[1][:, 0], "j": batches[1][:, 1], "v": np.ones(200)})
+        started = time.perf_counter()
+        view.refresh("full")
+        full = time.perf_counter() - started
+        row = {
+            "cells": side * side - 200,
+            "chunks": (side // 100) ** 2,
+            "auto_seconds": incremental,
+            "auto_strategy": result.strategy,
+            "auto_executor": result.executor,
+            "auto_estimates": result.estimates,
+            "full_seconds": full,
+            "speedup": full / incremental,
+        }
+        rows.append(row)
+        print(
+            f"{row['cells']:>10,} cells: refresh auto ({result.strategy}, {result.executor}) "
+            f"{incremental:.3f} s, full {full:.3f} s: {full / incremental:.1f}x"
+        )
+        db.drop_view(f"{name}_near")
+        db.drop_array(name)
+    return rows
+
+
+def run(db, quick: bool = False) -> dict:
+    location = db.warehouse.location
+    dbs = {
+        "auto": db,
+        "spark": arrayviews.connect(location, spark=db.spark, execution="spark"),
+    }
+    repeats = 2 if quick else 3
+    results = {"one_cell": _one_cell(dbs, repeats), "dem": _dem(dbs, repeats)}
+    results["growing"] = _growing(dbs, [500, 1000] if quick else [500, 1000, 2000])
+    first, last = results["growing"][0], results["growing"][-1]
+    results["refresh_growth"] = last["auto_seconds"] / first["auto_seconds"]
+    print(
+        f"refresh time across {last['cells'] / first['cells']:.0f}x array growth: "
+        f"{results['refresh_growth']:.2f}x"
+    )
+    return results
+
+
+def report(results: dict, quick: bool) -> None:
+    name = "engine-quick" if quick else "engine"
+    write_results(name, {**results, "quick": quick})
+    window, cut = results["dem"]["window"], results["dem"]["subarray"]
+    labels = [
+        "one-cell refresh",
+        "5x5 window 344x403",
+        "50x50 subarray",
+        *[f"200-cell refresh, {g['cells']:.0e} cells" for g in results["growing"]],
+    ]
+    series = {
+        "in-process (auto)": [
+            results["one_cell"]["seconds"]["auto"],
+            window["auto"],
+            cut["auto"],
+            *[g["auto_seconds"] for g in results["growing"]],
+        ],
+        "Spark / full recomputation": [
+            results["one_cell"]["seconds"]["spark"],
+            window["spark"],
+            cut["spark"],
+            *[g["full_seconds"] for g in results["growing"]],
+        ],
+        "scipy / numpy": [0.0, window["scipy"], cut["numpy"], *[0.0 for _ in results["growing"]]],
+    }
+    bar_plot(name, "Executors: in-process vs Spark (same run)", labels, series, "seconds")
+    print(f"results in {RESULTS / (name + '.json')}")

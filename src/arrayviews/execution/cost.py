@@ -1,0 +1,167 @@
+"""The cost model that picks an executor per operation from chunk metadata alone, and its stored
+calibration (``execution.json`` in the warehouse folder).
+
+An operation's predicted time on an engine is ``fixed + per_cell * cells + per_job * jobs`` (the
+engine's start-up cost of a job dominates small work on Spark; the per-cell cost dominates large
+work in-process, which has one core). The in-process engine is also refused above a hard limit of
+cells or bytes, so the driver never reads more than that, whatever the prediction says.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.storage.files import filesystem
+
+MODES = ("auto", "spark", "local")
+CALIBRATION_FILE = "execution.json"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What an operation will read, from metadata: cells, bytes, chunks (tasks) and Spark jobs."""
+
+    cells: int = 0
+    bytes: int = 0
+    chunks: int = 0
+    jobs: int = 1
+
+    def __add__(self, other: Estimate) -> Estimate:
+        return Estimate(
+            self.cells + other.cells,
+            self.bytes + other.bytes,
+            self.chunks + other.chunks,
+            self.jobs + other.jobs,
+        )
+
+    def text(self) -> str:
+        return f"{self.cells:,} cells, {_size(self.bytes)}, {self.chunks} chunk(s)"
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes} B"
+
+
+@dataclass(frozen=True)
+class EngineCost:
+    """Predicted seconds of an operation on one engine: fixed + per job + per cell."""
+
+    fixed: float
+    per_job: float
+    per_cell: float
+
+    def seconds(self, estimate: Estimate) -> float:
+        return self.fixed + self.per_job * estimate.jobs + self.per_cell * estimate.cells
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Both engines' costs and the hard limits of the in-process engine."""
+
+    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7)
+    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7)
+    max_local_cells: int = 20_000_000
+    max_local_bytes: int = 1 << 30
+    calibrated: str | None = None  # when, or None for the defaults
+    notes: dict = field(default_factory=dict)
+
+    def seconds(self, engine: str, estimate: Estimate) -> float:
+        return (self.local if engine == "local" else self.spark).seconds(estimate)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> CostModel:
+        data = json.loads(text)
+        return CostModel(
+            EngineCost(**data["local"]),
+            EngineCost(**data["spark"]),
+            int(data["max_local_cells"]),
+            int(data["max_local_bytes"]),
+            data.get("calibrated"),
+            dict(data.get("notes", {})),
+        )
+
+    def stamped(self, notes: dict) -> CostModel:
+        return replace(self, calibrated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), notes=notes)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which executor runs an operation, and why (reports and EXPLAIN print ``reason``)."""
+
+    executor: str
+    reason: str
+    estimate: Estimate
+    predicted: dict[str, float]
+
+    def as_dict(self) -> dict:
+        return {
+            "executor": self.executor,
+            "reason": self.reason,
+            "cells": self.estimate.cells,
+            "bytes": self.estimate.bytes,
+            "chunks": self.estimate.chunks,
+            "jobs": self.estimate.jobs,
+            "predicted": self.predicted,
+        }
+
+
+def choose(model: CostModel, estimate: Estimate, mode: str = "auto") -> Choice:
+    """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local)."""
+    predicted = {"local": model.seconds("local", estimate), "spark": model.seconds("spark", estimate)}
+    if mode not in MODES:
+        raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode != "auto":
+        return Choice(mode, f"forced by execution={mode!r}", estimate, predicted)
+    if estimate.cells > model.max_local_cells or estimate.bytes > model.max_local_bytes:
+        return Choice(
+            "spark",
+            f"{estimate.text()} exceed the in-process limit ({model.max_local_cells:,} cells, "
+            f"{_size(model.max_local_bytes)})",
+            estimate,
+            predicted,
+        )
+    executor = "local" if predicted["local"] <= predicted["spark"] else "spark"
+    source = "calibrated" if model.calibrated else "default"
+    return Choice(
+        executor,
+        f"{estimate.text()}: predicted in-process {predicted['local']:.3f} s, Spark {predicted['spark']:.3f} s "
+        f"({source} costs)",
+        estimate,
+        predicted,
+    )
+
+
+def calibration_uri(warehouse: str) -> str:
+    return warehouse.rstrip("/") + "/" + CALIBRATION_FILE
+
+
+def load_costs(warehouse: str) -> CostModel:
+    """The calibrated costs stored in the warehouse, or the defaults when there are none (or they
+    cannot be read: a damaged file never stops work, the defaults are sane)."""
+    fs, path = filesystem(calibration_uri(warehouse))
+    try:
+        with fs.open_input_stream(path) as stream:
+            return CostModel.from_json(stream.read().decode())
+    except (OSError, ValueError, KeyError, TypeError):
+        return CostModel()
+
+
+def save_costs(warehouse: str, model: CostModel) -> str:
+    """Store calibrated costs in the warehouse (written whole, then renamed into place)."""
+    uri = calibration_uri(warehouse)
+    fs, path = filesystem(uri)
+    temporary = path + ".tmp"
+    with fs.open_output_stream(temporary) as stream:
+        stream.write(model.to_json().encode())
+    fs.move(temporary, path)
+    return uri

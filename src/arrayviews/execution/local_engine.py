@@ -1,0 +1,279 @@
+"""The in-process engine: the execution interface on pyarrow tables in the driver, no Spark job.
+
+Data sets are lazy (:class:`LocalData`, a memoized thunk), so a chain of operators builds a plan
+that runs when a result is collected or written, as with Spark. Task functions run here exactly as
+Spark's workers run them; an arrayviews error they raise comes back as itself, any other failure as
+an :class:`~arrayviews.model.errors.ExecutionError` with a one-line message (as from Spark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from arrayviews.execution.engine import (
+    BatchFunction,
+    ChunkRanges,
+    Data,
+    Engine,
+    PairFunction,
+    PartitionFunction,
+    WrittenFile,
+    conform,
+)
+from arrayviews.model import errors
+from arrayviews.storage.files import delete_files, new_data_file_uri, read_parquet_files, write_parquet
+
+#: A written file holds about this many bytes before the next one starts.
+TARGET_FILE_BYTES = 128 * 1024 * 1024
+
+
+class LocalData:
+    """Rows computed in the driver on first use (and kept): ``compute()`` returns a pyarrow table."""
+
+    def __init__(self, compute: Callable[[], pa.Table], schema: pa.Schema) -> None:
+        self._compute: Callable[[], pa.Table] | None = compute
+        self.schema = schema
+        self._table: pa.Table | None = None
+        self._lock = threading.Lock()
+
+    def table(self) -> pa.Table:
+        with self._lock:
+            if self._table is None:
+                assert self._compute is not None
+                self._table = conform(self._compute(), self.schema)
+                self._compute = None
+            return self._table
+
+
+@contextlib.contextmanager
+def _task() -> Iterator[None]:
+    """Run task code: arrayviews errors pass as they are, anything else is one ExecutionError."""
+    try:
+        yield
+    except errors.ArrayViewsError:
+        raise
+    except Exception as error:  # noqa: BLE001 - translated, with the traceback kept in details
+        lines = str(error).strip().splitlines()
+        raise errors.ExecutionError(
+            f"an in-process job failed: {type(error).__name__}: {lines[0] if lines else ''}".rstrip(": "),
+            details=traceback.format_exc(),
+        ) from error
+
+
+def _group_codes(table: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, int]:
+    """Per row, the number of its group (rows sharing every key column), and the group count."""
+    columns = []
+    for key in keys:
+        values = table.column(key).to_numpy(zero_copy_only=False)
+        _, codes = np.unique(values, return_inverse=True)
+        columns.append(codes.reshape(-1))
+    stacked = np.stack(columns, axis=1) if columns else np.zeros((table.num_rows, 1), np.int64)
+    unique, codes = np.unique(stacked, axis=0, return_inverse=True)
+    return codes.reshape(-1), len(unique)
+
+
+def _groups(table: pa.Table, keys: Sequence[str]) -> dict[tuple, pa.Table]:
+    """The rows of ``table`` per value of ``keys`` (key tuples as Python values)."""
+    if table.num_rows == 0:
+        return {}
+    codes, count = _group_codes(table, keys)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(count + 1))
+    sorted_table = table.take(pa.array(order))
+    result = {}
+    for g in range(count):
+        part = sorted_table.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g]))
+        key = tuple(part.column(k)[0].as_py() for k in keys)
+        result[key] = part
+    return result
+
+
+def _out(result: pa.Table | None, out_schema: pa.Schema) -> pa.Table | None:
+    return None if result is None or result.num_rows == 0 else conform(result, out_schema)
+
+
+def _concat(tables: list[pa.Table], out_schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else out_schema.empty_table()
+
+
+class LocalEngine(Engine):
+    """Operations run in the driver on pyarrow tables with the same per-chunk functions."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._jobs = 0
+
+    def _lazy(self, compute: Callable[[], pa.Table], schema: pa.Schema) -> LocalData:
+        def counted() -> pa.Table:
+            self._jobs += 1
+            return compute()
+
+        return LocalData(counted, schema)
+
+    def read_files(self, uris, arrow_schema, chunk_columns=(), ranges: ChunkRanges = None) -> LocalData:
+        uris = list(uris)
+        row_filter = _ranges_filter(chunk_columns, ranges)
+        return LocalData(
+            lambda: read_parquet_files(uris, row_filter=row_filter, schema=arrow_schema), arrow_schema
+        )
+
+    def from_arrow(self, table: pa.Table, arrow_schema: pa.Schema) -> LocalData:
+        fixed = conform(table, arrow_schema)
+        return LocalData(lambda: fixed, arrow_schema)
+
+    def schema_of(self, data: LocalData) -> pa.Schema:
+        return data.schema
+
+    def union(self, parts: Sequence[LocalData]) -> LocalData:
+        schema = parts[0].schema
+        return LocalData(lambda: pa.concat_tables([conform(p.table(), schema) for p in parts]), schema)
+
+    def where_ranges(self, data: LocalData, chunk_columns, ranges: ChunkRanges) -> LocalData:
+        if ranges is None:
+            return data
+
+        def run() -> pa.Table:
+            table = data.table()
+            keep = np.ones(table.num_rows, dtype=bool)
+            for column, (first, last) in zip(chunk_columns, ranges, strict=True):
+                values = np.asarray(table.column(column))
+                keep &= (values >= first) & (values <= last)
+            return table.filter(pa.array(keep))
+
+        return LocalData(run, data.schema)
+
+    def where_keys(self, data: LocalData, columns, keys: np.ndarray, keep: bool = True) -> LocalData:
+        wanted = np.asarray(keys, dtype=np.int64).reshape(-1, len(columns))
+
+        def run() -> pa.Table:
+            table = data.table()
+            if table.num_rows == 0:
+                return table
+            rows = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in columns], axis=1)
+            both = np.vstack([wanted, rows])
+            _, inverse = np.unique(both, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            member = np.isin(inverse[len(wanted) :], inverse[: len(wanted)])
+            return table.filter(pa.array(member if keep else ~member))
+
+        return LocalData(run, data.schema)
+
+    def select(self, data: LocalData, columns: Sequence[str]) -> LocalData:
+        schema = pa.schema([data.schema.field(c) for c in columns])
+        return LocalData(lambda: data.table().select(list(columns)), schema)
+
+    def map_batches(self, data: LocalData, function: BatchFunction, out_schema: pa.Schema) -> LocalData:
+        def run() -> pa.Table:
+            table = data.table()
+            if table.num_rows == 0:
+                return out_schema.empty_table()
+            with _task():
+                result = _out(function(table), out_schema)
+            return out_schema.empty_table() if result is None else result
+
+        return self._lazy(run, out_schema)
+
+    def map_partitions_by(
+        self, data: LocalData, keys, function: PartitionFunction, out_schema: pa.Schema
+    ) -> LocalData:
+        def run() -> pa.Table:
+            table = data.table()
+            if table.num_rows == 0:
+                return out_schema.empty_table()
+            with _task():
+                results = [_out(r, out_schema) for r in function(iter([table]))]
+            return _concat([r for r in results if r is not None], out_schema)
+
+        return self._lazy(run, out_schema)
+
+    def group(self, data: LocalData, keys, function: BatchFunction, out_schema: pa.Schema) -> LocalData:
+        def run() -> pa.Table:
+            results = []
+            with _task():
+                for part in _groups(data.table(), keys).values():
+                    result = _out(function(part), out_schema)
+                    if result is not None:
+                        results.append(result)
+            return _concat(results, out_schema)
+
+        return self._lazy(run, out_schema)
+
+    def cogroup(self, left, right, keys, function: PairFunction, out_schema: pa.Schema) -> LocalData:
+        def run() -> pa.Table:
+            left_groups = _groups(left.table(), keys)
+            right_groups = _groups(right.table(), keys)
+            left_empty, right_empty = left.schema.empty_table(), right.schema.empty_table()
+            results = []
+            with _task():
+                for key in dict.fromkeys([*left_groups, *right_groups]):
+                    result = _out(
+                        function(left_groups.get(key, left_empty), right_groups.get(key, right_empty)),
+                        out_schema,
+                    )
+                    if result is not None:
+                        results.append(result)
+            return _concat(results, out_schema)
+
+        return self._lazy(run, out_schema)
+
+    def collect(self, data: LocalData, arrow_schema: pa.Schema) -> pa.Table:
+        return conform(data.table(), arrow_schema)
+
+    def write_files(
+        self,
+        data: LocalData,
+        directory_uri: str,
+        arrow_schema: pa.Schema,
+        stamp: Callable[[pa.Table], pa.Table] | None = None,
+    ) -> list[WrittenFile]:
+        table = conform(data.table(), arrow_schema)
+        if table.num_rows == 0:
+            return []
+        if stamp is not None:
+            with _task():
+                table = conform(stamp(table), arrow_schema)
+        per_row = max(1, table.nbytes // table.num_rows)
+        rows_per_file = max(1, TARGET_FILE_BYTES // per_row)
+        written: list[WrittenFile] = []
+        try:
+            for start in range(0, table.num_rows, rows_per_file):
+                part = table.slice(start, rows_per_file)
+                uri = new_data_file_uri(directory_uri)
+                size = write_parquet(part, uri)
+                cells = pc.sum(part.column("n_cells")).as_py() if "n_cells" in part.column_names else 0
+                written.append(WrittenFile(uri, part.num_rows, size, cells or 0))
+        except BaseException:
+            delete_files([w.uri for w in written])
+            raise
+        return written
+
+    def owns(self, data: Data) -> bool:
+        return isinstance(data, LocalData)
+
+    def adopt(self, data: Data, arrow_schema: pa.Schema) -> LocalData:
+        if isinstance(data, LocalData):
+            return data
+        # a Spark DataFrame (any object with toArrow): its rows collected through Spark
+        return LocalData(lambda: conform(data.toArrow(), arrow_schema), arrow_schema)
+
+    def jobs_run(self) -> int:
+        return self._jobs
+
+
+def _ranges_filter(chunk_columns: Sequence[str], ranges: ChunkRanges):
+    if ranges is None:
+        return None
+    expression = None
+    for column, (first, last) in zip(chunk_columns, ranges, strict=True):
+        term = (ds.field(column) >= first) & (ds.field(column) <= last)
+        expression = term if expression is None else expression & term
+    return expression

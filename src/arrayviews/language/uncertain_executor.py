@@ -1,0 +1,310 @@
+"""Running the statements of uncertain arrays (paper 001) through the Python API: CREATE UNCERTAIN ARRAY,
+INSERT and LOAD of tuples, ``SELECT * FROM`` an uncertain array, ``subarray(U, ..., THRESHOLD p)`` or
+``structure_join(A, B, delta, threshold)`` (the API's result objects, evaluated when read), their
+EXPLAIN (the expanded regions and the chosen step) and the rows of SHOW ARRAYS / RELATIONS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+from pyarrow import csv as pacsv
+
+from arrayviews.language import relations
+from arrayviews.language import syntax as ast
+from arrayviews.language.registry import statement_runner
+from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN
+from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.types import arrow_type, python_value_problem
+from arrayviews.model.uncertain import EXACT, ID, UncertainSchema
+from arrayviews.storage.uncertain_table import Workload
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+    from arrayviews.uncertain import UncertainArray
+
+USAGE = (
+    "uncertain arrays are queried with SELECT * FROM subarray(U, lo..., hi..., THRESHOLD p) or "
+    "structure_join(A, B, delta, threshold)"
+)
+
+
+@statement_runner(ast.CreateUncertainArray)
+def _create(db: Database, s: ast.CreateUncertainArray) -> UncertainArray:
+    workload = None if s.workload is None else Workload(s.workload, s.workload_threshold)
+    return db.create_uncertain_array(s.schema, s.scheme, s.step, s.sigmas, workload)
+
+
+def open_uncertain(db: Database, name: str, role: str) -> UncertainArray:
+    """The uncertain array ``name``; a clear error when ``name`` is another kind of relation or none."""
+    kind = relations.kind_of(db, name)
+    if kind == relations.UNCERTAIN_ARRAY:
+        return db.uncertain_array(name)
+    if kind is None:
+        known = ", ".join(db.uncertain_arrays()) or "none"
+        raise NotFoundError(f"no uncertain array named {name} (uncertain arrays: {known})")
+    raise ValidationError(f"{name} is an {kind}, not an uncertain array: {role}", array=name)
+
+
+# -- queries ----------------------------------------------------------------------------------------
+def is_uncertain_select(db: Database, s: ast.Select) -> bool:
+    """Whether a SELECT reads an uncertain array (a probabilistic operator, or an uncertain array's name)."""
+    if isinstance(s.source, ast.UncertainOperator):
+        return True
+    return isinstance(s.source, ast.ArrayName) and relations.kind_of(db, s.source.name) == relations.UNCERTAIN_ARRAY
+
+
+def select(db: Database, s: ast.Select) -> Any:
+    """The API's result: the UncertainArray (every tuple once), an UncertainSubarray or a StructureJoin."""
+    source = s.source
+    if isinstance(source, ast.ArrayName):
+        clause = "a list of columns" if s.attributes else "WHERE" if s.where is not None else "INTO"
+        if s.attributes or s.where is not None or s.into is not None:
+            raise ValidationError(
+                f"{source.name} is an uncertain array: SELECT * FROM {source.name} gives every tuple; "
+                f"{clause} is not supported for uncertain arrays ({USAGE})",
+                array=source.name,
+            )
+        return db.uncertain_array(source.name)
+    if isinstance(source, ast.ProbabilisticSubarray):
+        array = open_uncertain(db, source.source.name, "subarray(..., THRESHOLD p) reads uncertain arrays")
+        return array.subarray(_box(array.schema, source), threshold=source.threshold, method=source.method)
+    if isinstance(source, ast.StructureJoin):
+        role = "structure_join reads two uncertain arrays"
+        left, right = open_uncertain(db, source.left.name, role), open_uncertain(db, source.right.name, role)
+        return left.structure_join(
+            right,
+            source.delta,
+            source.threshold,
+            method=source.method,
+            engine=source.engine,
+            outer=source.outer,
+        )
+    raise TypeError(f"no executor for {source!r}")  # pragma: no cover - the parser makes no other node
+
+
+def _box(schema: UncertainSchema, node: ast.ProbabilisticSubarray) -> dict[str, tuple[int, int]]:
+    if len(node.low) != schema.ndim:
+        raise ValidationError(
+            f"subarray of uncertain array {schema.name} needs {2 * schema.ndim} coordinates (the low then "
+            f"the high cell of each of {', '.join(schema.dimension_names)}), got {len(node.low) + len(node.high)}",
+            array=schema.name,
+        )
+    return {d: (lo, hi) for d, lo, hi in zip(schema.dimension_names, node.low, node.high, strict=True)}
+
+
+def explain(db: Database, s: ast.Select) -> str:
+    """EXPLAIN of a SELECT over an uncertain array: the plan the API gives (nothing is read)."""
+    result = select(db, s)
+    if isinstance(s.source, ast.ArrayName):
+        return (
+            f"every tuple of uncertain array {result.name} once (its home copies), version {result.version}\n"
+            f"storage: {_layout_text(result.layout.scheme, result.layout.steps, result.layout.sigmas)}\n"
+        )
+    return explain_text(result.explain())
+
+
+def _layout_text(scheme: str, step, sigmas: float) -> str:
+    text = scheme
+    if scheme not in (STORE_ALL, STORE_MEAN):
+        text += ", step " + ("AUTO (chosen at the first insert)" if step is None else str(list(step)))
+    return f"{text}, possible range mean +- {sigmas:g} sigma"
+
+
+def _region(region: dict) -> str:
+    return ", ".join(f"{d} {lo}..{hi}" for d, (lo, hi) in region.items())
+
+
+def explain_text(plan: dict) -> str:
+    """The text of an operator's ``explain()``: its layouts, the query, the expanded regions."""
+    plan = dict(plan)
+    lines = []
+    if plan.pop("operator") == "subarray":
+        scheme = plan.pop("scheme")
+        lines.append(f"probabilistic subarray of uncertain array {plan.pop('array')} (version {plan.pop('version')})")
+        lines.append(f"storage: {_layout_text(scheme, plan.pop('step'), plan.pop('sigmas'))}")
+        query = plan.pop("query")
+        query_text = "outside the domain (no tuple)" if query is None else _region(query) or "the whole array"
+        lines.append(f"query: {query_text} ({plan.pop('query_cells')} cells)")
+        lines.append(f"threshold: {plan.pop('threshold')!r}; method: {plan.pop('method')}")
+        if "expanded_region" in plan:
+            how = {
+                STORE_ALL: "the query box: every cell of a possible range holds a copy",
+                STORE_MEAN: "the union of the fence boxes of the query cells",
+            }.get(scheme, "the query widened by the step per dimension (Prop. 3.1)")
+            lines.append(
+                f"expanded region: {_region(plan.pop('expanded_region'))} ({plan.pop('expanded_cells')} cells; {how})"
+            )
+            lines.append(f"chunks to read: {plan.pop('chunks_to_read')}")
+        else:
+            lines.append("expanded region: none (the array is empty or the query misses the domain)")
+    else:
+        lines.append(
+            f"probabilistic structure join: delta {plan.pop('delta')!r}, threshold {plan.pop('threshold')!r}"
+        )
+        lines.append(f"method: {plan.pop('method')} on engine {plan.pop('engine')}")
+        outer_is = plan.pop("outer_is")
+        for side in ("outer", "inner"):
+            layout = plan.pop(side)
+            which = outer_is if side == "outer" else ("left" if outer_is == "right" else "right")
+            lines.append(
+                f"{side}: {layout['array']} ({which}), version {layout['version']}, "
+                f"{_layout_text(layout['scheme'], layout['step'], layout['sigmas'])}"
+            )
+        lines.append(f"outer cell region: {plan.pop('outer_cell_region')}")
+        walks = plan.pop("inner_expansion")
+        lines.append(
+            "inner expansion of each outer-cell region (cells below, above): "
+            + ", ".join(f"{d} {below}, {above}" for d, (below, above) in walks.items())
+        )
+        lines.append(f"outer blocks: {plan.pop('outer_blocks')}")
+    for key, value in plan.items():
+        lines.append(f"{key.replace('_', ' ')}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+# -- writes -----------------------------------------------------------------------------------------
+def insert(db: Database, s: ast.Insert) -> Any:
+    """INSERT INTO U [(columns)] VALUES ...: without a column list, each row gives every input column
+    but ``id`` in the schema's order (means and sigmas per dimension, correlations, value columns)."""
+    array = db.uncertain_array(s.array)
+    return array.insert(tuple_rows(array.schema, s.columns, s.rows))
+
+
+def tuple_rows(
+    schema: UncertainSchema, columns: tuple[str, ...] | None, rows: tuple[tuple[ast.Value, ...], ...]
+) -> pa.Table:
+    """The rows of INSERT ... VALUES as an Arrow table with the types the array's columns take; the
+    array's insert checks the rest (names, missing columns, ranges, sigmas, ids)."""
+    names = list(columns) if columns is not None else [c for c in schema.input_columns() if c != ID]
+    for number, row in enumerate(rows, start=1):
+        if len(row) != len(names):
+            raise ValidationError(
+                f"uncertain array {schema.name}: row {number} has {len(row)} value(s); each row needs "
+                f"{len(names)} ({', '.join(names)})",
+                array=schema.name,
+            )
+    types = _column_types(schema)
+    arrays = {}
+    for k, name in enumerate(names):
+        values = [row[k] for row in rows]
+        type_name = types.get(name)
+        if type_name is None:  # an unknown column: the array's insert names it
+            arrays[name] = pa.array([None] * len(values), pa.null())
+            continue
+        for number, value in enumerate(values, start=1):
+            problem = None
+            if isinstance(value, str):
+                problem = f"{value!r} is a string, not a {type_name} value"
+            elif value is not None:
+                problem = python_value_problem(value, type_name)
+            if problem:
+                raise ValidationError(
+                    f"uncertain array {schema.name}, column {name}: {problem} in row {number}",
+                    array=schema.name,
+                    column=name,
+                    value=value,
+                )
+        if type_name.startswith("float"):
+            values = [None if v is None else float(v) for v in values]
+        arrays[name] = pa.array(values, arrow_type(type_name))
+    return pa.table(arrays)
+
+
+def _column_types(schema: UncertainSchema) -> dict[str, str]:
+    """The attribute type of every input column (``id`` int64, positions and uncertain values float64)."""
+    types = {name: "float64" for name in schema.input_columns()}
+    types[ID] = "int64"
+    for attribute in schema.attributes:
+        if attribute.kind == EXACT:
+            types[attribute.name] = attribute.type
+    return types
+
+
+def load(db: Database, s: ast.Load) -> Any:
+    """LOAD U FROM 'path' [AS CSV | PARQUET]: a file or folder of tuples with the input columns (CSV
+    values read as the columns' types); one version, checked as INSERT is."""
+    array = db.uncertain_array(s.array)
+    schema = array.schema
+    path = s.path
+    if not Path(path).exists():
+        raise NotFoundError(f"uncertain array {schema.name}: no file or folder at {path}")
+    file_format = s.format or ("csv" if path.lower().rstrip("/").endswith((".csv", ".csv.gz")) else "parquet")
+    try:
+        if file_format == "csv":
+            types = {name: arrow_type(t) for name, t in _column_types(schema).items()}
+            options = pacsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+            dataset = pads.dataset(path, format=pads.CsvFileFormat(convert_options=options))
+        else:
+            dataset = pads.dataset(path, format="parquet")
+        table = dataset.to_table()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
+        reason = str(error).strip().splitlines()[0]
+        raise ValidationError(
+            f"uncertain array {schema.name}: cannot read {path} as {file_format.upper()}: {reason}",
+            array=schema.name,
+        ) from None
+    return array.insert(table)
+
+
+# -- listings ---------------------------------------------------------------------------------------
+def uncertain_frame(db: Database) -> pd.DataFrame:
+    """One row per uncertain array: name, kind, schema, version, tuples."""
+    rows = []
+    for name in db.uncertain_arrays():
+        array = db.uncertain_array(name)
+        version = array.version
+        rows.append(
+            {
+                "name": array.name,
+                "kind": relations.UNCERTAIN_ARRAY,
+                "schema": array.schema.to_text(),
+                "version": version,
+                "cells": array.count(),
+            }
+        )
+    return pd.DataFrame(rows, columns=["name", "kind", "schema", "version", "cells"])
+
+
+def with_uncertain_arrays(db: Database, frame: pd.DataFrame, listing: str) -> pd.DataFrame:
+    """SHOW ARRAYS (``listing="arrays"``, with a kind column) or SHOW RELATIONS with the uncertain
+    arrays added, sorted by name."""
+    uncertain = uncertain_frame(db)
+    if listing == "arrays":
+        frame = frame.copy()
+        frame.insert(1, "kind", relations.ARRAY)
+        rows = uncertain
+    else:
+        rows = pd.DataFrame(
+            {
+                "name": uncertain.name,
+                "kind": uncertain.kind,
+                "version": uncertain.version,
+                "description": uncertain.schema,
+                "pending": [None] * len(uncertain),
+            },
+            columns=list(frame.columns),
+        )
+    if rows.empty:
+        return frame
+    if frame.empty:
+        return rows.reset_index(drop=True)
+    merged = pd.concat([frame, rows], ignore_index=True)
+    return merged.sort_values("name", key=lambda names: names.str.lower()).reset_index(drop=True)
+
+
+__all__ = [
+    "explain",
+    "explain_text",
+    "insert",
+    "is_uncertain_select",
+    "load",
+    "open_uncertain",
+    "select",
+    "tuple_rows",
+    "uncertain_frame",
+    "with_uncertain_arrays",
+]
