@@ -12,7 +12,7 @@ STATEMENT_SUMMARY: tuple[tuple[str, tuple[str, ...]], ...] = (
         "arrays",
         (
             "CREATE ARRAY A <v:double, w:int64 NULL> [i=1:100:10; j=0:*:50]",
-            "INSERT INTO A VALUES (i, j, v, w), ...",
+            "INSERT INTO A [(i, j, v, w)] VALUES (1, 2, 0.5, 3), ...",
             "LOAD A FROM 'cells.parquet' [AS CSV|PARQUET]",
             "DELETE FROM A  |  DELETE FROM subarray(A, lo..., hi...)",
             "SELECT * | a, b [INTO B] FROM <array expression> [WHERE condition]",
@@ -26,6 +26,15 @@ STATEMENT_SUMMARY: tuple[tuple[str, tuple[str, ...]], ...] = (
             "CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, 1, 1, avg(v))",
             "REFRESH VIEW V [USING FULL|BASELINE]  |  VERIFY VIEW V  |  SHOW STATUS OF V",
             "DROP VIEW V",
+        ),
+    ),
+    (
+        "uncertain arrays",
+        (
+            "CREATE UNCERTAIN ARRAY U <flux:gaussian> [x=0:99:10; y=0:99:10] [STORE ALL|MEAN|MULTIPLE [STEP ...]]",
+            "INSERT INTO U VALUES (x, x_sigma, y, y_sigma, flux, flux_sigma), ...  |  LOAD U FROM '...'",
+            "SELECT * FROM subarray(U, lo..., hi..., THRESHOLD p)",
+            "SELECT * FROM structure_join(U, V, delta, threshold)",
         ),
     ),
     (
@@ -52,7 +61,17 @@ STATEMENT_SUMMARY: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: Array functions (inside FROM and as arguments of each other).
-ARRAY_FUNCTIONS = ("subarray", "filter", "project", "apply", "regrid", "aggregate", "join", "window")
+ARRAY_FUNCTIONS = (
+    "subarray",
+    "filter",
+    "project",
+    "apply",
+    "regrid",
+    "aggregate",
+    "join",
+    "window",
+    "structure_join",
+)
 
 
 def summary_lines() -> list[str]:
