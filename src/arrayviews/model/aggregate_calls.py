@@ -195,6 +195,9 @@ def check_call(call: AggregateCall, attribute_types: Mapping[str, str]) -> None:
             f"{call}: unknown attribute {call.attribute!r}; available: {available}", column=call.attribute
         )
     kind = normalize_type(attribute_types[call.attribute])
+    problem = None if call.function == "count" else computing_problem(kind, str(call))
+    if problem is not None:
+        raise ValidationError(problem, column=call.attribute, value=kind)
     if kind == "bool" and call.function in _NUMERIC_ONLY:
         raise ValidationError(
             f"{call}: {call.function} is not defined over bool attributes", column=call.attribute
