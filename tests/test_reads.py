@@ -147,7 +147,11 @@ def check_xarray(array, cells: Cells) -> None:
         values, missing = cells.dense(attr.name, DEFAULT_FILL[attr.type])
         expected = values.astype(np.float64)
         expected[missing] = np.nan
-        assert variable.dtype.kind == "f"
+        if missing.any():  # NaN marks empty cells: integers and bools become float64
+            assert variable.dtype.kind == "f"
+        else:  # every cell present: the attribute's own dtype, exactly
+            assert variable.dtype == np.dtype(attr.type if attr.type != "bool" else np.bool_)
+            np.testing.assert_array_equal(variable.values, values)
         np.testing.assert_array_equal(variable.values.astype(np.float64), expected)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from arrayviews.execution.failures import translating
+from arrayviews.model.display import Rows, as_html, as_text, described
 from arrayviews.model.errors import ValidationError
+from arrayviews.model.indexing import index_box
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
@@ -61,8 +64,94 @@ class Array:
         return self._current().version if self.stored else None
 
     def __repr__(self) -> str:
-        where = f"version {self.version}" if self.stored else "computed"
-        return f"<Array {self.schema.to_text()} ({where})>"
+        return as_text(*self._summary())
+
+    def _repr_html_(self) -> str:
+        return as_html(*self._summary())
+
+    def _summary(self) -> tuple[str, Rows]:
+        """Heading and rows of the repr: schema, shape, and for a stored array its version, cells
+        and chunks (read from chunk metadata; a computed array runs nothing)."""
+        schema = self.schema
+        rows: Rows = [
+            ("schema", schema.to_text()),
+            ("shape", f"{' x '.join(str(n) for n in schema.shape)} ({', '.join(schema.dimension_names)})"),
+        ]
+        if not self.stored:
+            return f"computed array {self.name}", [
+                *rows,
+                ("state", "lazy: nothing runs until it is read or stored"),
+            ]
+        return f"{self._kind} {self.name}", rows + described(self._storage_rows)
+
+    _kind = "array"
+
+    def _storage_rows(self) -> Rows:
+        source = self._current()
+        metadata = source.metadata()
+        cells = int(np.sum(metadata.column(layout.N_CELLS))) if metadata.num_rows else 0
+        keys = layout.chunk_columns(self.schema)
+        chunks = len(set(zip(*(metadata.column(k).to_pylist() for k in keys), strict=True)))
+        volume = math.prod(self.schema.shape)
+        return [
+            ("version", f"{source.version}" + (" (pinned)" if self._pinned else "")),
+            ("cells", f"{cells} non-empty of {volume}"),
+            (
+                "chunks",
+                f"{chunks} non-empty, {' x '.join(str(n) for n in self.schema.chunk_shape)} cells each",
+            ),
+        ]
+
+    # -- numpy and xarray manners ------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The extent of every dimension (cells between its low and high coordinate)."""
+        return self.schema.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.schema.ndim
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """The dimension names, in storage order (as xarray's ``dims``)."""
+        return self.schema.dimension_names
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        """The attributes (the values each cell holds): name -> type, e.g. ``{"v": "float64"}``."""
+        return {a.name: a.type for a in self.schema.attributes}
+
+    def __getitem__(self, key: object) -> Array:
+        """A lazy subarray in dimension coordinates: ``A[0:10, 5:20]`` (half-open slices, clipped to
+        the range) or ``A[3, :]`` (an integer selects one coordinate and keeps the dimension);
+        see :mod:`arrayviews.model.indexing`."""
+        return self.subarray(index_box(self.schema, key))
+
+    def __array__(self, dtype: object = None, copy: bool | None = None) -> np.ndarray:
+        """``np.asarray(A)`` for an array with one attribute: the dense block of its cells, empty cells
+        NaN (NaT for datetime64). An integer or bool attribute with empty cells has no NaN to hold them: refused (use
+        ``to_numpy(fill=...)`` or ``to_numpy(masked=True)``)."""
+        schema = self.schema
+        if len(schema.attributes) != 1:
+            raise ValidationError(
+                f"array {schema.name} has attributes {', '.join(schema.attribute_names) or '(none)'}: "
+                "np.asarray needs one; use A.to_numpy(name) or A.project(name)",
+                array=schema.name,
+            )
+        values = self.to_numpy(masked=True)
+        mask = np.ma.getmaskarray(values)
+        if mask.any() and values.dtype.kind not in "fcM":
+            raise ValidationError(
+                f"array {schema.name}: attribute {schema.attributes[0].name} ({values.dtype}) has "
+                f"{int(mask.sum())} empty cell(s) and no NaN to hold them; use "
+                "A.to_numpy(fill=...) or A.to_numpy(masked=True)",
+                array=schema.name,
+                column=schema.attributes[0].name,
+            )
+        missing = np.datetime64("NaT", "ns") if values.dtype.kind == "M" else np.nan
+        data = np.ma.filled(values, missing) if mask.any() else np.ma.getdata(values)
+        return data if dtype is None else data.astype(dtype, copy=False)
 
     def _current(self) -> Source:
         """The source to read now: a stored array follows its newest version unless pinned."""
@@ -338,6 +427,13 @@ class Array:
 
     def to_xarray(self):
         return reads.to_xarray(self._current())
+
+    def plot(self, attr: str | None = None, ax=None, **style):
+        """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
+        coordinates on the axes (matplotlib); returns the axes."""
+        from arrayviews.plotting import plot_array
+
+        return plot_array(self, attr, ax, **style)
 
     def count(self) -> int:
         """Number of non-empty cells (from chunk metadata; no cell data is read)."""

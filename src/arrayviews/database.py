@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from arrayviews import stream as streams_api
 from arrayviews import stream_view as stream_views_api
 from arrayviews.array import Array
+from arrayviews.array import _dense_arrays as dense_arrays
 from arrayviews.execution.cost import MODES
 from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
@@ -31,6 +32,7 @@ from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
 from arrayviews.operators.calibration import calibrate
 from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.writes import WriteResult
+from arrayviews.operators.xarray_block import xarray_block
 from arrayviews.similarity_join import similarity_join
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
@@ -133,6 +135,21 @@ class Database:
             raise SchemaError(f"create_array needs a schema text or ArraySchema, got {type(schema).__name__}")
         table = self.warehouse.create(schema)
         return Array(self, StoredSource(table, 0))
+
+    def from_xarray(self, data, name: str) -> Array:
+        """A new array ``name`` holding an ``xarray.DataArray`` (one attribute, named after it or
+        ``value``) or ``Dataset`` (one attribute per variable), with its dimension coordinates:
+        ``db.from_xarray(A.to_xarray(), "B")`` copies ``A``. Coordinates must be consecutive integers;
+        NaN cells become empty cells. The values are checked before the array is created."""
+        schema, values, origin = xarray_block(data, name)
+        dense_arrays(schema, values, None)  # refuse bad values before anything is created
+        array = self.create_array(schema)
+        try:
+            array.write_dense(values, origin=origin)
+        except BaseException:
+            self.warehouse.drop(name)
+            raise
+        return self.array(name)
 
     def array(self, name: str) -> Array:
         """The stored array ``name`` (reads follow its newest version); for a view, the view."""

@@ -28,6 +28,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
@@ -227,7 +228,19 @@ class Stream:
         self.table = table
 
     def __repr__(self) -> str:
-        return f"<Stream {self.name} every {self.partition_length}s, version {self.version}>"
+        return as_text(f"stream {self.name}", described(self._summary_rows))
+
+    def _repr_html_(self) -> str:
+        return as_html(f"stream {self.name}", described(self._summary_rows))
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        parts = self.part_range()
+        return [
+            ("columns", ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in self.schema.fields)),
+            ("parts", f"every {self.partition_length} s of {self.time_column}"),
+            ("version", str(self.version)),
+            ("held", "none yet" if parts is None else f"parts {parts[0]}..{parts[1]}"),
+        ]
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@ from pyspark.sql.utils import AnalysisException
 
 from arrayviews.execution.failures import translating
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, check_identifier
 from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
@@ -198,6 +199,27 @@ class StreamView:
         world = StreamWorld(spark, catalog)
         self._handle = world.view(name)
         self.name = self._handle.name
+
+    def __repr__(self) -> str:
+        return as_text(f"stream view {self.name}", described(self._summary_rows))
+
+    def _repr_html_(self) -> str:
+        return as_html(f"stream view {self.name}", described(self._summary_rows))
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        status = self.status()
+        held = self.parts()
+        span = f"every {self.partition_length} s; held {held.start}..{held.stop - 1}" if len(held) else "none built yet"
+        fresh = "sources changed: maintain_streams() brings it up to date" if self.pending() else "up to date"
+        rows = [
+            ("version", str(status["version"])),
+            ("parts", span),
+            ("lateness", f"{self.lateness_parts} part(s)"),
+            ("freshness", fresh),
+        ]
+        if status.get("failed"):
+            rows.append(("failed", str(status["failed"]).splitlines()[0]))
+        return rows
 
     @property
     def definition(self) -> str:

@@ -108,8 +108,17 @@ class View(Array):
         actual = self.to_pandas()
         return frames_agree(actual, expected)
 
-    def __repr__(self) -> str:
-        return f"<View {self._public.to_text()} (version {self.version})>"
+    _kind = "array view"
+
+    def _storage_rows(self) -> list[tuple[str, str]]:
+        """The array rows of the repr, and which base versions the view reflects (its freshness)."""
+        status = self.status()
+        bases = ", ".join(
+            f"{b['base']} v{b['reflected']}" + ("" if b["reflected"] == b["current"] else f" (now v{b['current']})")
+            for b in status["bases"]
+        )
+        freshness = "deltas pending: refresh() brings it up to date" if status["pending"] else "up to date"
+        return [*super()._storage_rows(), ("reflects", bases or "(no bases)"), ("freshness", freshness)]
 
 
 def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:

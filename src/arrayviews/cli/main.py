@@ -17,6 +17,30 @@ from arrayviews.execution.session import LOG_LEVEL_VARIABLE, LOG_LEVELS
 from arrayviews.model.errors import ArrayViewsError, ExecutionError
 
 WAREHOUSE_HELP = "Warehouse folder or file system URL (default ./warehouse, or $ARRAYVIEWS_WAREHOUSE)."
+FORMATS = ("table", "csv", "json")
+
+
+def output_format(command):
+    """The ``--format table|csv|json`` option of every command that prints relations."""
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice(FORMATS, case_sensitive=False),
+        default="table",
+        show_default=True,
+        help="How relations are printed: a table fitting the terminal, CSV, or JSON (a list of rows).",
+    )(command)
+
+
+class StatementHelp(click.Command):
+    """A command whose help ends with the summary of the statements (keeps its lines as written)."""
+
+    def format_epilog(self, context: click.Context, formatter: click.HelpFormatter) -> None:
+        from arrayviews.cli.statements import summary_lines
+
+        formatter.write("\n")
+        for line in summary_lines():
+            formatter.write(line + "\n")
 
 
 class Context:
@@ -25,6 +49,13 @@ class Context:
     def __init__(self, warehouse: str | None, master: str | None, catalog_uri: str | None) -> None:
         self.warehouse, self.master, self.catalog_uri = warehouse, master, catalog_uri
         self._db = None
+
+    @classmethod
+    def of(cls, database) -> Context:
+        """A context on a database that is already open (a caller running commands in-process)."""
+        context = cls(database.warehouse.location, None, None)
+        context._db = database
+        return context
 
     @property
     def db(self):
@@ -36,6 +67,7 @@ class Context:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="arrayviews", prog_name="arrayviews", message="%(prog)s %(version)s")
 @click.option("--warehouse", envvar="ARRAYVIEWS_WAREHOUSE", default=None, help=WAREHOUSE_HELP)
 @click.option("--master", default=None, help="Spark master URL (default local[*]).")
 @click.option("--catalog-uri", default=None, help="SQL catalog URL (default: SQLite file in the warehouse).")
@@ -59,7 +91,8 @@ def cli(
     level = log_level or ("WARN" if verbose else None)
     if level is not None:
         os.environ[LOG_LEVEL_VARIABLE] = level.upper()
-    context.obj = Context(warehouse, master, catalog_uri)
+    if not isinstance(context.obj, Context):  # an open database given by an in-process caller stays
+        context.obj = Context(warehouse, master, catalog_uri)
 
 
 @cli.command()
@@ -83,7 +116,7 @@ def load(context: Context, array: str, path: str, file_format: str | None, repla
     click.echo(str(result))
 
 
-@cli.command()
+@cli.command(cls=StatementHelp)
 @click.argument("statement", required=False)
 @click.option(
     "-f",
@@ -92,44 +125,78 @@ def load(context: Context, array: str, path: str, file_format: str | None, repla
     type=click.Path(exists=True, dir_okay=False),
     help="Read statements from a file.",
 )
+@output_format
 @click.pass_obj
-def sql(context: Context, statement: str | None, script: str | None) -> None:
-    """Run statements of the array language and print the result of the last one."""
+def sql(context: Context, statement: str | None, script: str | None, output: str) -> None:
+    """Run statements of the statement language and print the result of the last one."""
     from arrayviews.cli.render import show
 
     if (statement is None) == (script is None):
         raise click.UsageError("give a statement or --file, not both")
     text = Path(script).read_text() if script else statement
-    show(context.db.sql(text))
+    show(context.db.sql(text), output=output.lower())
 
 
 @cli.command()
+@click.option(
+    "--history",
+    default=None,
+    help="History file (default ~/.arrayviews_history, or $ARRAYVIEWS_HISTORY).",
+)
+@output_format
 @click.pass_obj
-def arrays(context: Context) -> None:
+def shell(context: Context, history: str | None, output: str) -> None:
+    """An interactive statement shell on one warm session: statements end with ';' and may span
+    lines, Tab completes keywords and relation names, \\help lists the shell commands, \\q leaves."""
+    from arrayviews.cli.shell import run_shell
+
+    run_shell(lambda: context.db, history=history, output=output.lower())
+
+
+@cli.command()
+@output_format
+@click.pass_obj
+def arrays(context: Context, output: str) -> None:
     """List the arrays of the warehouse with their schema, version and cell count."""
     from arrayviews.cli.render import show
 
-    show(context.db.describe(), title="arrays")
+    show(context.db.describe(), title="arrays", output=output.lower())
 
 
 @cli.command()
 @click.argument("array")
+@output_format
 @click.pass_obj
-def chunks(context: Context, array: str) -> None:
+def chunks(context: Context, array: str, output: str) -> None:
     """Chunk statistics of an array (read from metadata only)."""
     from arrayviews.cli.render import show
 
-    show(context.db.array(array).chunks(), title=f"chunks of {array}")
+    show(context.db.array(array).chunks(), title=f"chunks of {array}", output=output.lower())
 
 
 @cli.command()
 @click.argument("array")
+@output_format
 @click.pass_obj
-def versions(context: Context, array: str) -> None:
+def versions(context: Context, array: str, output: str) -> None:
     """The versions of an array with time, operation and cell counts."""
     from arrayviews.cli.render import show
 
-    show(context.db.array(array).versions().drop(columns=["snapshot_id"]), title=f"versions of {array}")
+    frame = context.db.array(array).versions().drop(columns=["snapshot_id"])
+    show(frame, title=f"versions of {array}", output=output.lower())
+
+
+@cli.command()
+@click.argument("array")
+@click.argument("output", type=click.Path(dir_okay=False, writable=True))
+@click.option("--attr", "attribute", default=None, help="The attribute to draw (needed when there are several).")
+@click.option("--dpi", default=100, show_default=True, help="Resolution of the picture.")
+@click.pass_obj
+def plot(context: Context, array: str, output: str, attribute: str | None, dpi: int) -> None:
+    """Draw a 1-D array (a line) or a 2-D array (an image with its coordinates) into a PNG file."""
+    from arrayviews.plotting import save_plot
+
+    click.echo(f"wrote {save_plot(context.db.array(array), output, attribute, dpi)}")
 
 
 @cli.command()
@@ -210,7 +277,11 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - a bug: still one line unless asked for the trace
         if _verbose():
             raise
-        report(ExecutionError(f"internal error: {type(error).__name__}: {error} (run with --verbose for the trace)"))
+        report(
+            ExecutionError(
+                f"internal error: {type(error).__name__}: {error} (run with --verbose for the trace)"
+            )
+        )
         sys.exit(1)
 
 

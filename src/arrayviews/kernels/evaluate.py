@@ -73,7 +73,7 @@ from arrayviews.model.expressions import (
     resolve_names,
     sql_name,
 )
-from arrayviews.model.types import type_of_dtype
+from arrayviews.model.types import computing_problem, type_of_dtype
 
 _TRY = {"try_add": "+", "try_subtract": "-", "try_multiply": "*", "try_divide": "/"}
 _TRY_HINT = {"+": "try_add", "-": "try_subtract", "*": "try_multiply", "/": "try_divide", "div": "try_divide"}
@@ -506,6 +506,10 @@ def _column_types(expr: Expr, columns: Mapping[str, np.ndarray], length: int) ->
         column = np.asarray(column)
         try:
             types[name] = type_of_dtype(column.dtype)
+            problem = computing_problem(types[name], "a cell expression")
+            if problem is not None:
+                del types[name]
+                raise SchemaError(problem)
         except SchemaError as error:
             if name.lower() in used:
                 raise ValidationError(f"column {name!r}: {error}", column=name) from None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import IDENTIFIER, name_problem
-from arrayviews.model.types import normalize_type
+from arrayviews.model.types import computing_problem, normalize_type
 
 #: Canonical aggregate function names.
 FUNCTIONS: tuple[str, ...] = ("count", "sum", "avg", "min", "max", "var", "stdev")
@@ -156,6 +156,9 @@ def output_type(call: AggregateCall, input_type: str | None) -> str:
     if input_type is None:
         raise ValueError(f"{call}: the input type is needed")
     kind = normalize_type(input_type)
+    problem = computing_problem(kind, f"{call.function}({call.attribute})")
+    if problem is not None:
+        raise ValidationError(problem, column=call.attribute, value=kind)
     if call.function == "sum":
         return "int64" if kind in _INTEGER_TYPES else "float64"
     if call.function in ("min", "max"):
@@ -192,6 +195,9 @@ def check_call(call: AggregateCall, attribute_types: Mapping[str, str]) -> None:
             f"{call}: unknown attribute {call.attribute!r}; available: {available}", column=call.attribute
         )
     kind = normalize_type(attribute_types[call.attribute])
+    problem = None if call.function == "count" else computing_problem(kind, str(call))
+    if problem is not None:
+        raise ValidationError(problem, column=call.attribute, value=kind)
     if kind == "bool" and call.function in _NUMERIC_ONLY:
         raise ValidationError(
             f"{call}: {call.function} is not defined over bool attributes", column=call.attribute

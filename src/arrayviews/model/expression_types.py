@@ -53,7 +53,7 @@ from arrayviews.model.expression_tree import (
     Unary,
     resolve_name,
 )
-from arrayviews.model.types import SQL_TYPE_NAMES, normalize_type
+from arrayviews.model.types import SQL_TYPE_NAMES, computing_problem, normalize_type
 
 _DOUBLE_FUNCTIONS = frozenset({"sqrt", "exp", "ln", "log", "log10", "log2", "sin", "cos", "tan", "pow"})
 #: Functions whose result may be NULL even where every argument is not NULL.
@@ -276,9 +276,15 @@ def infer_type(expr: Expr, types: Mapping[str, str]) -> str:
     def visit(node: Expr) -> str:
         if isinstance(node, Name):
             try:
-                return known[resolve_name(node.name, known)]
+                kind = known[resolve_name(node.name, known)]
             except ValidationError as error:
                 raise ValidationError(f"{error} in expression {expr.to_text()!r}", column=node.name) from None
+            problem = None if kind == VOID else computing_problem(kind, "a cell expression")
+            if problem is not None:
+                raise ValidationError(
+                    f"{node.name} in expression {expr.to_text()!r}: {problem}", column=node.name, value=kind
+                )
+            return kind
         key = id(node)
         if key not in cache:
             cache[key] = coercion(node, [visit(child) for child in node.children()])[0]

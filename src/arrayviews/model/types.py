@@ -1,6 +1,15 @@
-"""Attribute value types: the five supported types and their numpy and Arrow equivalents."""
+"""Attribute value types: the supported types, their numpy and Arrow equivalents, and the one rule of
+which values each accepts.
+
+The *computing* types (int32, int64, float32, float64, bool) go everywhere: cell expressions,
+aggregates, windows, views. The *storage* types (int8, int16, uint8, uint16, uint32, uint64 and
+datetime64, nanoseconds since the epoch, UTC) keep the data's own numpy dtype through storage, reads,
+subarrays, joins and xarray; operations that compute with values refuse them with an error naming the
+type (:func:`computing_problem`); ``count`` works on every type."""
 
 from __future__ import annotations
+
+import decimal
 
 import numpy as np
 import pyarrow as pa
@@ -8,7 +17,22 @@ import pyarrow as pa
 from arrayviews.model.errors import SchemaError
 
 #: Supported attribute type names, in the spelling used by schemas.
-ATTRIBUTE_TYPES: tuple[str, ...] = ("int32", "int64", "float32", "float64", "bool")
+ATTRIBUTE_TYPES: tuple[str, ...] = (
+    "int32",
+    "int64",
+    "float32",
+    "float64",
+    "bool",
+    "int8",
+    "int16",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "datetime64",
+)
+#: Types that cell expressions, aggregates (other than count), windows and views compute with.
+COMPUTING_TYPES: tuple[str, ...] = ATTRIBUTE_TYPES[:5]
 
 _NUMPY = {
     "int32": np.dtype(np.int32),
@@ -16,6 +40,13 @@ _NUMPY = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "bool": np.dtype(np.bool_),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "datetime64": np.dtype("datetime64[ns]"),
 }
 _ARROW = {
     "int32": pa.int32(),
@@ -23,9 +54,25 @@ _ARROW = {
     "float32": pa.float32(),
     "float64": pa.float64(),
     "bool": pa.bool_(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "uint8": pa.uint8(),
+    "uint16": pa.uint16(),
+    "uint32": pa.uint32(),
+    "uint64": pa.uint64(),
+    "datetime64": pa.timestamp("ns"),
 }
-# SciDB spellings accepted in schemas, mapped to ours.
-_ALIASES = {"int": "int64", "integer": "int64", "double": "float64", "float": "float32", "boolean": "bool"}
+# SciDB and numpy spellings accepted in schemas, mapped to ours.
+_ALIASES = {
+    "int": "int64",
+    "integer": "int64",
+    "double": "float64",
+    "float": "float32",
+    "boolean": "bool",
+    "datetime": "datetime64",
+    "datetime64[ns]": "datetime64",
+    "timestamp": "datetime64",
+}
 
 
 def normalize_type(name: str) -> str:
@@ -47,9 +94,76 @@ def arrow_type(type_name: str) -> pa.DataType:
     return _ARROW[normalize_type(type_name)]
 
 
+def computing_problem(type_name: str, operation: str) -> str | None:
+    """Why ``operation`` (``"sum"``, ``"a window"``, ``"a cell expression"``...) cannot compute with
+    values of ``type_name``, or None when it can."""
+    kind = normalize_type(type_name)
+    if kind in COMPUTING_TYPES:
+        return None
+    if kind == "datetime64":
+        return (
+            f"{operation} does not apply to datetime64 values (instants have no sum, mean or arithmetic here)"
+        )
+    return (
+        f"{operation} does not compute with {kind} values (a storage type); store the attribute as "
+        "int32, int64 or float64 to compute with it"
+    )
+
+
+#: Arrow types of the chunk statistics (min/max) where they differ from the values': Spark, which
+#: reads the statistics, has no unsigned integers, so they go into a signed type holding every value;
+#: Iceberg has no nanosecond timestamps, so datetime64 statistics are int64 nanoseconds.
+_STATISTICS = {
+    "uint8": pa.int16(),
+    "uint16": pa.int32(),
+    "uint32": pa.int64(),
+    "uint64": pa.decimal128(20, 0),
+    "datetime64": pa.int64(),
+}
+
+
+def statistics_type(type_name: str) -> pa.DataType:
+    """The Arrow type of the chunk statistics (min/max) of an attribute of ``type_name``."""
+    kind = normalize_type(type_name)
+    return _STATISTICS.get(kind, _ARROW[kind])
+
+
+def statistics_array(values, type_name: str, mask: np.ndarray | None = None) -> pa.Array:
+    """Chunk statistics (a numpy array, or a list of scalars with None for none; ``mask`` marks
+    missing ones) as an Arrow array of :func:`statistics_type`, every value exact."""
+    kind = normalize_type(type_name)
+    target = statistics_type(kind)
+    if isinstance(values, list):
+        if kind == "uint64":
+            return pa.array([None if v is None else decimal.Decimal(int(v)) for v in values], target)
+        if kind == "datetime64":
+            return pa.array(
+                [None if v is None else int(np.datetime64(v, "ns").astype(np.int64)) for v in values], target
+            )
+        return pa.array(values, target)
+    values = np.asarray(values)
+    if kind == "uint64":
+        listed = [
+            None if mask is not None and m else decimal.Decimal(int(v))
+            for v, m in zip(values.tolist(), _flags(mask, len(values)), strict=True)
+        ]
+        return pa.array(listed, target)
+    if kind == "datetime64":
+        values = values.astype("datetime64[ns]").view(np.int64)
+    elif target != _ARROW[kind]:
+        values = values.astype(target.to_pandas_dtype())
+    return pa.array(values, target, mask=mask)
+
+
+def _flags(mask: np.ndarray | None, count: int) -> list[bool]:
+    return [False] * count if mask is None else np.asarray(mask, dtype=bool).tolist()
+
+
 def type_of_dtype(dtype: np.dtype) -> str:
     """The attribute type name for a numpy dtype, or raise SchemaError if it is not supported."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "M":
+        dtype = np.dtype("datetime64[ns]")
     for name, candidate in _NUMPY.items():
         if candidate == dtype:
             return name
@@ -204,7 +318,9 @@ def misfit_reason(target: pa.DataType | str, value: object) -> str:
         return f"{value} is outside the {name} range {low}..{high}"
     if isinstance(value, (int, np.integer)):
         limit = EXACT_INTEGER_LIMIT[target.bit_width]
-        return f"{value} is not exactly representable as {name} (integers up to 2**{limit.bit_length() - 1} are)"
+        return (
+            f"{value} is not exactly representable as {name} (integers up to 2**{limit.bit_length() - 1} are)"
+        )
     return f"{value} is outside the {name} range (it would become infinite)"
 
 

@@ -24,6 +24,8 @@ MAX_DENSE_CELLS = 2**32
 
 def default_fill(type_name: str) -> object:
     kind = numpy_dtype(type_name).kind
+    if kind == "M":
+        return np.datetime64("NaT", "ns")
     return np.nan if kind == "f" else (False if kind == "b" else 0)
 
 
@@ -151,19 +153,28 @@ def to_spark(source: Source, spark: SparkSession) -> DataFrame:
 
 
 def to_xarray(source: Source):
-    """An ``xarray.Dataset`` with one variable per attribute; empty cells are NaN (integers become float)."""
+    """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates
+    (``low..high`` of each dimension). Empty (and null) cells are NaN; an integer or bool variable
+    keeps its dtype when it has no empty cell and becomes float64 (NaN for empty) otherwise; datetime64 holds NaT where empty."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("to_xarray needs xarray: pip install xarray") from error
     schema = source.schema
-    coords = {d.name: np.arange(d.low, d.high + 1) for d in schema.dimensions}
+    coords = {d.name: np.arange(d.low, d.high + 1, dtype=np.int64) for d in schema.dimensions}
     variables = {}
     for attribute in schema.attributes:
         values = to_numpy(source, attribute.name, masked=True)
-        if values.dtype.kind != "f":
-            values = values.astype(np.float64)
-        variables[attribute.name] = (schema.dimension_names, np.ma.filled(values, np.nan))
+        mask = np.ma.getmaskarray(values)
+        if not mask.any():
+            data = np.ma.getdata(values)
+        elif values.dtype.kind in "fc":
+            data = np.ma.filled(values, np.nan)
+        elif values.dtype.kind == "M":
+            data = np.ma.filled(values, np.datetime64("NaT", "ns"))
+        else:
+            data = np.ma.filled(values.astype(np.float64), np.nan)
+        variables[attribute.name] = (schema.dimension_names, data, {"arrayviews_type": attribute.type})
     return xr.Dataset(variables, coords=coords, attrs={"arrayviews_schema": schema.to_text()})
 
 
@@ -185,6 +196,10 @@ def chunk_statistics(source: Source) -> pd.DataFrame:
         aggregations[f"{attribute}_min"] = (layout.min_column(attribute), "min")
         aggregations[f"{attribute}_max"] = (layout.max_column(attribute), "max")
     stats = meta.groupby(keys, sort=True).agg(**aggregations).reset_index()
+    for attribute in schema.attributes:
+        if numpy_dtype(attribute.type).kind == "M":  # statistics are kept as int64 nanoseconds
+            for end in ("min", "max"):
+                stats[f"{attribute.name}_{end}"] = pd.to_datetime(stats[f"{attribute.name}_{end}"], unit="ns")
     stats = stats.rename(columns={layout.chunk_column(d): d for d in schema.dimension_names})
     grid = ChunkGrid.of(schema)
     for k, dimension in enumerate(schema.dimension_names):

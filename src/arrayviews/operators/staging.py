@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from arrayviews.execution import jobs
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import arrow_type
+from arrayviews.model.types import statistics_array
 from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, SortedCells, sort_cells
@@ -174,8 +174,8 @@ def _whole_chunk_rows(
             columns[layout.null_column(attribute.name)] = layout.binary_array(
                 [np.zeros(0, np.uint8)] * len(group)
             )
-        columns[layout.min_column(attribute.name)] = pa.array(low, arrow_type(attribute.type))
-        columns[layout.max_column(attribute.name)] = pa.array(high, arrow_type(attribute.type))
+        columns[layout.min_column(attribute.name)] = statistics_array(low, attribute.type)
+        columns[layout.max_column(attribute.name)] = statistics_array(high, attribute.type)
         nbytes += sizes
     columns[layout.NBYTES] = pa.array(nbytes)
     columns[layout.VERSION] = pa.array(np.full(len(group), version, dtype=np.int64))

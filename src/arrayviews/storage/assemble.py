@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import arrow_type
+from arrayviews.model.types import statistics_array
 from arrayviews.storage import codec, layout
 
 #: Fragment rows are grouped into tables (one Parquet file each) of about this many bytes.
@@ -172,8 +172,10 @@ def _segment_range(
     """Per-segment min and max ignoring NaN and nulls (null where a segment has no such value)."""
     starts = bounds[:-1]
     kind = values.dtype.kind
-    work = values.view(np.uint8) if kind == "b" else values
+    work = values.view(np.uint8) if kind == "b" else values.view(np.int64) if kind == "M" else values
     excluded = np.zeros(len(values), dtype=bool) if nulls is None else nulls.copy()
+    if kind == "M":  # NaT has no place in an order: like NaN, it is no minimum or maximum
+        excluded |= np.isnat(values)
     if kind == "f":
         excluded |= np.isnan(values)
     if kind == "f":
@@ -226,9 +228,8 @@ def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, 
             columns[layout.null_column(name)] = pa.array(packed, pa.binary())
             nbytes = nbytes + np.array([len(p) for p in packed], dtype=np.int64)
         low, high, empty = _segment_range(column, nulls, sub_bounds)
-        kind = arrow_type(attribute.type)
-        columns[layout.min_column(name)] = pa.array(low, kind, mask=empty)
-        columns[layout.max_column(name)] = pa.array(high, kind, mask=empty)
+        columns[layout.min_column(name)] = statistics_array(low, attribute.type, mask=empty)
+        columns[layout.max_column(name)] = statistics_array(high, attribute.type, mask=empty)
     columns[layout.NBYTES] = pa.array(nbytes, pa.int64())
     columns[layout.VERSION] = pa.array(np.full(len(selected), version, dtype=np.int64))
     target = layout.fragment_schema(schema)

@@ -83,6 +83,8 @@ def value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, o
     """Minimum and maximum ignoring NaN and nulls, as Python scalars (None when there is no value)."""
     if nulls is not None:
         values = values[~nulls]
+    if values.dtype.kind == "M":  # NaT is no minimum or maximum (like NaN)
+        values = values[~np.isnat(values)]
     if len(values) == 0:
         return None, None
     if values.dtype.kind == "f":

@@ -10,7 +10,7 @@ import pyarrow.dataset as ds
 
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import arrow_type, numpy_dtype
+from arrayviews.model.types import arrow_type, numpy_dtype, statistics_array, statistics_type
 from arrayviews.storage import codec
 
 _NO_BYTES = np.zeros(0, dtype=np.uint8)
@@ -72,8 +72,8 @@ def fragment_schema(schema: ArraySchema) -> pa.Schema:
         fields.append(pa.field(value_column(attribute.name), pa.binary(), nullable=False))
         if attribute.nullable:
             fields.append(pa.field(null_column(attribute.name), pa.binary(), nullable=True))
-        fields.append(pa.field(min_column(attribute.name), arrow_type(attribute.type), nullable=True))
-        fields.append(pa.field(max_column(attribute.name), arrow_type(attribute.type), nullable=True))
+        fields.append(pa.field(min_column(attribute.name), statistics_type(attribute.type), nullable=True))
+        fields.append(pa.field(max_column(attribute.name), statistics_type(attribute.type), nullable=True))
     return pa.schema(fields)
 
 
@@ -130,9 +130,8 @@ def encoded_to_table(encoded: list[codec.EncodedFragment], schema: ArraySchema, 
         columns[value_column(name)] = binary_array([e.values[name] for e in encoded])
         if attribute.nullable:
             columns[null_column(name)] = binary_array([e.nulls.get(name, _NO_BYTES) for e in encoded])
-        kind = arrow_type(attribute.type)
-        columns[min_column(name)] = pa.array([e.minimum[name] for e in encoded], kind)
-        columns[max_column(name)] = pa.array([e.maximum[name] for e in encoded], kind)
+        columns[min_column(name)] = statistics_array([e.minimum[name] for e in encoded], attribute.type)
+        columns[max_column(name)] = statistics_array([e.maximum[name] for e in encoded], attribute.type)
     target = fragment_schema(schema)
     return pa.table([columns[f.name] for f in target], schema=target)
 
