@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from scipy import ndimage
 
-from arrayviews.cli.render import table_of
+from arrayviews.cli.render import horizontal_table
 from arrayviews.database import Database
 
 console = Console()
@@ -128,7 +128,7 @@ def run_image_demo(db: Database, batches: int = 8) -> dict:
     summary.add_row("operators", f"{timings['operators']:.1f} s")
     console.print(summary)
     console.print(
-        table_of(db.array(IMAGE).versions().drop(columns=["snapshot_id"]), title=f"versions of {IMAGE}")
+        horizontal_table(db.array(IMAGE).versions().drop(columns=["snapshot_id"]).head(20), title=f"versions of {IMAGE}")
     )
     chunk_stats = array.chunks()
     console.print(
