@@ -412,4 +412,5 @@ class Database:
             statement = dataclasses.replace(statement, lateness=lateness_parts)
         return execute(self, statement)
 
+
 __all__ = ["Database", "WriteResult", "connect"]

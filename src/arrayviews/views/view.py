@@ -22,11 +22,10 @@ from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
-from arrayviews.storage import layout
 from arrayviews.storage.array_table import KIND_PROPERTY, ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.views import history, similarity, state, windowed
-from arrayviews.views.commit import replace_chunks
+from arrayviews.views.commit import VIEW_FILE_BYTES, replace_chunks, write_view_files
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewDefinition,
@@ -114,11 +113,17 @@ class View(Array):
         return self._current().table
 
     def compact(self):
-        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
-        version reflecting the same base versions."""
+        """Rewrite the view's small files into files of about VIEW_FILE_BYTES (one fragment per
+        chunk, clustered by chunk) as one new view version reflecting the same base versions."""
         from arrayviews.operators import writes
 
-        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
+        return writes.compact(
+            self._current().table,
+            self._db.spark,
+            small_file_bytes=VIEW_FILE_BYTES // 2,
+            carry=(BASE_KEY,),
+            target_bytes=VIEW_FILE_BYTES,
+        )
 
     def at_version(self, version: int) -> Array:
         source = self._current()
@@ -261,11 +266,7 @@ def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None
         engine, _ = db.executors.choose(prepared.estimate)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
-        written = (
-            engine.write_files(fragments, data_directory, layout.fragment_schema(stored))
-            if fragments is not None
-            else []
-        )
+        written = write_view_files(engine, fragments, data_directory, stored) if fragments is not None else []
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
