@@ -488,10 +488,15 @@ class PartTable:
         """Snapshot id of ``version`` (None for version 0); NotFoundError if it is unknown or expired."""
         if version == 0:
             return None
+        # The current version (what every read of a step asks for) and then the held snapshots by
+        # their summary alone: no per-snapshot parsing, so a part read does not grow with history.
+        current = self.table.current_snapshot()
+        wanted = str(version)
+        for snapshot in [current, *reversed(self.table.metadata.snapshots)]:
+            summary = None if snapshot is None or snapshot.summary is None else snapshot.summary
+            if summary is not None and summary.additional_properties.get(VERSION_KEY) == wanted:
+                return snapshot.snapshot_id
         held = self.versions()
-        for info in held:
-            if info.version == version:
-                return info.snapshot_id
         known = ", ".join(str(v.version) for v in held) or "none"
         raise NotFoundError(f"{self.kind} {self.name} has no version {version} (versions held: {known})")
 
@@ -528,7 +533,14 @@ class PartTable:
 
     # -- planning ---------------------------------------------------------------------------------
     def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[DataFile]:
-        snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
+        if version is None:  # the current snapshot, without looking versions up
+            snapshot = self.table.current_snapshot()
+            summary = (
+                {} if snapshot is None or snapshot.summary is None else snapshot.summary.additional_properties
+            )
+            snapshot_id = snapshot.snapshot_id if VERSION_KEY in summary else None
+        else:
+            snapshot_id = self.snapshot_of(version)
         if snapshot_id is None:
             return []
         scan = self.table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
