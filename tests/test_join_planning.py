@@ -93,3 +93,46 @@ def test_chunk_boxes_hold_every_reachable_chunk(join, random) -> None:
     # every pair the planner itself forms is reachable in the brute force too (the boxes prune, the
     # planner's chunk-level pairs stay a superset of the real ones)
     assert all(inside(q, spec.right_chunks_of(p)) for p, q in pairs)
+
+
+def test_a_refresh_plans_from_the_metadata_of_chunks_in_reach_only(spark, tmp_path, monkeypatch) -> None:
+    """One cell inserted into one chunk of an 8 x 8-chunk array: the refresh reads the fragment
+    metadata of the chunks around it (3 x 3 at most, per side of the join), not of every chunk, and
+    the view still equals its recomputation and a brute-force neighbour count."""
+    import arrayviews
+    from arrayviews.model.shapes import L1
+    from arrayviews.operators import source
+    from arrayviews.storage import layout
+    from arrayviews.views.definition import similarity
+
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution="local")
+    array = db.create_array("P<v:float64>[i=0:39:5; j=0:39:5]")
+    present = np.ones((40, 40), bool)
+    present[17, 17] = False
+    i, j = np.nonzero(present)
+    array.insert({"i": i, "j": j, "v": np.ones(len(i))})
+    view = db.create_view("near", similarity("P", "P", L1(1), ["count(*) as cnt"]))
+    array.insert({"i": [17], "j": [17], "v": [2.0]})
+    metadata_rows: list[int] = []
+    original = source.read_parquet_files
+
+    def recording(uris, columns=None, row_filter=None, schema=None):
+        table = original(uris, columns=columns, row_filter=row_filter, schema=schema)
+        if columns == layout.metadata_columns(array.schema):
+            metadata_rows.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(source, "read_parquet_files", recording)
+    result = view.refresh("baseline")
+    assert result.committed
+    assert metadata_rows and max(metadata_rows) <= 9, metadata_rows
+    monkeypatch.undo()
+    counts = view.to_pandas()
+    assert len(counts) == 1600
+    # brute force: every cell of the full 40 x 40 grid counts itself and its L1 neighbours in the grid
+    got = {(int(r.i), int(r.j)): int(r.cnt) for r in counts.itertuples(index=False)}
+    for a in range(40):
+        for b in range(40):
+            near = [(a, b), (a - 1, b), (a + 1, b), (a, b - 1), (a, b + 1)]
+            assert got[(a, b)] == sum(1 for x, y in near if 0 <= x < 40 and 0 <= y < 40), (a, b)
+    assert view.verify()
