@@ -60,9 +60,7 @@ def _window(db, array, plan: str) -> int:
         calls=calls,
         method="incremental",
     )
-    frame = jobs.group_tables(
-        pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema)
-    )
+    frame = jobs.group_tables(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
     return int(sum(row["n_cells"] for row in frame.select("n_cells").collect()))
 
 

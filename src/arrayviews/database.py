@@ -412,5 +412,4 @@ class Database:
             statement = dataclasses.replace(statement, lateness=lateness_parts)
         return execute(self, statement)
 
-
 __all__ = ["Database", "WriteResult", "connect"]

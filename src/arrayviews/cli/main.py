@@ -210,11 +210,7 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - a bug: still one line unless asked for the trace
         if _verbose():
             raise
-        report(
-            ExecutionError(
-                f"internal error: {type(error).__name__}: {error} (run with --verbose for the trace)"
-            )
-        )
+        report(ExecutionError(f"internal error: {type(error).__name__}: {error} (run with --verbose for the trace)"))
         sys.exit(1)
 
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
 
 
+
 def execute_text(db: Database, text: str) -> Any:
     """Parse ``text`` and run its statements in order; the result of the last one (None if none)."""
     result = None
@@ -332,9 +333,7 @@ def _show_relations(db: Database, s: ast.ShowRelations) -> pd.DataFrame:
         return relations.views_frame(db, definition_text)
     if s.kind == "streams":
         return relations.streams_frame(db)
-    return uncertain_executor.with_uncertain_arrays(
-        db, relations.relations_frame(db, definition_text), "relations"
-    )
+    return uncertain_executor.with_uncertain_arrays(db, relations.relations_frame(db, definition_text), "relations")
 
 
 @statement_runner(ast.Select)
@@ -429,9 +428,7 @@ STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
         ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
-        ast.ShowChunks: lambda db, s: _plain_array(
-            db, s.name, "SHOW CHUNKS lists the chunks of arrays"
-        ).chunks(),
+        ast.ShowChunks: lambda db, s: _plain_array(db, s.name, "SHOW CHUNKS lists the chunks of arrays").chunks(),
         ast.ShowSchema: _show_schema,
         ast.Delete: _delete,
     }

@@ -32,23 +32,19 @@ _ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
     ast.Window: lambda n: [str(e) for e in n.extents] + [c.to_text() for c in n.aggregates],
     ast.Aggregate: lambda n: [c.to_text() for c in n.aggregates] + list(n.by),
     ast.Join: lambda n: [],
-    ast.ProbabilisticSubarray: lambda n: (
-        [str(v) for v in (*n.low, *n.high)]
-        + [f"THRESHOLD {n.threshold!r}"]
-        + ([] if n.method == "scheme" else [f"METHOD {n.method.upper()}"])
-    ),
-    ast.StructureJoin: lambda n: (
-        [repr(n.delta), repr(n.threshold)]
-        + [
-            f"{keyword} {value.upper()}"
-            for keyword, value, default in (
-                ("METHOD", n.method, "sbj"),
-                ("ENGINE", n.engine, "spark"),
-                ("OUTER", n.outer, "auto"),
-            )
-            if value != default
-        ]
-    ),
+    ast.ProbabilisticSubarray: lambda n: [str(v) for v in (*n.low, *n.high)]
+    + [f"THRESHOLD {n.threshold!r}"]
+    + ([] if n.method == "scheme" else [f"METHOD {n.method.upper()}"]),
+    ast.StructureJoin: lambda n: [repr(n.delta), repr(n.threshold)]
+    + [
+        f"{keyword} {value.upper()}"
+        for keyword, value, default in (
+            ("METHOD", n.method, "sbj"),
+            ("ENGINE", n.engine, "spark"),
+            ("OUTER", n.outer, "auto"),
+        )
+        if value != default
+    ],
 }
 
 
@@ -232,7 +228,8 @@ def _create_uncertain_array(s: ast.CreateUncertainArray) -> str:
 # -- streams and stream views -------------------------------------------------------------------
 def _create_stream(s: ast.CreateStream) -> str:
     return (
-        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} TIME COLUMN {s.time_column}"
+        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} "
+        f"TIME COLUMN {s.time_column}"
     )
 
 

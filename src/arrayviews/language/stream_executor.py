@@ -74,7 +74,9 @@ def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
 @statement_runner(ast.CreatePatternView)
 @statement_runner(ast.CreateWindowView)
 def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
-    return db.create_stream_view(translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness)
+    return db.create_stream_view(
+        translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness
+    )
 
 
 @explainer(ast.CreateViewDF)

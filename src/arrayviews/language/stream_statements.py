@@ -123,9 +123,7 @@ class StreamStatements:
     def positive(self, token: Token, what: str) -> int:
         if not _INTEGER.fullmatch(token) or int(token) <= 0:
             raise self.source.error(
-                f"{what} must be a positive integer, got {str(token)!r}",
-                token.start_pos,
-                ("positive integer",),
+                f"{what} must be a positive integer, got {str(token)!r}", token.start_pos, ("positive integer",)
             )
         return int(token)
 
@@ -283,20 +281,9 @@ class StreamStatements:
 
     # -- pattern and window queries ----------------------------------------------------------
     def stream_query(self, node: Tree, name: str, text: str, lateness: int | None) -> ast.Statement:
-        (
-            _,
-            items_tree,
-            _,
-            stream_token,
-            source,
-            where_keyword,
-            where,
-            _,
-            _,
-            groups_tree,
-            having_keyword,
-            having,
-        ) = node.children
+        (_, items_tree, _, stream_token, source, where_keyword, where, _, _, groups_tree, having_keyword, having) = (
+            node.children
+        )
         stream = self.name(stream_token, "the stream's name")
         group_by = self.groups(groups_tree)
         if source.data == "pattern_source":

@@ -204,9 +204,7 @@ def misfit_reason(target: pa.DataType | str, value: object) -> str:
         return f"{value} is outside the {name} range {low}..{high}"
     if isinstance(value, (int, np.integer)):
         limit = EXACT_INTEGER_LIMIT[target.bit_width]
-        return (
-            f"{value} is not exactly representable as {name} (integers up to 2**{limit.bit_length() - 1} are)"
-        )
+        return f"{value} is not exactly representable as {name} (integers up to 2**{limit.bit_length() - 1} are)"
     return f"{value} is outside the {name} range (it would become infinite)"
 
 

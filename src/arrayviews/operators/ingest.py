@@ -54,9 +54,7 @@ def to_arrow(data: object, array: str) -> pa.Table:
     if isinstance(data, Mapping):
         # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
         columns = {
-            name: column
-            if isinstance(column, pa.Array | pa.ChunkedArray)
-            else np.atleast_1d(np.asarray(column))
+            name: column if isinstance(column, pa.Array | pa.ChunkedArray) else np.atleast_1d(np.asarray(column))
             for name, column in data.items()
         }
         lengths = {name: len(column) for name, column in columns.items()}

@@ -296,7 +296,9 @@ class _PatternTranslation:
     empty has no row. The final view selects the groups whose accepting state n is active.
     """
 
-    def __init__(self, statement, partition_length: int, types: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, statement, partition_length: int, types: Mapping[str, str] | None = None
+    ) -> None:
         self.statement = statement
         self.query: PatternQuery = statement.query
         self.partition_length = partition_length
