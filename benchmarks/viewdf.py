@@ -186,15 +186,29 @@ def pattern_scaling(bench: Bench, sizes: list[int], minutes: int, scope: int) ->
 
 
 def pattern_scope(bench: Bench, pairs: int, scopes: list[int]) -> list[dict]:
+    """ViewDF steps (median of the last five) against naive recomputation over each scope; every
+    row also carries how the step time grew over the stream's history (median of the last ten
+    steps over the median of steps 2 to 11), which planning work that scans history would show."""
     bench.reset()
     minutes = max(scopes) + 2
-    stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, "generated", 5)
-    history = [float(t) for t in times]
+    stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, "generated", minutes)
+    steps = [float(t) for t in times]
+    history = steps[-5:]
+    growth = float(np.median(steps[-10:]) / np.median(steps[1:11]))
     newest = stream.part_range()[1]
     rows = []
     for scope in scopes:
         naive = min(bench.write(naive_pattern(stream, newest, scope)) for _ in range(2))
-        rows.append({"scope": scope, "naive_s": naive, "generated_s": float(np.median(history))})
+        rows.append(
+            {
+                "scope": scope,
+                "naive_s": naive,
+                "generated_s": float(np.median(history)),
+                "naive_over_generated": naive / float(np.median(history)),
+                "step_growth_over_history": growth,
+                "steps": len(steps),
+            }
+        )
         print(
             f"pattern scope {scope:>4}: naive {naive:.2f} s, generated {np.median(history):.2f} s "
             f"(naive / generated {naive / np.median(history):.1f}x)"
@@ -310,6 +324,16 @@ def run(db, quick: bool = False) -> dict:
         bench.close()
 
 
+def run_scope(db) -> dict:
+    """Only the scope comparison (``python -m benchmarks.viewdf``): ViewDF vs naive, scopes 5 to 100."""
+    bench = Bench(db)
+    try:
+        return {"pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100])}
+    finally:
+        bench.reset()
+        bench.close()
+
+
 def report(results: dict, quick: bool) -> None:
     import matplotlib
 
@@ -373,3 +397,15 @@ def report(results: dict, quick: bool) -> None:
     figure.tight_layout()
     figure.savefig(RESULTS / f"{name}.png", dpi=110)
     plt.close(figure)
+
+
+if __name__ == "__main__":
+    import arrayviews
+
+    folder = tempfile.mkdtemp(prefix="arrayviews-warehouse-")
+    database = arrayviews.connect(folder)
+    try:
+        write_results("viewdf_scope", run_scope(database))
+    finally:
+        database.spark.stop()
+        shutil.rmtree(folder, ignore_errors=True)

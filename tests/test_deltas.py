@@ -223,3 +223,63 @@ def test_copied_cells_cancel(mdb) -> None:
     delta = version_delta(array.source.table, first, array.version)
     assert sorted(as_model(delta.minus)) == [(1, 1), (1, 2)]
     assert as_model(delta.plus)[(1, 1)][1] == 0 and as_model(delta.plus)[(1, 2)][0] == 2.5
+
+
+def _recording_reads(monkeypatch) -> list[tuple[list[str] | None, int]]:
+    """Record every Parquet read of ``version_delta``: the columns asked for and the rows returned."""
+    from arrayviews.operators import deltas
+
+    calls: list[tuple[list[str] | None, int]] = []
+    original = deltas.read_parquet_files
+
+    def recording(uris, columns=None, row_filter=None, schema=None):
+        table = original(uris, columns=columns, row_filter=row_filter, schema=schema)
+        calls.append((columns, table.num_rows))
+        return table
+
+    monkeypatch.setattr(deltas, "read_parquet_files", recording)
+    return calls
+
+
+def test_a_compaction_is_no_change_and_reads_no_cells(mdb, monkeypatch) -> None:
+    """After inserts and a compaction, the delta across the compaction is found from fragment
+    metadata alone: no file's cell data is read (the array is not read twice)."""
+    array = mdb.create_array(SCHEMA.format(name=f"D{next(_names)}"))
+    array.insert(batch({(i, j): (float(i), j) for i in range(0, 12, 2) for j in range(0, 12, 3)}))
+    array.insert(batch({(1, 1): (5.0, None), (9, 10): (float("nan"), 2)}))
+    before = mdb.array(array.name).version
+    array.compact()
+    after = mdb.array(array.name)
+    assert after.version == before + 1
+    calls = _recording_reads(monkeypatch)
+    delta = version_delta(after.source.table, before, after.version)
+    assert delta.empty
+    assert calls and all(columns is not None and "cells" not in columns for columns, _ in calls), calls
+    # across an insert and the compaction: only the inserted cells, read from the changed chunk only
+    array.insert(batch({(2, 1): (1.5, 1)}))
+    newest = mdb.array(array.name)
+    newest.compact()
+    newest = mdb.array(array.name)
+    calls.clear()
+    delta = version_delta(newest.source.table, before, newest.version)
+    assert as_model(delta.minus) == {}
+    assert list(as_model(delta.plus)) == [(2, 1)]
+    payload_rows = [rows for columns, rows in calls if columns is None]
+    assert payload_rows and sum(payload_rows) <= 3, calls  # chunk (0, 0): two old fragments, one merged
+
+
+def test_a_replace_in_one_chunk_reads_that_chunk_only(mdb, monkeypatch) -> None:
+    """A replacing insert that rewrites a file holding every chunk: the delta reads the fragments of
+    the changed chunk, not the whole dropped and added files."""
+    array = mdb.create_array(SCHEMA.format(name=f"D{next(_names)}"))
+    cells = {(i, j): (float(i * j), None) for i in range(EXTENT) for j in range(EXTENT)}
+    array.insert(batch(cells))  # one file, nine chunks
+    before = mdb.array(array.name).version
+    array.insert(batch({(5, 6): (-1.0, 3)}), on_conflict="replace")
+    after = mdb.array(array.name)
+    calls = _recording_reads(monkeypatch)
+    delta = version_delta(after.source.table, before, after.version)
+    assert as_model(delta.minus) == {(5, 6): (30.0, None)}
+    assert as_model(delta.plus) == {(5, 6): (-1.0, 3)}
+    payload_rows = [rows for columns, rows in calls if columns is None]
+    assert payload_rows and max(payload_rows) <= 2, calls  # chunk (1, 1): old fragment, new ones

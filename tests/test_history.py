@@ -125,7 +125,7 @@ def test_compaction_and_expiry_leave_only_live_files_for_every_kind(db) -> None:
 
     assert array.compact().committed
     compacted = view.compact()  # refreshes may already have left one file (each rewrites its files)
-    assert compacted.committed or compacted.message.startswith("1 small file(s): nothing to compact")
+    assert compacted.committed or "small file(s): nothing to compact" in compacted.message
     assert stream.compact() is not None
     assert db.stream_view("W").compact() is None  # one file per part already
     results = db.maintain_streams()

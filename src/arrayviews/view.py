@@ -14,6 +14,7 @@ from arrayviews.operators import writes
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.views import history
 from arrayviews.views import view as maintenance
+from arrayviews.views.commit import VIEW_FILE_BYTES
 from arrayviews.views.definition import ViewDefinition
 from arrayviews.views.source import ViewSource
 from arrayviews.views.view import (
@@ -58,9 +59,15 @@ class View(Array):
         return self._current().table
 
     def compact(self):
-        """Rewrite the view's small files into large ones (one fragment per chunk) as one new view
-        version reflecting the same base versions."""
-        return writes.compact(self._current().table, self._db.spark, carry=(BASE_KEY,))
+        """Rewrite the view's small files into files of about VIEW_FILE_BYTES (one fragment per
+        chunk, clustered by chunk) as one new view version reflecting the same base versions."""
+        return writes.compact(
+            self._current().table,
+            self._db.spark,
+            small_file_bytes=VIEW_FILE_BYTES // 2,
+            carry=(BASE_KEY,),
+            target_bytes=VIEW_FILE_BYTES,
+        )
 
     def at_version(self, version: int) -> Array:
         source = self._current()

@@ -126,9 +126,14 @@ class Engine(abc.ABC):
         directory_uri: str,
         arrow_schema: pa.Schema,
         stamp: Callable[[pa.Table], pa.Table] | None = None,
+        target_bytes: int | None = None,
+        cluster_by: Sequence[str] = (),
     ) -> list[WrittenFile]:
         """Write the rows as Parquet files under ``directory_uri`` (nothing references them until the
-        driver commits them); ``stamp`` may rewrite a table before it is written."""
+        driver commits them); ``stamp`` may rewrite a table before it is written. A file holds about
+        ``target_bytes`` of rows (default: the engine's large-file target); with ``cluster_by``, rows
+        are sorted by those columns before they are cut into files, so each file holds a run of
+        neighbouring keys (a later rewrite of a few keys rewrites a few small files)."""
 
     @abc.abstractmethod
     def owns(self, data: Data) -> bool:

@@ -234,6 +234,8 @@ class LocalEngine(Engine):
         directory_uri: str,
         arrow_schema: pa.Schema,
         stamp: Callable[[pa.Table], pa.Table] | None = None,
+        target_bytes: int | None = None,
+        cluster_by: Sequence[str] = (),
     ) -> list[WrittenFile]:
         table = conform(data.table(), arrow_schema)
         if table.num_rows == 0:
@@ -241,8 +243,10 @@ class LocalEngine(Engine):
         if stamp is not None:
             with _task():
                 table = conform(stamp(table), arrow_schema)
+        if cluster_by:
+            table = table.sort_by([(c, "ascending") for c in cluster_by])
         per_row = max(1, table.nbytes // table.num_rows)
-        rows_per_file = max(1, TARGET_FILE_BYTES // per_row)
+        rows_per_file = max(1, (target_bytes or TARGET_FILE_BYTES) // per_row)
         written: list[WrittenFile] = []
         try:
             for start in range(0, table.num_rows, rows_per_file):

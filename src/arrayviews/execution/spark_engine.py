@@ -107,8 +107,14 @@ class SparkEngine(Engine):
         directory_uri: str,
         arrow_schema: pa.Schema,
         stamp: Callable[[pa.Table], pa.Table] | None = None,
+        target_bytes: int | None = None,
+        cluster_by: Sequence[str] = (),
     ) -> list[WrittenFile]:
-        return jobs.write_files(data, directory_uri, arrow_schema, stamp=stamp)
+        if cluster_by:
+            data = data.sortWithinPartitions(*cluster_by)
+        if target_bytes is None:
+            return jobs.write_files(data, directory_uri, arrow_schema, stamp=stamp)
+        return jobs.write_files(data, directory_uri, arrow_schema, stamp=stamp, target_bytes=target_bytes)
 
     def owns(self, data: Data) -> bool:
         return isinstance(data, DataFrame)

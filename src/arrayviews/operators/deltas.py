@@ -1,11 +1,15 @@
 """What changed in an array between two versions, at cell level: the signed delta of view maintenance.
 
 Every version of an array is an Iceberg snapshot, so the history itself is the change log: the files
-a later snapshot dropped and the files it added hold the fragments that may have changed. Cells are
-compared chunk by chunk: cells only in dropped files were deleted (``minus``), cells only in added
-files were inserted (``plus``), cells in both with different values were updated (old value in
+a later snapshot dropped and the files it added hold the fragments that may have changed. The work is
+planned per chunk from fragment metadata first (chunk numbers, cell counts and the version that wrote
+each fragment; no cell data): a chunk whose added fragments were all written at or before the old
+version and hold as many cells as its dropped fragments is unchanged (see :func:`changed_chunks`), so
+a compaction reads no cells at all. Only the other chunks are read, from the dropped and added files
+alone, and compared cell by cell: cells only in dropped files were deleted (``minus``), cells only in
+added files were inserted (``plus``), cells in both with different values were updated (old value in
 ``minus``, new value in ``plus``), and cells present in both with equal values (fragments that a
-rewrite or a compaction merely copied) cancel out.
+rewrite merely copied) cancel out.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pyarrow as pa
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.cells import cell_columns
+from arrayviews.operators.staging import bounding_ranges, chunk_matrix, member_rows
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.assemble import sort_cells
@@ -64,15 +69,61 @@ def _equal(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return same
 
 
+def _metadata(paths: list[str], schema: ArraySchema) -> pa.Table:
+    """Chunk numbers, cell counts and writing versions of the fragments of ``paths`` (no cell data)."""
+    columns = [*layout.chunk_columns(schema), layout.N_CELLS, layout.VERSION]
+    return read_parquet_files(paths, columns=columns, schema=layout.fragment_schema(schema))
+
+
+def changed_chunks(schema: ArraySchema, removed: pa.Table, added: pa.Table, old_version: int) -> np.ndarray:
+    """The chunks (m, d) that may hold a change, from the metadata of the fragments of the dropped
+    (``removed``) and added files between ``old_version`` and a later version.
+
+    A chunk is unchanged when every fragment added for it was written at or before ``old_version``
+    and the added fragments hold as many cells as the dropped ones. Why that is exact: a fragment is
+    stamped with the version that wrote it, and a compaction stamps a merged fragment with the newest
+    version among its inputs; files never return once dropped, so a fragment stamped at or before
+    ``old_version`` and present later holds only cells (with their values) that were present at
+    ``old_version``. The cells of one chunk in one version are disjoint across fragments, so such
+    added cells lie among the dropped cells of the chunk, and as many of them means the same cells.
+    """
+    keys = np.vstack([chunk_matrix(removed, schema), chunk_matrix(added, schema)])
+    if len(keys) == 0:
+        return np.zeros((0, schema.ndim), np.int64)
+    chunks, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    dropped, new = inverse[: removed.num_rows], inverse[removed.num_rows :]
+    removed_cells = np.zeros(len(chunks), np.int64)
+    np.add.at(removed_cells, dropped, np.asarray(removed.column(layout.N_CELLS), np.int64))
+    added_cells = np.zeros(len(chunks), np.int64)
+    np.add.at(added_cells, new, np.asarray(added.column(layout.N_CELLS), np.int64))
+    newest = np.full(len(chunks), -1, np.int64)
+    np.maximum.at(newest, new, np.asarray(added.column(layout.VERSION), np.int64))
+    return chunks[(newest > old_version) | (removed_cells != added_cells)]
+
+
+def _chunk_cells(paths: list[str], schema: ArraySchema, chunks: np.ndarray) -> pa.Table:
+    """The cells of ``chunks`` held in the files ``paths`` (only the fragments of those chunks)."""
+    if not paths or len(chunks) == 0:
+        return layout.fragments_to_cells(layout.empty_fragment_table(schema), schema)
+    fragments = read_parquet_files(
+        paths,
+        row_filter=layout.chunk_ranges_filter(schema, bounding_ranges(chunks)),
+        schema=layout.fragment_schema(schema),
+    )
+    fragments = fragments.filter(pa.array(member_rows(chunk_matrix(fragments, schema), chunks)))
+    return layout.fragments_to_cells(fragments, schema)
+
+
 def version_delta(array: ArrayTable, old_version: int, new_version: int) -> Delta:
     """The cell-level delta of ``array`` from ``old_version`` to ``new_version``."""
     schema = array.schema
     before, after = _files(array, old_version), _files(array, new_version)
     removed = [path for path in before if path not in after]
     added = [path for path in after if path not in before]
-    fragment_schema = layout.fragment_schema(schema)
-    old = layout.fragments_to_cells(read_parquet_files(removed, schema=fragment_schema), schema)
-    new = layout.fragments_to_cells(read_parquet_files(added, schema=fragment_schema), schema)
+    changed = changed_chunks(schema, _metadata(removed, schema), _metadata(added, schema), old_version)
+    old = _chunk_cells(removed, schema, changed)
+    new = _chunk_cells(added, schema, changed)
     if old.num_rows == 0 or new.num_rows == 0:
         return Delta(schema, old_version, new_version, old, new)
     # Sort both sides together; a coordinate held by both shows up as two adjacent cells.

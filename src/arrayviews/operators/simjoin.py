@@ -57,6 +57,55 @@ class JoinSpec:
         region_low, region_high = self.right_region(low, high)
         return ChunkGrid.of(self.right).chunk_ranges_overlapping(region_low, region_high)
 
+    def right_chunk_box(self, left_chunks: np.ndarray) -> tuple[tuple[int, int], ...] | None:
+        """Per right dimension the chunk range that any of ``left_chunks`` can reach (a box around
+        all of them; None if they reach nothing)."""
+        left_chunks = np.asarray(left_chunks, dtype=np.int64).reshape(-1, self.left.ndim)
+        if len(left_chunks) == 0:
+            return None
+        grid = ChunkGrid.of(self.left)
+        low = [g.chunk_starts(left_chunks[:, k]).min() for k, g in enumerate(grid.dimensions)]
+        high = [
+            (g.chunk_starts(left_chunks[:, k]) + g.chunk_sizes(left_chunks[:, k]) - 1).max()
+            for k, g in enumerate(grid.dimensions)
+        ]
+        region_low, region_high = self.right_region(low, high)
+        return ChunkGrid.of(self.right).chunk_ranges_overlapping(region_low, region_high)
+
+    def left_chunk_box(self, right_chunks: np.ndarray) -> tuple[tuple[int, int], ...] | None:
+        """Per left dimension the chunk range holding every left chunk whose reach may include one of
+        ``right_chunks`` (a box around them; None if no left chunk reaches them). Each right axis is
+        a monotone map of one left axis, so per left dimension the left chunks are tested at once:
+        the image of each chunk's cell span, widened by the shape, against the right box."""
+        right_chunks = np.asarray(right_chunks, dtype=np.int64).reshape(-1, self.right.ndim)
+        if len(right_chunks) == 0:
+            return None
+        right_grid, left_grid = ChunkGrid.of(self.right), ChunkGrid.of(self.left)
+        box_low = [g.chunk_starts(right_chunks[:, k]).min() for k, g in enumerate(right_grid.dimensions)]
+        box_high = [
+            (g.chunk_starts(right_chunks[:, k]) + g.chunk_sizes(right_chunks[:, k]) - 1).max()
+            for k, g in enumerate(right_grid.dimensions)
+        ]
+        before, after = self.shape.before, self.shape.after
+        ranges = []
+        for s, dimension in enumerate(left_grid.dimensions):
+            chunks = np.arange(dimension.first_chunk, dimension.last_chunk + 1, dtype=np.int64)
+            starts = dimension.chunk_starts(chunks)
+            ends = starts + dimension.chunk_sizes(chunks) - 1
+            reaching = np.ones(len(chunks), dtype=bool)
+            for k, axis in enumerate(self.mapping.axes):
+                if self.left.dimension_names.index(axis.source) != s:
+                    continue
+                first = np.floor_divide(starts * axis.multiplier, axis.divisor) + axis.offset
+                last = np.floor_divide(ends * axis.multiplier, axis.divisor) + axis.offset
+                image_low, image_high = np.minimum(first, last), np.maximum(first, last)
+                reaching &= (image_low - before[k] <= box_high[k]) & (image_high + after[k] >= box_low[k])
+            if not reaching.any():
+                return None
+            hit = chunks[reaching]
+            ranges.append((int(hit.min()), int(hit.max())))
+        return tuple(ranges)
+
 
 def plan_pairs(
     spec: JoinSpec, left_chunks: np.ndarray, right_chunks: np.ndarray, boxes: Boxes | None = None

@@ -327,15 +327,23 @@ def compact(
     spark: SparkSession,
     small_file_bytes: int = 32 * 1024 * 1024,
     carry: tuple[str, ...] = (),
+    target_bytes: int = TARGET_FILE_BYTES,
 ) -> WriteResult:
-    """Rewrite small data files into large ones, one fragment per chunk, as one snapshot. Version
-    properties whose names start with one of ``carry`` are kept from the version compacted (a
-    view's reflected base versions: compaction changes no content)."""
-    return replanned(array, "compact", lambda: _compact_once(array, spark, small_file_bytes, carry))
+    """Rewrite small data files into files of about ``target_bytes``, one fragment per chunk and
+    clustered by chunk, as one snapshot. Version properties whose names start with one of ``carry``
+    are kept from the version compacted (a view's reflected base versions: compaction changes no
+    content)."""
+    return replanned(
+        array, "compact", lambda: _compact_once(array, spark, small_file_bytes, carry, target_bytes)
+    )
 
 
 def _compact_once(
-    array: ArrayTable, spark: SparkSession, small_file_bytes: int, carry: tuple[str, ...]
+    array: ArrayTable,
+    spark: SparkSession,
+    small_file_bytes: int,
+    carry: tuple[str, ...],
+    target_bytes: int = TARGET_FILE_BYTES,
 ) -> WriteResult:
     schema = array.schema
     expected = array.current_version()
@@ -351,10 +359,11 @@ def _compact_once(
         frame, layout.chunk_columns(schema), functools.partial(_merge_chunk, schema=schema), arrow_schema
     )
     total = sum(f.file_size_in_bytes for f in small)
-    merged = merged.coalesce(max(1, math.ceil(total / TARGET_FILE_BYTES)))
+    merged = merged.coalesce(max(1, math.ceil(total / target_bytes)))
+    merged = merged.sortWithinPartitions(*layout.chunk_columns(schema))
     written: list[jobs.WrittenFile] = []
     try:
-        written = jobs.write_files(merged, array.data_directory, arrow_schema)
+        written = jobs.write_files(merged, array.data_directory, arrow_schema, target_bytes=target_bytes)
         checkpoint("compact.before-commit")
         version = array.commit(
             [w.uri for w in written], small, CommitInfo("compact", properties=kept), expected

@@ -11,10 +11,30 @@ import numpy as np
 
 from arrayviews.execution.engine import Data, Engine, WrittenFile
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import staging
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import discard_unless_committed
+
+#: A view's data files hold about this many bytes of fragments, each a run of neighbouring chunks:
+#: a refresh rewrites the files holding the chunks it changes (copying their other fragments), so
+#: small files keep that copy proportional to the change, not to the view.
+VIEW_FILE_BYTES = 4 * 1024 * 1024
+
+
+def write_view_files(
+    engine: Engine, fragments: Data, directory: str, schema: ArraySchema
+) -> list[WrittenFile]:
+    """Write view fragments (of ``schema``) under ``directory`` as files of about VIEW_FILE_BYTES,
+    clustered by chunk."""
+    return engine.write_files(
+        fragments,
+        directory,
+        layout.fragment_schema(schema),
+        target_bytes=VIEW_FILE_BYTES,
+        cluster_by=layout.chunk_columns(schema),
+    )
 
 
 def replace_chunks(
@@ -51,7 +71,7 @@ def replace_chunks(
     try:
         if frames:  # one job writes the new chunks and the copied ones
             frame = frames[0] if len(frames) == 1 else engine.union(frames)
-            written = engine.write_files(frame, view.data_directory, arrow_schema)
+            written = write_view_files(engine, frame, view.data_directory, schema)
         checkpoint("refresh.written")
         timings["write"] = time.perf_counter() - started
         checkpoint("refresh.before-commit")

@@ -46,9 +46,11 @@ class Plan:
     delta_cells: int = 0
 
 
-def _chunk_cells(source: StoredSource) -> dict[tuple, int]:
-    """Per chunk of a source, its cells (from the fragments' metadata columns, no cell data)."""
-    meta = source.metadata()
+def _chunk_cells(source: StoredSource, ranges=None) -> dict[tuple, int]:
+    """Per chunk of a source (only those in the per-dimension chunk ``ranges`` when given), its
+    cells: from the metadata columns of the fragments in the files the catalog's column bounds leave
+    for those ranges (no cell data; other files are never opened)."""
+    meta = source.metadata(ranges)
     schema = source.schema
     if meta.num_rows == 0:
         return {}
@@ -59,8 +61,8 @@ def _chunk_cells(source: StoredSource) -> dict[tuple, int]:
     return {tuple(int(c) for c in row): int(n) for row, n in zip(unique, cells, strict=True)}
 
 
-def _chunks_of(source: StoredSource) -> np.ndarray:
-    chunks = list(_chunk_cells(source))
+def _chunks_of(source: StoredSource, ranges=None) -> np.ndarray:
+    chunks = list(_chunk_cells(source, ranges))
     return np.array(sorted(chunks), dtype=np.int64).reshape(-1, source.schema.ndim)
 
 
@@ -200,8 +202,13 @@ def plan_baseline(
         ),
         axis=0,
     )
-    left_cells = _chunk_cells(left_old)
-    right_cells = left_cells if right_old == left_old else _chunk_cells(right_old)
+    # Only the old chunks a delta can pair with are planned: right chunks within reach of the
+    # left delta chunks, left chunks whose reach covers a right delta chunk (boxes of chunks, pruned
+    # in the catalog before any file is opened).
+    right_box = spec.right_chunk_box(left_delta_chunks)
+    left_box = spec.left_chunk_box(right_delta_chunks)
+    right_cells = _chunk_cells(right_old, right_box) if right_box is not None else {}
+    left_cells = _chunk_cells(left_old, left_box) if left_box is not None else {}
     left_old_chunks = np.array(sorted(left_cells), dtype=np.int64).reshape(-1, spec.left.ndim)
     right_old_chunks = np.array(sorted(right_cells), dtype=np.int64).reshape(-1, spec.right.ndim)
     first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks)
@@ -363,8 +370,15 @@ def fresh_extremes(
     left_rows = simjoin.fragments_to_left(
         engine, {simjoin.LEFT_OLD: cells_to_fragment_table(left_cells, bare.left)}, bare
     )
-    pairs = simjoin.plan_pairs(bare, np.array(list(boxes), dtype=np.int64), _chunks_of(right_new), boxes)
-    right_rows = simjoin.route_right(engine, right_new.data(engine), bare, pairs, simjoin.RIGHT_OLD, boxes)
+    targets = np.array(list(boxes), dtype=np.int64)
+    reach = bare.right_chunk_box(targets)  # only the right chunks the stale cells can reach are read
+    if reach is None:
+        right_chunks = np.zeros((0, bare.right.ndim), np.int64)
+        right_data = engine.empty(layout.fragment_schema(right_new.schema))
+    else:
+        right_chunks, right_data = _chunks_of(right_new, reach), right_new.data(engine, reach)
+    pairs = simjoin.plan_pairs(bare, targets, right_chunks, boxes)
+    right_rows = simjoin.route_right(engine, right_data, bare, pairs, simjoin.RIGHT_OLD, boxes)
     function = functools.partial(
         compute.fresh_extremes_chunk, spec=bare, definition=definition, stored=stored
     )

@@ -25,11 +25,11 @@ from arrayviews.operators.deltas import version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
-from arrayviews.storage import kinds, layout
+from arrayviews.storage import kinds
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.snapshots import BaseMovedError
 from arrayviews.views import history, similarity, state, windowed
-from arrayviews.views.commit import replace_chunks
+from arrayviews.views.commit import replace_chunks, write_view_files
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewDefinition,
@@ -184,11 +184,7 @@ def create_view(
         engine, _ = db.executors.choose(prepared.estimate)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
-        written = (
-            engine.write_files(fragments, data_directory, layout.fragment_schema(stored))
-            if fragments is not None
-            else []
-        )
+        written = write_view_files(engine, fragments, data_directory, stored) if fragments is not None else []
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
