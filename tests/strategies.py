@@ -447,7 +447,12 @@ def atoms(draw, cells: Cells) -> Predicate:
             return atom(f"{name} = TRUE", lambda c: c.column(name) == True)  # noqa: E712
         return atom(f"{name} <> FALSE", lambda c: c.column(name) != False)  # noqa: E712
     if kind in ("float32", "float64") and draw(st.integers(0, 4)) == 0:
-        return atom(f"isnan({name})", lambda c: np.isnan(c.column(name)))
+        # Spark's isnan is never NULL: isnan(NULL) is false, so the cell's predicate is known.
+        return (
+            f"isnan({name})",
+            lambda c: (np.isnan(c.column(name)) & _known(c, name), np.ones(c.n, dtype=bool)),
+            used,
+        )
     op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]))
     if name in cells.dim_names:
         dim = cells.dims[cells.dim_names.index(name)]
