@@ -90,7 +90,8 @@ def _bad(data: dict, **changes) -> dict:
         ({"colour": lambda a: np.zeros(10)}, "colour", None),
         ({"id": lambda a: np.r_[np.arange(9), 3]}, "id", 3),
         ({"id": lambda a: np.arange(10, dtype=float)}, "id", "double"),
-        ({"mag": lambda a: np.arange(10, dtype=np.float64)}, "mag", "double"),
+        ({"mag": lambda a: np.r_[a[:4].astype(np.float64), 1e39, a[5:]]}, "mag", 1e39),
+        ({"mag": lambda a: np.r_[np.arange(3), 2**24 + 1, np.arange(6)].astype(np.int64)}, "mag", 2**24 + 1),
     ],
 )
 def test_bad_batches_are_rejected_and_change_nothing(sky, change, column, value):
@@ -107,6 +108,21 @@ def test_bad_batches_are_rejected_and_change_nothing(sky, change, column, value)
     elif isinstance(value, int):
         assert error.value == value
     assert (sky.version, sky.count()) == before
+
+
+def test_values_are_stored_under_the_same_type_rule_as_array_cells(db):
+    """float64 into float32 rounds to the nearest float32 and small integers convert exactly, as for
+    array attributes (model.types.accepts); the reference is numpy's own float32 rounding."""
+    data = {k: v[:10] for k, v in catalog(np.random.default_rng(2), 10).items()}
+    mags = np.random.default_rng(3).normal(18, 1, 10)  # float64
+    fresh = db.create_uncertain_array(SCHEMA.format(name="fresh"), scheme="store-multiple", step=1)
+    fresh.insert(_bad(data, mag=mags))
+    stored = fresh.to_pandas().sort_values("id")
+    assert stored["mag"].dtype == np.float32
+    np.testing.assert_array_equal(stored["mag"].to_numpy(), mags.astype(np.float32))
+    array = db.create_array("plain<mag:float32>[i=0:9:10]")
+    array.insert({"i": np.arange(10), "mag": mags})
+    np.testing.assert_array_equal(array.to_numpy(), mags.astype(np.float32))
 
 
 def test_correlations_outside_the_open_interval_are_rejected(db):

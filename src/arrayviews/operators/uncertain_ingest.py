@@ -17,7 +17,7 @@ import pyarrow as pa
 from arrayviews.kernels.fences import batch_fences
 from arrayviews.model.copy_layout import STORE_MEAN, StorageLayout, scheme_copies
 from arrayviews.model.errors import ValidationError
-from arrayviews.model.types import numpy_dtype
+from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
 from arrayviews.operators.ingest import to_arrow
 from arrayviews.storage import uncertain_layout as ul
@@ -177,20 +177,6 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
     return TupleBatch(ids, means, sigmas, corrs, values, nulls)
 
 
-def can_store(source: np.dtype, target: str) -> bool:
-    """Whether values of numpy dtype ``source`` convert to attribute type ``target`` without loss of kind
-    or precision: integers widen to larger integers and to floats, float32 to float64, bool stays bool
-    (the rule uncertain inserts had before model.types dropped its ``can_store``)."""
-    source, target_dtype = np.dtype(source), numpy_dtype(target)
-    if target_dtype.kind == "b" or source.kind == "b":
-        return target_dtype.kind == source.kind
-    if target_dtype.kind in "iu":
-        return source.kind in "iu" and np.can_cast(source, target_dtype, casting="safe")
-    if target_dtype.kind == "f":
-        return source.kind in "iu" or (source.kind == "f" and source.itemsize <= target_dtype.itemsize)
-    return False
-
-
 def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
     dtype = numpy_dtype(attribute.type)
     if attribute.name not in table.column_names:
@@ -203,11 +189,7 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
                 schema, attribute.name, f"null values, but attribute {attribute.name} is not nullable"
             )
         return np.zeros(n, dtype=dtype), np.ones(n, dtype=bool)
-    try:
-        source = np.dtype(column.type.to_pandas_dtype())
-    except (NotImplementedError, TypeError):
-        source = None
-    if source is None or not can_store(source, attribute.type):
+    if not accepts(attribute.type, column.type):
         raise _error(
             schema,
             attribute.name,
@@ -223,7 +205,12 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
     filled = (
         column.fill_null(False if pa.types.is_boolean(column.type) else 0) if mask is not None else column
     )
-    return np.asarray(filled).astype(dtype, copy=False), mask
+    filled = np.asarray(filled)
+    misfit = first_misfit(attribute.type, filled, None if mask is None else ~mask)
+    if misfit is not None:
+        value = filled[misfit].item()
+        raise _error(schema, attribute.name, f"{misfit_reason(attribute.type, value)} (row {misfit})", value)
+    return filled.astype(dtype, copy=False), mask
 
 
 def possible_ranges(
