@@ -18,6 +18,8 @@ from arrayviews.model.types import normalize_type
 UNBOUNDED_HIGH = 2**62 - 1
 #: Largest allowed number of cells in one chunk; chunk-local offsets are int64.
 MAX_CHUNK_VOLUME = 2**62
+#: On an open-ended dimension with a scale, coordinates are guaranteed distinct this far from low.
+UNBOUNDED_RESOLVED = 2**40
 #: Cells per chunk aimed at when a schema leaves the chunk length out.
 DEFAULT_CHUNK_VOLUME = 1_000_000
 
@@ -139,11 +141,21 @@ class Dimension:
         if self.scale is not None:
             if not isinstance(self.scale, CoordinateScale):
                 raise SchemaError(f"dimension {self.name}: scale must be a CoordinateScale, got {self.scale!r}")
-            ends = self.scale.coordinates(np.array([self.low, self.high]))
+            with np.errstate(over="ignore", invalid="ignore"):
+                ends = self.scale.coordinates(np.array([self.low, self.high]))
             if not np.all(np.isfinite(ends)):
                 raise SchemaError(
                     f"dimension {self.name}: coordinates {self.scale.offset!r} + cell * {self.scale.step!r} "
                     f"overflow float64 within {self.low}:{self.high}"
+                )
+            # Neighbouring coordinates must stay distinct and ordered once rounded: each is within one
+            # unit in the last place of the largest magnitude met while computing it.
+            high = min(self.high, self.low + UNBOUNDED_RESOLVED) if self.unbounded else self.high
+            biggest = abs(self.scale.offset) + max(abs(self.low), abs(high)) * abs(self.scale.step)
+            if abs(self.scale.step) < 4 * float(np.spacing(biggest)):
+                raise SchemaError(
+                    f"dimension {self.name}: the step {self.scale.step!r} is too fine for float64 at "
+                    f"coordinates near {biggest:.6g} (neighbouring cells would get the same coordinate)"
                 )
 
     @property

@@ -142,13 +142,13 @@ def _scale_of(values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: 
             pass  # attributes that do not describe these values: read the values alone
     if extent == 1:
         return 0, CoordinateScale(1.0, float(x[0]), unit)
-    estimate = (x[-1] - x[0]) / (extent - 1)
+    estimate = float((x[-1] - x[0]) / (extent - 1))
     magnitude = float(np.max(np.abs(values)))
     ulp = float(np.spacing(values.dtype.type(magnitude)))
     if estimate == 0.0 or not abs(estimate) >= MIN_STEP_ULPS * ulp:
         raise ValidationError(
             f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: its step "
-            f"{estimate!r} is not resolved by {values.dtype} at magnitude {magnitude!r}",
+            f"{float(estimate)!r} is not resolved by {values.dtype} at magnitude {magnitude!r}",
             array=name,
             column=dim,
         )
@@ -165,9 +165,9 @@ def _scale_of(values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: 
     worst = int(np.argmax(deviation))
     if deviation[worst] > ULPS * ulp:
         raise ValidationError(
-            f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: value {x[worst]!r} at "
+            f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: value {float(x[worst])!r} at "
             f"position {worst} is {deviation[worst]:.3g} from {scale.coordinate(worst)!r} on the step "
-            f"{estimate!r} (allowed: {ULPS} units in the last place, {ULPS * ulp:.3g}); arrayviews "
+            f"{float(estimate)!r} (allowed: {ULPS} units in the last place, {ULPS * ulp:.3g}); arrayviews "
             f"dimensions have evenly spaced coordinates: keep {dim} values in a variable",
             array=name,
             column=dim,
