@@ -60,12 +60,20 @@ def test_scales_print_and_parse_back_exactly(step, offset, unit, low, extent) ->
 
 
 def test_schema_text_forms() -> None:
-    schema = parse_schema("sky<f:float64>[ra=0:359999:1000 scale 1e-3 unit 'deg', t=0:9:10 SCALE -2 OFFSET 5]")
+    schema = parse_schema(
+        "sky<f:float64>[ra=0:359999:1000 scale 1e-3 unit 'deg', t=0:9:10 SCALE -2 OFFSET 5]"
+    )
     ra, t = schema.dimensions
     assert ra.scale == CoordinateScale(0.001, 0.0, "deg") and t.scale == CoordinateScale(-2.0, 5.0, "")
-    assert schema.to_text() == "sky<f:float64>[ra=0:359999:1000 SCALE 0.001 UNIT 'deg'; t=0:9:10 SCALE -2.0 OFFSET 5.0]"
+    assert (
+        schema.to_text()
+        == "sky<f:float64>[ra=0:359999:1000 SCALE 0.001 UNIT 'deg'; t=0:9:10 SCALE -2.0 OFFSET 5.0]"
+    )
     assert parse_schema("A<v:int64>[i=1:10, 5, 0 SCALE 0.5]").dimensions[0].scale == CoordinateScale(0.5)
-    assert parse_schema("A<v:int64>[i=1:10 SCALE 0.5 OFFSET -0.0]").to_text() == "A<v:int64>[i=1:10:10 SCALE 0.5]"
+    assert (
+        parse_schema("A<v:int64>[i=1:10 SCALE 0.5 OFFSET -0.0]").to_text()
+        == "A<v:int64>[i=1:10:10 SCALE 0.5]"
+    )
     # a dimension may be called scale, unit or offset
     assert parse_schema("A<v:int64>[scale=0:1; unit=0:1, offset=0:1 SCALE 1]").dimension_names == (
         "scale",
@@ -127,7 +135,13 @@ def _within_ulps(value: float, exact: Fraction, magnitude: float, ulps: int) -> 
 
 
 @settings(max_examples=200, deadline=None)
-@given(step=steps, offset=offsets, low=st.integers(-10**6, 10**6), block=st.integers(1, 1000), m=st.integers(0, 1000))
+@given(
+    step=steps,
+    offset=offsets,
+    low=st.integers(-(10**6), 10**6),
+    block=st.integers(1, 1000),
+    m=st.integers(0, 1000),
+)
 def test_regrid_labels_each_block_with_its_first_cell(step, offset, low, block, m) -> None:
     scale = CoordinateScale(step, offset)
     coarse = scale.regridded(low, block)
@@ -202,7 +216,9 @@ def test_coordinate_attributes_written_by_to_xarray_are_read_exactly() -> None:
 
 def test_coordinates_that_cannot_be_a_scale_are_refused_by_name() -> None:
     uneven = np.array([0.0, 0.1, 0.2, 0.35, 0.4])
-    with pytest.raises(ValidationError, match=r"coordinate ra .* not evenly spaced: value 0.35 at position 3"):
+    with pytest.raises(
+        ValidationError, match=r"coordinate ra .* not evenly spaced: value 0.35 at position 3"
+    ):
         xarray_block(_data_array(uneven, "ra"), "B")
     with pytest.raises(ValidationError, match="coordinate ra .* not evenly spaced"):
         xarray_block(_data_array(np.array([1.0, 1.0, 1.0]), "ra"), "B")
@@ -235,7 +251,9 @@ def _label_reference(coordinates: np.ndarray, low: int, start, stop, ascending: 
     extent=st.integers(1, 40),
     data=st.data(),
 )
-def test_label_slices_select_what_a_mask_over_the_coordinates_selects(step, offset, low, extent, data) -> None:
+def test_label_slices_select_what_a_mask_over_the_coordinates_selects(
+    step, offset, low, extent, data
+) -> None:
     scale = CoordinateScale(step, offset, "deg")
     dimension = _dimension_or_refusal(low, low + extent - 1, scale)
     if dimension is None:
@@ -328,17 +346,31 @@ def test_statements_reprs_and_reopening_show_the_scale(db, spark, tmp_path) -> N
     shown = db.sql("SHOW SCHEMA OF S")
     assert text in str(shown if isinstance(shown, str) else shown.to_pandas().to_string())
     S = db.array("S")
-    assert text in repr(S) and "SCALE 0.5 OFFSET -90.0 UNIT &#x27;deg&#x27;" in S._repr_html_().replace("&#39;", "&#x27;")
+    assert text in repr(S) and "SCALE 0.5 OFFSET -90.0 UNIT &#x27;deg&#x27;" in S._repr_html_().replace(
+        "&#39;", "&#x27;"
+    )
     again = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
     assert again.array("S").schema.to_text() == text
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(n=st.integers(2, 30), step=st.floats(1e-6, 1e6).flatmap(lambda s: st.sampled_from([s, -s])), offset=offsets)
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    n=st.integers(2, 30),
+    step=st.floats(1e-6, 1e6).flatmap(lambda s: st.sampled_from([s, -s])),
+    offset=offsets,
+)
 def test_xarray_to_storage_and_back_keeps_coordinates(db, n, step, offset) -> None:
     x = np.linspace(offset, offset + (n - 1) * step, n)
-    da = xr.DataArray(np.sqrt(np.arange(n * 2, dtype=np.float64)).reshape(n, 2), dims=("ra", "k"),
-                      coords={"ra": ("ra", x, {"units": "deg"}), "k": [7, 8]}, name="v")
+    da = xr.DataArray(
+        np.sqrt(np.arange(n * 2, dtype=np.float64)).reshape(n, 2),
+        dims=("ra", "k"),
+        coords={"ra": ("ra", x, {"units": "deg"}), "k": [7, 8]},
+        name="v",
+    )
     name = f"X{abs(hash((n, step, offset))) % 10**9}"
     back = db.from_xarray(da, name).to_xarray()["v"]
     tolerance = ULPS * float(np.spacing(np.max(np.abs(x))))

@@ -43,7 +43,9 @@ def label_box(schema: ArraySchema, labels: Mapping[str, object]) -> dict[str, tu
 def _number(value: object, where: str, array: str, dimension: Dimension) -> float | int:
     wanted = "numbers" if dimension.scale is not None else "integer cells"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"{where}: labels are {wanted}, got {value!r}", array=array, column=dimension.name)
+        raise ValidationError(
+            f"{where}: labels are {wanted}, got {value!r}", array=array, column=dimension.name
+        )
     if dimension.scale is None:
         if not isinstance(value, numbers.Integral) and not float(value).is_integer():
             raise ValidationError(

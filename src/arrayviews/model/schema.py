@@ -140,7 +140,9 @@ class Dimension:
             )
         if self.scale is not None:
             if not isinstance(self.scale, CoordinateScale):
-                raise SchemaError(f"dimension {self.name}: scale must be a CoordinateScale, got {self.scale!r}")
+                raise SchemaError(
+                    f"dimension {self.name}: scale must be a CoordinateScale, got {self.scale!r}"
+                )
             with np.errstate(over="ignore", invalid="ignore"):
                 ends = self.scale.coordinates(np.array([self.low, self.high]))
             if not np.all(np.isfinite(ends)):

@@ -81,7 +81,11 @@ MIN_STEP_ULPS = 1024
 def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimension:
     """The dimension of ``dim``: integer cells from integer coordinates, a scale from float ones."""
     if extent < 1:
-        raise ValidationError(f"array {name}: dimension {dim} is empty; arrayviews dimensions hold at least one cell", array=name, column=dim)
+        raise ValidationError(
+            f"array {name}: dimension {dim} is empty; arrayviews dimensions hold at least one cell",
+            array=name,
+            column=dim,
+        )
     chunk = default_chunk_length(extent, ndim)
     if dim not in dataset.coords:
         return Dimension(dim, 0, extent - 1, chunk)
@@ -90,9 +94,8 @@ def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimensio
     shown = ", ".join(str(v) for v in values[:3]) + (", ..." if extent > 3 else "")
     if values.dtype.kind in "iu":
         as_integers = values.astype(np.int64)
-        if values.dtype.kind == "u" and values.max() > np.iinfo(np.int64).max or not np.array_equal(
-            as_integers, as_integers[0] + np.arange(extent)
-        ):
+        too_big = values.dtype.kind == "u" and values.max() > np.iinfo(np.int64).max
+        if too_big or not np.array_equal(as_integers, as_integers[0] + np.arange(extent)):
             raise ValidationError(
                 f"array {name}: coordinate {dim} ({shown}) is not consecutive integers; integer coordinates "
                 f"are cells and must be consecutive (give {dim} float coordinates for a scale, e.g. "
@@ -120,7 +123,9 @@ def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimensio
     return Dimension(dim, low, low + extent - 1, chunk, scale=scale)
 
 
-def _scale_of(values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: str) -> tuple[int, CoordinateScale]:
+def _scale_of(
+    values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: str
+) -> tuple[int, CoordinateScale]:
     """The first cell and the scale whose coordinates are ``values``.
 
     A scale written by to_xarray (exact step and offset in the attributes) is taken when it gives the
@@ -134,7 +139,9 @@ def _scale_of(values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: 
     cells = np.arange(extent, dtype=np.int64)
     if "arrayviews_step" in attrs and "arrayviews_offset" in attrs:
         try:
-            written = CoordinateScale(float(attrs["arrayviews_step"]), float(attrs["arrayviews_offset"]), unit)
+            written = CoordinateScale(
+                float(attrs["arrayviews_step"]), float(attrs["arrayviews_offset"]), unit
+            )
             first = round((x[0] - written.offset) / written.step)
             if np.array_equal(written.coordinates(first + cells), x):
                 return first, written
