@@ -202,6 +202,34 @@ def test_evenly_spaced_coordinates_become_a_scale(n, step, offset, how) -> None:
     np.testing.assert_array_equal(values["v"], np.arange(n, dtype=np.float64))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    step=steps,
+    offset=offsets,
+    unit=units,
+    low=st.integers(-(10**9), 10**9),
+    extent=st.integers(1, 50),
+    cut=st.tuples(st.integers(0, 49), st.integers(0, 49)),
+)
+def test_coordinates_shown_by_to_xarray_read_back_as_the_same_cells_and_scale(
+    step, offset, unit, low, extent, cut
+) -> None:
+    from arrayviews.operators.reads import _coordinate
+
+    dimension = _dimension_or_refusal(low, low + extent - 1, CoordinateScale(step, offset, unit))
+    if dimension is None:
+        return
+    name, values, attrs = _coordinate(dimension)
+    np.testing.assert_array_equal(values, offset + np.arange(low, low + extent).astype(np.float64) * step)
+    assert attrs.get("units", "") == unit
+    data = _data_array(values, "ra", attrs)
+    first, last = sorted(c % extent for c in cut)
+    data = data.isel(ra=slice(first, last + 1))  # a piece of it, as a user may take
+    (back,) = xarray_block(data, "B")[0].dimensions
+    assert back.scale == dimension.scale
+    assert (back.low, back.high) == (low + first, low + last)
+
+
 def test_coordinate_attributes_written_by_to_xarray_are_read_exactly() -> None:
     scale = CoordinateScale(0.1, 3.0, "deg")
     cells = np.arange(40, 50)
