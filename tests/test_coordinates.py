@@ -380,6 +380,16 @@ def test_statements_reprs_and_reopening_show_the_scale(db, spark, tmp_path) -> N
     again = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
     assert again.array("S").schema.to_text() == text
 
+    # views over a scaled array keep its grid, also when rechunked
+    S.insert({"ra": [0, 1, 2], "t": [0, 0, 1], "v": [1.0, 2.0, 3.0]})
+    db.sql("CREATE ARRAY VIEW W AS SELECT * FROM window(S, 1, 1, 0, 0, sum(v))")
+    assert db.view("W").schema.dimensions == S.schema.dimensions
+    assert db.view("W").to_xarray()["v_sum"].sel(ra=-89.5, t=0).item() == 3.0
+    similarity = "SELECT count(*) AS n FROM S a SIMILARITY JOIN S b WITH SHAPE L1(1) GROUP BY a.ra, a.t"
+    db.sql(f"CREATE ARRAY VIEW N WITH CHUNKS (50, 5) AS {similarity}")
+    ra, t = db.view("N").schema.dimensions
+    assert (ra.scale, ra.chunk_length, t.scale) == (S.schema.dimensions[0].scale, 50, None)
+
 
 @settings(
     max_examples=6,
