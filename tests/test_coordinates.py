@@ -358,6 +358,19 @@ def test_scaled_arrays_round_trip_through_xarray_and_operators_keep_the_grid(db)
     np.testing.assert_array_equal(np.asarray(picked), reference[2:6, 1:4])
     assert picked.to_xarray().coords["ra"].values[0] == 10.0
 
+    # pictures show the real coordinates: cell centres on them, edges half a step out
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = A.plot()
+    left, right, bottom, top = ax.images[0].get_extent()
+    np.testing.assert_allclose([left, right], [0.25, -2.25])  # t descends: 0 - (-0.25), -2 + (-0.25)
+    np.testing.assert_allclose([top, bottom], [10.0 - 0.002 - 0.0005, 10.009 + 0.0005])
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("t", "ra (deg)")
+    plt.close(ax.figure)
+
     # joins: a side without a scale is in cells; different scales are refused
     plain = db.create_array("P<w:float64>[ra=-2:9:4; t=0:4:5]")
     assert A.join(plain).schema.dimensions == A.schema.dimensions
