@@ -86,6 +86,8 @@ class CoordinateScale:
         """The scale of a regrid by ``block`` cells from ``low``: output cell ``low + m`` is labelled
         with the coordinate of its block's first input cell ``low + m * block``, so the step is
         multiplied by ``block`` and the offset moves to keep ``low`` where it was."""
+        if block == 1:
+            return self
         step = self.step * block
         return CoordinateScale(step, self.coordinate(low) - low * step, self.unit)
 
