@@ -26,9 +26,9 @@ from arrayviews.language.parser import parse, parse_array_expression, parse_stat
 from arrayviews.language.printer import script_text, to_text
 from arrayviews.model.aggregate_calls import FUNCTIONS as AGGREGATES
 from arrayviews.model.aggregate_calls import AggregateCall
-from arrayviews.model.errors import ParseError
+from arrayviews.model.errors import ParseError, SchemaError
 from arrayviews.model.expressions import Binary, Literal, Name, parse_expression
-from arrayviews.model.schema import UNBOUNDED_HIGH, ArraySchema, Attribute, Dimension
+from arrayviews.model.schema import UNBOUNDED_HIGH, ArraySchema, Attribute, CoordinateScale, Dimension
 from arrayviews.model.types import ATTRIBUTE_TYPES
 from expression_strategies import ODD_NAMES, any_trees
 
@@ -785,6 +785,14 @@ def _operators(children: st.SearchStrategy[ast.ArrayExpr]) -> st.SearchStrategy[
 array_expressions = st.recursive(_names.map(ast.ArrayName), _operators, max_leaves=4)
 
 
+_scales = st.builds(
+    CoordinateScale,
+    st.floats(min_value=1e-9, max_value=1e9).flatmap(lambda s: st.sampled_from([s, -s])),
+    st.one_of(st.just(0.0), st.floats(min_value=-1e9, max_value=1e9)),
+    st.one_of(st.just(""), st.sampled_from(["deg", "m/s", "K", "km s^-1", "°", "day (UTC)"])),
+)
+
+
 @st.composite
 def schemas(draw) -> ArraySchema:
     names = draw(st.lists(_model_names, min_size=1, max_size=5, unique_by=str.lower))
@@ -794,7 +802,11 @@ def schemas(draw) -> ArraySchema:
         low = draw(st.integers(-1000, 1000))
         high = draw(st.one_of(st.integers(low, low + 1000), st.just(UNBOUNDED_HIGH)))
         chunk = draw(st.integers(1, min(high - low + 1, 100)))
-        dimensions.append(Dimension(name, low, high, chunk))
+        scale = draw(st.one_of(st.none(), _scales))
+        try:
+            dimensions.append(Dimension(name, low, high, chunk, scale=scale))
+        except SchemaError:  # a step too fine for float64 at these cells: none
+            dimensions.append(Dimension(name, low, high, chunk))
     attributes = [
         Attribute(n, draw(st.sampled_from(ATTRIBUTE_TYPES)), draw(st.booleans())) for n in names[ndim:]
     ]

@@ -192,9 +192,12 @@ def test_xarray_round_trips_keep_coordinates_values_and_dtypes(db) -> None:
     xr.testing.assert_equal(back.drop_attrs(), counts)
 
     before = db.arrays()
-    floats = counts.assign_coords(x=[0.0, 0.25, 0.5, 0.75])
-    with pytest.raises(ValidationError, match=r"coordinate x \(0.0, 0.25, 0.5, \.\.\.\) is not consecutive"):
-        db.from_xarray(floats, "C")
+    # evenly spaced float coordinates become a scale (tests/test_coordinates.py); others are refused
+    uneven = counts.assign_coords(x=[0.0, 0.25, 0.5, 0.8])
+    with pytest.raises(ValidationError, match=r"coordinate x \(0.0, 0.25, 0.5, \.\.\.\) is not evenly"):
+        db.from_xarray(uneven, "C")
+    with pytest.raises(ValidationError, match=r"coordinate x \(0, 2, 4, \.\.\.\) is not consecutive"):
+        db.from_xarray(counts.assign_coords(x=[0, 2, 4, 6]), "C")
     mixed = xr.Dataset(
         {"a": (("t",), np.array([1.0, np.nan, 3.0])), "b": (("t",), np.array([np.nan, 2.0, 3.0]))}
     )

@@ -48,6 +48,7 @@ def test_the_readme_examples_run_as_written(spark, tmp_path, monkeypatch) -> Non
                 f"README python block {number} failed: {type(error).__name__}: {error}"
             ) from error
     db = namespace["db"]
-    assert {"A", "B", "B_smooth", "A_coarse", "B_copy", "E"} <= set(db.arrays())
+    assert {"A", "B", "B_smooth", "A_coarse", "B_copy", "E", "P", "P_copy"} <= set(db.arrays())
+    assert db.array("P_copy").schema.dimension("ra").scale == db.array("P").schema.dimension("ra").scale
     assert db.view("V").verify()
     assert namespace["np"].asarray(db.array("B_copy")).shape == (200, 200)

@@ -19,7 +19,7 @@ from arrayviews.model.errors import (
     SchemaError,
     ValidationError,
 )
-from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.schema import ArraySchema, Attribute, CoordinateScale, Dimension
 from arrayviews.model.shapes import L1, Linf, Shape, box, product, stencil
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.viewdf import ViewDFDefinition
@@ -58,6 +58,7 @@ __all__ = [
     "CheckReport",
     "CommitConflictError",
     "ConflictError",
+    "CoordinateScale",
     "Database",
     "Dimension",
     "ExecutionError",

@@ -17,6 +17,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.model.display import Rows, as_html, as_text, described
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.indexing import index_box
+from arrayviews.model.labels import label_box
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
@@ -127,6 +128,14 @@ class Array:
         the range) or ``A[3, :]`` (an integer selects one coordinate and keeps the dimension);
         see :mod:`arrayviews.model.indexing`."""
         return self.subarray(index_box(self.schema, key))
+
+    def sel(self, labels: Mapping[str, object] | None = None, **by_name: object) -> Array:
+        """A lazy subarray by coordinate labels, as xarray's ``sel``: ``A.sel(ra=slice(10.0, 12.5))``
+        holds the cells whose real coordinate (``offset + cell * step``) lies in ``[10.0, 12.5]``
+        (both ends included); a single label selects the cell with exactly that coordinate and keeps
+        the dimension. A dimension without a scale is labelled by its cells. See
+        :mod:`arrayviews.model.labels`."""
+        return self.subarray(label_box(self.schema, {**(labels or {}), **by_name}))
 
     def __array__(self, dtype: object = None, copy: bool | None = None) -> np.ndarray:
         """``np.asarray(A)`` for an array with one attribute: the dense block of its cells, empty cells

@@ -1,5 +1,6 @@
 """Pictures of arrays with matplotlib: a line over the coordinates for 1-D arrays, an image with real
-coordinates on the axes and a colour bar for 2-D arrays. Empty cells are gaps (NaN, masked)."""
+coordinates on the axes and a colour bar for 2-D arrays (a dimension with a coordinate scale shows its
+scaled coordinates and unit). Empty cells are gaps (NaN, masked)."""
 
 from __future__ import annotations
 
@@ -44,21 +45,42 @@ def plot_array(array, attribute: str | None = None, ax=None, **style):
         _, ax = plt.subplots()
     dims = schema.dimensions
     if schema.ndim == 1:
-        coordinates = np.arange(dims[0].low, dims[0].high + 1)
+        coordinates, _, _, label = _axis(dims[0])
         ax.plot(coordinates, data.filled(np.nan), **style)
-        ax.set_xlabel(dims[0].name)
+        ax.set_xlabel(label)
         ax.set_ylabel(f"{attribute} ({spec.type})")
     else:
-        rows, columns = dims
-        extent = (columns.low - 0.5, columns.high + 0.5, rows.high + 0.5, rows.low - 0.5)
+        (_, top, bottom, row_label), (_, left, right, column_label) = _axis(dims[0]), _axis(dims[1])
         image = ax.imshow(
-            data, extent=extent, origin="upper", interpolation="nearest", aspect="auto", **style
+            data,
+            extent=(left, right, bottom, top),
+            origin="upper",
+            interpolation="nearest",
+            aspect="auto",
+            **style,
         )
-        ax.set_xlabel(columns.name)
-        ax.set_ylabel(rows.name)
+        ax.set_xlabel(column_label)
+        ax.set_ylabel(row_label)
         ax.figure.colorbar(image, ax=ax, label=f"{attribute} ({spec.type})")
     ax.set_title(schema.name)
     return ax
+
+
+def _axis(dimension) -> tuple[np.ndarray, float, float, str]:
+    """Cell centres along ``dimension``, the outer edges of its first and last cell, and the axis label:
+    integer cells, or with a coordinate scale the real coordinates and the unit."""
+    cells = np.arange(dimension.low, dimension.high + 1)
+    scale = dimension.scale
+    if scale is None:
+        return cells, dimension.low - 0.5, dimension.high + 0.5, dimension.name
+    half = scale.step / 2  # negative for descending coordinates: the edges swap with them
+    label = f"{dimension.name} ({scale.unit})" if scale.unit else dimension.name
+    return (
+        scale.coordinates(cells),
+        scale.coordinate(dimension.low) - half,
+        scale.coordinate(dimension.high) + half,
+        label,
+    )
 
 
 def save_plot(array, path: str, attribute: str | None = None, dpi: int = 100) -> str:

@@ -81,7 +81,8 @@ class SimilarityJoin:
         left, right = self.spec.left, self.spec.right
         rename = right_names(left, right)
         dims = list(left.dimensions) + [
-            Dimension(rename[d.name], d.low, d.high, d.chunk_length, d.chunk_origin) for d in right.dimensions
+            Dimension(rename[d.name], d.low, d.high, d.chunk_length, d.chunk_origin, d.scale)
+            for d in right.dimensions
         ]
         attrs = list(left.attributes) + [
             Attribute(rename[a.name], a.type, a.nullable) for a in right.attributes

@@ -1,10 +1,14 @@
-"""Array schemas: named integer dimensions with regular chunking, and typed attributes."""
+"""Array schemas: named integer dimensions with regular chunking (and optional linear coordinate
+scales), and typed attributes."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from arrayviews.model.errors import SchemaError
 from arrayviews.model.names import INTERNAL_PREFIX, check_identifier, check_internal_name, first_clash
@@ -14,8 +18,87 @@ from arrayviews.model.types import normalize_type
 UNBOUNDED_HIGH = 2**62 - 1
 #: Largest allowed number of cells in one chunk; chunk-local offsets are int64.
 MAX_CHUNK_VOLUME = 2**62
+#: On an open-ended dimension with a scale, coordinates are guaranteed distinct this far from low.
+UNBOUNDED_RESOLVED = 2**40
 #: Cells per chunk aimed at when a schema leaves the chunk length out.
 DEFAULT_CHUNK_VOLUME = 1_000_000
+
+
+#: Characters a coordinate unit may not hold: the schema text quotes it with ' and ends at ']'.
+_UNIT_FORBIDDEN = re.compile(r"['\[\]\x00-\x1f\x7f]|--|/\*")
+#: Longest unit text accepted.
+MAX_UNIT_LENGTH = 40
+
+
+@dataclass(frozen=True)
+class CoordinateScale:
+    """A linear coordinate of a dimension: ``coordinate = offset + cell * step`` in float64.
+
+    ``step`` is finite and not zero (negative for descending coordinates), ``offset`` finite;
+    ``unit`` is free text such as ``deg`` ("" for none). Every coordinate arrayviews shows or reads is
+    computed by :meth:`coordinates`, so the same cell always gets the same float.
+    """
+
+    step: float
+    offset: float = 0.0
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        for label in ("step", "offset"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SchemaError(f"coordinate {label} must be a number, got {value!r}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise SchemaError(f"coordinate {label} must be finite, got {value!r}")
+            object.__setattr__(self, label, value + 0.0)  # -0.0 is 0.0
+        if self.step == 0.0:
+            raise SchemaError("coordinate step must not be zero")
+        if not isinstance(self.unit, str):
+            raise SchemaError(f"coordinate unit must be text, got {self.unit!r}")
+        bad = _UNIT_FORBIDDEN.search(self.unit)
+        if bad is not None:
+            raise SchemaError(
+                f"coordinate unit {self.unit!r} holds {bad.group()!r}; a unit may not hold quotes, "
+                "brackets, control characters, '--' or '/*'"
+            )
+        if len(self.unit) > MAX_UNIT_LENGTH:
+            raise SchemaError(f"coordinate unit {self.unit!r} is longer than {MAX_UNIT_LENGTH} characters")
+
+    def coordinates(self, cells: np.ndarray | int) -> np.ndarray:
+        """The float64 coordinates of integer ``cells``: ``offset + cells * step``."""
+        return self.offset + np.asarray(cells, dtype=np.int64).astype(np.float64) * self.step
+
+    def coordinate(self, cell: int) -> float:
+        """The coordinate of one cell (the same float as :meth:`coordinates` gives)."""
+        return float(self.coordinates(np.array([cell]))[0])
+
+    def to_text(self) -> str:
+        """``SCALE step [OFFSET offset] [UNIT 'unit']``, numbers in Python's shortest exact form."""
+        text = f"SCALE {self.step!r}"
+        if self.offset != 0.0:
+            text += f" OFFSET {self.offset!r}"
+        if self.unit:
+            text += f" UNIT '{self.unit}'"
+        return text
+
+    def regridded(self, low: int, block: int) -> CoordinateScale:
+        """The scale of a regrid by ``block`` cells from ``low``: output cell ``low + m`` is labelled
+        with the coordinate of its block's first input cell ``low + m * block``, so the step is
+        multiplied by ``block`` and the offset moves to keep ``low`` where it was."""
+        if block == 1:
+            return self
+        step = self.step * block
+        return CoordinateScale(step, self.coordinate(low) - low * step, self.unit)
+
+    def to_json(self) -> dict:
+        return {"step": self.step, "offset": self.offset, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> CoordinateScale | None:
+        if data is None:
+            return None
+        return cls(float(data["step"]), float(data.get("offset", 0.0)), data.get("unit", ""))
 
 
 @dataclass(frozen=True)
@@ -25,6 +108,9 @@ class Dimension:
     Chunk ``k`` covers ``[chunk_origin + k * chunk_length, chunk_origin + (k + 1) * chunk_length - 1]``
     intersected with the range. ``chunk_origin`` defaults to ``low``; a subarray keeps its input's
     origin so that its chunks line up with the input's and nothing needs rechunking.
+
+    ``scale``, when given, labels cell ``c`` with the real coordinate ``offset + c * step``
+    (to_xarray, sel); cells stay the integers every operator works in.
     """
 
     name: str
@@ -32,6 +118,7 @@ class Dimension:
     high: int
     chunk_length: int
     chunk_origin: int | None = None
+    scale: CoordinateScale | None = None
 
     def __post_init__(self) -> None:
         check_identifier(self.name, "dimension")
@@ -53,6 +140,27 @@ class Dimension:
             raise SchemaError(
                 f"dimension {self.name}: chunk origin {self.chunk_origin} is after low {self.low}"
             )
+        if self.scale is not None:
+            if not isinstance(self.scale, CoordinateScale):
+                raise SchemaError(
+                    f"dimension {self.name}: scale must be a CoordinateScale, got {self.scale!r}"
+                )
+            with np.errstate(over="ignore", invalid="ignore"):
+                ends = self.scale.coordinates(np.array([self.low, self.high]))
+            if not np.all(np.isfinite(ends)):
+                raise SchemaError(
+                    f"dimension {self.name}: coordinates {self.scale.offset!r} + cell * {self.scale.step!r} "
+                    f"overflow float64 within {self.low}:{self.high}"
+                )
+            # Neighbouring coordinates must stay distinct and ordered once rounded: each is within one
+            # unit in the last place of the largest magnitude met while computing it.
+            high = min(self.high, self.low + UNBOUNDED_RESOLVED) if self.unbounded else self.high
+            biggest = abs(self.scale.offset) + max(abs(self.low), abs(high)) * abs(self.scale.step)
+            if abs(self.scale.step) < 4 * float(np.spacing(biggest)):
+                raise SchemaError(
+                    f"dimension {self.name}: the step {self.scale.step!r} is too fine for float64 at "
+                    f"coordinates near {biggest:.6g} (neighbouring cells would get the same coordinate)"
+                )
 
     @property
     def extent(self) -> int:
@@ -66,7 +174,11 @@ class Dimension:
 
     def to_text(self) -> str:
         high = "*" if self.unbounded else str(self.high)
-        return f"{self.name}={self.low}:{high}:{self.chunk_length}"
+        text = f"{self.name}={self.low}:{high}:{self.chunk_length}"
+        return text if self.scale is None else f"{text} {self.scale.to_text()}"
+
+    def with_scale(self, scale: CoordinateScale | None) -> Dimension:
+        return replace(self, scale=scale)
 
 
 @dataclass(frozen=True)
@@ -212,6 +324,7 @@ class ArraySchema:
                         "chunk_length": d.chunk_length,
                         "chunk_origin": d.chunk_origin,
                     }
+                    | ({"scale": d.scale.to_json()} if d.scale is not None else {})
                     for d in self.dimensions
                 ],
             },
@@ -234,7 +347,14 @@ class ArraySchema:
                 for a in data["attributes"]
             ),
             tuple(
-                Dimension(d["name"], d["low"], d["high"], d["chunk_length"], d.get("chunk_origin"))
+                Dimension(
+                    d["name"],
+                    d["low"],
+                    d["high"],
+                    d["chunk_length"],
+                    d.get("chunk_origin"),
+                    CoordinateScale.from_json(d.get("scale")),  # schemas stored before scales: none
+                )
                 for d in data["dimensions"]
             ),
         )

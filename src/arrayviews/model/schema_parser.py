@@ -1,8 +1,9 @@
-"""Parsing SciDB-style schema text such as ``A<r:int64, s:float64>[i=1:6:2; j=1:8:2]`` into ArraySchema."""
+"""Parsing SciDB-style schema text such as ``A<r:int64, s:float64>[i=1:6:2; j=1:8:2 SCALE 0.5]`` into ArraySchema."""
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +16,7 @@ from arrayviews.model.schema import (
     UNBOUNDED_HIGH,
     ArraySchema,
     Attribute,
+    CoordinateScale,
     Dimension,
     default_chunk_length,
 )
@@ -25,6 +27,11 @@ _TERMINAL_NAMES = {
     "IDENTIFIER": "identifier",
     "INT": "integer",
     "STAR": "'*'",
+    "NUMBER": "number",
+    "UNIT_TEXT": "quoted unit",
+    "SCALE": "SCALE",
+    "OFFSET": "OFFSET",
+    "UNIT": "UNIT",
     "NULL": "NULL",
     "NOT": "NOT",
     "LANGLE": "'<'",
@@ -154,8 +161,10 @@ class _Builder:
         return Attribute(name, type_name, nullable)
 
     def dimension(self, tree: Tree, ndim: int) -> Dimension:
-        # Nested optional parts leave a single placeholder when absent: pad to five children.
-        name_token, low_token, high_token, chunk_token, overlap_token = [*tree.children, None, None][:5]
+        # The scale (or its placeholder) comes last; nested optional parts before it leave a single
+        # placeholder when absent: pad to five children.
+        *parts, scale_tree = tree.children
+        name_token, low_token, high_token, chunk_token, overlap_token = [*parts, None, None][:5]
         name = self.claim(name_token, "dimension")
         low = int(low_token)
         high = UNBOUNDED_HIGH if high_token.type == "STAR" else int(high_token)
@@ -192,4 +201,31 @@ class _Builder:
                 raise SchemaError(
                     f"dimension {name}: chunk overlap is not supported (got {overlap_token}); use 0 or leave it out"
                 )
+        if scale_tree is not None:
+            dimension = self.scaled(dimension, scale_tree)
         return dimension
+
+    def scaled(self, dimension: Dimension, tree: Tree) -> Dimension:
+        """``dimension`` with the scale of ``SCALE step [OFFSET offset] [UNIT 'text']``."""
+        keyword, step_token, _, offset_token, _, unit_token = tree.children
+        numbers = {}
+        for label, token in (("step", step_token), ("offset", offset_token)):
+            if token is None:
+                continue
+            numbers[label] = float(token)
+            if not math.isfinite(numbers[label]):
+                with self.at(token):
+                    raise SchemaError(
+                        f"dimension {dimension.name}: coordinate {label} {token} is not a finite float64"
+                    )
+        if numbers["step"] == 0.0:
+            with self.at(step_token):
+                raise SchemaError(f"dimension {dimension.name}: coordinate step must not be zero")
+        unit = str(unit_token)[1:-1] if unit_token is not None else ""
+        with self.at(unit_token if unit_token is not None else keyword):
+            try:
+                scale = CoordinateScale(numbers["step"], numbers.get("offset", 0.0), unit)
+            except SchemaError as error:
+                raise SchemaError(f"dimension {dimension.name}: {error}") from None
+        with self.at(keyword):
+            return dimension.with_scale(scale)

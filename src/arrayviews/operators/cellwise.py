@@ -50,7 +50,9 @@ def subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> 
                 f"range {dimension.low}:{dimension.high}"
             )
         dimensions.append(
-            Dimension(dimension.name, new_low, new_high, dimension.chunk_length, dimension.chunk_origin)
+            Dimension(
+                dimension.name, new_low, new_high, dimension.chunk_length, dimension.chunk_origin, dimension.scale
+            )
         )
     return schema.with_dimensions(dimensions)
 

@@ -37,7 +37,14 @@ def join_schema(left: ArraySchema, right: ArraySchema) -> ArraySchema:
             raise ValidationError(
                 f"join of {left.name} and {right.name}: dimension {a.name} ranges do not overlap"
             )
-        dimensions.append(Dimension(a.name, low, high, a.chunk_length, a.chunk_origin))
+        if a.scale is not None and b.scale is not None and a.scale != b.scale:
+            raise ValidationError(
+                f"join of {left.name} and {right.name}: dimension {a.name} has the coordinate scale "
+                f"{a.scale.to_text()} in {left.name} and {b.scale.to_text()} in {right.name}; cells would "
+                "pair up at different coordinates (regrid, or store one with the other's scale)"
+            )
+        scale = a.scale if a.scale is not None else b.scale  # a side without a scale is in cells
+        dimensions.append(Dimension(a.name, low, high, a.chunk_length, a.chunk_origin, scale))
     return ArraySchema(left.name, left.attributes + right.attributes, tuple(dimensions))
 
 

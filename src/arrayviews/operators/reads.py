@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from arrayviews.execution import jobs
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.model.schema import ArraySchema
+from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import Source
 from arrayviews.storage import codec, layout
@@ -153,15 +153,15 @@ def to_spark(source: Source, spark: SparkSession) -> DataFrame:
 
 
 def to_xarray(source: Source):
-    """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates
-    (``low..high`` of each dimension). Empty (and null) cells are NaN; an integer or bool variable
+    """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates:
+    ``low..high`` of each dimension, or with a scale the float64 ``offset + cell * step``. Empty (and null) cells are NaN; an integer or bool variable
     keeps its dtype when it has no empty cell and becomes float64 (NaN for empty) otherwise; datetime64 holds NaT where empty."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("to_xarray needs xarray: pip install xarray") from error
     schema = source.schema
-    coords = {d.name: np.arange(d.low, d.high + 1, dtype=np.int64) for d in schema.dimensions}
+    coords = {d.name: _coordinate(d) for d in schema.dimensions}
     variables = {}
     for attribute in schema.attributes:
         values = to_numpy(source, attribute.name, masked=True)
@@ -176,6 +176,20 @@ def to_xarray(source: Source):
             data = np.ma.filled(values.astype(np.float64), np.nan)
         variables[attribute.name] = (schema.dimension_names, data, {"arrayviews_type": attribute.type})
     return xr.Dataset(variables, coords=coords, attrs={"arrayviews_schema": schema.to_text()})
+
+
+def _coordinate(dimension: Dimension):
+    """The xarray coordinate of ``dimension``: its integer cells, or its scaled float64 coordinates with
+    the unit (CF's ``units``) and the exact step and offset in the attributes, so that from_xarray
+    reads the same scale back."""
+    cells = np.arange(dimension.low, dimension.high + 1, dtype=np.int64)
+    scale = dimension.scale
+    if scale is None:
+        return cells
+    attrs = {"arrayviews_step": scale.step, "arrayviews_offset": scale.offset}
+    if scale.unit:
+        attrs["units"] = scale.unit
+    return (dimension.name, scale.coordinates(cells), attrs)
 
 
 def chunk_statistics(source: Source) -> pd.DataFrame:

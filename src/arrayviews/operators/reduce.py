@@ -231,7 +231,11 @@ def regrid(
         extent = math.ceil(dimension.extent / block)
         dimensions.append(
             Dimension(
-                dimension.name, dimension.low, dimension.low + extent - 1, min(dimension.chunk_length, extent)
+                dimension.name,
+                dimension.low,
+                dimension.low + extent - 1,
+                min(dimension.chunk_length, extent),
+                scale=None if dimension.scale is None else dimension.scale.regridded(dimension.low, block),
             )
         )
     out_schema = ArraySchema(

@@ -1,9 +1,10 @@
 """Reading an ``xarray.DataArray`` or ``Dataset`` as a dense block of cells: its schema (dimensions
 from the coordinates, attributes from the variables' dtypes), its values and where it starts.
 
-Coordinates must be consecutive integers (step 1): arrayviews dimensions are integer cell
-coordinates, so ``A.to_xarray()`` gives exactly such coordinates and reading it back gives the same
-array. A dimension without a coordinate starts at 0. NaN is xarray's missing value: a cell is empty
+Integer coordinates must be consecutive: they are the cells. Float coordinates must be evenly spaced
+(ascending or descending): they become a dimension with a coordinate scale (offset + cell * step),
+read exactly from the attributes ``A.to_xarray()`` writes, or else found from the values (see
+``_scale_of``). A dimension without a coordinate starts at 0. NaN is xarray's missing value: a cell is empty
 where every variable is NaN, and variables must agree on where they are missing.
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.names import check_identifier
-from arrayviews.model.schema import ArraySchema, Attribute, Dimension, default_chunk_length
+from arrayviews.model.schema import ArraySchema, Attribute, CoordinateScale, Dimension, default_chunk_length
 from arrayviews.model.types import type_of_dtype
 
 
@@ -41,12 +42,8 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
                 array=name,
                 column=str(variable_name),
             )
-    dimensions, origin = [], []
-    for dim in dims:
-        extent = int(dataset.sizes[dim])
-        low = _first_coordinate(dataset, str(dim), extent, name)
-        dimensions.append(Dimension(str(dim), low, low + extent - 1, default_chunk_length(extent, len(dims))))
-        origin.append(low)
+    dimensions = [_dimension(dataset, str(dim), int(dataset.sizes[dim]), len(dims), name) for dim in dims]
+    origin = [d.low for d in dimensions]
     attributes, values = [], {}
     missing = None
     for variable_name, variable in dataset.data_vars.items():
@@ -72,25 +69,114 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
     return schema, masked, tuple(origin)
 
 
-def _first_coordinate(dataset, dim: str, extent: int, name: str) -> int:
-    if dim not in dataset.coords:
-        return 0
-    coordinate = np.asarray(dataset.coords[dim].values)
-    if coordinate.dtype.kind in "iu" or (
-        coordinate.dtype.kind == "f"
-        and np.all(np.isfinite(coordinate))
-        and np.all(coordinate == np.round(coordinate))
-    ):
-        as_integers = coordinate.astype(np.int64)
-    else:
-        as_integers = None
-    if as_integers is None or not np.array_equal(as_integers, as_integers[0] + np.arange(extent)):
-        shown = ", ".join(str(v) for v in coordinate[:3]) + (", ..." if extent > 3 else "")
+#: Evenly spaced float coordinates may deviate from ``x0 + k * step`` by this many units in the last
+#: place of their largest magnitude (in their own dtype): the rounding of the values given plus that
+#: of the recomputation.
+ULPS = 8
+#: The step must be at least this many units in the last place of the largest magnitude, so that the
+#: coordinates are distinct and ordered when recomputed.
+MIN_STEP_ULPS = 1024
+
+
+def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimension:
+    """The dimension of ``dim``: integer cells from integer coordinates, a scale from float ones."""
+    if extent < 1:
         raise ValidationError(
-            f"array {name}: coordinate {dim} ({shown}) is not consecutive integers; arrayviews dimensions "
-            f"are integer cell coordinates: give {dim} integer coordinates (e.g. "
-            f"da.assign_coords({dim}=range({extent}))) and keep the physical values in a variable",
+            f"array {name}: dimension {dim} is empty; arrayviews dimensions hold at least one cell",
             array=name,
             column=dim,
         )
-    return int(as_integers[0])
+    chunk = default_chunk_length(extent, ndim)
+    if dim not in dataset.coords:
+        return Dimension(dim, 0, extent - 1, chunk)
+    coordinate = dataset.coords[dim]
+    values = np.asarray(coordinate.values)
+    shown = ", ".join(str(v) for v in values[:3]) + (", ..." if extent > 3 else "")
+    if values.dtype.kind in "iu":
+        as_integers = values.astype(np.int64)
+        too_big = values.dtype.kind == "u" and values.max() > np.iinfo(np.int64).max
+        if too_big or not np.array_equal(as_integers, as_integers[0] + np.arange(extent)):
+            raise ValidationError(
+                f"array {name}: coordinate {dim} ({shown}) is not consecutive integers; integer coordinates "
+                f"are cells and must be consecutive (give {dim} float coordinates for a scale, e.g. "
+                f"da.assign_coords({dim}=da.{dim}.astype(float)))",
+                array=name,
+                column=dim,
+            )
+        return Dimension(dim, int(as_integers[0]), int(as_integers[0]) + extent - 1, chunk)
+    if values.dtype.kind != "f":
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}) has dtype {values.dtype}; arrayviews takes integer "
+            f"coordinates (cells) or evenly spaced float coordinates (a scale): keep {dim} values in a variable",
+            array=name,
+            column=dim,
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}) holds NaN or infinity", array=name, column=dim
+        )
+    unit = str(coordinate.attrs.get("units", ""))
+    try:
+        low, scale = _scale_of(values, coordinate.attrs, unit, dim, name, shown)
+    except SchemaError as error:  # the unit or the numbers
+        raise ValidationError(f"array {name}: coordinate {dim}: {error}", array=name, column=dim) from None
+    return Dimension(dim, low, low + extent - 1, chunk, scale=scale)
+
+
+def _scale_of(
+    values: np.ndarray, attrs, unit: str, dim: str, name: str, shown: str
+) -> tuple[int, CoordinateScale]:
+    """The first cell and the scale whose coordinates are ``values``.
+
+    A scale written by to_xarray (exact step and offset in the attributes) is taken when it gives the
+    values exactly, with the cells it gives them at. Otherwise the cells are 0..n-1 with offset
+    ``values[0]``, and the step is one that reproduces the values exactly if one near
+    ``(last - first) / (n - 1)`` does, else that quotient when every value lies within ``ULPS`` units
+    in the last place (of the largest magnitude) of ``offset + k * step``.
+    """
+    x = values.astype(np.float64)
+    extent = len(x)
+    cells = np.arange(extent, dtype=np.int64)
+    if "arrayviews_step" in attrs and "arrayviews_offset" in attrs:
+        try:
+            written = CoordinateScale(
+                float(attrs["arrayviews_step"]), float(attrs["arrayviews_offset"]), unit
+            )
+            first = round((x[0] - written.offset) / written.step)
+            if np.array_equal(written.coordinates(first + cells), x):
+                return first, written
+        except (TypeError, ValueError, OverflowError, SchemaError):
+            pass  # attributes that do not describe these values: read the values alone
+    if extent == 1:
+        return 0, CoordinateScale(1.0, float(x[0]), unit)
+    estimate = float((x[-1] - x[0]) / (extent - 1))
+    magnitude = float(np.max(np.abs(values)))
+    ulp = float(np.spacing(values.dtype.type(magnitude)))
+    if estimate == 0.0 or not abs(estimate) >= MIN_STEP_ULPS * ulp:
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: its step "
+            f"{float(estimate)!r} is not resolved by {values.dtype} at magnitude {magnitude!r}",
+            array=name,
+            column=dim,
+        )
+    candidates = [estimate, float(x[1] - x[0])]
+    up, down = estimate, estimate
+    for _ in range(4):
+        up, down = float(np.nextafter(up, np.inf)), float(np.nextafter(down, -np.inf))
+        candidates += [up, down]
+    for step in candidates:
+        if step != 0.0 and np.array_equal(CoordinateScale(step, float(x[0])).coordinates(cells), x):
+            return 0, CoordinateScale(step, float(x[0]), unit)
+    scale = CoordinateScale(estimate, float(x[0]), unit)
+    deviation = np.abs(scale.coordinates(cells) - x)
+    worst = int(np.argmax(deviation))
+    if deviation[worst] > ULPS * ulp:
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: value {float(x[worst])!r} at "
+            f"position {worst} is {deviation[worst]:.3g} from {scale.coordinate(worst)!r} on the step "
+            f"{float(estimate)!r} (allowed: {ULPS} units in the last place, {ULPS * ulp:.3g}); arrayviews "
+            f"dimensions have evenly spaced coordinates: keep {dim} values in a variable",
+            array=name,
+            column=dim,
+        )
+    return 0, scale

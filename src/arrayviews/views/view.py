@@ -141,7 +141,8 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
     for dimension in lengths:
         schema.dimension(dimension)
     return [
-        Dimension(d.name, d.low, d.high, int(lengths.get(d.name, d.chunk_length))) for d in schema.dimensions
+        Dimension(d.name, d.low, d.high, int(lengths.get(d.name, d.chunk_length)), scale=d.scale)
+        for d in schema.dimensions
     ]
 
 
