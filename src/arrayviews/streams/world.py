@@ -10,13 +10,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.cost import MODES, CostModel
 from arrayviews.execution.part_jobs import SparkPartTable
-from arrayviews.model.errors import NotFoundError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART, PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
 from arrayviews.streams.maintainer import MaintenanceError
+from arrayviews.streams.part_files import PartFile, part_files
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -97,9 +99,17 @@ def with_part_timestamp(frame: DataFrame, partition_length: int) -> DataFrame:
 class StreamWorld:
     """Every stream and ViewDF view of a warehouse, read lazily and cached for one pass."""
 
-    def __init__(self, spark: SparkSession, catalog) -> None:
+    def __init__(
+        self, spark: SparkSession, catalog, execution: str = "auto", costs: CostModel | None = None
+    ) -> None:
+        """``execution`` and ``costs`` choose where each part of a maintenance step is built
+        (``connect(execution=...)`` and the warehouse's calibrated costs)."""
+        if execution not in MODES:
+            raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
         self.spark = spark
         self.catalog = catalog
+        self.execution = execution
+        self.costs = costs or CostModel()
         self._tables: dict[str, SparkPartTable] = {}
         self._views: dict[str, ViewHandle] = {}
 
@@ -187,9 +197,13 @@ class StreamWorld:
             state.retained,
         )
 
-    def read_parts(self, name: str, low: int, high: int) -> DataFrame:
-        """Rows of parts ``low`` .. ``high`` of a stream or view (user columns only). Parts that do not
-        exist read as empty; parts of a view dropped by retention raise."""
+    def files_of(self, name: str, low: int, high: int) -> list[PartFile]:
+        """The data files of parts ``low`` .. ``high`` of a stream or view (parts that do not exist
+        have none); parts of a view dropped by retention raise."""
+        self._check_held(name, low, high)
+        return part_files(self.table(name), low, high)
+
+    def _check_held(self, name: str, low: int, high: int) -> None:
         relation = self.relation(name)
         if (
             relation.kind == rel.VIEW_KIND
@@ -201,6 +215,11 @@ class StreamWorld:
                 f"view {name}: parts {low}..{high} are needed but parts below {relation.retained} "
                 "were dropped by retention"
             )
+
+    def read_parts(self, name: str, low: int, high: int) -> DataFrame:
+        """Rows of parts ``low`` .. ``high`` of a stream or view (user columns only). Parts that do not
+        exist read as empty; parts of a view dropped by retention raise."""
+        self._check_held(name, low, high)
         frame = self.table(name).read_parts(self.spark, low, high)
         return frame.drop(PART)
 
