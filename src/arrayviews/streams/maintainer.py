@@ -27,7 +27,7 @@ from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import planning
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.local_step import Input, build_part
-from arrayviews.streams.part_files import PartFile, files_by_part
+from arrayviews.streams.part_files import PartFile, part_files
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
 
@@ -72,7 +72,6 @@ class _Round:
         self.world = world
         self.staged: dict[int, list] = {}
         self.registered: list[str] = []
-        self.committed = files_by_part(view.table) if state is not None else {}
         #: executor -> (parts built there, the reason given for the last of them)
         self.executors: dict[str, tuple[int, str]] = {}
 
@@ -80,14 +79,18 @@ class _Round:
         if relation != self.view.name:
             return self.world.files_of(relation, low, high)
         retained = self.state.retained if self.state is not None else None
+        committed: dict[int, list[PartFile]] = {}
+        if self.state is not None and any(p not in self.staged for p in range(low, high + 1)):
+            for found_file in part_files(self.view.table, low, high):  # manifest-pruned to the range
+                committed.setdefault(found_file.part, []).append(found_file)
         found = []
         for part in range(low, high + 1):
             if part in self.staged:
                 found.extend(PartFile(s.uri, s.part, s.rows, s.nbytes) for s in self.staged[part])
-            elif part in self.committed:
+            elif part in committed:
                 if retained is not None and part < retained:
                     raise MaintenanceError(f"view {self.view.name}: part {part} was dropped by retention")
-                found.extend(self.committed[part])
+                found.extend(committed[part])
         return found
 
     def _record(self, executor: str, reason: str) -> None:

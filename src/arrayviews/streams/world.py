@@ -4,8 +4,11 @@ names (case-insensitive, as Spark SQL), definitions, part tables, and part reads
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 from functools import cached_property
 
+from pyiceberg.exceptions import NoSuchNamespaceError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -15,10 +18,14 @@ from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART, PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
+from arrayviews.storage.part_table import NAME_PROPERTY
+from arrayviews.storage.versioned import KIND_PROPERTY
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
 from arrayviews.streams.maintainer import MaintenanceError
 from arrayviews.streams.part_files import PartFile, part_files
+
+logger = logging.getLogger(__name__)
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -115,12 +122,27 @@ class StreamWorld:
 
     @cached_property
     def kinds(self) -> dict[str, str]:
-        """Lower-case name -> kind, for every stream and view."""
+        """Lower-case name -> kind, for every stream and view (each table's metadata is read once
+        and kept for the pass)."""
+        try:
+            identifiers = self.catalog.list_tables(rel.NAMESPACE)
+        except NoSuchNamespaceError:
+            return {}
         found = {}
-        for kind in (rel.STREAM_KIND, rel.VIEW_KIND):
-            for name in SparkPartTable.names(self.catalog, rel.NAMESPACE, kind):
-                found[name.lower()] = kind
-        return found
+        for identifier in identifiers:
+            try:
+                table = SparkPartTable(self.catalog, self.catalog.load_table(identifier))
+            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
+                continue
+            properties = table.table.metadata.properties
+            kind = properties.get(KIND_PROPERTY)
+            if NAME_PROPERTY not in properties or kind not in (rel.STREAM_KIND, rel.VIEW_KIND):
+                continue
+            key = properties[NAME_PROPERTY].lower()
+            found[key] = kind
+            self._tables.setdefault(key, table)
+        return dict(sorted(found.items()))
 
     def key(self, name: str) -> str:
         key = name.lower()
@@ -227,10 +249,15 @@ class StreamWorld:
 def load_definition(table: SparkPartTable) -> ViewDFDefinition:
     """A view's definition from its table properties (kept as JSON, its queries read again)."""
     properties = table.properties
-    definition = ViewDFDefinition.from_json(properties[rel.DEFINITION])
-    definition = dataclasses.replace(
-        definition,
-        backfill=properties.get(rel.BACKFILL) == "true",
-        helper=properties.get(rel.HELPER) == "true",
+    return _definition(
+        properties[rel.DEFINITION],
+        properties.get(rel.BACKFILL) == "true",
+        properties.get(rel.HELPER) == "true",
     )
-    return normalized(definition)
+
+
+@functools.lru_cache(maxsize=512)
+def _definition(text: str, backfill: bool, helper: bool) -> ViewDFDefinition:
+    """A definition read from its JSON (kept: definitions are immutable and read every pass)."""
+    definition = ViewDFDefinition.from_json(text)
+    return normalized(dataclasses.replace(definition, backfill=backfill, helper=helper))
