@@ -97,7 +97,16 @@ def _rewrite(tree: exp.Expression, functions: Mapping[str, ArrowFunction]) -> ex
                 raise CannotRunLocally(f"{node.name}(...) calls Java methods")
         return node
 
-    return tree.transform(visit)
+    # children before parents, so a rewritten node keeps its children's rewrites (sqlglot's
+    # transform does not descend into a node it replaced)
+    for node in reversed(list(tree.walk())):
+        new = visit(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
 
 
 @functools.lru_cache(maxsize=256)
