@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from functools import cached_property
 
-from pyiceberg.exceptions import NoSuchNamespaceError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -24,8 +22,6 @@ from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
 from arrayviews.streams.maintainer import MaintenanceError
 from arrayviews.streams.part_files import PartFile, part_files
-
-logger = logging.getLogger(__name__)
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -124,20 +120,11 @@ class StreamWorld:
     def kinds(self) -> dict[str, str]:
         """Lower-case name -> kind, for every stream and view (each table's metadata is read once
         and kept for the pass)."""
-        try:
-            identifiers = self.catalog.list_tables(rel.NAMESPACE)
-        except NoSuchNamespaceError:
-            return {}
         found = {}
-        for identifier in identifiers:
-            try:
-                table = SparkPartTable(self.catalog, self.catalog.load_table(identifier))
-            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
-                continue
+        for table in SparkPartTable.load_all(self.catalog, rel.NAMESPACE):
             properties = table.table.metadata.properties
             kind = properties.get(KIND_PROPERTY)
-            if NAME_PROPERTY not in properties or kind not in (rel.STREAM_KIND, rel.VIEW_KIND):
+            if kind not in (rel.STREAM_KIND, rel.VIEW_KIND):
                 continue
             key = properties[NAME_PROPERTY].lower()
             found[key] = kind
