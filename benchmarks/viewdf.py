@@ -185,33 +185,99 @@ def pattern_scaling(bench: Bench, sizes: list[int], minutes: int, scope: int) ->
     return rows
 
 
+NAIVE_PATTERN_SQL = """WITH low AS (
+  SELECT src, dest, max(_part) AS last_low FROM rows WHERE loss <= 10 GROUP BY src, dest),
+run AS (
+  SELECT r.src, r.dest, r.loss, r._part FROM rows AS r LEFT JOIN low AS l ON r.src = l.src AND r.dest = l.dest
+  WHERE r._part > coalesce(l.last_low, {before}))
+SELECT src, dest, count(*) AS ct, sum(loss) AS sum_loss FROM run GROUP BY src, dest
+HAVING count(*) >= 4 AND max(_part) = {newest}"""
+
+
+def naive_pattern_sql(newest: int, scope: int) -> str:
+    """:func:`naive_pattern` as one Spark SQL query over ``rows`` (the stream's last ``scope`` parts,
+    with ``_part``): the same text runs on Spark and in-process."""
+    return NAIVE_PATTERN_SQL.format(before=newest - scope, newest=newest)
+
+
+def naive_spark(bench: Bench, stream, newest: int, scope: int) -> float:
+    """Seconds to read the last ``scope`` parts, run the naive query on Spark and write the result."""
+    start = time.perf_counter()
+    stream.read(newest - scope + 1, newest).createOrReplaceTempView("rows")
+    frame = bench.db.spark.sql(naive_pattern_sql(newest, scope))
+    frame.write.mode("overwrite").parquet(bench.scratch + "/naive")
+    return time.perf_counter() - start
+
+
+def naive_local(bench: Bench, stream, newest: int, scope: int) -> float:
+    """The same query run in-process (DuckDB over Arrow, streams' files read by pyarrow, the result
+    written by pyarrow): the fair baseline for the in-process ViewDF step."""
+    import pyarrow.parquet as pq
+
+    from arrayviews.execution.local_sql import run_sql
+    from arrayviews.storage.files import read_parquet_files
+    from arrayviews.streams.part_files import part_files
+
+    start = time.perf_counter()
+    table = stream.table
+    files = part_files(table, newest - scope + 1, newest)
+    rows = read_parquet_files([f.uri for f in files], schema=table.arrow_schema)
+    result = run_sql(naive_pattern_sql(newest, scope), {"rows": rows})
+    pq.write_table(result, bench.scratch + "/naive_local.parquet")
+    return time.perf_counter() - start
+
+
+def _set_execution(db, mode: str) -> None:
+    db.executors.mode = mode  # where ViewDF steps run from now on (connect(execution=...))
+
+
 def pattern_scope(bench: Bench, pairs: int, scopes: list[int]) -> list[dict]:
-    """ViewDF steps (median of the last five) against naive recomputation over each scope; every
-    row also carries how the step time grew over the stream's history (median of the last ten
-    steps over the median of steps 2 to 11), which planning work that scans history would show."""
-    bench.reset()
+    """ViewDF steps (median of the last five) in-process and on Spark against naive recomputation
+    over each scope, on Spark and in-process (the same query text on both), all from this run;
+    every row also carries how the step time grew over the stream's history (median of the last
+    ten steps over the median of steps 2 to 11), which planning work that scans history would show."""
     minutes = max(scopes) + 2
-    stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, "generated", minutes)
-    steps = [float(t) for t in times]
-    history = steps[-5:]
-    growth = float(np.median(steps[-10:]) / np.median(steps[1:11]))
+    steps, growth = {}, {}
+    for mode in ("local", "spark"):
+        bench.reset()
+        _set_execution(bench.db, mode)
+        try:
+            stream, times = _run_pattern(bench, "m", pairs, minutes, 0.1, "generated", minutes)
+        finally:
+            _set_execution(bench.db, "auto")
+        steps[mode] = [float(t) for t in times]
+        growth[mode] = float(np.median(steps[mode][-10:]) / np.median(steps[mode][1:11]))
+    step = {mode: float(np.median(times[-5:])) for mode, times in steps.items()}
     newest = stream.part_range()[1]
     rows = []
     for scope in scopes:
-        naive = min(bench.write(naive_pattern(stream, newest, scope)) for _ in range(2))
-        rows.append(
-            {
-                "scope": scope,
-                "naive_s": naive,
-                "generated_s": float(np.median(history)),
-                "naive_over_generated": naive / float(np.median(history)),
-                "step_growth_over_history": growth,
-                "steps": len(steps),
-            }
-        )
+        naive = {
+            "spark": min(naive_spark(bench, stream, newest, scope) for _ in range(2)),
+            "local": min(naive_local(bench, stream, newest, scope) for _ in range(2)),
+        }
+        row = {
+            "scope": scope,
+            "viewdf_local_s": step["local"],
+            "viewdf_spark_s": step["spark"],
+            "naive_spark_s": naive["spark"],
+            "naive_local_s": naive["local"],
+            "naive_spark_over_viewdf_local": naive["spark"] / step["local"],
+            "naive_local_over_viewdf_local": naive["local"] / step["local"],
+            "naive_spark_over_viewdf_spark": naive["spark"] / step["spark"],
+            "step_growth_over_history_local": growth["local"],
+            "step_growth_over_history_spark": growth["spark"],
+            "steps": len(steps["local"]),
+            # the names the full report's plot reads
+            "naive_s": naive["spark"],
+            "generated_s": step["local"],
+        }
+        rows.append(row)
         print(
-            f"pattern scope {scope:>4}: naive {naive:.2f} s, generated {np.median(history):.2f} s "
-            f"(naive / generated {naive / np.median(history):.1f}x)"
+            f"pattern scope {scope:>4}: ViewDF in-process {step['local']:.3f} s, on Spark {step['spark']:.2f} s; "
+            f"naive Spark {naive['spark']:.2f} s, in-process {naive['local']:.3f} s "
+            f"(naive Spark / ViewDF in-process {row['naive_spark_over_viewdf_local']:.1f}x, "
+            f"naive in-process / ViewDF in-process {row['naive_local_over_viewdf_local']:.1f}x, "
+            f"naive Spark / ViewDF Spark {row['naive_spark_over_viewdf_spark']:.2f}x)"
         )
     return rows
 
@@ -324,10 +390,13 @@ def run(db, quick: bool = False) -> dict:
         bench.close()
 
 
-def run_scope(db) -> dict:
-    """Only the scope comparison (``python -m benchmarks.viewdf``): ViewDF vs naive, scopes 5 to 100."""
+def run_scope(db, quick: bool = False) -> dict:
+    """Only the scope comparison (``python -m benchmarks.run viewdf_scope``): ViewDF in-process and
+    on Spark vs naive on Spark and in-process, scopes 5 to 100, 10**4 tuples per part."""
     bench = Bench(db)
     try:
+        if quick:
+            return {"pattern_scope": pattern_scope(bench, 1_000, [5, 10])}
         return {"pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100])}
     finally:
         bench.reset()

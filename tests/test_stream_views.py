@@ -349,7 +349,17 @@ def test_late_rows_recompute_dependent_parts_downstream(paper) -> None:
 
 
 # -- 2: a sliding window written by hand ------------------------------------------------------------
-def test_sliding_window_over_a_part_range_with_late_rows(db) -> None:
+@pytest.fixture(params=["local", "spark"])
+def db_on(request, spark, tmp_path):
+    """(database, executor): stream views maintained in-process or on Spark (each test runs on both)."""
+    return arrayviews.connect(
+        str(tmp_path / "warehouse"), spark=spark, execution=request.param
+    ), request.param
+
+
+def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
+    """In-process and on Spark: the same parts, built where the step reports."""
+    db, executor = db_on
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(3), missing=(1,))))
@@ -365,6 +375,7 @@ def test_sliding_window_over_a_part_range_with_late_rows(db) -> None:
     result = stream.append(truth.add(late_c(1)))
     assert result.late_parts == [M0 + 1]
     assert [(r.view, r.built, r.recomputed) for r in result.maintenance] == [("recent", [], [M0 + 2, M0 + 3])]
+    assert [r.executor for r in result.maintenance] == [executor]
     assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, M0 + 5)
     after = view.last_updated().set_index("part")["updated"]
     assert [after[p] > before[p] for p in range(M0 + 2, M0 + 6)] == [True, True, False, False]
@@ -765,3 +776,4 @@ def test_hand_written_views_start_at_the_newest_part_backfilled_ones_at_the_olde
     view = db.create_stream_view(full)
     assert (view.status()["first"], view.status()["next"]) == (M0, newest + 1)
     assert contents(db, "Full") == run_lengths(truth.rows(), M0, newest)
+

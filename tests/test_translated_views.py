@@ -121,6 +121,19 @@ def db(spark, tmp_path):
     return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
 
 
+@pytest.fixture(params=["local", "spark"])
+def db_on(request, spark, tmp_path):
+    """(database, executor): stream views maintained in-process or on Spark (each test runs on both)."""
+    return arrayviews.connect(
+        str(tmp_path / "warehouse"), spark=spark, execution=request.param
+    ), request.param
+
+
+def executors(results) -> set[str]:
+    """The executors the maintenance steps report (steps that built nothing report none)."""
+    return {r.executor for r in results if r.executor is not None}
+
+
 def check_all(db, frames: list[pd.DataFrame]) -> None:
     rows = with_parts(frames)
     assert_same(stored(db, "rising", ["src", "dest", "ct", "total"]), pattern_reference(rows))
@@ -154,6 +167,8 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db) -> None:
     assert result.late_parts
     assert any(m.recomputed for m in result.maintenance)
     assert any(m.rebuilt for m in result.maintenance)
+    assert executors(result.maintenance) == {"local"}  # small parts: auto builds them in-process
+    assert all("predicted in-process" in m.executor_reason for m in result.maintenance if m.executor)
     check_all(db, frames)
     # rows older than the stream's first part: translated views start again from the new oldest part
     early, _ = readings([-2], seed=5, skip=0.0)
@@ -164,10 +179,12 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db) -> None:
 
 
 @pytest.mark.slow
-def test_subtractable_window_float_sums_are_exact(db) -> None:
+def test_subtractable_window_float_sums_are_exact(db_on) -> None:
     """One 1e17 reading, then readings of 1.5: once the 1e17 reading has left the window the sum is
     math.fsum of the window (it was 0.0 when cumulative float sums were subtracted); an infinity
-    that leaves the window no longer counts. Reference: math.fsum over each window's readings."""
+    that leaves the window no longer counts. Reference: math.fsum over each window's readings.
+    In-process and on Spark."""
+    db, executor = db_on
     stream = db.create_stream("F", "ts timestamp, g string, y double", 60, "ts")
     values = [1e17, 1.5, 1e-10, 1.5, 1.5, float("inf"), 1.5, -1e16, 1.5, 2.25, 1.5]
     rows = pd.DataFrame(
@@ -181,7 +198,8 @@ def test_subtractable_window_float_sums_are_exact(db) -> None:
     db.create_stream_view(
         "CREATE VIEW FW AS SELECT g, sum(y) AS s, avg(y) AS m FROM F [WINDOW 3 MINUTES] GROUP BY g"
     )
-    stream.append(rows.iloc[6:])
+    result = stream.append(rows.iloc[6:])
+    assert executors(result.maintenance) == {executor}
     frame = db.stream_view("FW").to_pandas()
     stamps = pd.to_datetime(frame["PART_TIMESTAMP"]).dt.tz_localize(None)
     parts = ((stamps - pd.Timestamp(EPOCH, unit="s")) // pd.Timedelta(seconds=60)).tolist()
@@ -193,6 +211,8 @@ def test_subtractable_window_float_sums_are_exact(db) -> None:
         assert mean == expected / len(window)
     # the issue's case: after 1e17 left, [1.5, 1e-10, 1.5] (cumulative float sums gave 0.0 here)
     assert frame["s"][parts.index(3)] == math.fsum([1.5, 1e-10, 1.5]) != 0.0
+
+
 # -- sums that must not wrap ------------------------------------------------------------------------
 def _rows(schema: pa.Schema, rows: list[tuple[int, str, object]]) -> pa.Table:
     """Rows (minute, group, value) as an Arrow table of ``schema`` (ts, g, x)."""
@@ -207,8 +227,10 @@ BIG_SUMS = """CREATE VIEW big AS SELECT g, count(*) AS ct, sum(x) AS total
 FROM N PATTERN [a, b+] WHERE a.x > 0 GROUP BY g"""
 
 
-def test_pattern_sums_of_bigints_near_2_63_are_exact(db) -> None:
-    """Sums of BIGINT readings near 2**63 are kept as DECIMAL(38,0): exact, as Python integers."""
+def test_pattern_sums_of_bigints_near_2_63_are_exact(db_on) -> None:
+    """Sums of BIGINT readings near 2**63 are kept as DECIMAL(38,0): exact, as Python integers
+    (in-process and on Spark)."""
+    db, executor = db_on
     schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.int64())])
     stream = db.create_stream("N", "ts timestamp, g string, x bigint", 60, "ts")
     top, bottom = 2**63 - 1, -(2**63)
@@ -220,7 +242,8 @@ def test_pattern_sums_of_bigints_near_2_63_are_exact(db) -> None:
     rows = [(m, g, v) for g, column in values.items() for m, v in enumerate(column) if v is not None]
     stream.append(_rows(schema, [r for r in rows if r[0] < 2]))
     db.sql(BIG_SUMS)
-    stream.append(_rows(schema, [r for r in rows if r[0] >= 2]))
+    result = stream.append(_rows(schema, [r for r in rows if r[0] >= 2]))
+    assert executors(result.maintenance) == {executor}
     parts = [{g: {"x": column[m]} for g, column in values.items() if column[m] is not None} for m in range(5)]
     pattern = Pattern((("a", False), ("b", True)), (Predicate("a", "x", ">", 0),))
     expected = {
@@ -231,10 +254,11 @@ def test_pattern_sums_of_bigints_near_2_63_are_exact(db) -> None:
     assert {p: {(g, int(ct), int(total)) for g, ct, total in rows} for p, rows in got.items()} == expected
 
 
-def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db) -> None:
+def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db_on) -> None:
     """DECIMAL(38,0) readings whose sum leaves DECIMAL(38,0): the view's maintenance fails with an
     error naming the view, the attribute and the group, every time, and the view keeps its parts
-    (never a wrapped or null sum, never a Java trace)."""
+    (never a wrapped or null sum, never a Java trace); the same message in-process and on Spark."""
+    db, _ = db_on
     schema = pa.schema(
         [("ts", pa.timestamp("us", tz="UTC")), ("g", pa.string()), ("x", pa.decimal128(38, 0))]
     )
@@ -255,3 +279,44 @@ def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db
     assert any(r.error is not None and wanted in r.error for r in retried), retried
     assert view.status() == before
     assert stream.part_range() == (EPOCH // 60, EPOCH // 60 + 2)  # the appends themselves happened
+
+
+# -- NULL group keys and quoted strings, on both executors ---------------------------------------------
+QUOTED = r"""CREATE VIEW quoted AS
+INITIALIZE quoted[i] AS SELECT src, loss FROM Q[i] WHERE src <> 'it\'s' OR src IS NULL
+UPDATE quoted[j] AS SELECT src, loss FROM Q[j] WHERE src <> 'it\'s' OR src IS NULL
+PARTITION LENGTH 60"""
+
+
+def test_null_group_keys_and_strings_with_quotes(db_on) -> None:
+    """A window view grouping by a column with NULLs and quote characters, and a hand-written view
+    filtering on a literal with an escaped quote: the same parts in-process and on Spark, against
+    pandas (NULL keys form one group; Spark's backslash escape means a quote)."""
+    db, executor = db_on
+    names = [None, "it's", 'say "hi"', "a\\b"]
+    stream = db.create_stream("Q", SCHEMA, 60, "ts")
+    rows = [(EPOCH + 60 * m + k, names[(m + k) % 4], "x", 3 * m + k) for m in range(4) for k in range(3)]
+    frame = _frame(rows)
+    stream.append(frame[frame.ts < pd.Timestamp(EPOCH + 60, unit="s", tz="UTC")])
+    db.sql(
+        "CREATE VIEW qsum AS SELECT src, sum(loss) AS total, count(*) AS n FROM Q [WINDOW 2 MINUTES] GROUP BY src"
+    )
+    db.sql(QUOTED)
+    result = stream.append(frame[frame.ts >= pd.Timestamp(EPOCH + 60, unit="s", tz="UTC")])
+    assert executors(result.maintenance) == {executor}
+    parts = with_parts([frame])
+    expected: dict[int, set[tuple]] = {}
+    for part in range(int(parts.part.min()), int(parts.part.max()) + 1):
+        window = parts[(parts.part > part - 2) & (parts.part <= part)]
+        for src, group in window.groupby("src", dropna=False):
+            key = None if pd.isna(src) else src
+            expected.setdefault(part, set()).add((key, int(group.loss.sum()), len(group)))
+    got = stored(db, "qsum", ["src", "total", "n"])
+    got = {p: {(None if pd.isna(s) else s, t, n) for s, t, n in found} for p, found in got.items()}
+    assert got == expected
+    assert any(key is None for found in expected.values() for key, _, _ in found)
+    kept = parts[parts.src != "it's"]
+    quoted = stored(db, "quoted", ["src", "loss"])
+    assert {(None if pd.isna(s) else s, v) for found in quoted.values() for s, v in found} == {
+        (None if pd.isna(s) else s, int(v)) for s, v in kept[["src", "loss"]].itertuples(index=False)
+    }

@@ -333,7 +333,14 @@ class Database:
         if isinstance(definition, str):
             return self._create_stream_view_from_text(definition, lateness_parts)
         definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
-        stream_views_api.create_views(self.spark, self.warehouse.catalog, definitions, lateness_parts)
+        stream_views_api.create_views(
+            self.spark,
+            self.warehouse.catalog,
+            definitions,
+            lateness_parts,
+            self.executors.mode,
+            self.executors.costs,
+        )
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
 
     def stream_view(self, name: str) -> StreamView:
@@ -350,9 +357,8 @@ class Database:
         """Bring every stream view up to date (new parts, late rows, retention). Views whose
         maintenance failed are reported (``MaintenanceResult.error``) and skipped on later passes,
         with the views that read them, until ``retry_failed=True``."""
-        return maintain_all(
-            self.spark, StreamWorld(self.spark, self.warehouse.catalog), retry_failed=retry_failed
-        )
+        world = StreamWorld(self.spark, self.warehouse.catalog, self.executors.mode, self.executors.costs)
+        return maintain_all(self.spark, world, retry_failed=retry_failed)
 
     # -- the warehouse check --------------------------------------------------------------------------
     def check(self, repair: bool = False, orphans_older_than: dt.timedelta = dt.timedelta(hours=1)):

@@ -114,10 +114,16 @@ def _check_view_name(definition: ViewDFDefinition) -> None:
 
 
 def create_views(
-    spark: SparkSession, catalog, definitions: list[ViewDFDefinition], lateness_parts: int | None = None
+    spark: SparkSession,
+    catalog,
+    definitions: list[ViewDFDefinition],
+    lateness_parts: int | None = None,
+    execution: str = "auto",
+    costs=None,
 ) -> list[MaintenanceResult]:
     """Create the views (helpers first), build their parts, and return what maintenance did. On any
-    error every view created by this call is dropped again."""
+    error every view created by this call is dropped again. ``execution``/``costs``: where parts are
+    built (see streams/maintainer.py)."""
     created: list[str] = []
     try:
         for definition in definitions:
@@ -151,7 +157,9 @@ def create_views(
             )
             created.append(definition.name)
         return maintain_all(
-            spark, StreamWorld(spark, catalog), raise_for=frozenset(n.lower() for n in created)
+            spark,
+            StreamWorld(spark, catalog, execution, costs),
+            raise_for=frozenset(n.lower() for n in created),
         )
     except BaseException:
         for name in reversed(created):

@@ -377,6 +377,24 @@ class PartTable(VersionedTable):
     def exists(catalog: Catalog, namespace: str, name: str) -> bool:
         return catalog.table_exists((namespace, name.lower()))
 
+    @classmethod
+    def load_all(cls, catalog: Catalog, namespace: str) -> list[PartTable]:
+        """Every readable part table of ``namespace``, each loaded once (broken ones are logged)."""
+        try:
+            identifiers = catalog.list_tables(namespace)
+        except NoSuchNamespaceError:
+            return []
+        found = []
+        for identifier in identifiers:
+            try:
+                table = catalog.load_table(identifier)
+            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
+                continue
+            if NAME_PROPERTY in table.metadata.properties:
+                found.append(cls(catalog, table))
+        return found
+
     @staticmethod
     def names(catalog: Catalog, namespace: str, kind: str | None = None) -> list[str]:
         """Names (as created) of the part tables in ``namespace``, optionally only those of one kind."""
@@ -497,6 +515,16 @@ class PartTable(VersionedTable):
         """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by default)."""
         row_filter = And(GreaterThanOrEqual(PART, low), LessThanOrEqual(PART, high))
         return [f.file_path for f in self._live_files(row_filter, version) if low <= _part_of(f) <= high]
+
+    def sized_files_of_parts(self, low: int, high: int) -> list[tuple[str, int, int, int]]:
+        """(uri, part, rows, bytes) of the data files of parts ``low`` to ``high`` now, from the
+        manifests (no data is read)."""
+        row_filter = And(GreaterThanOrEqual(PART, low), LessThanOrEqual(PART, high))
+        return [
+            (f.file_path, _part_of(f), f.record_count, f.file_size_in_bytes)
+            for f in self._live_files(row_filter)
+            if low <= _part_of(f) <= high
+        ]
 
     def files_by_part(self, version: int | None = None) -> dict[int, list[str]]:
         """The data file URIs of every part of a version (current by default)."""

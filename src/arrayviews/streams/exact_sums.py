@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf
 
+from arrayviews.execution.local_sql import ArrowFunction
 from arrayviews.kernels.exact_sum import NONFINITE, ExactSumError, FloatSums, K
 
 FIELDS = tuple(f"s{k}" for k in range(K)) + ("pinf", "ninf", "nan")
@@ -117,4 +118,24 @@ def register(spark: SparkSession) -> None:
     _registered.add(key)
 
 
-__all__ = ["ADD", "DIFFERENCE", "FIELDS", "STATE_TYPE", "SUM", "register"]
+# -- the same functions for in-process queries (execution/local_sql.py) ------------------------------
+_DUCKDB_STATE = (
+    "STRUCT(" + ", ".join(f"{f} {'DOUBLE' if f.startswith('s') else 'BIGINT'}" for f in FIELDS) + ")"
+)
+#: Spark's ``STRUCT(a, b, ...)`` of stored state columns, as the state type (fields by position).
+STATE_MACRO = "av_exact_state"
+LOCAL_MACROS = (
+    f"CREATE MACRO {STATE_MACRO}({', '.join(FIELDS)}) AS {{"
+    + ", ".join(f"'{f}': CAST({f} AS {'DOUBLE' if f.startswith('s') else 'BIGINT'})" for f in FIELDS)
+    + "}",
+)
+LOCAL_FUNCTIONS = (
+    ArrowFunction(SUM, exact_sum, ("DOUBLE[]", "VARCHAR"), _DUCKDB_STATE),
+    ArrowFunction(
+        ADD, exact_add, (_DUCKDB_STATE, _DUCKDB_STATE, "VARCHAR"), _DUCKDB_STATE, (0, 1), STATE_MACRO
+    ),
+    ArrowFunction(
+        DIFFERENCE, exact_difference, (_DUCKDB_STATE, _DUCKDB_STATE, "VARCHAR"), "DOUBLE", (0, 1), STATE_MACRO
+    ),
+)
+__all__ = ["ADD", "DIFFERENCE", "FIELDS", "LOCAL_FUNCTIONS", "LOCAL_MACROS", "STATE_TYPE", "SUM", "register"]

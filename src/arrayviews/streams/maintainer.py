@@ -17,6 +17,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from arrayviews.execution.cost import Estimate, choose
+from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
 from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
@@ -24,6 +26,8 @@ from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import planning
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
+from arrayviews.streams.local_step import Input, build_part
+from arrayviews.streams.part_files import PartFile, part_files
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
 
@@ -46,10 +50,20 @@ class MaintenanceResult:
     error: str | None = None
     #: Parts written again after a rebuild whose content did not change (consumers need not follow).
     restored: list[int] = field(default_factory=list)
+    #: Where the step's parts were built: "local" (in this process), "spark" or "local+spark".
+    executor: str | None = None
+    #: Why: the cost model's choice (sizes from metadata, predicted seconds) or why a query could
+    #: not run in-process.
+    executor_reason: str | None = None
 
 
 class _Round:
-    """The parts of one view staged during one maintenance step, readable by later parts of it."""
+    """The parts of one view staged during one maintenance step, readable by later parts of it.
+
+    Each part is built where the cost model says (``world.execution``, ``world.costs``), from the
+    sizes of the files it reads (manifest metadata): in this process (streams/local_step.py) or on
+    Spark; a query that cannot run in-process with Spark's meaning runs on Spark, and the step's
+    result says which executor built its parts and why."""
 
     def __init__(self, spark: SparkSession, view, state: ViewState | None, world) -> None:
         self.spark = spark
@@ -58,29 +72,73 @@ class _Round:
         self.world = world
         self.staged: dict[int, list] = {}
         self.registered: list[str] = []
-        self.committed = view.table.files_by_part() if state is not None else {}
+        #: executor -> (parts built there, the reason given for the last of them)
+        self.executors: dict[str, tuple[int, str]] = {}
 
-    def resolve(self, relation: str, low: int, high: int) -> DataFrame:
-        if relation == self.view.name:
-            return self._own(low, high)
-        return self.world.read_parts(relation, low, high)
-
-    def _own(self, low: int, high: int) -> DataFrame:
+    def files(self, relation: str, low: int, high: int) -> list[PartFile]:
+        if relation != self.view.name:
+            return self.world.files_of(relation, low, high)
         retained = self.state.retained if self.state is not None else None
-        uris = []
+        committed: dict[int, list[PartFile]] = {}
+        if self.state is not None and any(p not in self.staged for p in range(low, high + 1)):
+            for found_file in part_files(self.view.table, low, high):  # manifest-pruned to the range
+                committed.setdefault(found_file.part, []).append(found_file)
+        found = []
         for part in range(low, high + 1):
             if part in self.staged:
-                uris.extend(s.uri for s in self.staged[part])
-            elif part in self.committed:
+                found.extend(PartFile(s.uri, s.part, s.rows, s.nbytes) for s in self.staged[part])
+            elif part in committed:
                 if retained is not None and part < retained:
                     raise MaintenanceError(f"view {self.view.name}: part {part} was dropped by retention")
-                uris.extend(self.committed[part])
-        return self.view.table.read_files(self.spark, uris)
+                found.extend(committed[part])
+        return found
+
+    def _record(self, executor: str, reason: str) -> None:
+        count, _ = self.executors.get(executor, (0, ""))
+        self.executors[executor] = (count + 1, reason)
+
+    def report(self) -> tuple[str | None, str | None]:
+        """Which executor built the step's parts ("local", "spark" or "local+spark"), and why."""
+        if not self.executors:
+            return None, None
+        executor = "+".join(sorted(self.executors))
+        reasons = "; ".join(
+            f"{name} ({count} part(s)): {why}" for name, (count, why) in sorted(self.executors.items())
+        )
+        return executor, reasons
 
     def build(self, part: int, initialize: bool) -> None:
         definition = self.view.definition
         query = definition.initialize if initialize else definition.update
-        frame = run_part_query(self.spark, query, part, self.resolve, self.registered)
+        inputs = []
+        for reference in query.references:
+            relation = reference.relation
+            files = self.files(relation, reference.low.at(part), reference.high.at(part))
+            table = self.view.table if relation == self.view.name else self.world.table(relation)
+            inputs.append((relation, table, files))
+        estimate = Estimate(
+            cells=sum(f.rows * (len(t.arrow_schema) - 1) for _, t, files in inputs for f in files),
+            bytes=sum(f.nbytes for _, _, files in inputs for f in files),
+            chunks=sum(len(files) for _, _, files in inputs),
+            jobs=2,
+        )
+        choice = choose(self.world.costs, estimate, self.world.execution)
+        reason = choice.reason
+        if choice.executor == "local":
+            sources = [
+                Input(table, tuple(f.uri for f in files), keep_part=(relation == self.view.name))
+                for relation, table, files in inputs
+            ]
+            try:
+                self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
+                self._record("local", reason)
+                return
+            except CannotRunLocally as refused:
+                reason = f"not in-process ({refused}); {reason}"
+            except RaisedByQuery as raised:
+                raise MaintenanceError(self._raised(str(raised), part)) from None
+        frames = iter([self._frame(found) for found in inputs])  # in reference order, as resolved
+        frame = run_part_query(self.spark, query, part, lambda *_: next(frames), self.registered)
         frame = self.view.conform_columns(frame, part)
         try:
             self.staged[part] = self.view.table.stage(
@@ -90,8 +148,18 @@ class _Round:
             raised = _raised_by_query(error)
             if raised is None:
                 raise
-            own = raised.removeprefix(OVERFLOW_MARK) if raised.startswith(OVERFLOW_MARK) else None
-            raise MaintenanceError(own or f"view {self.view.name}, part {part}: {raised}") from None
+            raise MaintenanceError(self._raised(raised, part)) from None
+        self._record("spark", reason)
+
+    def _frame(self, found: tuple) -> DataFrame:
+        relation, table, files = found
+        frame = table.read_files(self.spark, [f.uri for f in files])
+        return frame if relation == self.view.name else frame.drop(PART)
+
+    def _raised(self, raised: str, part: int) -> str:
+        """The error of a query's ``raise_error(...)``: its own text for the view's marked messages."""
+        own = raised.removeprefix(OVERFLOW_MARK) if raised.startswith(OVERFLOW_MARK) else None
+        return own or f"view {self.view.name}, part {part}: {raised}"
 
     def all_staged(self) -> list:
         return [s for files in self.staged.values() for s in files]
@@ -199,6 +267,7 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
         raise
     finally:
         drop_temporary_views(spark, round_.registered)
+    executor, executor_reason = round_.report()
     return MaintenanceResult(
         name,
         version,
@@ -208,6 +277,8 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
         rebuilt=rebuilt,
         seconds=time.perf_counter() - started,
         restored=restored,
+        executor=executor,
+        executor_reason=executor_reason,
     )
 
 

@@ -4,19 +4,24 @@ names (case-insensitive, as Spark SQL), definitions, part tables, and part reads
 from __future__ import annotations
 
 import dataclasses
+import functools
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from arrayviews.execution.cost import MODES, CostModel
 from arrayviews.execution.part_jobs import SparkPartTable
-from arrayviews.model.errors import NotFoundError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART, PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
+from arrayviews.storage.part_table import NAME_PROPERTY
+from arrayviews.storage.versioned import KIND_PROPERTY
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
 from arrayviews.streams.maintainer import MaintenanceError
+from arrayviews.streams.part_files import PartFile, part_files
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -97,20 +102,34 @@ def with_part_timestamp(frame: DataFrame, partition_length: int) -> DataFrame:
 class StreamWorld:
     """Every stream and ViewDF view of a warehouse, read lazily and cached for one pass."""
 
-    def __init__(self, spark: SparkSession, catalog) -> None:
+    def __init__(
+        self, spark: SparkSession, catalog, execution: str = "auto", costs: CostModel | None = None
+    ) -> None:
+        """``execution`` and ``costs`` choose where each part of a maintenance step is built
+        (``connect(execution=...)`` and the warehouse's calibrated costs)."""
+        if execution not in MODES:
+            raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
         self.spark = spark
         self.catalog = catalog
+        self.execution = execution
+        self.costs = costs or CostModel()
         self._tables: dict[str, SparkPartTable] = {}
         self._views: dict[str, ViewHandle] = {}
 
     @cached_property
     def kinds(self) -> dict[str, str]:
-        """Lower-case name -> kind, for every stream and view."""
+        """Lower-case name -> kind, for every stream and view (each table's metadata is read once
+        and kept for the pass)."""
         found = {}
-        for kind in (rel.STREAM_KIND, rel.VIEW_KIND):
-            for name in SparkPartTable.names(self.catalog, rel.NAMESPACE, kind):
-                found[name.lower()] = kind
-        return found
+        for table in SparkPartTable.load_all(self.catalog, rel.NAMESPACE):
+            properties = table.table.metadata.properties
+            kind = properties.get(KIND_PROPERTY)
+            if kind not in (rel.STREAM_KIND, rel.VIEW_KIND):
+                continue
+            key = properties[NAME_PROPERTY].lower()
+            found[key] = kind
+            self._tables.setdefault(key, table)
+        return dict(sorted(found.items()))
 
     def key(self, name: str) -> str:
         key = name.lower()
@@ -187,9 +206,13 @@ class StreamWorld:
             state.retained,
         )
 
-    def read_parts(self, name: str, low: int, high: int) -> DataFrame:
-        """Rows of parts ``low`` .. ``high`` of a stream or view (user columns only). Parts that do not
-        exist read as empty; parts of a view dropped by retention raise."""
+    def files_of(self, name: str, low: int, high: int) -> list[PartFile]:
+        """The data files of parts ``low`` .. ``high`` of a stream or view (parts that do not exist
+        have none); parts of a view dropped by retention raise."""
+        self._check_held(name, low, high)
+        return part_files(self.table(name), low, high)
+
+    def _check_held(self, name: str, low: int, high: int) -> None:
         relation = self.relation(name)
         if (
             relation.kind == rel.VIEW_KIND
@@ -201,6 +224,11 @@ class StreamWorld:
                 f"view {name}: parts {low}..{high} are needed but parts below {relation.retained} "
                 "were dropped by retention"
             )
+
+    def read_parts(self, name: str, low: int, high: int) -> DataFrame:
+        """Rows of parts ``low`` .. ``high`` of a stream or view (user columns only). Parts that do not
+        exist read as empty; parts of a view dropped by retention raise."""
+        self._check_held(name, low, high)
         frame = self.table(name).read_parts(self.spark, low, high)
         return frame.drop(PART)
 
@@ -208,10 +236,15 @@ class StreamWorld:
 def load_definition(table: SparkPartTable) -> ViewDFDefinition:
     """A view's definition from its table properties (kept as JSON, its queries read again)."""
     properties = table.properties
-    definition = ViewDFDefinition.from_json(properties[rel.DEFINITION])
-    definition = dataclasses.replace(
-        definition,
-        backfill=properties.get(rel.BACKFILL) == "true",
-        helper=properties.get(rel.HELPER) == "true",
+    return _definition(
+        properties[rel.DEFINITION],
+        properties.get(rel.BACKFILL) == "true",
+        properties.get(rel.HELPER) == "true",
     )
-    return normalized(definition)
+
+
+@functools.lru_cache(maxsize=512)
+def _definition(text: str, backfill: bool, helper: bool) -> ViewDFDefinition:
+    """A definition read from its JSON (kept: definitions are immutable and read every pass)."""
+    definition = ViewDFDefinition.from_json(text)
+    return normalized(dataclasses.replace(definition, backfill=backfill, helper=helper))

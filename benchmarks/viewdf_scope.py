@@ -1,0 +1,49 @@
+"""The ViewDF scope sweep alone (issue 11): one pattern view's maintenance step in-process and on
+Spark against naive recomputation over the last 5 .. 100 parts, on Spark and in-process."""
+
+from __future__ import annotations
+
+from benchmarks.common import RESULTS, write_results
+from benchmarks.viewdf import run_scope
+
+SERIES = (
+    ("viewdf_local_s", "ViewDF step, in-process"),
+    ("viewdf_spark_s", "ViewDF step, Spark"),
+    ("naive_spark_s", "naive, Spark"),
+    ("naive_local_s", "naive, in-process"),
+)
+
+
+def run(db, quick: bool = False) -> dict:
+    return run_scope(db, quick)
+
+
+def report(results: dict, quick: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    name = "viewdf_scope_quick" if quick else "viewdf_scope"
+    write_results(name, {"quick": quick, "results": results})
+    rows = results["pattern_scope"]
+    figure, (times, ratios) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for key, label in SERIES:
+        times.plot([r["scope"] for r in rows], [r[key] for r in rows], marker="o", label=label)
+    times.set(title="pattern [a, b, c, d+]: seconds per new part", xlabel="naive scope (parts)", ylabel="s")
+    times.set(yscale="log")
+    times.legend()
+    for key, label in (
+        ("naive_spark_over_viewdf_local", "naive Spark / ViewDF in-process"),
+        ("naive_local_over_viewdf_local", "naive in-process / ViewDF in-process"),
+        ("naive_spark_over_viewdf_spark", "naive Spark / ViewDF Spark"),
+    ):
+        ratios.plot([r["scope"] for r in rows], [r[key] for r in rows], marker="o", label=label)
+    ratios.axhline(1.0, color="grey", linewidth=0.8)
+    ratios.set(
+        title="speed-up of ViewDF over naive", xlabel="naive scope (parts)", ylabel="ratio", yscale="log"
+    )
+    ratios.legend()
+    figure.tight_layout()
+    figure.savefig(RESULTS / f"{name}.png", dpi=110)
+    plt.close(figure)

@@ -1,0 +1,204 @@
+"""In-process SQL: a Spark SQL query (ANSI mode) run by DuckDB over Arrow tables, after sqlglot
+rewrites it to DuckDB SQL with Spark's meaning where the two differ; queries it cannot run alike
+are refused (the caller runs them on Spark).
+
+Differences handled (each checked by tests/test_local_sql.py):
+
+* ``CAST`` raises on a value it cannot convert (sqlglot reads Spark's CAST as the lenient TRY_CAST);
+* ``a / b`` raises on a zero divisor (DuckDB gives NULL or infinity);
+* ``try_add(a, b)`` is NULL on overflow, ``raise_error(m)`` raises :class:`RaisedByQuery` with ``m``;
+* ``concat`` is NULL when an argument is (sqlglot writes ``||``), ``collect_list`` skips NULLs,
+  ascending order puts NULLs first (sqlglot writes both);
+* integer ``+ - *`` raise on overflow in both engines; DuckDB sums integers in 128 bits, so a sum is
+  exact where Spark's would overflow BIGINT, and casting the result to the view's column raises
+  when it does not fit (never a wrapped value);
+* string literals keep Spark's backslash escapes (sqlglot re-quotes them); timestamps are UTC wall
+  times (Spark's session time zone is UTC), returned without a time zone.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import sqlglot
+import sqlglot.errors
+from sqlglot import exp
+
+#: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
+_RAISED = "\x1eraised:"
+#: DuckDB macros standing for Spark functions without a DuckDB equal.
+_MACROS = (
+    # Spark (ANSI) raises DIVIDE_BY_ZERO: the error (not the query's own) sends the query to Spark
+    "CREATE MACRO av_nonzero(d) AS CASE WHEN d = 0 THEN error('division by zero') ELSE d END",
+)
+
+
+class CannotRunLocally(Exception):
+    """The query cannot run in-process with Spark's meaning; the reason says why."""
+
+
+class RaisedByQuery(Exception):
+    """The query's ``raise_error(message)`` fired; ``args[0]`` is the message."""
+
+
+@dataclass(frozen=True)
+class ArrowFunction:
+    """A scalar function over Arrow arrays callable from in-process queries (DuckDB type names)."""
+
+    name: str
+    function: Callable[..., pa.Array]
+    parameters: tuple[str, ...]
+    returns: str
+    #: Positions of arguments written as Spark ``STRUCT(...)``: passed as ``struct_macro(fields...)``.
+    struct_arguments: tuple[int, ...] = ()
+    struct_macro: str | None = None
+
+
+def _rewrite(tree: exp.Expression, functions: Mapping[str, ArrowFunction]) -> exp.Expression:
+    """The Spark query tree with Spark's meaning spelled for DuckDB (see the module docstring)."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.TryCast) and not node.args.get("safe"):
+            return exp.Cast(this=node.this, to=node.to)
+        if isinstance(node, exp.Div):
+            divisor = exp.Anonymous(this="av_nonzero", expressions=[node.expression])
+            return exp.Div(this=node.this, expression=divisor, typed=False, safe=False)
+        if isinstance(node, exp.SafeAdd):
+            return exp.Anonymous(
+                this="try", expressions=[exp.Add(this=node.this, expression=node.expression)]
+            )
+        if isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            if name == "raise_error":
+                (message,) = node.expressions
+                text = exp.DPipe(this=exp.Literal.string(_RAISED), expression=message, safe=True)
+                return exp.Anonymous(this="error", expressions=[text])
+            known = functions.get(name)
+            if known is not None and known.struct_macro is not None:
+                arguments = list(node.expressions)
+                for position in known.struct_arguments:
+                    argument = arguments[position]
+                    if isinstance(argument, exp.Struct):
+                        fields = [
+                            e.expression
+                            if isinstance(e, exp.PropertyEQ)
+                            else e.this
+                            if isinstance(e, exp.Alias)
+                            else e
+                            for e in argument.expressions
+                        ]
+                        arguments[position] = exp.Anonymous(this=known.struct_macro, expressions=fields)
+                return exp.Anonymous(this=node.name, expressions=arguments)
+            if name in {"java_method", "reflect", "try_reflect"}:
+                raise CannotRunLocally(f"{node.name}(...) calls Java methods")
+        return node
+
+    # children before parents, so a rewritten node keeps its children's rewrites (sqlglot's
+    # transform does not descend into a node it replaced)
+    for node in reversed(list(tree.walk())):
+        new = visit(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
+
+
+@functools.lru_cache(maxsize=256)
+def _translated(text: str, functions: tuple[ArrowFunction, ...]) -> str:
+    try:
+        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+    except sqlglot.errors.SqlglotError as error:
+        raise CannotRunLocally(f"sqlglot could not read the query ({str(error).splitlines()[0]})") from None
+    if len(statements) != 1:
+        raise CannotRunLocally("not one query")
+    tree = _rewrite(statements[0], {f.name: f for f in functions})
+    try:
+        return tree.sql(dialect="duckdb")
+    except sqlglot.errors.SqlglotError as error:
+        raise CannotRunLocally(f"sqlglot could not write the query for DuckDB ({error})") from None
+
+
+def duckdb_sql(text: str, functions: Sequence[ArrowFunction] = ()) -> str:
+    """The DuckDB SQL meaning what Spark SQL ``text`` means (CannotRunLocally if there is none)."""
+    return _translated(text, tuple(functions))
+
+
+_local = threading.local()
+
+
+def _connection(functions: tuple[ArrowFunction, ...], macros: tuple[str, ...]):
+    """This thread's DuckDB connection with the functions and macros registered (made once)."""
+    import duckdb
+
+    key = (functions, macros)
+    cached = getattr(_local, "connections", None)
+    if cached is None:
+        cached = _local.connections = {}
+    if key not in cached:
+        connection = duckdb.connect(config={"threads": 1})
+        for statement in (*_MACROS, *macros):
+            connection.execute(statement)
+        for function in functions:
+            connection.create_function(
+                function.name,
+                function.function,
+                [duckdb.sqltype(p) for p in function.parameters],
+                duckdb.sqltype(function.returns),
+                type="arrow",
+                null_handling="special",
+                side_effects=False,
+            )
+        cached[key] = connection
+    return cached[key]
+
+
+def _naive_times(table: pa.Table) -> pa.Table:
+    """Timestamps with a time zone as UTC wall times: DuckDB's TIMESTAMP, whose functions (hour,
+    date_trunc...) then mean what Spark's mean with its session time zone UTC (DuckDB's own time
+    zone support is an extension this process may not have)."""
+    fields = [
+        pa.field(f.name, pa.timestamp(f.type.unit), f.nullable)
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None
+        else f
+        for f in table.schema
+    ]
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)
+
+
+def run_sql(
+    text: str,
+    tables: Mapping[str, pa.Table],
+    functions: Sequence[ArrowFunction] = (),
+    macros: Sequence[str] = (),
+) -> pa.Table:
+    """The result of Spark SQL query ``text`` over ``tables`` (name -> Arrow table), run in this
+    process. Raises CannotRunLocally when the query (or an error inside it that is not its own
+    ``raise_error``) cannot be had with Spark's meaning, and RaisedByQuery for ``raise_error``."""
+    import duckdb
+
+    translated = duckdb_sql(text, functions)
+    connection = _connection(tuple(functions), tuple(macros))
+    cursor = connection.cursor()
+    try:
+        for name, table in tables.items():
+            cursor.register(name, _naive_times(table))
+        try:
+            return cursor.execute(translated).to_arrow_table()
+        except duckdb.Error as error:
+            message = str(error)
+            if _RAISED in message:
+                raise RaisedByQuery(message.split(_RAISED, 1)[1].strip()) from None
+            kind = type(error).__name__.removesuffix("Exception")
+            raise CannotRunLocally(f"DuckDB: {kind}: {message.splitlines()[0][:300]}") from None
+    finally:
+        cursor.close()
+
+
+__all__ = ["ArrowFunction", "CannotRunLocally", "RaisedByQuery", "duckdb_sql", "run_sql"]

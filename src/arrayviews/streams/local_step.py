@@ -1,0 +1,68 @@
+"""Building one ViewDF part in this process: the part query runs in DuckDB (execution/local_sql.py)
+over the Arrow rows of the parts it reads, and the result is staged as the part's Parquet file(s)
+by pyarrow, the same files the Spark step stages and commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from arrayviews.execution.local_sql import CannotRunLocally, run_sql
+from arrayviews.model.names import PART
+from arrayviews.model.viewdf import PartQuery
+from arrayviews.storage.files import read_parquet_files
+from arrayviews.storage.part_table import PartTable, StagedFile
+from arrayviews.streams import exact_sums
+
+
+@dataclass(frozen=True)
+class Input:
+    """The files one part reference of a query reads, from which table, and whether the query sees
+    the part number column (a view reading its own parts does, as on Spark)."""
+
+    table: PartTable
+    uris: tuple[str, ...]
+    keep_part: bool = False
+
+
+def read_input(source: Input) -> pa.Table:
+    rows = read_parquet_files(list(source.uris), schema=source.table.arrow_schema)
+    return rows if source.keep_part else rows.drop_columns([PART])
+
+
+def conform_result(result: pa.Table, schema: pa.Schema, view: str, part: int) -> pa.Table:
+    """The query result with the view's columns (matched by name, letter case ignored) in the view's
+    types; a value the view's column cannot hold (an integer sum past BIGINT, say) is refused, so
+    Spark runs the query and reports its own error."""
+    by_name = {name.lower(): index for index, name in enumerate(result.column_names)}
+    columns = []
+    for field in schema:
+        if field.name == PART:
+            columns.append(pa.array([part] * result.num_rows, pa.int64()))
+            continue
+        index = by_name.get(field.name.lower())
+        if index is None:
+            raise CannotRunLocally(f"view {view}, part {part}: the result has no column {field.name}")
+        column = result.column(index)
+        try:
+            columns.append(column.cast(field.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise CannotRunLocally(
+                f"view {view}, part {part}: column {field.name} ({column.type}) does not fit "
+                f"{field.type}: {str(error).splitlines()[0][:200]}"
+            ) from None
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def build_part(
+    query: PartQuery, part: int, inputs: Sequence[Input], view: PartTable, name: str
+) -> list[StagedFile]:
+    """Stage part ``part`` of view ``name`` (whose table is ``view``) computed in-process; nothing is
+    committed. Raises CannotRunLocally when the query cannot run here with Spark's meaning and
+    RaisedByQuery when its ``raise_error`` fires."""
+    names = {number: f"viewdf_local_{number}" for number in range(len(inputs))}
+    tables = {names[number]: read_input(source) for number, source in enumerate(inputs)}
+    result = run_sql(query.render(names), tables, exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS)
+    return view.stage_local(conform_result(result, view.arrow_schema, name, part))
