@@ -4,6 +4,11 @@ Distributed as a halo exchange (operators/halo.py): each output chunk receives i
 the cells of its neighbours within the window's reach, then a per-chunk kernel computes the
 aggregates. Dense neighbourhoods go to the block kernel (kernels/window.py: naive, basic or
 recursive incremental), sparse ones to the point kernel (kernels/window_points.py).
+
+In-process (the local engine sees the whole input as one table) a dense input needs no halo
+exchange: its fragments are placed into one block over the chunks it covers, the block kernel runs
+once, and the result is cut back into output chunks. A per-chunk exchange there only adds the cost
+of cutting, encoding and decoding pieces (about half the time of a 10^5-cell window).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.execution.engine import Engine
+from arrayviews.execution.engine import Data, Engine
 from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
@@ -158,6 +163,83 @@ def _window_chunk(
     return layout.encoded_to_table([encoded], out_schema, 0)
 
 
+def _block_of_fragments(table: pa.Table, schema: ArraySchema) -> pa.Table:
+    """The fragment rows as halo pieces of their own chunk (box = the clipped chunk), so that
+    :func:`halo.place` decodes them into a block."""
+    grid = ChunkGrid.of(schema)
+    for dimension, name, column in zip(
+        grid.dimensions, schema.dimension_names, layout.chunk_columns(schema), strict=True
+    ):
+        chunks = np.asarray(table.column(column), dtype=np.int64)
+        table = table.append_column(halo.LOW_PREFIX + name, pa.array(dimension.chunk_starts(chunks)))
+        table = table.append_column(halo.SIZE_PREFIX + name, pa.array(dimension.chunk_sizes(chunks)))
+    return table
+
+
+def _window_in_process(
+    table: pa.Table,
+    engine: Engine,
+    exchange,
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> pa.Table | None:
+    """The window of every fragment in ``table`` (the whole input, in the driver): one block kernel
+    call over the box of the chunks present when the cells fill enough of it, the per-chunk halo
+    exchange (``exchange``, run by the local engine) otherwise."""
+    grid = ChunkGrid.of(schema)
+    chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in layout.chunk_columns(schema)], 1)
+    starts = np.stack([g.chunk_starts(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    ends = starts + np.stack([g.chunk_sizes(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    low, high = starts.min(axis=0), ends.max(axis=0) - 1  # the core: every chunk present
+    shape = tuple(int(x) for x in high - low + 1)
+    block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
+    block_cells = math.prod(block_shape)
+    cells = int(np.sum(table.column(layout.N_CELLS)))
+    if block_cells > MAX_BLOCK_CELLS or cells < DENSE_FRACTION * block_cells:
+        fragments = layout.fragment_schema(schema)
+        result = exchange(engine.from_arrow(table, fragments))
+        return engine.collect(result, layout.fragment_schema(out_schema))
+    block = halo.place(_block_of_fragments(table, schema), schema, low - np.asarray(before), block_shape)
+    core = tuple(slice(b, b + n) for b, n in zip(before, shape, strict=True))
+    own = block.present[core]
+    results: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
+    for attribute, functions in _functions_by_input(calls).items():
+        if attribute is None:
+            values, present = None, block.present
+        else:
+            values = block.values[attribute]
+            present = block.present & ~block.nulls[attribute] if attribute in block.nulls else block.present
+        try:
+            computed = window_block(values, present, before, after, functions, method, targets=own)
+        except SumOverflow as error:
+            raise _overflow(out_schema, attribute, low + np.asarray(error.index), error.value) from None
+        results.update({(attribute, f): pair for f, pair in computed.items()})
+    dtypes = layout.attribute_dtypes(out_schema)
+    encoded = []
+    for chunk in np.unique(chunks, axis=0):
+        chunk_low, chunk_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(chunk))
+        box = tuple(slice(int(a), int(b) + 1) for a, b in zip(chunk_low - low, chunk_high - low, strict=True))
+        mine = own[box]
+        if mine.all():
+            index, offsets = (slice(None),) * len(shape), np.arange(mine.size, dtype=np.int64)
+        else:
+            index = np.nonzero(mine)
+            offsets = np.ravel_multi_index(index, mine.shape).astype(np.int64)
+        values_out, nulls_out = {}, {}
+        for call in calls:
+            result, null = results[(call.attribute, call.function)]
+            values_out[call.output_name] = result[box][index].reshape(-1)
+            if null is not None and null[box][index].any():
+                nulls_out[call.output_name] = null[box][index].reshape(-1)
+        fragment = codec.Fragment(tuple(int(c) for c in chunk), offsets, values_out, nulls_out)
+        encoded.append(codec.encode(fragment, mine.size, dtypes))
+    return layout.encoded_to_table(encoded, out_schema, 0)
+
+
 def window(
     source: Source,
     engine: Engine,
@@ -173,13 +255,31 @@ def window(
     calls = parse_calls(schema, aggregates)
     attributes = output_attributes(schema, calls, schema.dimension_names)
     out_schema = schema.with_attributes(attributes)
-    pieces = engine.map_batches(
-        source.data(engine),
-        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
-        halo.piece_schema(schema),
-    )
-    function = functools.partial(
-        _window_chunk,
+
+    def exchange(data: Data) -> Data:
+        pieces = engine.map_batches(
+            data,
+            functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
+            halo.piece_schema(schema),
+        )
+        function = functools.partial(
+            _window_chunk,
+            schema=schema,
+            out_schema=out_schema,
+            before=before,
+            after=after,
+            calls=calls,
+            method=method,
+        )
+        return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+
+    if engine.name != "local":
+        return ComputedSource(out_schema, exchange(source.data(engine)), engine=engine)
+    # the local engine hands a map function the whole input as one table
+    whole = functools.partial(
+        _window_in_process,
+        engine=engine,
+        exchange=exchange,
         schema=schema,
         out_schema=out_schema,
         before=before,
@@ -187,5 +287,5 @@ def window(
         calls=calls,
         method=method,
     )
-    frame = engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+    frame = engine.map_batches(source.data(engine), whole, layout.fragment_schema(out_schema))
     return ComputedSource(out_schema, frame, engine=engine)
