@@ -6,6 +6,7 @@ arrays through the read protocol of ``views.protocols``.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -41,8 +42,10 @@ from arrayviews.views.refresh_cost import (
     FULL_JOBS,
     INCREMENTAL_JOBS,
     StrategyCost,
+    calibrated,
     cheaper,
     cost_of,
+    measured_scales,
 )
 from arrayviews.views.source import ViewSource
 
@@ -178,10 +181,12 @@ def create_view(
         raise AlreadyExistsError(f"an array named {name} already exists")
 
     def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
+        started = time.perf_counter()
         bases = _pinned_bases(db, definition)
         checkpoint("refresh.start")
         prepared = _prepare(db, definition, stored, bases, "full", {}, None, name)
-        engine, _ = db.executors.choose(prepared.estimate)
+        cost = cost_of(db.executors, "full", prepared.estimate)
+        engine = db.executors.engine(cost.choice.executor)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
         written = write_view_files(engine, fragments, data_directory, stored) if fragments is not None else []
@@ -189,6 +194,13 @@ def create_view(
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
         properties.update({"strategy": "full", "update-triples": str(triples), history.EXECUTOR: engine.name})
+        # the creation's cost calibrates later predictions of a full refresh (refresh_cost.py)
+        properties.update(
+            {
+                history.ESTIMATES: json.dumps({"full": cost.as_dict()}, sort_keys=True),
+                history.SECONDS: f"{time.perf_counter() - started:.6f}",
+            }
+        )
         return [w.uri for w in written], CommitInfo(
             "create", cells_added=sum(w.cells for w in written), properties=properties
         )
@@ -411,6 +423,9 @@ def _plan_strategy(
         costs[strategy] = cost_of(
             db.executors, strategy, p.estimate, p.pairs, None if p.affected is None else len(p.affected)
         )
+    if len(candidates) > 1:  # predictions scaled by what this view's refreshes measured
+        scales = measured_scales(history.refresh_history(view_source.table).to_dict("records"))
+        costs = {name: calibrated(cost, scales) for name, cost in costs.items()}
     if expired:
         reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
         chosen = costs["full"]
