@@ -55,3 +55,20 @@ def test_auto_scales_full_by_the_measured_creation_and_tries_incremental_at_mode
         )
     assert estimates["baseline"]["scale"] == 1.0  # never run on this view: the model's own figure
     assert view.verify()
+
+
+def test_a_whole_array_estimate_from_the_summary_equals_the_planned_files(db) -> None:
+    """The unplanned estimate of a whole read (snapshot summary totals) equals the sums over the
+    files a plan lists, after appends and a replace that removes files."""
+    from arrayviews.operators.source import StoredSource
+
+    array = db.create_array("E<v:float64>[i=0:99:10; j=0:99:10]")
+    array.write_dense(np.arange(10_000.0).reshape(100, 100))
+    array.insert({"i": [3, 55], "j": [4, 66], "v": [1.0, 2.0]}, on_conflict="replace")
+    table = array.source.table
+    source = StoredSource(table, table.current_version())
+    files = table.data_files()
+    estimate = source.estimate()
+    assert estimate.bytes == sum(f.file_size_in_bytes for f in files)
+    assert estimate.chunks == sum(f.record_count for f in files)
+    assert estimate.cells == 10_000

@@ -115,9 +115,9 @@ def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
 
 # -- creation -------------------------------------------------------------------------------------
 def view_schemas(
-    db: Database, name: str, definition: ViewDefinition, chunks=None
+    db: Database, name: str, definition: ViewDefinition, chunks=None, bases: dict | None = None
 ) -> tuple[ArraySchema, ArraySchema]:
-    """(public schema, stored schema) of a view."""
+    """(public schema, stored schema) of a view (base schemas from ``bases`` when given, as pinned)."""
     if isinstance(definition, WindowViewDefinition):
         base = db.array(definition.base)
         flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
@@ -125,7 +125,7 @@ def view_schemas(
         if chunks is not None and list(_dimensions(public, chunks)) != list(public.dimensions):
             raise ValidationError(f"window view {name}: the view keeps the chunking of {definition.base}")
         return public, public
-    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+    left, right = _base_schemas(db, definition, bases)
     check_aggregates(definition, left, right)
     dims = _dimensions(left, chunks)
     stored = state.stored_schema(name, definition, left, right, dims)
@@ -148,8 +148,15 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
     ]
 
 
-def join_spec(db: Database, definition: SimilarityViewDefinition) -> JoinSpec:
-    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+def _base_schemas(db: Database, definition: SimilarityViewDefinition, bases: dict | None):
+    """The left and right base schemas: from the pinned ``bases`` (no catalog read) or the catalog."""
+    if bases is not None:
+        return bases[definition.left].schema, bases[definition.right].schema
+    return db.array(definition.left).schema, db.array(definition.right).schema
+
+
+def join_spec(db: Database, definition: SimilarityViewDefinition, bases: dict | None = None) -> JoinSpec:
+    left, right = _base_schemas(db, definition, bases)
     return JoinSpec(left, right, definition.shape, Mapping.of(left, right, definition.mapping))
 
 
@@ -305,7 +312,7 @@ def _prepare(
                 read.cells + kept.cells, read.bytes + kept.bytes, len(affected), INCREMENTAL_JOBS
             )
         return Prepared(definition, stored, bases, strategy, estimate, len(affected), affected, context)
-    spec = join_spec(db, definition)
+    spec = join_spec(db, definition, bases)
     left, right = bases[definition.left], bases[definition.right]
     context = {"spec": spec}
     if strategy == "full":
@@ -321,7 +328,7 @@ def _prepare(
         else version_delta(right.table, old_right.version, right.version)
     )
     checkpoint("refresh.delta")
-    state.check_layout(definition, stored, view_schemas(db, view_name, definition)[1])
+    state.check_layout(definition, stored, view_schemas(db, view_name, definition, bases=bases)[1])
     plan = similarity.plan_baseline(spec, old_left, old_right, left_delta, right_delta)
     affected = similarity.affected_view_chunks(spec, stored, plan)
     kept = (
