@@ -228,6 +228,8 @@ def _window_in_process(
         present_here = block.present[reach]
         core = tuple(slice(b, n - a) for b, a, n in zip(before, after, present_here.shape, strict=True))
         own = present_here[core]
+        if not own.any():
+            continue
         if own.all():
             index, offsets = (slice(None),) * own.ndim, np.arange(own.size, dtype=np.int64)
         else:
