@@ -5,7 +5,8 @@ against numpy/scipy, measured in one run.
    refresh on Spark (forced) against refresh with ``execution="auto"`` (in-process here).
 2. 5x5 window average over the 344 x 403 Jacksboro fault elevation grid (matplotlib's sample data):
    in-process and Spark against ``scipy.ndimage.uniform_filter`` (the same average, borders shrunk).
-3. A 50 x 50 subarray read of that grid: in-process and Spark against numpy slicing.
+3. A 50 x 50 subarray read of that grid: in-process and Spark against numpy slicing; a 4 x 4 regrid
+   (block average) of the whole grid against numpy's reshape-and-mean of the same blocks.
 4. A 200-cell batch in one chunk (0.25% of the chunks at 4e6 cells) over growing base arrays
    (2.5e5 to 1.6e7 cells): ``refresh("auto")`` (median of three batches) against a full
    recomputation (``refresh("full")``) of the same view; the growth of the refresh time across the
@@ -85,7 +86,14 @@ def _dem(dbs: dict, repeats: int) -> dict:
         count = ndimage.uniform_filter(np.ones_like(elevation), 5, mode="constant")
         return total / count
 
-    results: dict = {"window": {}, "subarray": {}}
+    def numpy_regrid() -> np.ndarray:
+        padded = np.full((-(-rows // 4) * 4, -(-columns // 4) * 4), np.nan)
+        padded[:rows, :columns] = elevation
+        blocks = padded.reshape(padded.shape[0] // 4, 4, padded.shape[1] // 4, 4)
+        return np.nanmean(blocks, axis=(1, 3))
+
+    results: dict = {"window": {}, "subarray": {}, "regrid": {}}
+    results["regrid"]["numpy"], coarse = timed(numpy_regrid, repeats)
     results["window"]["scipy"], expected = timed(scipy_average, repeats)
     results["subarray"]["numpy"], block = timed(lambda: elevation[100:150, 200:250].copy(), repeats)
     for mode in ("auto", "spark"):
@@ -96,7 +104,10 @@ def _dem(dbs: dict, repeats: int) -> dict:
         seconds, cut = timed(lambda a=array: a.subarray(i=(100, 149), j=(200, 249)).to_numpy(), repeats)
         assert np.array_equal(cut, block)
         results["subarray"][mode] = seconds
-    window, cut = results["window"], results["subarray"]
+        seconds, got = timed(lambda a=array: a.regrid([4, 4], "avg(v)").to_numpy(), repeats)
+        assert np.allclose(got, coarse, rtol=1e-12)
+        results["regrid"][mode] = seconds
+    window, cut, regrid = results["window"], results["subarray"], results["regrid"]
     print(
         f"5x5 window average on {rows}x{columns}: scipy {window['scipy']:.4f} s, in-process "
         f"{window['auto']:.3f} s ({window['auto'] / window['scipy']:.0f}x scipy), Spark {window['spark']:.3f} s "
@@ -105,6 +116,10 @@ def _dem(dbs: dict, repeats: int) -> dict:
     print(
         f"50x50 subarray read: numpy {cut['numpy'] * 1e6:.0f} us, in-process {cut['auto']:.3f} s, "
         f"Spark {cut['spark']:.3f} s ({cut['spark'] / cut['auto']:.1f}x the in-process read)"
+    )
+    print(
+        f"4x4 regrid average: numpy {regrid['numpy'] * 1e3:.2f} ms, in-process {regrid['auto']:.3f} s "
+        f"({regrid['auto'] / regrid['numpy']:.0f}x numpy), Spark {regrid['spark']:.3f} s"
     )
     return results
 

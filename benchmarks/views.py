@@ -1,8 +1,10 @@
 """Materialized array views under batch updates (paper 000, section 6): PTF-5, PTF-25 and GEO views,
 batches of four kinds, incremental (baseline) refresh against full recomputation in the same run.
 
-Per batch: maintenance time, update triples, bytes shuffled (Spark status store), and the time of a
-full recomputation of an identical view refreshed with strategy "full". Run:
+Per batch: maintenance time, update triples, bytes shuffled (Spark status store), the time of a
+full recomputation of an identical view refreshed with strategy "full", and the time of a third
+identical view refreshed with strategy "auto" (issue 11 goal: never slower than the better of the
+other two by more than 10%). Run:
 ``.venv/bin/python -m benchmarks.run views`` (``--quick`` for a small smoke run).
 """
 
@@ -62,10 +64,11 @@ def _batches(survey: SkySurvey, kind: str, start: int, count: int, rng) -> list[
 
 def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neighbours",)) -> list[dict]:
     definition = similarity(base, base, shape, list(aggregates))
-    for view_name in (name, name + "_full"):
+    for view_name in (name, name + "_full", name + "_auto"):
         _fresh(db, view_name)
     incremental = db.create_view(name, definition)
     full = db.create_view(name + "_full", definition)
+    auto = db.create_view(name + "_auto", definition)
     rows = []
     array = db.array(base)
     for batch in batches:
@@ -78,6 +81,9 @@ def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neigh
         started = time.perf_counter()
         full.refresh("full")
         full_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        chosen = auto.refresh("auto")
+        auto_seconds = time.perf_counter() - started
         chunks_total = max(1, len(incremental.chunks()))
         rows.append(
             {
@@ -85,6 +91,11 @@ def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neigh
                 "refresh_s": seconds,
                 "full_s": full_seconds,
                 "speedup": full_seconds / seconds,
+                "auto_s": auto_seconds,
+                "auto_strategy": chosen.strategy,
+                "auto_executor": chosen.executor,
+                "auto_estimates": chosen.estimates,
+                "auto_vs_best": auto_seconds / min(seconds, full_seconds),
                 "update_triples": result.update_triples,
                 "view_chunks_rewritten": result.view_chunks_rewritten,
                 "view_chunks": chunks_total,
@@ -93,6 +104,7 @@ def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neigh
             }
         )
     rows[-1]["verified"] = bool(incremental.verify())
+    rows[-1]["auto_verified"] = bool(auto.verify())
     return rows
 
 
@@ -151,6 +163,7 @@ def report(results: dict, quick: bool) -> None:
         axes[0].plot(
             range(1, len(rows) + 1), [r["full_s"] for r in rows], linestyle="--", label=f"{key} full"
         )
+        axes[0].plot(range(1, len(rows) + 1), [r["auto_s"] for r in rows], linestyle=":", label=f"{key} auto")
         axes[1].plot(range(1, len(rows) + 1), [r["speedup"] for r in rows], marker="o", label=key)
     axes[0].set(title="maintenance time per batch", xlabel="batch", ylabel="s", yscale="log")
     axes[1].set(title="full recomputation / incremental refresh", xlabel="batch", ylabel="speedup")
@@ -169,4 +182,11 @@ def report(results: dict, quick: bool) -> None:
             f"{key:18} refresh {mean('refresh_s'):.2f} s vs full {mean('full_s'):.2f} s (speedup {mean('speedup'):.1f}x), "
             f"{mean('update_triples'):.0f} triples, {mean('fraction_of_chunks'):.1%} of view chunks, "
             f"{mean('shuffle_bytes') / 1e6:.1f} MB shuffled, verified {rows[-1].get('verified')}"
+        )
+        chosen = ", ".join(sorted({r["auto_strategy"] for r in rows}))
+        worst = max(r["auto_vs_best"] for r in rows)
+        print(
+            f"{'':18} auto {mean('auto_s'):.2f} s ({chosen}): mean {mean('auto_vs_best'):.2f}x, worst "
+            f"{worst:.2f}x the better of incremental and full (goal at most 1.10x), "
+            f"verified {rows[-1].get('auto_verified')}"
         )

@@ -85,6 +85,37 @@ def test_old_metadata_files_are_deleted_as_commits_go(db) -> None:
     assert array.count() == 30 and array.versions()["version"].tolist() == list(range(1, 31))
 
 
+@pytest.mark.slow  # 48 commits and 48 version reads
+def test_many_small_commits_keep_manifests_few_and_every_version_reads_back(db) -> None:
+    """Appends and replaces (overwrite commits) in turn: the current snapshot lists a bounded number
+    of manifests (they merge once 16 gather), and every version reads back the cells a plain-Python
+    dictionary replaying the same batches holds."""
+    from arrayviews.storage.snapshots import TABLE_PROPERTIES, TableProperties
+
+    bound = int(TABLE_PROPERTIES[TableProperties.MANIFEST_MIN_MERGE_COUNT])
+    array = db.create_array("M<v:int64>[i=0:199:10; j=0:9:10]")
+    rng = np.random.default_rng(8)
+    truth: dict[tuple[int, int], int] = {}
+    expected, most = [], 0
+    for k in range(3 * bound):
+        if k % 3 == 2:  # replace three cells already held (files removed: an overwrite commit)
+            held = sorted(truth)
+            pairs = [held[int(x)] for x in rng.choice(len(held), 3, replace=False)]
+            array.insert(cells(pairs, 1000 + k), on_conflict="replace")
+        else:  # two new cells in a new row
+            pairs = [(k, int(j)) for j in rng.choice(10, 2, replace=False)]
+            array.insert(cells(pairs, k))
+        truth.update({p: (1000 + k if k % 3 == 2 else k) for p in pairs})
+        expected.append(dict(truth))
+        table = array.source.table.table
+        most = max(most, len(table.current_snapshot().manifests(table.io)))
+    assert most <= bound, f"{most} manifests after small commits"
+    for version, reference in enumerate(expected, start=1):
+        frame = array.at_version(version).to_pandas()
+        got = {(int(i), int(j)): int(v) for i, j, v in zip(frame["i"], frame["j"], frame["v"], strict=True)}
+        assert got == reference, f"version {version}"
+
+
 def test_an_older_table_gets_the_commit_properties_on_its_next_commit(db) -> None:
     from arrayviews.storage.snapshots import update_properties
 

@@ -51,9 +51,14 @@ class StoredSource:
 
     def estimate(self, ranges: ChunkRanges = None) -> Estimate:
         """Cells and bytes a read of ``ranges`` touches, from the snapshot summary and the manifest
-        (the planned files' sizes and fragment counts); no data file is opened."""
-        files = self.table.data_files(self.version, ranges)
+        (the planned files' sizes and fragment counts); no data file is opened. A read of the whole
+        current version takes its bytes and fragments from the snapshot summary's totals, unplanned."""
         info = self.table.current() if self.version == self.table.current_version() else None
+        summary = self.table.current_summary() if info is not None and ranges is None else {}
+        if info is not None and "total-files-size" in summary and "total-records" in summary:
+            cells = min(info.cells_total, ranges_volume(self.schema, None))
+            return Estimate(cells, int(summary["total-files-size"]), int(summary["total-records"]))
+        files = self.table.data_files(self.version, ranges)
         if info is None:
             total = next((v.cells_total for v in self.table.versions() if v.version == self.version), 0)
         else:

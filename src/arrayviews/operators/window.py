@@ -4,6 +4,12 @@ Distributed as a halo exchange (operators/halo.py): each output chunk receives i
 the cells of its neighbours within the window's reach, then a per-chunk kernel computes the
 aggregates. Dense neighbourhoods go to the block kernel (kernels/window.py: naive, basic or
 recursive incremental), sparse ones to the point kernel (kernels/window_points.py).
+
+In-process (the local engine sees the whole input as one table) a dense input needs no halo
+exchange: its fragments are placed into one block over the chunks it covers, and each output
+chunk's kernel call reads its neighbourhood as a slice of that block. A per-chunk exchange there
+only adds the cost of cutting, encoding, grouping and decoding pieces (about half the time of a
+10^5-cell window).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.execution.engine import Engine
+from arrayviews.execution.engine import Data, Engine
 from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
@@ -158,6 +164,103 @@ def _window_chunk(
     return layout.encoded_to_table([encoded], out_schema, 0)
 
 
+def _block_of_fragments(table: pa.Table, schema: ArraySchema) -> pa.Table:
+    """The fragment rows as halo pieces of their own chunk (box = the clipped chunk), so that
+    :func:`halo.place` decodes them into a block."""
+    grid = ChunkGrid.of(schema)
+    for dimension, name, column in zip(
+        grid.dimensions, schema.dimension_names, layout.chunk_columns(schema), strict=True
+    ):
+        chunks = np.asarray(table.column(column), dtype=np.int64)
+        table = table.append_column(halo.LOW_PREFIX + name, pa.array(dimension.chunk_starts(chunks)))
+        table = table.append_column(halo.SIZE_PREFIX + name, pa.array(dimension.chunk_sizes(chunks)))
+    return table
+
+
+def _window_in_process(
+    table: pa.Table,
+    engine: Engine,
+    exchange,
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> pa.Table | None:
+    """The window of every fragment in ``table`` (the whole input, in the driver): the chunks'
+    neighbourhoods sliced from one block over the box of the chunks present when the cells fill
+    enough of it and of every neighbourhood, the per-chunk halo exchange (``exchange``, run by the
+    local engine) otherwise."""
+    grid = ChunkGrid.of(schema)
+    chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in layout.chunk_columns(schema)], 1)
+    starts = np.stack([g.chunk_starts(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    ends = starts + np.stack([g.chunk_sizes(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    low, high = starts.min(axis=0), ends.max(axis=0) - 1  # the core: every chunk present
+    shape = tuple(int(x) for x in high - low + 1)
+    block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
+    block_cells = math.prod(block_shape)
+    cells = int(np.sum(table.column(layout.N_CELLS)))
+    if block_cells > MAX_BLOCK_CELLS or cells < DENSE_FRACTION * block_cells:
+        fragments = layout.fragment_schema(schema)
+        result = exchange(engine.from_arrow(table, fragments))
+        return engine.collect(result, layout.fragment_schema(out_schema))
+    block = halo.place(_block_of_fragments(table, schema), schema, low - np.asarray(before), block_shape)
+    # Each chunk's window is computed over the same block the exchange would give it (the chunk and
+    # its reach), sliced from the one placed block: float sums add in an order that depends on the
+    # block's extent, so this keeps results bit for bit equal to the exchange, to the Spark engine
+    # and to window views maintained chunk by chunk.
+    boxes = []
+    for chunk in np.unique(chunks, axis=0):
+        chunk_low, chunk_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(chunk))
+        reach = tuple(
+            slice(int(a), int(b) + 1 + f + t)
+            for a, b, f, t in zip(chunk_low - low, chunk_high - low, before, after, strict=True)
+        )
+        if block.present[reach].sum() < DENSE_FRACTION * block.present[reach].size:
+            # a sparse neighbourhood goes to the point kernel in the exchange: so does the whole input
+            result = exchange(engine.from_arrow(table, layout.fragment_schema(schema)))
+            return engine.collect(result, layout.fragment_schema(out_schema))
+        boxes.append((tuple(int(c) for c in chunk), chunk_low, reach))
+    dtypes = layout.attribute_dtypes(out_schema)
+    encoded = []
+    for chunk, chunk_low, reach in boxes:
+        present_here = block.present[reach]
+        core = tuple(slice(b, n - a) for b, a, n in zip(before, after, present_here.shape, strict=True))
+        own = present_here[core]
+        if not own.any():
+            continue
+        if own.all():
+            index, offsets = (slice(None),) * own.ndim, np.arange(own.size, dtype=np.int64)
+        else:
+            index = np.nonzero(own)
+            offsets = np.ravel_multi_index(index, own.shape).astype(np.int64)
+        results: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
+        for attribute, functions in _functions_by_input(calls).items():
+            if attribute is None:
+                values, present = None, present_here
+            else:
+                values = block.values[attribute][reach]
+                nulls = block.nulls.get(attribute)
+                present = present_here if nulls is None else present_here & ~nulls[reach]
+            try:
+                computed = window_block(values, present, before, after, functions, method, targets=own)
+            except SumOverflow as error:
+                raise _overflow(
+                    out_schema, attribute, chunk_low + np.asarray(error.index), error.value
+                ) from None
+            results.update({(attribute, f): pair for f, pair in computed.items()})
+        values_out, nulls_out = {}, {}
+        for call in calls:
+            result, null = results[(call.attribute, call.function)]
+            values_out[call.output_name] = result[index].reshape(-1)
+            if null is not None and null[index].any():
+                nulls_out[call.output_name] = null[index].reshape(-1)
+        fragment = codec.Fragment(chunk, offsets, values_out, nulls_out)
+        encoded.append(codec.encode(fragment, own.size, dtypes))
+    return layout.encoded_to_table(encoded, out_schema, 0)
+
+
 def window(
     source: Source,
     engine: Engine,
@@ -173,13 +276,31 @@ def window(
     calls = parse_calls(schema, aggregates)
     attributes = output_attributes(schema, calls, schema.dimension_names)
     out_schema = schema.with_attributes(attributes)
-    pieces = engine.map_batches(
-        source.data(engine),
-        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
-        halo.piece_schema(schema),
-    )
-    function = functools.partial(
-        _window_chunk,
+
+    def exchange(data: Data) -> Data:
+        pieces = engine.map_batches(
+            data,
+            functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
+            halo.piece_schema(schema),
+        )
+        function = functools.partial(
+            _window_chunk,
+            schema=schema,
+            out_schema=out_schema,
+            before=before,
+            after=after,
+            calls=calls,
+            method=method,
+        )
+        return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+
+    if engine.name != "local":
+        return ComputedSource(out_schema, exchange(source.data(engine)), engine=engine)
+    # the local engine hands a map function the whole input as one table
+    whole = functools.partial(
+        _window_in_process,
+        engine=engine,
+        exchange=exchange,
         schema=schema,
         out_schema=out_schema,
         before=before,
@@ -187,5 +308,5 @@ def window(
         calls=calls,
         method=method,
     )
-    frame = engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+    frame = engine.map_batches(source.data(engine), whole, layout.fragment_schema(out_schema))
     return ComputedSource(out_schema, frame, engine=engine)

@@ -37,6 +37,9 @@ StoredFile = DataFile
 
 V = TypeVar("V")
 
+#: Plans kept per table (a snapshot's files never change, so a plan is valid while its snapshot is).
+PLANS_KEPT = 16
+
 
 @dataclass(frozen=True)
 class SnapshotRecord:
@@ -64,6 +67,7 @@ class VersionedTable:
 
     def __init__(self, table: Table) -> None:
         self.table = table
+        self._plans: dict[tuple[int, str], list[StoredFile]] = {}
 
     # -- identity ----------------------------------------------------------------------------------
     @property
@@ -145,8 +149,15 @@ class VersionedTable:
         snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
         if snapshot_id is None:
             return []
-        scan = self.table.scan(row_filter=row_filter or AlwaysTrue(), snapshot_id=snapshot_id)
-        return [task.file for task in scan.plan_files()]
+        # An operation plans the same read twice (its cost estimate, then the read): a snapshot is
+        # immutable, so the plan of (snapshot, filter) is kept rather than reading the manifests again.
+        key = (snapshot_id, repr(row_filter or AlwaysTrue()))
+        if key not in self._plans:
+            scan = self.table.scan(row_filter=row_filter or AlwaysTrue(), snapshot_id=snapshot_id)
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = [task.file for task in scan.plan_files()]
+        return list(self._plans[key])
 
     # -- commits -----------------------------------------------------------------------------------
     def check_base(self, expected_version: int) -> int | None:

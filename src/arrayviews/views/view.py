@@ -6,6 +6,7 @@ arrays through the read protocol of ``views.protocols``.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -41,8 +42,10 @@ from arrayviews.views.refresh_cost import (
     FULL_JOBS,
     INCREMENTAL_JOBS,
     StrategyCost,
+    calibrated,
     cheaper,
     cost_of,
+    measured_scales,
 )
 from arrayviews.views.source import ViewSource
 
@@ -112,9 +115,9 @@ def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
 
 # -- creation -------------------------------------------------------------------------------------
 def view_schemas(
-    db: Database, name: str, definition: ViewDefinition, chunks=None
+    db: Database, name: str, definition: ViewDefinition, chunks=None, bases: dict | None = None
 ) -> tuple[ArraySchema, ArraySchema]:
-    """(public schema, stored schema) of a view."""
+    """(public schema, stored schema) of a view (base schemas from ``bases`` when given, as pinned)."""
     if isinstance(definition, WindowViewDefinition):
         base = db.array(definition.base)
         flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
@@ -122,7 +125,7 @@ def view_schemas(
         if chunks is not None and list(_dimensions(public, chunks)) != list(public.dimensions):
             raise ValidationError(f"window view {name}: the view keeps the chunking of {definition.base}")
         return public, public
-    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+    left, right = _base_schemas(db, definition, bases)
     check_aggregates(definition, left, right)
     dims = _dimensions(left, chunks)
     stored = state.stored_schema(name, definition, left, right, dims)
@@ -146,8 +149,15 @@ def _dimensions(schema: ArraySchema, chunks) -> list[Dimension]:
     ]
 
 
-def join_spec(db: Database, definition: SimilarityViewDefinition) -> JoinSpec:
-    left, right = db.array(definition.left).schema, db.array(definition.right).schema
+def _base_schemas(db: Database, definition: SimilarityViewDefinition, bases: dict | None):
+    """The left and right base schemas: from the pinned ``bases`` (no catalog read) or the catalog."""
+    if bases is not None:
+        return bases[definition.left].schema, bases[definition.right].schema
+    return db.array(definition.left).schema, db.array(definition.right).schema
+
+
+def join_spec(db: Database, definition: SimilarityViewDefinition, bases: dict | None = None) -> JoinSpec:
+    left, right = _base_schemas(db, definition, bases)
     return JoinSpec(left, right, definition.shape, Mapping.of(left, right, definition.mapping))
 
 
@@ -179,10 +189,12 @@ def create_view(
         raise AlreadyExistsError(f"an array named {name} already exists")
 
     def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
+        started = time.perf_counter()
         bases = _pinned_bases(db, definition)
         checkpoint("refresh.start")
         prepared = _prepare(db, definition, stored, bases, "full", {}, None, name)
-        engine, _ = db.executors.choose(prepared.estimate)
+        cost = cost_of(db.executors, "full", prepared.estimate)
+        engine = db.executors.engine(cost.choice.executor)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
         written = write_view_files(engine, fragments, data_directory, stored) if fragments is not None else []
@@ -190,6 +202,13 @@ def create_view(
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
         properties.update({"strategy": "full", "update-triples": str(triples), history.EXECUTOR: engine.name})
+        # the creation's cost calibrates later predictions of a full refresh (refresh_cost.py)
+        properties.update(
+            {
+                history.ESTIMATES: json.dumps({"full": cost.as_dict()}, sort_keys=True),
+                history.SECONDS: f"{time.perf_counter() - started:.6f}",
+            }
+        )
         return [w.uri for w in written], CommitInfo(
             "create", cells_added=sum(w.cells for w in written), properties=properties
         )
@@ -294,7 +313,7 @@ def _prepare(
                 read.cells + kept.cells, read.bytes + kept.bytes, len(affected), INCREMENTAL_JOBS
             )
         return Prepared(definition, stored, bases, strategy, estimate, len(affected), affected, context)
-    spec = join_spec(db, definition)
+    spec = join_spec(db, definition, bases)
     left, right = bases[definition.left], bases[definition.right]
     context = {"spec": spec}
     if strategy == "full":
@@ -310,7 +329,7 @@ def _prepare(
         else version_delta(right.table, old_right.version, right.version)
     )
     checkpoint("refresh.delta")
-    state.check_layout(definition, stored, view_schemas(db, view_name, definition)[1])
+    state.check_layout(definition, stored, view_schemas(db, view_name, definition, bases=bases)[1])
     plan = similarity.plan_baseline(spec, old_left, old_right, left_delta, right_delta)
     affected = similarity.affected_view_chunks(spec, stored, plan)
     kept = (
@@ -412,6 +431,9 @@ def _plan_strategy(
         costs[strategy] = cost_of(
             db.executors, strategy, p.estimate, p.pairs, None if p.affected is None else len(p.affected)
         )
+    if len(candidates) > 1:  # predictions scaled by what this view's refreshes measured
+        scales = measured_scales(history.refresh_history(view_source.table).to_dict("records"))
+        costs = {name: calibrated(cost, scales) for name, cost in costs.items()}
     if expired:
         reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
         chosen = costs["full"]
