@@ -282,7 +282,7 @@ def _cells(
                     line, column = positions[number - 1][k]
                     where = f" at line {line}, column {column}"
                 raise ValidationError(
-                    f"array {schema.name}, {what} {name} ({type_name}): {problem} in row {number}{where}",
+                    f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
                     array=schema.name,
                     column=name,
                     value=value,
