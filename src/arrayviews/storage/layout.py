@@ -93,6 +93,15 @@ def cell_schema(schema: ArraySchema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def null_filler(data_type: pa.DataType) -> object:
+    """The value that stands in for a null of ``data_type`` under a null mask (False, "", or 0)."""
+    if pa.types.is_boolean(data_type):
+        return False
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        return ""
+    return 0
+
+
 def arrow_type_of(attribute) -> pa.DataType:
     """The Arrow type of an attribute's values."""
     return arrow_type(attribute.type)
