@@ -383,7 +383,6 @@ SQL_TYPE_NAMES: dict[str, str] = {
     "float32": "FLOAT",
     "float64": "DOUBLE",
     "bool": "BOOLEAN",
-    "string": "STRING",
 }
 # Spark's other spellings of the same types (as sqlglot normalises them, plus Spark's own).
 _SQL_SYNONYMS = {"INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT", "BOOL": "BOOLEAN"}

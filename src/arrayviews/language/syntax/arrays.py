@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from arrayviews.language.syntax.base import (
-    INT64_MAX,
     INT64_MIN,
     UINT64_MAX,
     Statement,
