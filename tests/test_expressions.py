@@ -254,7 +254,8 @@ def test_literals_compare_by_type_value_and_sign() -> None:
         (1.5, "int32", TypeError),
         (True, "int32", TypeError),
         (1, "bool", TypeError),
-        ("1", None, TypeError),
+        ("1", "int32", TypeError),
+        (1, "string", TypeError),
         (1, "void", ValueError),
     ],
 )
