@@ -238,7 +238,7 @@ def test_string_literals_against_spark(spark) -> None:
     assert list(spark.sql(f"SELECT {printed}").collect()[0]) == values
 
 
-def test_operators_carry_strings_on_both_executors(both) -> None:
+def test_operators_and_aggregates_carry_strings_on_both_executors(both) -> None:
     A, cells = load(both, "A", 3)
     B, other = load(both, "B", 4)
     kept = A.filter("s LIKE '%a%' OR length(s) > 2")
@@ -256,10 +256,10 @@ def test_operators_carry_strings_on_both_executors(both) -> None:
     assert rows(applied, "u") == {c: "none" if w is None else w for c, (w, _) in cells.items()}
     lengths = A.apply("n", "length(s)")
     assert rows(lengths, "n") == {c: None if w is None else len(w) for c, (w, _) in cells.items()}
+    check_count_min_max(A, cells)
 
 
-def test_count_min_max_of_strings_on_both_executors(both) -> None:
-    A, cells = load(both, "A", 5)
+def check_count_min_max(A, cells: dict) -> None:
     whole = A.aggregate("count(s) as n", "min(s) as lo", "max(s) as hi").to_arrow().to_pylist()[0]
     present = [w for w, _ in cells.values() if w is not None]
     assert (whole["n"], whole["lo"], whole["hi"]) == (len(present), utf8_min(present), utf8_max(present))
