@@ -249,7 +249,8 @@ def test_literals_compare_by_type_value_and_sign() -> None:
     [
         (2**31, "int32", ValueError),
         (2**63, "int64", ValueError),
-        (2**63, None, ValueError),
+        (2**64, None, ValueError),
+        (2**63 - 1, "uint64", ValueError),
         (0.1, "float32", ValueError),  # not a FLOAT value
         (1.5, "int32", TypeError),
         (True, "int32", TypeError),
@@ -385,7 +386,7 @@ SYNTAX_ERRORS = [
     ("CASE WHEN a THEN 1", 1, 19, "unexpected end of input", ("END",)),
     ("CAST(a AS foo)", 1, 11, "unexpected 'foo'; a cast needs a type", None),
     ("a IN ()", 1, 1, "IN needs at least one value", ("expression",)),
-    ("9223372036854775808", 1, 1, "integer 9223372036854775808 is outside the BIGINT range", ("number",)),
+    ("18446744073709551616", 1, 1, "integer 18446744073709551616 is outside the BIGINT range", ("number",)),
     ("1 + 99999999999999999999", 1, 5, "integer 99999999999999999999 is outside the BIGINT range", None),
     ("1e400", 1, 1, "number 1e400 is outside the DOUBLE range", ("number",)),
     ("1e39F", 1, 1, "number 1e39F is outside the FLOAT range", ("number",)),

@@ -5,6 +5,7 @@ uint64 values above 2**63 through statements."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -362,3 +363,47 @@ def test_string_type_names(db) -> None:
     for spelling in ("string", "str", "text", "varchar", "utf8"):
         schema: ArraySchema = parse_schema(f"A<s:{spelling}>[i=0:1:2]")
         assert schema.attribute("s").type == "string"
+
+
+UINT64_PREDICATES = [
+    ("u = 18446744073709551615", lambda u, n: u == 2**64 - 1),
+    ("u > 9223372036854775807", lambda u, n: u > 2**63 - 1),
+    ("u >= 9223372036854775808", lambda u, n: u >= 2**63),
+    ("u < 5", lambda u, n: u < 5),
+    ("u > -1", lambda u, n: u > -1),
+    ("u <> n", lambda u, n: u != n),
+    ("u <= n OR u = 0", lambda u, n: u <= n or u == 0),
+]
+
+
+@pytest.mark.parametrize(("text", "reference"), UINT64_PREDICATES, ids=[p[0] for p in UINT64_PREDICATES])
+def test_uint64_comparisons_are_exact_against_python_and_spark(spark, text: str, reference) -> None:
+    us = [2**64 - 1, 2**64 - 2, 2**63, 2**63 - 1, 2**53 + 1, 5, 0, 4]
+    ns = [-1, 2**63 - 1, 2**63 - 1, 2**63 - 1, 2**53, 5, -(2**63), 3]
+    expected = [reference(u, n) for u, n in zip(us, ns, strict=True)]
+    expr = parse_expression(text)
+    ours = evaluate_predicate(expr, {"u": np.array(us, np.uint64), "n": np.array(ns, np.int64)}, len(us))
+    assert ours.tolist() == expected
+    frame = spark.createDataFrame(
+        [(k, Decimal(u), n) for k, (u, n) in enumerate(zip(us, ns, strict=True))],
+        "k int, u decimal(20,0), n long",
+    )
+    kept = {r.k for r in frame.filter(expr.to_text()).select("k").collect()}
+    assert kept == {k for k, e in enumerate(expected) if e}
+
+
+def test_uint64_filters_through_statements_and_refusals(db) -> None:
+    db.sql("CREATE ARRAY U <u:uint64> [i=0:3:2]")
+    db.sql(f"INSERT INTO U VALUES (0, {2**64 - 1}), (1, {2**63}), (2, 7), (3, 0)")
+    kept = db.sql("SELECT * FROM U WHERE u > 9223372036854775807")
+    assert [int(v) for v in kept.to_pandas()["u"]] == [2**64 - 1, 2**63]
+    assert kept.schema.attribute("u").type == "uint64"
+    U = db.array("U")
+    for run, message in [
+        (lambda: U.filter("u > 1.5"), "cannot compare UINT64 with DOUBLE"),
+        (lambda: U.apply("v", "u + 1"), "'+' needs a number, got UINT64"),
+        (lambda: U.filter("u IN (1, 2)"), "cannot mix UINT64, INT"),
+        (lambda: U.filter("u > 18446744073709551616"), "outside the BIGINT range"),
+    ]:
+        with pytest.raises(ArrayViewsError, match=re.escape(message)):
+            run().to_pandas()

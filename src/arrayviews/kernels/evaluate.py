@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from arrayviews.kernels import spark_arithmetic as sa
 from arrayviews.model.errors import SchemaError, ValidationError
-from arrayviews.model.expression_types import like_regex
+from arrayviews.model.expression_types import EXPRESSION_STORAGE_TYPES, like_regex
 from arrayviews.model.expressions import (
     COMPARISONS,
     VOID,
@@ -534,7 +534,9 @@ def _column_types(expr: Expr, columns: Mapping[str, np.ndarray], length: int) ->
         column = np.asarray(column)
         try:
             types[name] = type_of_dtype(column.dtype)
-            problem = None if types[name] == "string" else computing_problem(types[name], "a cell expression")
+            problem = None
+            if types[name] not in EXPRESSION_STORAGE_TYPES:
+                problem = computing_problem(types[name], "a cell expression")
             if problem is not None:
                 del types[name]
                 raise SchemaError(problem)

@@ -24,7 +24,8 @@ DTYPES = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "bool": np.dtype(np.bool_),
-    "string": np.dtype(object),  # str values; compared by UTF-8 bytes through pyarrow
+    "string": np.dtype(object),
+    "uint64": np.dtype(np.uint64),  # compared exactly with integers (numpy compares mixed signs exactly)  # str values; compared by UTF-8 bytes through pyarrow
     "void": np.dtype(np.bool_),  # NULL literals: the values are never read
 }
 _TWO_63 = 2.0**63

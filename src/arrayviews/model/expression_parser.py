@@ -436,6 +436,8 @@ class _Binder:
                 return Literal(value, "int32")
             if INT64_MIN <= value <= INT64_MAX:
                 return Literal(value, "int64")
+            if suffix == "" and INT64_MAX < value <= 2**64 - 1:  # compared with uint64 attributes
+                return Literal(value, "uint64")
             raise self.fail(
                 f"integer {sign}{digits} is outside the BIGINT range (Spark would read it as a DECIMAL, "
                 f"which arrays do not have); write it as a DOUBLE, e.g. {sign}{digits}D",

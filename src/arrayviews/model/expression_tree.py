@@ -29,7 +29,8 @@ VOID = "void"
 NUMERIC_TYPES = ("int32", "int64", "float32", "float64")
 INTEGER_TYPES = ("int32", "int64")
 FLOAT_TYPES = ("float32", "float64")
-LITERAL_TYPES = (*NUMERIC_TYPES, "bool", "string", VOID)
+LITERAL_TYPES = (*NUMERIC_TYPES, "bool", "string", "uint64", VOID)
+UINT64_MAX = 2**64 - 1
 
 UNARY_OPS = frozenset({"-", "+", "~", "not"})
 ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "div"})
@@ -116,6 +117,12 @@ class Literal(Expr):
         if kind == "string":
             if not isinstance(value, str):
                 raise TypeError(f"a STRING literal needs a str, got {value!r}")
+        elif kind == "uint64":  # integers above BIGINT, as written for uint64 attributes
+            if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"a uint64 literal needs an int, got {value!r}")
+            value = int(value)
+            if not INT64_MAX < value <= UINT64_MAX:
+                raise ValueError(f"a uint64 literal lies in {INT64_MAX + 1}..{UINT64_MAX}, got {value}")
         elif kind == VOID:
             if value is not None:
                 raise ValueError(f"a NULL literal has no value, got {value!r}")
@@ -162,6 +169,8 @@ def _default_type(value: object) -> str:
     if isinstance(value, str):
         return "string"
     if isinstance(value, numbers.Integral):
+        if int(value) > INT64_MAX:
+            return "uint64"
         return "int32" if INT32_MIN <= int(value) <= INT32_MAX else "int64"
     if isinstance(value, numbers.Real):
         return "float64"
@@ -472,7 +481,7 @@ def literal_text(literal: Literal) -> str:
         return "TRUE" if value else "FALSE"
     if kind == "string":
         return string_literal_text(value)
-    if kind == "int32":
+    if kind in ("int32", "uint64"):
         return str(value)
     if kind == "int64":
         return f"{value}L" if INT32_MIN <= value <= INT32_MAX else str(value)

@@ -65,8 +65,8 @@ _NULL_MAKERS = frozenset({"ln", "log", "log10", "log2", "nullif"}) | {
 
 def sql_name(type_name: str) -> str:
     """The Spark SQL name of a type (``VOID`` for the NULL literal's)."""
-    if type_name == "string":
-        return "STRING"
+    if type_name in ("string", "uint64"):
+        return type_name.upper()
     return "VOID" if type_name == VOID else SQL_TYPE_NAMES[type_name]
 
 
@@ -76,7 +76,7 @@ def wider(first: str, second: str) -> str | None:
         return first
     if first == VOID or second == VOID:
         return second if first == VOID else first
-    if "bool" in (first, second) or "string" in (first, second):
+    if {"bool", "string", "uint64"} & {first, second}:
         return None
     if first in INTEGER_TYPES and second in INTEGER_TYPES:
         return "int64"
@@ -113,6 +113,10 @@ def _integer(node: Expr, kind: str) -> str:
     if kind not in INTEGER_TYPES:
         raise _fail(node, f"needs an integer (INT or BIGINT), got {sql_name(kind)}")
     return kind
+
+
+#: Storage types cell expressions read: strings (compared, matched, measured) and uint64 (compared).
+EXPRESSION_STORAGE_TYPES = ("string", "uint64")
 
 
 def _text(node: Expr, kind: str) -> str:
@@ -214,6 +218,12 @@ def _binary(node: Binary, left: str, right: str) -> tuple[str, tuple[str, ...]]:
     op = node.op
     if op in LOGICAL:
         return "bool", (_condition(node, left), _condition(node, right))
+    if op in COMPARISONS and "uint64" in (left, right):
+        # uint64 compares exactly with integers (no common type: each side keeps its own)
+        if {left, right} <= {"uint64", *INTEGER_TYPES, VOID}:
+            return "bool", (left, right)
+        other = right if left == "uint64" else left
+        raise _fail(node, f"cannot compare UINT64 with {sql_name(other)} (uint64 values compare with integers)")
     if op in COMPARISONS:
         shared = wider(left, right)
         if shared is None:
@@ -321,7 +331,7 @@ def infer_type(expr: Expr, types: Mapping[str, str]) -> str:
                 kind = known[resolve_name(node.name, known)]
             except ValidationError as error:
                 raise ValidationError(f"{error} in expression {expr.to_text()!r}", column=node.name) from None
-            problem = None if kind in (VOID, "string") else computing_problem(kind, "a cell expression")
+            problem = None if kind in (VOID, *EXPRESSION_STORAGE_TYPES) else computing_problem(kind, "a cell expression")
             if problem is not None:
                 raise ValidationError(
                     f"{node.name} in expression {expr.to_text()!r}: {problem}", column=node.name, value=kind
