@@ -18,6 +18,8 @@ STORAGE_TYPES = [t for t in ATTRIBUTE_TYPES if t not in COMPUTING_TYPES]
 def extremes(type_name: str) -> np.ndarray:
     """Six values of the type, its smallest and largest among them (numpy's limits as the reference)."""
     dtype = numpy_dtype(type_name)
+    if type_name == "string":  # smallest and largest by code point (= UTF-8 byte order)
+        return np.array(["", "\x00", "A b", "it's", "\u00e9", "\U0001f389" * 3], dtype=object)
     if dtype.kind == "M":
         return np.array(
             [
@@ -70,7 +72,7 @@ def test_storage_types_round_trip_with_their_dtype(db, type_name: str) -> None:
     np.testing.assert_array_equal(np.asarray(C), values)
     chunks = A.chunks()
     low, high = chunks["x_min"].min(), chunks["x_max"].max()
-    if values.dtype.kind != "M":  # uint64 statistics are exact decimals (Spark has no unsigned integers)
+    if values.dtype.kind not in "MO":  # uint64 statistics are exact decimals (Spark has no unsigned integers)
         low, high = int(low), int(high)
     assert low == values.min() and high == values.max()
     stored = B.aggregate("count(*) as n").to_pandas()["n"].tolist()

@@ -139,7 +139,7 @@ class Array:
 
     def __array__(self, dtype: object = None, copy: bool | None = None) -> np.ndarray:
         """``np.asarray(A)`` for an array with one attribute: the dense block of its cells, empty cells
-        NaN (NaT for datetime64). An integer or bool attribute with empty cells has no NaN to hold them: refused (use
+        NaN (NaT for datetime64, None for string). An integer or bool attribute with empty cells has no NaN to hold them: refused (use
         ``to_numpy(fill=...)`` or ``to_numpy(masked=True)``)."""
         schema = self.schema
         if len(schema.attributes) != 1:
@@ -150,7 +150,7 @@ class Array:
             )
         values = self.to_numpy(masked=True)
         mask = np.ma.getmaskarray(values)
-        if mask.any() and values.dtype.kind not in "fcM":
+        if mask.any() and values.dtype.kind not in "fcMO":
             raise ValidationError(
                 f"array {schema.name}: attribute {schema.attributes[0].name} ({values.dtype}) has "
                 f"{int(mask.sum())} empty cell(s) and no NaN to hold them; use "
@@ -158,8 +158,8 @@ class Array:
                 array=schema.name,
                 column=schema.attributes[0].name,
             )
-        missing = np.datetime64("NaT", "ns") if values.dtype.kind == "M" else np.nan
-        data = np.ma.filled(values, missing) if mask.any() else np.ma.getdata(values)
+        missing = {"M": np.datetime64("NaT", "ns"), "O": None}.get(values.dtype.kind, np.nan)
+        data = np.where(mask, missing, np.ma.getdata(values)) if mask.any() else np.ma.getdata(values)
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def _current(self) -> Source:
@@ -262,7 +262,7 @@ class Array:
             if np.ma.isMaskedArray(value):
                 mask = np.ma.getmaskarray(value)
                 present = ~mask if present is None else present & ~mask
-                value = value.filled(0 if value.dtype.kind != "b" else False)
+                value = value.filled({"b": False, "O": "", "U": ""}.get(value.dtype.kind, 0))
             plain[name] = np.asarray(value, dtype=layout.attribute_dtypes(schema)[name])
         return writes.write_dense(source.table, self._db.spark, plain, origin, present, on_conflict)
 
@@ -484,6 +484,9 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
     for name, value in arrays.items():
         value = value if np.ma.isMaskedArray(value) else np.asarray(value)
         target = schema.attribute(name).type
+        if target == "string":
+            checked[name] = _text_block(schema, name, value)
+            continue
         if not accepts(target, value.dtype):
             raise ValidationError(
                 f"array {schema.name}, attribute {name}: values of type {value.dtype} cannot be stored as {target}",
@@ -509,6 +512,33 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
             f"array {schema.name}: write_dense needs every attribute; nullable ones left out are not supported yet"
         )
     return checked
+
+
+def _text_block(schema: ArraySchema, name: str, value: np.ndarray) -> np.ndarray:
+    """A block for a string attribute as an object array of str (masked entries kept masked)."""
+    data = np.ma.getdata(value)
+    if data.dtype.kind not in "UOT":
+        raise ValidationError(
+            f"array {schema.name}, attribute {name}: values of type {data.dtype} cannot be stored as string",
+            array=schema.name,
+            column=name,
+            value=str(data.dtype),
+        )
+    flat = data.reshape(-1)
+    mask = np.ma.getmaskarray(value).reshape(-1)
+    if data.dtype.kind == "O":
+        kinds = np.frompyfunc(lambda v: isinstance(v, str), 1, 1)(flat).astype(bool) | mask
+        if not kinds.all():
+            bad = int(np.flatnonzero(~kinds)[0])
+            index = tuple(int(i) for i in np.unravel_index(bad, data.shape))
+            raise ValidationError(
+                f"array {schema.name}, attribute {name}: {flat[bad]!r} is not a string (block index {index})",
+                array=schema.name,
+                column=name,
+                value=repr(flat[bad]),
+            )
+    text = np.asarray(data, dtype=object)
+    return np.ma.MaskedArray(text, mask=np.ma.getmaskarray(value)) if np.ma.isMaskedArray(value) else text
 
 
 def _box_corners(

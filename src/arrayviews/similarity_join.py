@@ -24,7 +24,7 @@ from arrayviews.operators.source import ComputedSource
 from arrayviews.storage import layout
 from arrayviews.views import similarity as views_similarity
 from arrayviews.views import state
-from arrayviews.views.definition import parse_view_aggregate, similarity
+from arrayviews.views.definition import check_aggregates, parse_view_aggregate, similarity
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -59,6 +59,7 @@ class SimilarityJoin:
             [parse_view_aggregate(a) for a in aggregates],
             self.spec.mapping,
         )
+        check_aggregates(definition, self.spec.left, self.spec.right)
         stored = state.stored_schema(
             self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
         )

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
+import pyarrow as pa
 
 from arrayviews.model.aggregate_calls import canonical_function
 from arrayviews.model.types import numpy_dtype, type_of_dtype
+from arrayviews.storage import codec
 
 #: What a partial state can hold; "moments" means the pair (mean, m2).
 NEEDS: tuple[str, ...] = ("count", "sum", "moments", "min", "max")
@@ -85,6 +87,22 @@ class PartialStates:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _text_extremes(
+    values: np.ndarray, valid: np.ndarray | None, group_of: np.ndarray, groups: int, part: str
+) -> np.ndarray:
+    """Per group, the smallest (``part="min"``) or largest string by UTF-8 bytes (Spark's order) among
+    the valid values; "" for groups without one (their count is 0, so the result is null there)."""
+    table = pa.table({"group": group_of, "value": codec.text_array(values).cast(pa.binary())})
+    if valid is not None:
+        table = table.filter(pa.array(valid))
+    found = table.group_by("group").aggregate([("value", part)])
+    out = np.full(groups, "", dtype=object)
+    out[found.column("group").to_numpy()] = (
+        found.column(f"value_{part}").cast(pa.string()).to_numpy(zero_copy_only=False)
+    )
+    return out
 
 
 def _identities(dtype: np.dtype) -> tuple[object, object]:
@@ -201,6 +219,12 @@ def partial_states(
         states.sum = _sums(values, valid, starts)
     if "moments" in needs:
         states.mean, states.m2 = _moments(values, valid, starts, states.count)
+    if codec.is_text(values.dtype):
+        group_of = _group_index(starts, len(keys))
+        for part in ("min", "max"):
+            if part in needs:
+                setattr(states, part, _text_extremes(values, valid, group_of, len(starts), part))
+        return states
     for part, ufunc, identity in (
         ("min", np.minimum, _identities(values.dtype)[0]),
         ("max", np.maximum, _identities(values.dtype)[1]),
@@ -286,10 +310,15 @@ def merge_states(parts: Sequence[PartialStates]) -> PartialStates:
             _check_no_wrap(out.sum, np.add.reduceat(merged["sum"].astype(np.float64), starts))
     if first.mean is not None:
         out.mean, out.m2 = _merge_moments(count_k, merged["mean"], merged["m2"], starts, out.count)
-    if first.min is not None:
-        out.min = np.minimum.reduceat(merged["min"], starts)
-    if first.max is not None:
-        out.max = np.maximum.reduceat(merged["max"], starts)
+    text = first.value_type is not None and codec.is_text(numpy_dtype(first.value_type))
+    for part, ufunc in (("min", np.minimum), ("max", np.maximum)):
+        if getattr(first, part) is None:
+            continue
+        if text:  # partials that saw no value hold "" and take no part
+            group_of = _group_index(starts, len(count_k))
+            setattr(out, part, _text_extremes(merged[part], count_k > 0, group_of, len(starts), part))
+        else:
+            setattr(out, part, ufunc.reduceat(merged[part], starts))
     return out
 
 
@@ -341,7 +370,7 @@ def finalize(states: PartialStates, function: str) -> tuple[np.ndarray, np.ndarr
         source = states.sum if function == "sum" else getattr(states, function)
         result = source.copy()
         if null.any():
-            result[null] = 0
+            result[null] = "" if codec.is_text(result.dtype) else 0
     return result, (null if null.any() else None)
 
 
@@ -366,15 +395,22 @@ def pack_states(states: PartialStates) -> bytes:
 
     Layout: the 4 bytes ``AVPS``, a format version byte, a little-endian uint32 header length, a UTF-8
     JSON header ``{"groups": n, "value_type": ..., "arrays": [[name, dtype], ...]}``, then the raw
-    little-endian buffer of every listed array, in header order, with no padding.
+    little-endian buffer of every listed array, in header order, with no padding. A string array is
+    listed as ``[name, "utf8", bytes]`` and stored as int32 offsets then UTF-8 (storage/codec.py).
     """
     arrays = states.arrays()
-    listing = [[name, array.dtype.newbyteorder("<").str] for name, array in arrays.items()]
+    listing, payloads = [], []
+    for name, array in arrays.items():
+        if codec.is_text(array.dtype):  # strings: the chunk codec's layout, its length in the header
+            payload = codec.text_bytes(array).tobytes()
+            listing.append([name, "utf8", len(payload)])
+        else:
+            dtype = array.dtype.newbyteorder("<")
+            payload = np.ascontiguousarray(array, dtype=dtype).tobytes()
+            listing.append([name, dtype.str])
+        payloads.append(payload)
     header = json.dumps({"groups": len(states), "value_type": states.value_type, "arrays": listing}).encode()
-    pieces = [_HEADER.pack(_MAGIC, _VERSION, len(header)), header]
-    for (_, dtype), array in zip(listing, arrays.values(), strict=True):
-        pieces.append(np.ascontiguousarray(array, dtype=np.dtype(dtype)).tobytes())
-    return b"".join(pieces)
+    return b"".join([_HEADER.pack(_MAGIC, _VERSION, len(header)), header, *payloads])
 
 
 def unpack_states(blob: bytes) -> PartialStates:
@@ -387,7 +423,11 @@ def unpack_states(blob: bytes) -> PartialStates:
     offset += header_length
     groups = header["groups"]
     arrays: dict[str, np.ndarray] = {}
-    for name, dtype_text in header["arrays"]:
+    for name, dtype_text, *length in header["arrays"]:
+        if dtype_text == "utf8":
+            arrays[name] = codec.text_values(np.frombuffer(blob, np.uint8, length[0], offset), groups)
+            offset += length[0]
+            continue
         dtype = np.dtype(dtype_text)
         array = np.frombuffer(blob, dtype=dtype, count=groups, offset=offset)
         arrays[name] = array.astype(dtype.newbyteorder("="))

@@ -51,9 +51,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.kernels import spark_arithmetic as sa
 from arrayviews.model.errors import SchemaError, ValidationError
+from arrayviews.model.expression_types import EXPRESSION_STORAGE_TYPES, like_regex
 from arrayviews.model.expressions import (
     COMPARISONS,
     VOID,
@@ -74,6 +77,7 @@ from arrayviews.model.expressions import (
     sql_name,
 )
 from arrayviews.model.types import computing_problem, type_of_dtype
+from arrayviews.storage import codec
 
 _TRY = {"try_add": "+", "try_subtract": "-", "try_multiply": "*", "try_divide": "/"}
 _TRY_HINT = {"+": "try_add", "-": "try_subtract", "*": "try_multiply", "/": "try_divide", "div": "try_divide"}
@@ -178,7 +182,7 @@ class _Evaluator:
     def eval(self, node: Expr, active: np.ndarray) -> Value:
         """``node``'s values and validity; ``active`` marks the cells Spark evaluates it for."""
         if isinstance(node, Literal):  # constants stay 0-d and broadcast
-            value = 0 if node.value is None else node.value
+            value = ("" if node.type == "string" else 0) if node.value is None else node.value
             return np.asarray(value, dtype=sa.DTYPES[node.type]), np.bool_(node.value is not None)
         if isinstance(node, Name):
             values = np.asarray(self.columns[node.name])
@@ -214,6 +218,8 @@ class _Evaluator:
         """Spark's implicit widening (exact between integers, rounding from BIGINT to DOUBLE)."""
         if source == target or target == VOID:
             return values
+        if target == "string":  # only NULL converts to STRING: its (never read) value is ""
+            return np.asarray("", dtype=object)
         return values.astype(sa.DTYPES[target], copy=False)
 
     # -- errors ------------------------------------------------------------------------------
@@ -234,20 +240,20 @@ class _Evaluator:
         )
         if hint:
             message += f"; {hint}"
-        first_value = self.columns[names[0]][row].item() if names else None
+        first_value = _item(np.asarray(self.columns[names[0]])[row]) if names else None
         raise ValidationError(message, column=names[0] if names else None, value=first_value)
 
     def show(self, name: str, row: int) -> str:
         null = self.nulls.get(name)
         if null is not None and null[row]:
             return "NULL"
-        return repr(np.asarray(self.columns[name])[row].item())
+        return repr(_item(np.asarray(self.columns[name])[row]))
 
     def show_node(self, node: Expr, row: int) -> str:
         with np.errstate(all="ignore"):
             values, valid = self.eval(node, np.False_)
         values, valid = np.broadcast_to(values, (self.length,)), np.broadcast_to(valid, (self.length,))
-        return repr(values[row].item()) if valid[row] else "NULL"
+        return repr(_item(values[row])) if valid[row] else "NULL"
 
     # -- operators ---------------------------------------------------------------------------
     def unary(self, node: Unary, active: np.ndarray) -> Value:
@@ -381,7 +387,7 @@ class _Evaluator:
 
     def case(self, node: Case, active: np.ndarray) -> Value:
         dtype = sa.DTYPES[self.kind(node)]
-        result = np.zeros(self.length, dtype=dtype)
+        result = _blank(dtype, self.length)
         valid = np.zeros(self.length, dtype=bool)
         remaining = active.copy()
         for index in range(len(node.branches)):
@@ -408,7 +414,7 @@ class _Evaluator:
             valid = _ALL if a_ok is _ALL and b_ok is _ALL else np.where(first, a_ok, b_ok)
             return np.where(first, a, b), valid
         if name == "coalesce":
-            result = np.zeros(self.length, dtype=sa.DTYPES[self.kind(node)])
+            result = _blank(sa.DTYPES[self.kind(node)], self.length)
             valid = np.zeros(self.length, dtype=bool)
             remaining = active.copy()
             for index in range(len(node.args)):
@@ -434,6 +440,20 @@ class _Evaluator:
         if name == "isnan":
             value, value_ok = self.child(node, 0, active)
             return value_ok & np.isnan(value), _ALL
+        if name == "length":  # characters (code points), as Spark counts them
+            value, value_ok = self.child(node, 0, active)
+            if value.ndim == 0:
+                return np.asarray(len(value.item()), dtype=np.int32), value_ok
+            lengths = pc.utf8_length(codec.text_array(value)).to_numpy(zero_copy_only=False)
+            return lengths.astype(np.int32, copy=False), value_ok
+        if name == "like":
+            value, value_ok = self.child(node, 0, active)
+            regex = like_regex(node.args[1].value)
+            if value.ndim == 0:
+                matched = pc.match_substring_regex(pa.array([value.item()], pa.string()), regex)
+                return np.bool_(matched[0].as_py()), value_ok
+            matched = pc.match_substring_regex(codec.text_array(value), regex)
+            return matched.to_numpy(zero_copy_only=False).astype(bool, copy=False), value_ok
         if name in _TRY:
             op = _TRY[name]
             if op == "/":
@@ -498,6 +518,14 @@ class _Evaluator:
         return result, valid
 
 
+def _item(value: object) -> object:
+    return value.item() if isinstance(value, np.generic | np.ndarray) else value
+
+
+def _blank(dtype: np.dtype, length: int) -> np.ndarray:
+    return np.full(length, "", dtype=object) if dtype.kind == "O" else np.zeros(length, dtype=dtype)
+
+
 def _column_types(expr: Expr, columns: Mapping[str, np.ndarray], length: int) -> dict[str, str]:
     """Attribute types of the columns; the ones the expression reads are checked for dtype and shape."""
     used = {name.lower() for name in referenced_names(expr)}
@@ -506,7 +534,9 @@ def _column_types(expr: Expr, columns: Mapping[str, np.ndarray], length: int) ->
         column = np.asarray(column)
         try:
             types[name] = type_of_dtype(column.dtype)
-            problem = computing_problem(types[name], "a cell expression")
+            problem = None
+            if types[name] not in EXPRESSION_STORAGE_TYPES:
+                problem = computing_problem(types[name], "a cell expression")
             if problem is not None:
                 del types[name]
                 raise SchemaError(problem)

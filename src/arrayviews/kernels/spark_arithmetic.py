@@ -12,6 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arrayviews.storage import codec
 
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 DTYPES = {
@@ -20,6 +24,8 @@ DTYPES = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "bool": np.dtype(np.bool_),
+    "string": np.dtype(object),
+    "uint64": np.dtype(np.uint64),  # compared exactly with integers (numpy compares mixed signs exactly)  # str values; compared by UTF-8 bytes through pyarrow
     "void": np.dtype(np.bool_),  # NULL literals: the values are never read
 }
 _TWO_63 = 2.0**63
@@ -100,15 +106,35 @@ def _number(x: np.ndarray) -> bool:
     return x.ndim == 0 and not np.isnan(x)
 
 
+def _text(values: np.ndarray) -> pa.Array | pa.Scalar:
+    if values.ndim == 0:
+        return pa.scalar(values.item(), pa.string())
+    return codec.text_array(values)
+
+
+def text_compare(a: np.ndarray, b: np.ndarray, function: str) -> np.ndarray:
+    """``pyarrow.compute.<function>`` (equal, less...) of two string operands (arrays or 0-d), by
+    UTF-8 bytes, which is Spark's string order; a numpy bool array (0-d when both are 0-d)."""
+    result = getattr(pc, function)(_text(a), _text(b))
+    if isinstance(result, pa.Scalar):
+        return np.bool_(result.as_py())
+    return result.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+
+
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spark's equality: NaN equals NaN, -0.0 equals 0.0."""
+    """Spark's equality: NaN equals NaN, -0.0 equals 0.0; strings equal when their bytes are."""
+    if a.dtype.kind == "O":
+        return text_compare(a, b, "equal")
     if a.dtype.kind == "f" and not (_number(a) or _number(b)):
         return (a == b) | (np.isnan(a) & np.isnan(b))
     return a == b
 
 
 def less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spark's ordering: NaN is larger than every other number (infinity included)."""
+    """Spark's ordering: NaN is larger than every other number (infinity included); strings in the
+    order of their UTF-8 bytes."""
+    if a.dtype.kind == "O":
+        return text_compare(a, b, "less")
     if a.dtype.kind == "f":
         if _number(b):
             return a < b  # a NaN a is not less

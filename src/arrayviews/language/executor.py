@@ -252,8 +252,13 @@ def _create_array(db: Database, s: ast.CreateArray) -> Array:
     return db.create_array(s.schema)
 
 
-def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.Table:
-    """The rows of INSERT ... VALUES as a typed Arrow table (checked value by value)."""
+def _cells(
+    schema: ArraySchema,
+    rows: tuple[tuple[ast.Value, ...], ...],
+    positions: tuple[tuple[tuple[int, int], ...], ...] | None = None,
+) -> pa.Table:
+    """The rows of INSERT ... VALUES as a typed Arrow table (checked value by value; a refused value
+    is named with its line and column when ``positions`` says where each was written)."""
     columns = [(d.name, "int64", False, True) for d in schema.dimensions]
     columns += [(a.name, a.type, a.nullable, False) for a in schema.attributes]
     hints = {a.name: a.null_hint for a in schema.attributes}
@@ -272,8 +277,12 @@ def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
             problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
             if problem:
                 what = "dimension" if is_dimension else "attribute"
+                where = ""
+                if positions is not None:
+                    line, column = positions[number - 1][k]
+                    where = f" at line {line}, column {column}"
                 raise ValidationError(
-                    f"array {schema.name}, {what} {name}: {problem} in row {number}",
+                    f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
                     array=schema.name,
                     column=name,
                     value=value,
@@ -287,6 +296,10 @@ def _cells(schema: ArraySchema, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
 def _value_problem(
     value: ast.Value, type_name: str, nullable: bool, is_dimension: bool, null_hint: str
 ) -> str | None:
+    if type_name == "string" and not is_dimension:
+        if value is None:
+            return None if nullable else f"null, but the {null_hint}"
+        return None if isinstance(value, str) else f"{_literal_text(value)} is not a string (quote it: '...')"
     if isinstance(value, str):
         return f"{value!r} is a string, not {'a coordinate' if is_dimension else f'a {type_name} value'}"
     if value is None:
@@ -388,7 +401,18 @@ def _insert(db: Database, s: ast.Insert) -> Any:
     array = open_array(db, s.array)
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
-    return array.insert(_cells(schema, _in_order(s, names, f"array {s.array}")))
+    rows = _in_order(s, names, f"array {s.array}")
+    positions = s.positions
+    if positions is not None and s.columns is not None:
+        order = [s.columns.index(name) for name in names]
+        positions = tuple(tuple(row[k] for k in order) for row in positions)
+    return array.insert(_cells(schema, rows, positions))
+
+
+def _literal_text(value: ast.Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
 
 
 def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast.Value, ...], ...]:

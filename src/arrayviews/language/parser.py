@@ -184,8 +184,12 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         name, columns_tree = tree.children[2], tree.children[3]
         row_trees = [c for c in tree.children[4:] if isinstance(c, Tree)]
         rows = tuple(tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in row_trees)
+        positions = tuple(
+            tuple(self.source.position(v.children[0].start_pos) for v in row.children if isinstance(v, Tree))
+            for row in row_trees
+        )
         if columns_tree is None:
-            return ast.Insert(str(name), rows)
+            return ast.Insert(str(name), rows, positions=positions)
         names = [t for t in _tokens(columns_tree) if t.type == "IDENTIFIER"]
         seen: set[str] = set()
         for token in names:
@@ -199,7 +203,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                     f"({', '.join(map(str, names))})",
                     row_tree.meta.start_pos,
                 )
-        return ast.Insert(str(name), rows, tuple(str(t) for t in names))
+        return ast.Insert(str(name), rows, tuple(str(t) for t in names), positions)
 
     def load(self, tree: Tree) -> ast.Statement:
         tokens = [t for t in tree.children if isinstance(t, Token)]
@@ -575,9 +579,9 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                     )
                 return number
             value = int(text)
-            if not ast.INT64_MIN <= value <= ast.INT64_MAX:
+            if not ast.INT64_MIN <= value <= ast.UINT64_MAX:
                 raise self.source.error(
-                    f"integer {text} is outside the int64 range", token.start_pos, ("number",)
+                    f"integer {text} is outside the int64 and uint64 ranges", token.start_pos, ("number",)
                 )
             return value
         if kind == "STRING":

@@ -10,6 +10,8 @@ from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import IDENTIFIER, name_problem
 from arrayviews.model.types import computing_problem, normalize_type
 
+#: Types that have an order but no arithmetic: count, min and max only.
+ORDERED_ONLY: frozenset[str] = frozenset({"string"})
 #: Canonical aggregate function names.
 FUNCTIONS: tuple[str, ...] = ("count", "sum", "avg", "min", "max", "var", "stdev")
 # SciDB spellings accepted in queries, mapped to the canonical names.
@@ -156,6 +158,8 @@ def output_type(call: AggregateCall, input_type: str | None) -> str:
     if input_type is None:
         raise ValueError(f"{call}: the input type is needed")
     kind = normalize_type(input_type)
+    if kind in ORDERED_ONLY and call.function in ("min", "max"):
+        return kind
     problem = computing_problem(kind, f"{call.function}({call.attribute})")
     if problem is not None:
         raise ValidationError(problem, column=call.attribute, value=kind)
@@ -180,12 +184,16 @@ def output_nullable(call: AggregateCall, input_nullable: bool = False) -> bool:
     return input_nullable
 
 
-def check_call(call: AggregateCall, attribute_types: Mapping[str, str]) -> None:
+def check_call(
+    call: AggregateCall, attribute_types: Mapping[str, str], array: str | None = None, window: bool = False
+) -> None:
     """Raise ValidationError if ``call`` cannot run over attributes with the given types.
 
     Unknown attributes are rejected (the message lists the available ones), and so are var and stdev
     over bool. sum and avg over bool are allowed and treat true as 1 and false as 0 (count of true
-    values and fraction of true values); min and max over bool are logical and/or.
+    values and fraction of true values); min and max over bool are logical and/or. Strings take
+    count, min and max (by UTF-8 bytes, Spark's order), but no window (``window=True``) at all.
+    A refusal names ``array`` (when given), the attribute and its type.
     """
     if call.attribute is None:
         return
@@ -195,20 +203,36 @@ def check_call(call: AggregateCall, attribute_types: Mapping[str, str]) -> None:
             f"{call}: unknown attribute {call.attribute!r}; available: {available}", column=call.attribute
         )
     kind = normalize_type(attribute_types[call.attribute])
-    problem = None if call.function == "count" else computing_problem(kind, str(call))
+    where = f"array {array}, attribute {call.attribute} ({kind}): " if array else ""
+    if window and kind in ORDERED_ONLY:
+        raise ValidationError(
+            f"{where}{call} in a window does not apply to {kind} values (windows compute over numbers; "
+            "count, min and max of strings work in regrid and aggregate)",
+            array=array,
+            column=call.attribute,
+            value=kind,
+        )
+    problem = None
+    if call.function != "count" and not (kind in ORDERED_ONLY and call.function in ("min", "max")):
+        problem = computing_problem(kind, str(call))
     if problem is not None:
-        raise ValidationError(problem, column=call.attribute, value=kind)
+        raise ValidationError(f"{where}{problem}", array=array, column=call.attribute, value=kind)
     if kind == "bool" and call.function in _NUMERIC_ONLY:
         raise ValidationError(
             f"{call}: {call.function} is not defined over bool attributes", column=call.attribute
         )
 
 
-def check_calls(calls: Iterable[AggregateCall], attribute_types: Mapping[str, str]) -> None:
+def check_calls(
+    calls: Iterable[AggregateCall],
+    attribute_types: Mapping[str, str],
+    array: str | None = None,
+    window: bool = False,
+) -> None:
     """Check every call with :func:`check_call` and reject two calls with the same output name."""
     seen: set[str] = set()
     for call in calls:
-        check_call(call, attribute_types)
+        check_call(call, attribute_types, array, window)
         if call.output_name in seen:
             raise ValidationError(
                 f"two aggregates produce {call.output_name!r}; rename one with 'as'", column=call.output_name

@@ -57,6 +57,7 @@ from arrayviews.model.expression_tree import (
     Name,
     Unary,
     arity_problem,
+    spark_string_value,
 )
 from arrayviews.model.types import SQL_TYPE_NAMES, type_of_sql_name
 
@@ -76,7 +77,6 @@ _LOGICAL = {exp.And: "and", exp.Or: "or"}
 _LOOSE = (exp.Not, exp.And, exp.Or, exp.In, exp.Between, exp.Is)
 _UNSUPPORTED_NAMES = {
     exp.DPipe: "'||' (string concatenation; write OR for a condition)",
-    exp.Like: "LIKE",
     exp.ILike: "ILIKE",
     exp.Star: "'*'",
     exp.Dot: "'.'",
@@ -351,12 +351,11 @@ class _Binder:
         if kind is exp.Column:
             return self.name(node)
         if kind is exp.Literal:
-            if node.is_string:
-                raise self.fail(
-                    f"a string ({node.sql()}) may only be cast, as in CAST('NaN' AS DOUBLE); "
-                    "arrays have no string type",
-                    node,
-                )
+            if node.is_string:  # read from the text as written: sqlglot unescapes unlike Spark
+                meta = node._meta or {}
+                if "start" in meta and "end" in meta:
+                    return Literal(spark_string_value(self.source.text[meta["start"] : meta["end"] + 1]), "string")
+                return Literal(str(node.this), "string")
             return self.number(node, negative=False)
         if kind is exp.Boolean:
             return Literal(bool(node.this))
@@ -390,6 +389,10 @@ class _Binder:
             return self.case(node)
         if kind is exp.Anonymous:
             return self.call(node)
+        if kind is exp.Length:
+            return Call("length", (self.operand(node.this),))
+        if kind is exp.Like and not node.args.get("escape"):
+            return Call("like", (self.operand(node.this), self.operand(node.expression)))
         if kind is exp.Alias:
             return self.trailing(node)
         if kind is exp.Tuple and not node.expressions:  # "()"
@@ -433,6 +436,8 @@ class _Binder:
                 return Literal(value, "int32")
             if INT64_MIN <= value <= INT64_MAX:
                 return Literal(value, "int64")
+            if suffix == "" and INT64_MAX < value <= 2**64 - 1:  # compared with uint64 attributes
+                return Literal(value, "uint64")
             raise self.fail(
                 f"integer {sign}{digits} is outside the BIGINT range (Spark would read it as a DECIMAL, "
                 f"which arrays do not have); write it as a DOUBLE, e.g. {sign}{digits}D",

@@ -29,7 +29,8 @@ VOID = "void"
 NUMERIC_TYPES = ("int32", "int64", "float32", "float64")
 INTEGER_TYPES = ("int32", "int64")
 FLOAT_TYPES = ("float32", "float64")
-LITERAL_TYPES = (*NUMERIC_TYPES, "bool", VOID)
+LITERAL_TYPES = (*NUMERIC_TYPES, "bool", "string", "uint64", VOID)
+UINT64_MAX = 2**64 - 1
 
 UNARY_OPS = frozenset({"-", "+", "~", "not"})
 ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "div"})
@@ -52,6 +53,8 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "coalesce": (1, None),
     "nullif": (2, 2),
     **dict.fromkeys(("try_add", "try_subtract", "try_multiply", "try_divide"), (2, 2)),
+    "length": (1, 1),
+    "like": (2, 2),  # ``s LIKE 'pattern'`` (printed as Spark's function form like(s, 'pattern'))
 }
 #: Other Spark spellings of the same functions: alias -> (canonical name, exact argument count or None).
 FUNCTION_ALIASES: dict[str, tuple[str, int | None]] = {
@@ -102,7 +105,7 @@ class Literal(Expr):
     """A typed constant. ``type`` defaults from the value as Spark types literals: a bool is BOOLEAN,
     an int INT if it fits (else BIGINT), a float DOUBLE, None the untyped NULL (``void``)."""
 
-    value: bool | int | float | None
+    value: bool | int | float | str | None
     type: str | None = None
 
     def __post_init__(self) -> None:
@@ -111,7 +114,16 @@ class Literal(Expr):
             kind = _default_type(value)
         elif kind not in LITERAL_TYPES:
             kind = _literal_type_name(kind)
-        if kind == VOID:
+        if kind == "string":
+            if not isinstance(value, str):
+                raise TypeError(f"a STRING literal needs a str, got {value!r}")
+        elif kind == "uint64":  # integers above BIGINT, as written for uint64 attributes
+            if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"a uint64 literal needs an int, got {value!r}")
+            value = int(value)
+            if not INT64_MAX < value <= UINT64_MAX:
+                raise ValueError(f"a uint64 literal lies in {INT64_MAX + 1}..{UINT64_MAX}, got {value}")
+        elif kind == VOID:
             if value is not None:
                 raise ValueError(f"a NULL literal has no value, got {value!r}")
         elif kind == "bool":
@@ -154,7 +166,11 @@ def _default_type(value: object) -> str:
         return VOID
     if isinstance(value, bool | np.bool_):
         return "bool"
+    if isinstance(value, str):
+        return "string"
     if isinstance(value, numbers.Integral):
+        if int(value) > INT64_MAX:
+            return "uint64"
         return "int32" if INT32_MIN <= int(value) <= INT32_MAX else "int64"
     if isinstance(value, numbers.Real):
         return "float64"
@@ -463,7 +479,9 @@ def literal_text(literal: Literal) -> str:
         return "NULL"
     if kind == "bool":
         return "TRUE" if value else "FALSE"
-    if kind == "int32":
+    if kind == "string":
+        return string_literal_text(value)
+    if kind in ("int32", "uint64"):
         return str(value)
     if kind == "int64":
         return f"{value}L" if INT32_MIN <= value <= INT32_MAX else str(value)
@@ -476,6 +494,55 @@ def literal_text(literal: Literal) -> str:
             text = repr(float(np.float32(value)))  # Spark checks the written decimal against the range
         return f"{text}F"
     return f"{value!r}D"
+
+
+_STRING_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\u0000"}
+)
+
+
+def string_literal_text(value: str) -> str:
+    """A Spark SQL string literal of ``value``: single quotes, backslash escapes for the backslash,
+    the quote, NUL and line breaks (read back by Spark and :func:`spark_string_value` alike)."""
+    return "'" + value.translate(_STRING_ESCAPES) + "'"
+
+
+_SIMPLE_ESCAPES = {"0": "\x00", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def spark_string_value(raw: str) -> str:
+    """The value of a quoted Spark SQL string literal as written (quotes included), unescaped as
+    Spark's ``unescapeSQLString`` does: ``\\uXXXX``, octal ``\\ooo``, ``\\0 \\b \\n \\r \\t \\Z``,
+    ``\\%`` and ``\\_`` kept with their backslash (for LIKE), any other escaped character itself."""
+    quote, body = raw[0], raw[1:-1]
+    out, index = [], 0
+    while index < len(body):
+        char = body[index]
+        if char == quote and body[index + 1 : index + 2] == quote:  # a doubled quote
+            out.append(quote)
+            index += 2
+            continue
+        if char != "\\" or index + 1 >= len(body):
+            out.append(char)
+            index += 1
+            continue
+        following = body[index + 1]
+        if following == "u" and len(body) >= index + 6 and set(body[index + 2 : index + 6]) <= _HEX:
+            out.append(chr(int(body[index + 2 : index + 6], 16)))
+            index += 6
+        elif (
+            following in "0123"
+            and index + 3 < len(body)
+            and body[index + 2] in "01234567"
+            and body[index + 3] in "01234567"
+        ):
+            out.append(chr(int(body[index + 1 : index + 4], 8)))
+            index += 4
+        else:
+            out.append(_SIMPLE_ESCAPES.get(following, following))
+            index += 2
+    return "".join(out)
 
 
 def name_text(name: str) -> str:

@@ -30,6 +30,7 @@ them on random expressions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from arrayviews.model.errors import ValidationError
@@ -64,6 +65,8 @@ _NULL_MAKERS = frozenset({"ln", "log", "log10", "log2", "nullif"}) | {
 
 def sql_name(type_name: str) -> str:
     """The Spark SQL name of a type (``VOID`` for the NULL literal's)."""
+    if type_name in ("string", "uint64"):
+        return type_name.upper()
     return "VOID" if type_name == VOID else SQL_TYPE_NAMES[type_name]
 
 
@@ -73,7 +76,7 @@ def wider(first: str, second: str) -> str | None:
         return first
     if first == VOID or second == VOID:
         return second if first == VOID else first
-    if "bool" in (first, second):
+    if {"bool", "string", "uint64"} & {first, second}:
         return None
     if first in INTEGER_TYPES and second in INTEGER_TYPES:
         return "int64"
@@ -110,6 +113,40 @@ def _integer(node: Expr, kind: str) -> str:
     if kind not in INTEGER_TYPES:
         raise _fail(node, f"needs an integer (INT or BIGINT), got {sql_name(kind)}")
     return kind
+
+
+#: Storage types cell expressions read: strings (compared, matched, measured) and uint64 (compared).
+EXPRESSION_STORAGE_TYPES = ("string", "uint64")
+
+
+def _text(node: Expr, kind: str) -> str:
+    if kind not in ("string", VOID):
+        raise _fail(node, f"needs a STRING, got {sql_name(kind)}")
+    return "string"
+
+
+def like_regex(pattern: str) -> str:
+    """The regular expression (RE2 and Java syntax) of a LIKE pattern, as Spark builds it: ``_`` is one
+    character, ``%`` any run (newlines included), a backslash makes the next ``_``, ``%`` or backslash
+    literal and may not precede anything else."""
+    pieces, index = ["(?s)^"], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            following = pattern[index + 1] if index + 1 < len(pattern) else None
+            if following not in ("_", "%", "\\"):
+                shown = "the end" if following is None else repr(following)
+                raise ValidationError(
+                    f"LIKE pattern {pattern!r}: the escape character may not precede {shown} "
+                    "(only _, % and \\ can be escaped)"
+                )
+            pieces.append(re.escape(following))
+            index += 2
+            continue
+        pieces.append("." if char == "_" else ".*" if char == "%" else re.escape(char))
+        index += 1
+    pieces.append("$")
+    return "".join(pieces)
 
 
 def _condition(node: Expr, kind: str, allow_null: bool = True) -> str:
@@ -155,7 +192,7 @@ def coercion(node: Expr, child_types: Sequence[str]) -> tuple[str, tuple[str, ..
         return _call(node, kinds)
     if isinstance(node, Cast):
         (kind,) = kinds
-        if kind not in (*NUMERIC_TYPES, "bool", VOID):
+        if kind not in (*NUMERIC_TYPES, "bool", VOID) or node.type == "string":
             raise _fail(node, f"cannot convert {sql_name(kind)}")
         return node.type, (kind,)
     if isinstance(node, IsNull):
@@ -181,6 +218,12 @@ def _binary(node: Binary, left: str, right: str) -> tuple[str, tuple[str, ...]]:
     op = node.op
     if op in LOGICAL:
         return "bool", (_condition(node, left), _condition(node, right))
+    if op in COMPARISONS and "uint64" in (left, right):
+        # uint64 compares exactly with integers (no common type: each side keeps its own)
+        if {left, right} <= {"uint64", *INTEGER_TYPES, VOID}:
+            return "bool", (left, right)
+        other = right if left == "uint64" else left
+        raise _fail(node, f"cannot compare UINT64 with {sql_name(other)} (uint64 values compare with integers)")
     if op in COMPARISONS:
         shared = wider(left, right)
         if shared is None:
@@ -230,6 +273,15 @@ def _call(node: Call, kinds: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     if name == "isnan":
         _number(node, kinds[0])
         return "bool", ("float64",)
+    if name == "length":
+        _text(node, kinds[0])
+        return "int32", ("string",)
+    if name == "like":
+        _text(node, kinds[0])
+        if not isinstance(node.args[1], Literal) or node.args[1].type != "string":
+            raise _fail(node, "needs a quoted pattern, as in s LIKE 'a%'")
+        like_regex(node.args[1].value)  # an invalid pattern is refused here, before any cell is read
+        return "bool", ("string", "string")
     if name in _DOUBLE_FUNCTIONS:
         for kind in kinds:
             _number(node, kind)
@@ -279,7 +331,7 @@ def infer_type(expr: Expr, types: Mapping[str, str]) -> str:
                 kind = known[resolve_name(node.name, known)]
             except ValidationError as error:
                 raise ValidationError(f"{error} in expression {expr.to_text()!r}", column=node.name) from None
-            problem = None if kind == VOID else computing_problem(kind, "a cell expression")
+            problem = None if kind in (VOID, *EXPRESSION_STORAGE_TYPES) else computing_problem(kind, "a cell expression")
             if problem is not None:
                 raise ValidationError(
                     f"{node.name} in expression {expr.to_text()!r}: {problem}", column=node.name, value=kind

@@ -30,6 +30,7 @@ ATTRIBUTE_TYPES: tuple[str, ...] = (
     "uint32",
     "uint64",
     "datetime64",
+    "string",
 )
 #: Types that cell expressions, aggregates (other than count), windows and views compute with.
 COMPUTING_TYPES: tuple[str, ...] = ATTRIBUTE_TYPES[:5]
@@ -47,6 +48,9 @@ _NUMPY = {
     "uint32": np.dtype(np.uint32),
     "uint64": np.dtype(np.uint64),
     "datetime64": np.dtype("datetime64[ns]"),
+    # Variable-width UTF-8 text: numpy object arrays of Python str in memory (Arrow string layout,
+    # offsets plus UTF-8 bytes, in storage: storage/codec.py).
+    "string": np.dtype(object),
 }
 _ARROW = {
     "int32": pa.int32(),
@@ -61,6 +65,7 @@ _ARROW = {
     "uint32": pa.uint32(),
     "uint64": pa.uint64(),
     "datetime64": pa.timestamp("ns"),
+    "string": pa.string(),
 }
 # SciDB and numpy spellings accepted in schemas, mapped to ours.
 _ALIASES = {
@@ -72,6 +77,10 @@ _ALIASES = {
     "datetime": "datetime64",
     "datetime64[ns]": "datetime64",
     "timestamp": "datetime64",
+    "str": "string",
+    "text": "string",
+    "utf8": "string",
+    "varchar": "string",
 }
 
 
@@ -103,6 +112,11 @@ def computing_problem(type_name: str, operation: str) -> str | None:
     if kind == "datetime64":
         return (
             f"{operation} does not apply to datetime64 values (instants have no sum, mean or arithmetic here)"
+        )
+    if kind == "string":
+        return (
+            f"{operation} does not apply to string values (text has no sum, mean or arithmetic; "
+            "count, min and max work on strings)"
         )
     return (
         f"{operation} does not compute with {kind} values (a storage type); store the attribute as "
@@ -164,6 +178,8 @@ def type_of_dtype(dtype: np.dtype) -> str:
     dtype = np.dtype(dtype)
     if dtype.kind == "M":
         dtype = np.dtype("datetime64[ns]")
+    if dtype.kind in "UOT":  # numpy text (fixed width, object or StringDType): variable-width strings
+        return "string"
     for name, candidate in _NUMPY.items():
         if candidate == dtype:
             return name

@@ -29,7 +29,7 @@ def cell_columns(cells: pa.Table, schema: ArraySchema) -> tuple[np.ndarray, dict
             column = column.combine_chunks()
         if column.null_count:
             nulls[attribute.name] = np.asarray(column.is_null())
-            column = column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+            column = column.fill_null(layout.null_filler(column.type))
         values[attribute.name] = np.asarray(column)
     return coords, values, nulls
 

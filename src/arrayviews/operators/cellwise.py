@@ -122,7 +122,7 @@ def _columns(cells: pa.Table, names) -> tuple[dict[str, np.ndarray], dict[str, n
         column = cells.column(name).combine_chunks()
         if column.null_count:
             nulls[name] = np.asarray(column.is_null())
-            column = column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+            column = column.fill_null(layout.null_filler(column.type))
         columns[name] = np.asarray(column)
     return columns, nulls
 

@@ -140,7 +140,7 @@ def version_delta(array: ArrayTable, old_version: int, new_version: int) -> Delt
     unchanged = np.ones(len(pair), dtype=bool)
     for attribute in schema.attributes:
         column = both.column(attribute.name).combine_chunks()
-        values = np.asarray(column.fill_null(False if pa.types.is_boolean(column.type) else 0))
+        values = np.asarray(column.fill_null(layout.null_filler(column.type)))
         nulls = np.asarray(column.is_null())
         unchanged &= (nulls[first] == nulls[second]) & (nulls[first] | _equal(values[first], values[second]))
     drop = np.zeros(both.num_rows, dtype=bool)

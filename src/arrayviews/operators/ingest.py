@@ -16,6 +16,7 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
+from arrayviews.storage import codec
 
 
 @dataclass
@@ -159,7 +160,7 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
     for attribute in schema.attributes:
         dtype = numpy_dtype(attribute.type)
         if attribute.name not in names:
-            values[attribute.name] = np.zeros(n, dtype=dtype)
+            values[attribute.name] = codec.blank(dtype, n)
             if n:
                 nulls[attribute.name] = np.ones(n, dtype=bool)
             continue
@@ -183,8 +184,13 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
                 column=attribute.name,
             )
         if pa.types.is_null(column.type):
-            values[attribute.name] = np.zeros(n, dtype=dtype)
+            values[attribute.name] = codec.blank(dtype, n)
             nulls[attribute.name] = np.ones(n, dtype=bool)
+            continue
+        if codec.is_text(dtype):  # strings: any text, kept exactly (nulls hold "" under the mask)
+            values[attribute.name] = codec.text_array(column).to_numpy(zero_copy_only=False)
+            if null_mask is not None:
+                nulls[attribute.name] = null_mask
             continue
         filled = np.asarray(
             column.fill_null(False if pa.types.is_boolean(column.type) else 0)

@@ -100,6 +100,7 @@ def _spark_type(type_name: str) -> T.DataType:
         "float32": T.FloatType(),
         "float64": T.DoubleType(),
         "bool": T.BooleanType(),
+        "string": T.StringType(),
     }[type_name]
 
 

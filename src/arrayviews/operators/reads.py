@@ -26,6 +26,8 @@ def default_fill(type_name: str) -> object:
     kind = numpy_dtype(type_name).kind
     if kind == "M":
         return np.datetime64("NaT", "ns")
+    if kind == "O":  # strings: None where empty
+        return None
     return np.nan if kind == "f" else (False if kind == "b" else 0)
 
 
@@ -84,7 +86,10 @@ def to_numpy(
         coords = np.stack([np.asarray(cell_table.column(d)) for d in schema.dimension_names], axis=1) - low
         column = cell_table.column(attribute)
         valid = ~np.asarray(column.is_null()) if column.null_count else np.ones(len(column), dtype=bool)
-        values = np.asarray(column.fill_null(fill) if column.null_count else column)
+        if codec.is_text(dtype):
+            values = column.to_numpy(zero_copy_only=False)
+        else:
+            values = np.asarray(column.fill_null(fill) if column.null_count else column)
         index = tuple(coords[valid].T)
         out[index] = values[valid]
         if present is not None:
@@ -154,8 +159,9 @@ def to_spark(source: Source, spark: SparkSession) -> DataFrame:
 
 def to_xarray(source: Source):
     """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates:
-    ``low..high`` of each dimension, or with a scale the float64 ``offset + cell * step``. Empty (and null) cells are NaN; an integer or bool variable
-    keeps its dtype when it has no empty cell and becomes float64 (NaN for empty) otherwise; datetime64 holds NaT where empty."""
+    ``low..high`` of each dimension, or with a scale the float64 ``offset + cell * step``. Empty (and
+    null) cells are NaN; an integer or bool variable keeps its dtype when it has no empty cell and
+    becomes float64 (NaN for empty) otherwise; datetime64 holds NaT and string None where empty."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
@@ -172,6 +178,8 @@ def to_xarray(source: Source):
             data = np.ma.filled(values, np.nan)
         elif values.dtype.kind == "M":
             data = np.ma.filled(values, np.datetime64("NaT", "ns"))
+        elif values.dtype.kind == "O":  # strings: None where empty
+            data = np.where(mask, None, np.ma.getdata(values))
         else:
             data = np.ma.filled(values.astype(np.float64), np.nan)
         variables[attribute.name] = (schema.dimension_names, data, {"arrayviews_type": attribute.type})

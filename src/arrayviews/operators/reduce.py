@@ -78,7 +78,7 @@ def _partials(
         column = cells.column(attribute).combine_chunks()
         valid = ~np.asarray(column.is_null()) if column.null_count else None
         filled = (
-            column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+            column.fill_null(layout.null_filler(column.type))
             if column.null_count
             else column
         )
@@ -127,13 +127,15 @@ def _finish(
     return layout.encoded_to_table([encoded], out_schema, 0)
 
 
-def parse_calls(schema: ArraySchema, aggregates: Sequence[str | AggregateCall]) -> list[AggregateCall]:
+def parse_calls(
+    schema: ArraySchema, aggregates: Sequence[str | AggregateCall], window: bool = False
+) -> list[AggregateCall]:
     if not aggregates:
         raise ValidationError(
             f"array {schema.name}: give at least one aggregate, e.g. 'count(*)' or 'avg(v)'"
         )
     calls = [a if isinstance(a, AggregateCall) else parse_aggregate(a) for a in aggregates]
-    check_calls(calls, {a.name: a.type for a in schema.attributes})
+    check_calls(calls, {a.name: a.type for a in schema.attributes}, schema.name, window)
     return calls
 
 
@@ -164,7 +166,7 @@ def _seed(out_schema: ArraySchema, needs: dict[str | None, set[str]], input_type
     """Partial states of output cell 0 that hold no value, so an aggregate of nothing still has a cell."""
     columns = {layout.chunk_column(d): [0] for d in out_schema.dimension_names}
     for attribute, parts in needs.items():
-        values = None if attribute is None else np.zeros(1, dtype=numpy_dtype(input_types[attribute]))
+        values = None if attribute is None else codec.blank(numpy_dtype(input_types[attribute]), 1)
         states = partial_states(np.zeros(1, np.int64), values, parts, valid=np.zeros(1, dtype=bool))
         columns[_state_column(attribute)] = [pack_states(states)]
     return pa.table(columns)

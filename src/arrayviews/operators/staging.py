@@ -157,6 +157,9 @@ def _whole_chunk_rows(
     nbytes = np.zeros(len(group), dtype=np.int64)
     for attribute in schema.attributes:
         dtype = layout.attribute_dtypes(schema)[attribute.name].newbyteorder("<")
+        if codec.is_text(dtype):  # strings: variable width, one payload per chunk
+            nbytes += _whole_chunk_text(columns, attribute, arrays[attribute.name], group)
+            continue
         sizes = volumes * dtype.itemsize
         offsets = np.concatenate(([0], np.cumsum(sizes)))
         buffer = np.empty(int(offsets[-1]), dtype=np.uint8)
@@ -181,6 +184,23 @@ def _whole_chunk_rows(
     columns[layout.VERSION] = pa.array(np.full(len(group), version, dtype=np.int64))
     target_schema = layout.fragment_schema(schema)
     return pa.table([columns[f.name] for f in target_schema], schema=target_schema)
+
+
+def _whole_chunk_text(columns: dict, attribute, block: np.ndarray, group: list[tuple]) -> np.ndarray:
+    """Fill the columns of a string attribute for whole chunks; the bytes of each row."""
+    payloads, low, high = [], [], []
+    for window in group:
+        values = np.asarray(block[window[1]], dtype=object).reshape(-1)
+        payloads.append(codec.text_bytes(values))
+        minimum, maximum = codec.value_range(values, None)
+        low.append(minimum)
+        high.append(maximum)
+    columns[layout.value_column(attribute.name)] = layout.binary_array(payloads)
+    if attribute.nullable:
+        columns[layout.null_column(attribute.name)] = layout.binary_array([np.zeros(0, np.uint8)] * len(group))
+    columns[layout.min_column(attribute.name)] = statistics_array(low, attribute.type)
+    columns[layout.max_column(attribute.name)] = statistics_array(high, attribute.type)
+    return np.array([len(p) for p in payloads], dtype=np.int64)
 
 
 def _partial_fragments(

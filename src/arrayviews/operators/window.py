@@ -273,7 +273,7 @@ def window(
     if method not in METHODS:
         raise ValidationError(f"window method must be one of {', '.join(METHODS)}, got {method!r}")
     before, after = window_extents(schema, extents)
-    calls = parse_calls(schema, aggregates)
+    calls = parse_calls(schema, aggregates, window=True)
     attributes = output_attributes(schema, calls, schema.dimension_names)
     out_schema = schema.with_attributes(attributes)
 

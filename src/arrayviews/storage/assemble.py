@@ -170,6 +170,8 @@ def _segment_range(
     values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray
 ) -> tuple[pa.Array, pa.Array, type]:
     """Per-segment min and max ignoring NaN and nulls (null where a segment has no such value)."""
+    if codec.is_text(values.dtype):
+        return _text_segment_range(values, nulls, bounds)
     starts = bounds[:-1]
     kind = values.dtype.kind
     work = values.view(np.uint8) if kind == "b" else values.view(np.int64) if kind == "M" else values
@@ -193,6 +195,26 @@ def _segment_range(
     return minimum, maximum, empty
 
 
+def _text_segment_range(
+    values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-segment smallest and largest string by UTF-8 bytes (Spark's order), ignoring nulls."""
+    segments = len(bounds) - 1
+    segment_of = np.repeat(np.arange(segments, dtype=np.int64), np.diff(bounds))
+    table = pa.table({"segment": segment_of, "value": codec.text_array(values).cast(pa.binary())})
+    if nulls is not None and nulls.any():
+        table = table.filter(pa.array(~nulls))
+    found = table.group_by("segment").aggregate([("value", "min"), ("value", "max")])
+    where = found.column("segment").to_numpy()
+    minimum = np.full(segments, None, dtype=object)
+    maximum = np.full(segments, None, dtype=object)
+    minimum[where] = found.column("value_min").cast(pa.string()).to_numpy(zero_copy_only=False)
+    maximum[where] = found.column("value_max").cast(pa.string()).to_numpy(zero_copy_only=False)
+    empty = np.ones(segments, dtype=bool)
+    empty[where] = False
+    return minimum, maximum, empty
+
+
 def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, version: int) -> pa.Table:
     """Fragment rows for the chunks in ``selected`` (indices), all encoded sparse, in one pass."""
     counts = np.diff(cells.bounds)[selected]
@@ -209,13 +231,21 @@ def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, 
     for attribute in schema.attributes:
         name = attribute.name
         column = cells.values[name][cell_mask]
-        width = column.dtype.itemsize
-        columns[layout.value_column(name)] = _binary_array(
-            column.astype(column.dtype.newbyteorder("<"), copy=False).view(np.uint8), counts * width
-        )
-        nbytes = nbytes + counts * width
         nulls = cells.nulls.get(name)
         nulls = nulls[cell_mask] if nulls is not None else None
+        if codec.is_text(column.dtype):  # variable width: one payload per chunk
+            text = codec.text_array(column)
+            payloads = [
+                codec.text_bytes(text.slice(int(sub_bounds[i]), int(counts[i]))) for i in range(len(selected))
+            ]
+            columns[layout.value_column(name)] = layout.binary_array(payloads)
+            nbytes = nbytes + np.array([len(p) for p in payloads], dtype=np.int64)
+        else:
+            width = column.dtype.itemsize
+            columns[layout.value_column(name)] = _binary_array(
+                column.astype(column.dtype.newbyteorder("<"), copy=False).view(np.uint8), counts * width
+            )
+            nbytes = nbytes + counts * width
         if attribute.nullable:
             packed = []
             for i in range(len(selected)):
@@ -243,7 +273,7 @@ def encode_sorted(
     if cells.n_cells == 0:
         return []
     dtypes = layout.attribute_dtypes(schema)
-    width = max((d.itemsize for d in dtypes.values()), default=1)
+    width = max((codec.value_width(d) for d in dtypes.values()), default=1)
     counts = np.diff(cells.bounds)
     dense = (counts == cells.volumes) | (cells.volumes * (width + 0.125) <= counts * (width + 8))
     row_bytes = np.where(dense, cells.volumes * max(width, 1), counts * (8 + width)) * max(len(dtypes), 1)

@@ -7,6 +7,12 @@ buffer over the whole clipped chunk box plus a validity bitmap, omitted when eve
 or **sparse** (sorted int64 local offsets plus one value per present cell), whichever is smaller:
 dense when ``volume * (width + 1/8) <= n * (width + 8)``. Dense satellite grids therefore pay no
 coordinate overhead, and a sparse sky catalog in a domain of 10^15 cells pays 8 bytes per cell.
+
+String attributes (numpy object arrays of ``str`` in memory) are variable-width: their value payload
+is the Arrow string layout, ``count + 1`` little-endian int32 offsets followed by the UTF-8 bytes
+(``count`` is the box volume when dense, the present cells when sparse; absent cells of a dense
+fragment hold the empty string). Encoding and decoding go through pyarrow, never a Python loop over
+cells.
 """
 
 from __future__ import annotations
@@ -14,8 +20,75 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 OFFSET_DTYPE = np.dtype("<i8")
+TEXT_OFFSET_DTYPE = np.dtype("<i4")
+#: The width the dense/sparse choice assumes for a string value (an offset plus a few bytes of text).
+TEXT_WIDTH = 8
+
+
+def is_text(dtype: np.dtype) -> bool:
+    """Whether values of ``dtype`` are variable-width strings (object arrays of ``str``)."""
+    return np.dtype(dtype).kind == "O"
+
+
+def value_width(dtype: np.dtype) -> int:
+    """Bytes per value the dense/sparse choice assumes."""
+    return TEXT_WIDTH if is_text(dtype) else np.dtype(dtype).itemsize
+
+
+def blank(dtype: np.dtype, count: int) -> np.ndarray:
+    """``count`` filler values of ``dtype`` (zeros, or empty strings for text)."""
+    if is_text(dtype):
+        return np.full(count, "", dtype=object)
+    return np.zeros(count, dtype=dtype)
+
+
+def text_array(column: np.ndarray | pa.Array) -> pa.Array:
+    """Strings as an Arrow string array without nulls (a None, where one slipped in, becomes "")."""
+    array = column if isinstance(column, pa.Array) else pa.array(np.asarray(column, dtype=object), pa.string())
+    if pa.types.is_large_string(array.type):
+        array = array.cast(pa.string())
+    return array.fill_null("") if array.null_count else array
+
+
+def text_bytes(column: np.ndarray | pa.Array) -> np.ndarray:
+    """The payload of a string column: int32 offsets (count + 1, starting at 0) then UTF-8 bytes."""
+    array = text_array(column)
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=TEXT_OFFSET_DTYPE)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    data = data[offsets[0] : offsets[-1]]
+    offsets = (offsets - offsets[0]).astype(TEXT_OFFSET_DTYPE, copy=False)
+    return np.concatenate([offsets.view(np.uint8), data])
+
+
+def text_arrow(payload: bytes | memoryview | np.ndarray, count: int) -> pa.StringArray:
+    """The Arrow string array held by a string payload of ``count`` values (no copy)."""
+    raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload
+    head = (count + 1) * TEXT_OFFSET_DTYPE.itemsize
+    offsets = pa.py_buffer(raw[:head].copy())  # a copy: aligned for Arrow
+    data = pa.py_buffer(np.ascontiguousarray(raw[head:]))
+    return pa.Array.from_buffers(pa.string(), count, [None, offsets, data])
+
+
+def text_values(payload: bytes | memoryview | np.ndarray, count: int) -> np.ndarray:
+    """The strings of a string payload as a numpy object array."""
+    if count == 0:
+        return np.zeros(0, dtype=object)
+    return text_arrow(payload, count).to_numpy(zero_copy_only=False)
+
+
+def text_range(column: np.ndarray | pa.Array) -> tuple[str | None, str | None]:
+    """Smallest and largest string (by UTF-8 bytes, which is Spark's string order), None when empty."""
+    array = text_array(column)
+    if len(array) == 0:
+        return None, None
+    found = pc.min_max(array.cast(pa.binary()))
+    low, high = found["min"].as_py(), found["max"].as_py()
+    return (None if low is None else low.decode("utf-8"), None if high is None else high.decode("utf-8"))
 
 
 @dataclass
@@ -83,6 +156,8 @@ def value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, o
     """Minimum and maximum ignoring NaN and nulls, as Python scalars (None when there is no value)."""
     if nulls is not None:
         values = values[~nulls]
+    if is_text(values.dtype):
+        return text_range(values)
     if values.dtype.kind == "M":  # NaT is no minimum or maximum (like NaN)
         values = values[~np.isnat(values)]
     if len(values) == 0:
@@ -97,7 +172,7 @@ def value_range(values: np.ndarray, nulls: np.ndarray | None) -> tuple[object, o
 def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> EncodedFragment:
     """Encode a fragment of a chunk whose clipped box holds ``volume`` cells."""
     n_cells = fragment.size
-    width = max((np.dtype(dtypes[a]).itemsize for a in dtypes), default=1)
+    width = max((value_width(dtypes[a]) for a in dtypes), default=1)
     dense = prefers_dense(n_cells, volume, width)
     minimum: dict[str, object] = {}
     maximum: dict[str, object] = {}
@@ -115,17 +190,24 @@ def encode(fragment: Fragment, volume: int, dtypes: dict[str, np.dtype]) -> Enco
         null_mask = fragment.nulls.get(name)
         minimum[name], maximum[name] = value_range(column, null_mask)
         if dense and n_cells != volume:
-            scattered = np.zeros(volume, dtype=dtype)
+            scattered = blank(dtype, volume)
             scattered[fragment.offsets] = column
             column = scattered
             if null_mask is not None:
                 expanded = np.zeros(volume, dtype=bool)
                 expanded[fragment.offsets] = null_mask
                 null_mask = expanded
-        values[name] = _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
+        values[name] = _payload(column)
         if null_mask is not None and null_mask.any():
             nulls[name] = np.packbits(null_mask, bitorder="little")
     return EncodedFragment(fragment.chunk, n_cells, dense, cells, values, nulls, minimum, maximum)
+
+
+def _payload(column: np.ndarray) -> np.ndarray:
+    """The stored bytes of a value column (little-endian fixed width, or the string layout)."""
+    if is_text(column.dtype):
+        return text_bytes(column)
+    return _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
@@ -150,7 +232,7 @@ def encode_full_block(
     for name, dtype in dtypes.items():
         column = np.asarray(values[name], dtype=dtype)
         minimum[name], maximum[name] = value_range(column, None) if with_range else (None, None)
-        payloads[name] = _bytes_of(column.astype(column.dtype.newbyteorder("<"), copy=False))
+        payloads[name] = _payload(column)
     return EncodedFragment((), volume, True, np.zeros(0, np.uint8), payloads, {}, minimum, maximum)
 
 
@@ -168,6 +250,9 @@ def decode_values(
     dense: bool, n_cells: int, volume: int, payload: bytes | memoryview, dtype: np.dtype, offsets: np.ndarray
 ) -> np.ndarray:
     """Values of the present cells, in offset order."""
+    if is_text(dtype):
+        block = text_values(payload, volume if dense else n_cells)
+        return block if (not dense or n_cells == volume) else block[offsets]
     dtype = np.dtype(dtype).newbyteorder("<")
     if not dense:
         return np.frombuffer(payload, dtype=dtype, count=n_cells)
@@ -198,6 +283,17 @@ def dense_block(
 
     Avoids the gather/scatter round trip for dense fragments; kernels that work on blocks use this.
     """
+    if is_text(dtype):
+        if dense:
+            block = text_values(payload, volume)
+            if n_cells == volume:
+                return block, None
+            mask = np.unpackbits(np.frombuffer(cells, dtype=np.uint8), count=volume, bitorder="little")
+            return block, mask.view(bool)
+        offsets = decode_offsets(False, n_cells, cells, volume)
+        block = blank(dtype, volume)
+        block[offsets] = text_values(payload, n_cells)
+        return block, _mask(offsets, volume)
     dtype = np.dtype(dtype).newbyteorder("<")
     if dense:
         block = np.frombuffer(payload, dtype=dtype, count=volume)

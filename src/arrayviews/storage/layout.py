@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from arrayviews.model.geometry import ChunkGrid
@@ -90,6 +91,15 @@ def cell_schema(schema: ArraySchema) -> pa.Schema:
     fields = [pa.field(d, pa.int64(), nullable=False) for d in schema.dimension_names]
     fields += [pa.field(a.name, arrow_type(a.type), nullable=a.nullable) for a in schema.attributes]
     return pa.schema(fields)
+
+
+def null_filler(data_type: pa.DataType) -> object:
+    """The value that stands in for a null of ``data_type`` under a null mask (False, "", or 0)."""
+    if pa.types.is_boolean(data_type):
+        return False
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        return ""
+    return 0
 
 
 def arrow_type_of(attribute) -> pa.DataType:
@@ -305,7 +315,13 @@ def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, targ
     for attribute in schema.attributes:
         dtype = numpy_dtype(attribute.type).newbyteorder("<")
         data, off = binary_parts(batch.column(value_column(attribute.name)))
-        values[attribute.name] = np.frombuffer(data, dtype=dtype, count=total, offset=int(off[0]))
+        if codec.is_text(dtype):  # variable width: one Arrow array per fragment, joined
+            pieces = [
+                codec.text_arrow(data[off[row] : off[row + 1]], int(count)) for row, count in enumerate(n_cells)
+            ]
+            values[attribute.name] = pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
+        else:
+            values[attribute.name] = np.frombuffer(data, dtype=dtype, count=total, offset=int(off[0]))
         if attribute.nullable and null_column(attribute.name) in batch.schema.names:
             masks = []
             for fragment_nulls, count in _iter_null_masks(batch.column(null_column(attribute.name)), n_cells):
@@ -333,5 +349,10 @@ def _cells_table(
     for attribute in schema.attributes:
         column = values[attribute.name]
         mask = nulls.get(attribute.name)
+        if isinstance(column, pa.Array):  # strings, decoded straight to Arrow
+            if mask is not None:
+                column = pc.if_else(pa.array(mask), pa.scalar(None, column.type), column)
+            arrays.append(column)
+            continue
         arrays.append(pa.array(column, arrow_type(attribute.type), mask=mask))
     return pa.Table.from_arrays(arrays, schema=target)

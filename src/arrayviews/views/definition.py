@@ -146,6 +146,15 @@ def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, ri
             continue
         schema = left if aggregate.side == "left" else right
         attribute = schema.attribute(aggregate.attribute)
+        if attribute.type == "string":
+            raise ValidationError(
+                f"array {schema.name}, attribute {aggregate.attribute} (string): {aggregate.function}"
+                f"({aggregate.side}.{aggregate.attribute}) does not apply to string values in similarity "
+                "joins and views (their sums and extremes are kept as numbers); count(*) counts the pairs",
+                array=schema.name,
+                column=aggregate.attribute,
+                value="string",
+            )
         if attribute.type == "bool" and aggregate.function in ("sum", "avg"):
             raise ValidationError(
                 f"{aggregate.function} over bool attribute {aggregate.attribute} is not supported in views"

@@ -64,7 +64,7 @@ def window_fragments(
     are read (planned from the catalog's chunk metadata), and only pieces for the targets are kept.
     """
     schema = base.schema
-    calls = parse_calls(schema, aggregates)
+    calls = parse_calls(schema, aggregates, window=True)
     ranges = None if targets is None else reach_ranges(schema, targets, before, after)
     pieces = engine.map_batches(
         base.data(engine, ranges),

@@ -4,12 +4,12 @@ the statements that create, fill, query and drop arrays."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from arrayviews.language.syntax.base import (
-    INT64_MAX,
     INT64_MIN,
+    UINT64_MAX,
     Statement,
     _identifier,
     _identifiers,
@@ -291,8 +291,8 @@ def _value(value: object) -> Value:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError(f"integer {value} is outside the int64 range")
+        if not INT64_MIN <= value <= UINT64_MAX:
+            raise ValueError(f"integer {value} is outside the int64 and uint64 ranges")
         return value
     if isinstance(value, float):
         return math.nan if math.isnan(value) else value  # one nan object, so rows compare equal
@@ -307,6 +307,8 @@ class Insert(Statement):
     array: str
     rows: tuple[tuple[Value, ...], ...]
     columns: tuple[str, ...] | None = None
+    #: Where each value was written, (line, column) 1-based, when parsed from text (not compared).
+    positions: tuple[tuple[tuple[int, int], ...], ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from arrayviews.model.names import is_identifier
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: The largest literal integer (uint64 attributes hold values above INT64_MAX).
+UINT64_MAX = 2**64 - 1
 
 
 def _identifier(value: object, what: str) -> str:
@@ -95,6 +97,7 @@ class Query(Statement):
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "UINT64_MAX",
     "RELATION_KINDS",
     "Explain",
     "Query",
