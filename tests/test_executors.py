@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import arrayviews
@@ -125,13 +127,36 @@ def test_the_session_runs_on_the_configured_master(spark) -> None:
     master = os.environ.get(MASTER_VARIABLE) or "local[2]"
     context = spark.sparkContext
     assert context.master == master
-    executors = len(context._jsc.sc().statusTracker().getExecutorInfos()) - 1
+    tracker = context._jsc.sc().statusTracker()
     if master.startswith("local-cluster"):
-        assert executors == 2
+        deadline = time.monotonic() + 120  # executors register a few seconds after the session starts
+        while len(tracker.getExecutorInfos()) - 1 < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(tracker.getExecutorInfos()) - 1 == 2
         hosts = set(context.parallelize(range(8), 4).map(lambda _: os.getpid()).collect())
         assert os.getpid() not in hosts
     else:
-        assert executors == 0
+        assert len(tracker.getExecutorInfos()) - 1 == 0
+
+
+def test_floor_keys_are_exact_floor_division_on_every_engine(dbs) -> None:
+    """The chunk-number keys ingest shuffles by: floor((x - origin) / length) for any sign, with
+    Python integers as the reference (beyond 2**53 too, where a float division would round)."""
+    values = [-(2**62), -13, -8, -7, -1, 0, 1, 6, 7, 8, 2**53 + 1, 2**62 - 1, None]
+    table = pa.table({"x": pa.array(values, pa.int64())})
+    keys = [("k7", "x", -1, 7), ("k3", "x", 5, 3)]
+    expected = {
+        "k7": [None if x is None else (x + 1) // 7 for x in values],
+        "k3": [None if x is None else (x - 5) // 3 for x in values],
+    }
+    out = pa.schema([("x", pa.int64()), ("k7", pa.int64()), ("k3", pa.int64())])
+    for mode, db in dbs.items():
+        engine = db.executors.engine(mode)
+        got = engine.collect(engine.with_floor_keys(engine.from_arrow(table, table.schema), keys), out)
+        rows = {r["x"]: (r["k7"], r["k3"]) for r in got.to_pylist()}
+        assert rows == {x: (a, b) for x, a, b in zip(values, expected["k7"], expected["k3"], strict=True)}, (
+            mode
+        )
 
 
 # -- operators ------------------------------------------------------------------------------------

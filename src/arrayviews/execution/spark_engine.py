@@ -76,7 +76,9 @@ class SparkEngine(Engine):
 
     def with_floor_keys(self, data: DataFrame, keys: Sequence[FloorKey]) -> DataFrame:
         for name, column, origin, length in keys:
-            data = data.withColumn(name, jobs.integer_div(F.col(column) - F.lit(origin), length))
+            offset = F.col(column) - F.lit(origin)
+            # exact floor division for any sign: subtract the non-negative remainder first
+            data = data.withColumn(name, jobs.integer_div(offset - F.pmod(offset, F.lit(length)), length))
         return data
 
     def map_batches(self, data: DataFrame, function: BatchFunction, out_schema: pa.Schema) -> DataFrame:
