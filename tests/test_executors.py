@@ -1,19 +1,54 @@
-"""One contract, every executor: operators and view refreshes run on Spark and in-process, and both
-equal an independent numpy reference (and each other, bit for bit); the cost model's choice."""
+"""One contract, every executor: operators, writes, view refreshes and stream steps run on Spark and
+in-process, and both equal an independent reference (numpy brute force, a dict of every cell, pandas
+recomputation of each stream part) and each other, bit for bit; the cost model's choice.
+
+tests/test_cluster.py runs this module again in a child process whose Spark session has the master
+``local-cluster[2,1,1024]`` (two executor JVMs with their own Python workers): nothing here may rely
+on tasks sharing the driver's process.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import arrayviews
 from arrayviews.execution.cost import CostModel, Estimate, choose, load_costs, save_costs
+from arrayviews.model.errors import ConflictError
 from arrayviews.model.shapes import L1
 from arrayviews.views.definition import similarity, window
+from conftest import MASTER_VARIABLE
+from test_stream_views import (
+    M0,
+    RECENT,
+    RECENT_COLUMNS,
+    SCHEMA,
+    VIEW2,
+    Truth,
+    at_least,
+    contents,
+    helper_text,
+    late_c,
+    network,
+    run_lengths,
+    windows,
+)
 
-EXECUTORS = ("spark", "local")
+#: Whether this is the rerun on ``local-cluster[2,1,1024]`` (tests/test_cluster.py).
+CLUSTER = (os.environ.get(MASTER_VARIABLE) or "").startswith("local-cluster")
+#: The engines each contract test runs on. In the cluster rerun only Spark's runs again: the
+#: in-process engine does not depend on the master, and the ordinary run holds it to the references.
+EXECUTORS = ("spark",) if CLUSTER else ("spark", "local")
+#: The engines of the slow contract tests (writes, view refreshes): their Spark half runs in the
+#: cluster rerun only (the stricter setting; tests/test_writes.py and tests/test_views.py run these
+#: Spark paths on local[2] at length), their in-process half in the ordinary run. Both halves meet the
+#: same independent reference, so their results are identical.
+SLOW_EXECUTORS = ("spark",) if CLUSTER else ("local",)
 SHAPE = (12, 10)  # i = 0..11 (chunks of 5), j = 0..9 (chunks of 4)
 
 
@@ -91,8 +126,47 @@ def run_both(dbs, build, columns):
         array = build(db)
         assert array.explain().startswith("computed in-process" if mode == "local" else "computed on Spark")
         results[mode] = cells(array.to_pandas(), columns)
-    assert results["spark"] == results["local"]
-    return results["local"]
+    for mode in EXECUTORS:
+        assert results[mode] == results["spark"], mode
+    return results["spark"]
+
+
+def test_the_session_runs_on_the_configured_master(spark) -> None:
+    """local[2] in the suite; local-cluster[2,1,1024] when tests/test_cluster.py reruns this module,
+    with two executors (the driver is listed too) whose tasks run outside the driver's JVM."""
+    master = os.environ.get(MASTER_VARIABLE) or "local[2]"
+    context = spark.sparkContext
+    assert context.master == master
+    tracker = context._jsc.sc().statusTracker()
+    if master.startswith("local-cluster"):
+        deadline = time.monotonic() + 120  # executors register a few seconds after the session starts
+        while len(tracker.getExecutorInfos()) - 1 < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(tracker.getExecutorInfos()) - 1 == 2
+        hosts = set(context.parallelize(range(8), 4).map(lambda _: os.getpid()).collect())
+        assert os.getpid() not in hosts
+    else:
+        assert len(tracker.getExecutorInfos()) - 1 == 0
+
+
+def test_floor_keys_are_exact_floor_division_on_every_engine(dbs) -> None:
+    """The chunk-number keys ingest shuffles by: floor((x - origin) / length) for any sign, with
+    Python integers as the reference (beyond 2**53 too, where a float division would round)."""
+    values = [-(2**62), -13, -8, -7, -1, 0, 1, 6, 7, 8, 2**53 + 1, 2**62 - 1, None]
+    table = pa.table({"x": pa.array(values, pa.int64())})
+    keys = [("k7", "x", -1, 7), ("k3", "x", 5, 3)]
+    expected = {
+        "k7": [None if x is None else (x + 1) // 7 for x in values],
+        "k3": [None if x is None else (x - 5) // 3 for x in values],
+    }
+    out = pa.schema([("x", pa.int64()), ("k7", pa.int64()), ("k3", pa.int64())])
+    for mode, db in dbs.items():
+        engine = db.executors.engine(mode)
+        got = engine.collect(engine.with_floor_keys(engine.from_arrow(table, table.schema), keys), out)
+        rows = {r["x"]: (r["k7"], r["k3"]) for r in got.to_pylist()}
+        assert rows == {x: (a, b) for x, a, b in zip(values, expected["k7"], expected["k3"], strict=True)}, (
+            mode
+        )
 
 
 # -- operators ------------------------------------------------------------------------------------
@@ -137,23 +211,116 @@ def test_regrid(dbs, grid) -> None:
 
 def test_aggregate_by(dbs, grid) -> None:
     present, values, _, _ = grid
-    results = {}
+    results, totals = {}, {}
     for mode, db in dbs.items():
         frame = db.array("A").aggregate("sum(v)", "max(v)", by=["i"]).to_pandas()
         results[mode] = {int(r.i): (r.v_sum, r.v_max) for r in frame.itertuples(index=False)}
-    assert results["spark"] == results["local"]
+        whole = db.array("A").aggregate("sum(v)", "count(*)", "min(v)").to_pandas()
+        totals[mode] = [tuple(row) for row in whole[["v_sum", "count", "v_min"]].itertuples(index=False)]
+    for mode in EXECUTORS:
+        assert results[mode] == results["spark"], mode
+        assert totals[mode] == [
+            (float(values[present].sum()), int(present.sum()), float(values[present].min()))
+        ]
     expected = {
         int(a): (float(values[a][present[a]].sum()), float(values[a][present[a]].max()))
         for a in range(SHAPE[0])
         if present[a].any()
     }
-    assert results["local"] == expected
+    assert results["spark"] == expected
 
 
 def test_join_across_chunk_grids(dbs, grid) -> None:
     present, values, other, other_present = grid
     got = run_both(dbs, lambda db: db.array("A").join(db.array("B")), ["v", "w"])
     assert got == dense_cells(present & other_present, [values, other])
+
+
+# -- writes ---------------------------------------------------------------------------------------
+WRITE_SHAPE = (24, 18)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", SLOW_EXECUTORS)
+def test_writes_on_every_executor_against_a_dict_of_every_cell(spark, tmp_path, mode) -> None:
+    """Cells from a Spark DataFrame (chunked and written by Spark tasks), replacing inserts (chunk
+    rewrites), a rejected conflicting insert, a masked dense block, deletes of cells and of a box and
+    a compaction, with rewrites and compaction on the executor ``mode``; after every write the
+    array holds exactly the cells of a dict updated by hand, one version per write."""
+    rng = np.random.default_rng(20261125)
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=mode)
+    A = db.create_array("A<v:float64, k:int64>[i=0:23:5; j=0:17:4]")
+    model: dict[tuple[int, int], tuple[float, int]] = {}
+    versions = [0]
+
+    def wrote(result, added: int, removed: int) -> None:
+        assert result.committed, result
+        assert (result.cells_added, result.cells_removed) == (added, removed), result
+        versions.append(result.version)
+        assert versions[-1] == versions[-2] + 1
+        frame = A.to_pandas()
+        assert cells(frame, ["v", "k"]) == model
+        assert A.count() == len(model)
+
+    flat = rng.choice(WRITE_SHAPE[0] * WRITE_SHAPE[1], size=150, replace=False)
+    i, j = (a.astype(np.int64) for a in np.unravel_index(flat, WRITE_SHAPE))
+    v = rng.integers(-1000, 1000, len(flat)) / 8.0  # exact binary fractions
+    k = rng.integers(-50, 50, len(flat)).astype(np.int64)
+    rows = list(zip(i.tolist(), j.tolist(), v.tolist(), k.tolist(), strict=True))
+    frame = spark.createDataFrame(rows, "i long, j long, v double, k long").repartition(3)
+    model.update({(a, b): (c, d) for a, b, c, d in rows})
+    wrote(A.insert(frame), 150, 0)
+
+    # half old cells, half new: the old ones are replaced by rewriting the chunks holding them
+    old = rng.permutation(flat)[:20]
+    new = rng.permutation(np.setdiff1d(np.arange(WRITE_SHAPE[0] * WRITE_SHAPE[1]), flat))[:20]
+    ri, rj = (a.astype(np.int64) for a in np.unravel_index(np.concatenate([old, new]), WRITE_SHAPE))
+    rv, rk = np.arange(40) + 0.5, np.arange(40, dtype=np.int64) * 3
+    with pytest.raises(ConflictError, match="20 cell\\(s\\) of the batch already exist"):
+        A.insert({"i": ri, "j": rj, "v": rv, "k": rk})
+    assert A.version == versions[-1] and cells(A.to_pandas(), ["v", "k"]) == model
+    model.update({(int(a), int(b)): (float(c), int(d)) for a, b, c, d in zip(ri, rj, rv, rk, strict=True)})
+    wrote(A.insert({"i": ri, "j": rj, "v": rv, "k": rk}, on_conflict="replace"), 40, 20)
+
+    # a dense block at (5, 4) of 9 x 7 cells with a checkerboard of holes, replacing what it covers
+    block_v = np.arange(63, dtype=np.float64).reshape(9, 7) - 30
+    block_k = np.arange(63, dtype=np.int64).reshape(9, 7) * -1
+    holes = (np.add.outer(np.arange(9), np.arange(7)) % 3) == 0
+    covered = [(5 + a, 4 + b) for a, b in zip(*np.nonzero(~holes), strict=True)]
+    replaced = sum(c in model for c in covered)
+    for a, b in zip(*np.nonzero(~holes), strict=True):
+        model[(5 + int(a), 4 + int(b))] = (float(block_v[a, b]), int(block_k[a, b]))
+    dense = {"v": np.ma.array(block_v, mask=holes), "k": np.ma.array(block_k, mask=holes)}
+    wrote(A.write_dense(dense, origin=(5, 4), on_conflict="replace"), len(covered), replaced)
+
+    listed = list(dict.fromkeys([*sorted(model)[::7], (23, 17), (0, 0)]))  # absent ones are ignored
+    gone = [c for c in listed if c in model]
+    for c in gone:
+        del model[c]
+    wrote(A.delete(np.array(listed, dtype=np.int64)), 0, len(gone))
+
+    inside = [c for c in model if 3 <= c[0] <= 12 and 2 <= c[1] <= 9]
+    for c in inside:
+        del model[c]
+    wrote(A.delete(box={"i": (3, 12), "j": (2, 9)}), 0, len(inside))
+
+    refill = {"i": np.arange(3, 8), "j": np.arange(2, 7), "v": np.full(5, 0.25), "k": np.arange(5)}
+    model.update({(3 + n, 2 + n): (0.25, n) for n in range(5)})
+    wrote(A.insert(refill), 5, 0)  # a second file at least: compaction has work to do
+    compacted = A.compact()
+    assert compacted.committed and "into 1 of array A" in compacted.message, compacted
+    wrote(compacted, 0, 0)
+    history = A.versions()
+    assert list(history.operation)[-7:] == [
+        "insert",
+        "insert",
+        "write_dense",
+        "delete",
+        "delete",
+        "insert",
+        "compact",
+    ]
+    assert history.cells_total.iloc[-1] == len(model)
 
 
 # -- view refreshes -------------------------------------------------------------------------------
@@ -169,7 +336,7 @@ def test_view_refreshes_agree_with_recomputation(spark, tmp_path) -> None:
     base = seed.create_array("A<v:float64>[i=0:11:5; j=0:9:4]")
     i, j = np.nonzero(present)
     base.insert({"i": i, "j": j, "v": values[i, j]})
-    dbs = {mode: arrayviews.connect(location, spark=spark, execution=mode) for mode in EXECUTORS}
+    dbs = {mode: arrayviews.connect(location, spark=spark, execution=mode) for mode in SLOW_EXECUTORS}
     for mode, db in dbs.items():
         db.create_view(f"N_{mode}", similarity("A", "A", L1(1), ["count(*) as cnt", "sum(right.v) as total"]))
         db.create_view(f"W_{mode}", window("A", [1, 1, 1, 1], ["count(*)", "sum(v)", "avg(v)"]))
@@ -203,12 +370,52 @@ def test_view_refreshes_agree_with_recomputation(spark, tmp_path) -> None:
                 assert set(result.estimates) == ({"baseline", "full"} if strategy == "auto" else {strategy})
                 assert [o["operation"] for o in result.operations] == ["plan", "compute+write", "commit"]
         check()
-    history = dbs["local"].view("N_local").refresh_history()
+    last = SLOW_EXECUTORS[-1]
+    history = dbs[last].view(f"N_{last}").refresh_history()
     assert list(history.version) == [1, 2, 3, 4]
     assert list(history.requested)[1:] == ["baseline", "full", "auto"]
-    assert list(history.executor) == ["local"] * 4
+    assert list(history.executor) == [last] * 4
     assert (history.measured_seconds.iloc[1:] > 0).all()
     assert (history.estimated_cells.iloc[1:] > 0).all()
+
+
+# -- stream steps ---------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CLUSTER, reason="a Spark-only step: runs in the local-cluster rerun (test_cluster.py)"
+)
+def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path) -> None:
+    """A stream with the paper's Helper/View2 pair (a pattern: runs of high readings) and a window
+    over the last three parts. Each append runs the ViewDF steps of the new parts; late rows
+    recompute the parts downstream of them. Every part equals pandas recomputation from all rows.
+
+    Stream steps run as Spark SQL whatever ``execution`` says (an in-process step is being added in
+    streams/); once it honours ``execution``, this test takes the ``mode`` parameter of the others."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    truth = Truth()
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(truth.add(network(range(3), missing=(1,))))
+    for text in (helper_text(), VIEW2, RECENT):
+        db.sql(text)
+
+    def check(last: int) -> None:
+        reference = run_lengths(truth.rows(), M0 + 2, last)
+        assert contents(db, "Helper") == reference
+        assert contents(db, "View2") == at_least(reference)
+        assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, last)
+
+    steps = stream.append(truth.add(network(range(3, 6), missing=(4,))))
+    built = {r.view: (r.built, r.recomputed) for r in steps.maintenance}
+    new_parts = [M0 + 3, M0 + 4, M0 + 5]
+    assert built == {name: (new_parts, []) for name in ("helper", "view2", "recent")}
+    check(M0 + 5)
+    assert contents(db, "View2")  # the pattern is found: the reference is not trivially empty
+    late = stream.append(truth.add(late_c(1, 4)))
+    assert late.late_parts == [M0 + 1, M0 + 4]
+    recomputed = {r.view: r.recomputed for r in late.maintenance}
+    assert recomputed["recent"] == [M0 + 2, M0 + 3, M0 + 4, M0 + 5]
+    assert M0 + 4 in recomputed["helper"]
+    check(M0 + 5)
 
 
 # -- the choice -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.model.errors import ValidationError
 from arrayviews.storage.files import conform  # noqa: F401 - operators take it from the interface
 
 BatchFunction = Callable[[pa.Table], pa.Table | None]
@@ -30,6 +31,9 @@ ChunkRanges = Sequence[tuple[int, int]] | None
 
 #: A data set handle: a Spark DataFrame for the Spark engine, a LocalData for the local one.
 Data = Any
+#: An integer key column to add: (name, source column, origin, length) gives
+#: floor((source - origin) / length), the chunk number of a coordinate.
+FloorKey = tuple[str, str, int, int]
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,11 @@ class Engine(abc.ABC):
         """Only ``columns``, in this order."""
 
     @abc.abstractmethod
+    def with_floor_keys(self, data: Data, keys: Sequence[FloorKey]) -> Data:
+        """``data`` with an int64 column per key: floor((source - origin) / length) (rows whose
+        source is null get a null key)."""
+
+    @abc.abstractmethod
     def map_batches(self, data: Data, function: BatchFunction, out_schema: pa.Schema) -> Data:
         """``function`` applied to every batch of rows; it returns a table of ``out_schema`` or None."""
 
@@ -128,12 +137,14 @@ class Engine(abc.ABC):
         stamp: Callable[[pa.Table], pa.Table] | None = None,
         target_bytes: int | None = None,
         cluster_by: Sequence[str] = (),
+        tasks: int | None = None,
     ) -> list[WrittenFile]:
         """Write the rows as Parquet files under ``directory_uri`` (nothing references them until the
         driver commits them); ``stamp`` may rewrite a table before it is written. A file holds about
         ``target_bytes`` of rows (default: the engine's large-file target); with ``cluster_by``, rows
         are sorted by those columns before they are cut into files, so each file holds a run of
-        neighbouring keys (a later rewrite of a few keys rewrites a few small files)."""
+        neighbouring keys (a later rewrite of a few keys rewrites a few small files). ``tasks``:
+        at most this many writing tasks (fewer, fuller files; the in-process engine has one)."""
 
     @abc.abstractmethod
     def owns(self, data: Data) -> bool:
@@ -142,6 +153,19 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def adopt(self, data: Data, arrow_schema: pa.Schema) -> Data:
         """A data set of this engine holding the rows of ``data`` (from any engine)."""
+
+    def checked_cells(self, cells: Data, schema) -> tuple[Data, int]:
+        """A user's cell data set (a Spark DataFrame for the Spark engine) checked against the
+        ``schema`` of an array (columns, types, coordinate ranges, nulls) and cast to its types,
+        with its cell count. Only an engine whose data sets users hand in implements it."""
+        raise ValidationError(
+            f"array {schema.name}: the {self.name} engine takes no cell data sets; give the cells as "
+            "numpy, pandas or pyarrow"
+        )
+
+    def read_cell_files(self, path: str, schema, file_format: str | None = None) -> Data:
+        """The cells of Parquet or CSV files at ``path`` as a data set to pass to ``checked_cells``."""
+        raise ValidationError(f"array {schema.name}: the {self.name} engine does not read cell files")
 
     def jobs_run(self) -> int:
         """How many jobs this engine has run so far (reports count the jobs of an operation)."""

@@ -23,6 +23,7 @@ from arrayviews.execution.engine import (
     ChunkRanges,
     Data,
     Engine,
+    FloorKey,
     PairFunction,
     PartitionFunction,
     WrittenFile,
@@ -171,6 +172,23 @@ class LocalEngine(Engine):
         schema = pa.schema([data.schema.field(c) for c in columns])
         return LocalData(lambda: data.table().select(list(columns)), schema)
 
+    def with_floor_keys(self, data: LocalData, keys: Sequence[FloorKey]) -> LocalData:
+        schema = data.schema
+        for name, _, _, _ in keys:
+            schema = schema.append(pa.field(name, pa.int64()))
+
+        def run() -> pa.Table:
+            table = data.table()
+            for name, column, origin, length in keys:
+                values = table.column(column)
+                valid = np.asarray(values.is_valid())
+                numbers = np.asarray(values.fill_null(origin), dtype=np.int64)
+                key = np.floor_divide(numbers - origin, length)
+                table = table.append_column(name, pa.array(key, pa.int64(), mask=~valid))
+            return table
+
+        return LocalData(run, schema)
+
     def map_batches(self, data: LocalData, function: BatchFunction, out_schema: pa.Schema) -> LocalData:
         def run() -> pa.Table:
             table = data.table()
@@ -236,6 +254,7 @@ class LocalEngine(Engine):
         stamp: Callable[[pa.Table], pa.Table] | None = None,
         target_bytes: int | None = None,
         cluster_by: Sequence[str] = (),
+        tasks: int | None = None,
     ) -> list[WrittenFile]:
         table = conform(data.table(), arrow_schema)
         if table.num_rows == 0:

@@ -10,12 +10,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution import jobs, spark_cells
 from arrayviews.execution.engine import (
     BatchFunction,
     ChunkRanges,
     Data,
     Engine,
+    FloorKey,
     PairFunction,
     PartitionFunction,
     WrittenFile,
@@ -73,6 +74,13 @@ class SparkEngine(Engine):
     def select(self, data: DataFrame, columns: Sequence[str]) -> DataFrame:
         return data.select(*columns)
 
+    def with_floor_keys(self, data: DataFrame, keys: Sequence[FloorKey]) -> DataFrame:
+        for name, column, origin, length in keys:
+            offset = F.col(column) - F.lit(origin)
+            # exact floor division for any sign: subtract the non-negative remainder first
+            data = data.withColumn(name, jobs.integer_div(offset - F.pmod(offset, F.lit(length)), length))
+        return data
+
     def map_batches(self, data: DataFrame, function: BatchFunction, out_schema: pa.Schema) -> DataFrame:
         return jobs.map_batches(data, function, out_schema)
 
@@ -109,7 +117,10 @@ class SparkEngine(Engine):
         stamp: Callable[[pa.Table], pa.Table] | None = None,
         target_bytes: int | None = None,
         cluster_by: Sequence[str] = (),
+        tasks: int | None = None,
     ) -> list[WrittenFile]:
+        if tasks is not None:
+            data = data.coalesce(max(1, tasks))
         if cluster_by:
             data = data.sortWithinPartitions(*cluster_by)
         if target_bytes is None:
@@ -125,6 +136,13 @@ class SparkEngine(Engine):
         if isinstance(data, LocalData):
             return self.from_arrow(data.table(), arrow_schema)
         raise TypeError(f"not a data set: {type(data).__name__}")
+
+    def checked_cells(self, cells: DataFrame, schema) -> tuple[DataFrame, int]:
+        checked = spark_cells.conform_frame(cells, schema)
+        return checked, spark_cells.check_frame(checked, schema)
+
+    def read_cell_files(self, path: str, schema, file_format: str | None = None) -> DataFrame:
+        return spark_cells.read_cell_files(self.spark, path, schema, file_format)
 
     def jobs_run(self) -> int:
         return len(self.spark.sparkContext.statusTracker().getJobIdsForGroup())

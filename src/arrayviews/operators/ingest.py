@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.model.cell_checks import check_columns  # noqa: F401 - callers take it from here
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -55,7 +56,9 @@ def to_arrow(data: object, array: str) -> pa.Table:
     if isinstance(data, Mapping):
         # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
         columns = {
-            name: column if isinstance(column, pa.Array | pa.ChunkedArray) else np.atleast_1d(np.asarray(column))
+            name: column
+            if isinstance(column, pa.Array | pa.ChunkedArray)
+            else np.atleast_1d(np.asarray(column))
             for name, column in data.items()
         }
         lengths = {name: len(column) for name, column in columns.items()}
@@ -72,38 +75,6 @@ def to_arrow(data: object, array: str) -> pa.Table:
 
 def _first_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
-
-
-def check_columns(names: list[str], schema: ArraySchema) -> None:
-    """Columns named twice, unknown columns and missing columns."""
-    if len(set(names)) != len(names):
-        duplicate = next(n for n in names if names.count(n) > 1)
-        raise ValidationError(
-            f"array {schema.name}: column {duplicate!r} appears twice", array=schema.name, column=duplicate
-        )
-    expected = set(schema.dimension_names) | set(schema.attribute_names)
-    unknown = [n for n in names if n not in expected]
-    if unknown:
-        raise ValidationError(
-            f"array {schema.name}: unknown column {unknown[0]!r}; expected dimensions "
-            f"{', '.join(schema.dimension_names)} and attributes {', '.join(schema.attribute_names) or '(none)'}",
-            array=schema.name,
-            column=unknown[0],
-        )
-    for dimension in schema.dimension_names:
-        if dimension not in names:
-            raise ValidationError(
-                f"array {schema.name}: missing dimension column {dimension!r}",
-                array=schema.name,
-                column=dimension,
-            )
-    for attribute in schema.attributes:
-        if attribute.name not in names and not attribute.nullable:
-            raise ValidationError(
-                f"array {schema.name}: missing attribute column {attribute.name!r} (type {attribute.type})",
-                array=schema.name,
-                column=attribute.name,
-            )
 
 
 def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:

@@ -8,9 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema, Dimension
@@ -149,11 +148,12 @@ def _cells_of_batch(table: pa.Table, schema: ArraySchema) -> pa.Table:
     return layout.fragments_to_cells(table, schema)
 
 
-def to_spark(source: Source, spark: SparkSession) -> DataFrame:
-    """A Spark DataFrame with one row per non-empty cell, decoded by the executors."""
+def to_spark(source: Source, engine: Engine) -> Data:
+    """A data set of ``engine`` (a Spark DataFrame for the Spark engine) with one row per non-empty
+    cell, decoded by its tasks."""
     schema = source.schema
-    return jobs.map_batches(
-        source.frame(spark), functools.partial(_cells_of_batch, schema=schema), layout.cell_schema(schema)
+    return engine.map_batches(
+        source.data(engine), functools.partial(_cells_of_batch, schema=schema), layout.cell_schema(schema)
     )
 
 

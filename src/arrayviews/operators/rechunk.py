@@ -7,10 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
 from arrayviews.execution.engine import Data, Engine, conform
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -18,21 +15,6 @@ from arrayviews.operators.cells import cells_to_fragment_table
 from arrayviews.storage import layout
 
 CHUNK_KEY_PREFIX = "k__"
-
-
-def by_chunk(cells: DataFrame, schema: ArraySchema, partitions: int | None = None) -> DataFrame:
-    """Cells of a Spark DataFrame repartitioned so that all cells of one chunk are in the same partition."""
-    keys = []
-    for dimension in schema.dimensions:
-        name = CHUNK_KEY_PREFIX + dimension.name
-        cells = cells.withColumn(
-            name,
-            jobs.integer_div(F.col(dimension.name) - F.lit(dimension.chunk_origin), dimension.chunk_length),
-        )
-        keys.append(name)
-    if partitions is None:
-        return cells.repartition(*keys)
-    return cells.repartition(partitions, *keys)
 
 
 def _assemble(tables: Iterator[pa.Table], schema: ArraySchema) -> Iterator[pa.Table]:

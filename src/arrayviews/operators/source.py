@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 
 from arrayviews.execution.cost import Choice, Estimate
 from arrayviews.execution.engine import Data, Engine
@@ -20,6 +20,9 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.files import read_parquet_files
+
+if TYPE_CHECKING:  # only named in the hints of ``frame``, the Spark form callers may ask for
+    from pyspark.sql import DataFrame, SparkSession
 
 ChunkRanges = Sequence[tuple[int, int]] | None
 

@@ -1,7 +1,7 @@
 """The steps every write shares: stage new fragment files, find overlapping chunks, check conflicts, rewrite.
 
 A write never changes a committed file. New fragments go to new files; chunks whose cells are
-replaced or deleted are rewritten into new files by Spark tasks; the commit swaps them in as one
+replaced or deleted are rewritten into new files by the engine's tasks; the commit swaps them in as one
 snapshot. If anything fails before the commit, the staged files are deleted and the array is as
 it was (a crash leaves unreferenced files, which ``expire_versions`` removes).
 """
@@ -19,10 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine, WrittenFile, conform
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import statistics_array
@@ -32,7 +30,8 @@ from arrayviews.storage.assemble import TARGET_FILE_BYTES, SortedCells, sort_cel
 from arrayviews.storage.files import filesystem, read_parquet_files, write_parquet
 from arrayviews.storage.versioned import StoredFile as DataFile
 
-REMOVAL_PREFIX = "r__"
+#: Cells to remove: local offsets per chunk (chunk numbers as a tuple).
+Removal = dict[tuple[int, ...], np.ndarray]
 
 
 def chunk_matrix(table: pa.Table, schema: ArraySchema) -> np.ndarray:
@@ -58,7 +57,7 @@ def bounding_ranges(chunks: np.ndarray) -> list[tuple[int, int]]:
 
 
 # -- staging new fragments ----------------------------------------------------------------------
-def stage_tables(array: ArrayTable, tables: list[pa.Table]) -> list[jobs.WrittenFile]:
+def stage_tables(array: ArrayTable, tables: list[pa.Table]) -> list[WrittenFile]:
     """Write fragment tables (built on the driver) as new, uncommitted data files."""
     written = []
     for table in tables:
@@ -66,7 +65,7 @@ def stage_tables(array: ArrayTable, tables: list[pa.Table]) -> list[jobs.Written
             continue
         uri = array.new_file_uri()
         size = write_parquet(table, uri)
-        written.append(jobs.WrittenFile(uri, table.num_rows, size, int(np.sum(table.column(layout.N_CELLS)))))
+        written.append(WrittenFile(uri, table.num_rows, size, int(np.sum(table.column(layout.N_CELLS)))))
     return written
 
 
@@ -379,32 +378,25 @@ def conflict_cells(schema: ArraySchema, conflicts: dict[tuple[int, ...], np.ndar
     return cells[np.lexsort(cells.T[::-1])]
 
 
-def offsets_table(schema: ArraySchema, offsets: dict[tuple[int, ...], np.ndarray]) -> pa.Table:
-    """Removal rows (one per chunk, sparse encoding) from offsets per chunk."""
-    keys = list(offsets)
-    columns = {
-        REMOVAL_PREFIX + layout.chunk_column(d): pa.array([k[i] for k in keys], pa.int64())
-        for i, d in enumerate(schema.dimension_names)
-    }
-    columns[REMOVAL_PREFIX + layout.N_CELLS] = pa.array([len(offsets[k]) for k in keys], pa.int64())
-    columns[REMOVAL_PREFIX + layout.CELLS] = pa.array(
-        [offsets[k].astype(codec.OFFSET_DTYPE).tobytes() for k in keys], pa.binary()
-    )
-    return pa.table(columns)
-
-
 # -- rewriting chunks ---------------------------------------------------------------------------
 def _rewrite_batch(
-    table: pa.Table, schema: ArraySchema, version: int, box: tuple[tuple[int, ...], tuple[int, ...]] | None
+    table: pa.Table,
+    schema: ArraySchema,
+    version: int,
+    removal: Removal | None,
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None,
 ) -> pa.Table:
-    """Remove cells from the fragments of a batch: those listed in the removal columns, or inside ``box``."""
+    """Remove cells from the fragments of a batch: those ``removal`` lists for their chunk, or
+    those inside ``box``."""
     fragment_columns = layout.fragment_schema(schema).names
+    table = table.select(fragment_columns)
     grid = ChunkGrid.of(schema)
+    chunks = chunk_matrix(table, schema)
     if box is None:
-        removal = table.column(REMOVAL_PREFIX + layout.N_CELLS)
-        touched = np.asarray(removal.is_valid())
+        keys = [tuple(int(c) for c in row) for row in chunks]
+        touched = np.array([key in removal for key in keys], dtype=bool)
+        removals = [removal[key] for key, hit in zip(keys, touched, strict=True) if hit]
     else:
-        chunks = chunk_matrix(table, schema)
         starts, sizes = layout.box_geometry(grid, chunks)
         ends = starts + sizes - 1
         low, high = np.asarray(box[0]), np.asarray(box[1])
@@ -413,24 +405,16 @@ def _rewrite_batch(
         touched = ~disjoint & ~inside
         table = table.filter(pa.array(~inside))
         touched = touched[~inside]
-    kept = table.filter(pa.array(~touched)).select(fragment_columns)
+        removals = [None] * int(touched.sum())
+    kept = table.filter(pa.array(~touched))
     changed = table.filter(pa.array(touched))
     if changed.num_rows == 0:
-        return jobs.conform(kept, layout.fragment_schema(schema))
-    if box is None:
-        counts = np.asarray(changed.column(REMOVAL_PREFIX + layout.N_CELLS))
-        blobs = changed.column(REMOVAL_PREFIX + layout.CELLS).to_pylist()
-        removals = [
-            np.frombuffer(b, dtype=codec.OFFSET_DTYPE, count=int(c))
-            for b, c in zip(blobs, counts, strict=True)
-        ]
-    else:
-        removals = [None] * changed.num_rows
+        return conform(kept, layout.fragment_schema(schema))
     dtypes = layout.attribute_dtypes(schema)
     untouched = np.zeros(changed.num_rows, dtype=bool)
     modified: list[codec.Fragment] = []
     for row, (fragment, remove) in enumerate(
-        zip(layout.iter_fragments(changed.select(fragment_columns), schema), removals, strict=True)
+        zip(layout.iter_fragments(changed, schema), removals, strict=True)
     ):
         if remove is None:
             cells = grid.cells_at(fragment.offsets, fragment.chunk)
@@ -441,33 +425,32 @@ def _rewrite_batch(
             untouched[row] = True
         elif not drop.all():
             modified.append(fragment.take(~drop))
-    parts = [kept, changed.filter(pa.array(untouched)).select(fragment_columns)]
+    parts = [kept, changed.filter(pa.array(untouched))]
     if modified:
         encoded = [codec.encode(f, int(np.prod(grid.chunk_shape(f.chunk))), dtypes) for f in modified]
         parts.append(layout.encoded_to_table(encoded, schema, version))
     target = layout.fragment_schema(schema)
-    return pa.concat_tables([jobs.conform(part, target) for part in parts])
+    return pa.concat_tables([conform(part, target) for part in parts])
 
 
 def rewrite_files(
-    spark: SparkSession,
+    engine: Engine,
     array: ArrayTable,
     files: list[DataFile],
     version: int,
-    removal: pa.Table | None = None,
+    removal: Removal | None = None,
     box: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
-) -> list[jobs.WrittenFile]:
-    """Spark job: rewrite ``files`` without the cells in ``removal`` (per chunk) or inside ``box``."""
+) -> list[WrittenFile]:
+    """One job: rewrite ``files`` without the cells ``removal`` lists per chunk, or inside ``box``
+    (the removal travels with the task function, as a broadcast would)."""
     schema = array.schema
     arrow_schema = layout.fragment_schema(schema)
-    frame = jobs.read_files(spark, [f.file_path for f in files], arrow_schema)
     if removal is not None:
-        removal_frame = spark.createDataFrame(removal)
-        condition = [
-            frame[layout.chunk_column(d)] == removal_frame[REMOVAL_PREFIX + layout.chunk_column(d)]
-            for d in schema.dimension_names
-        ]
-        frame = frame.join(F.broadcast(removal_frame), on=condition, how="left")
-    function = functools.partial(_rewrite_batch, schema=schema, version=version, box=box)
-    rewritten = jobs.map_batches(frame, function, arrow_schema)
-    return jobs.write_files(rewritten, array.data_directory, arrow_schema)
+        removal = {
+            tuple(int(c) for c in chunk): np.unique(np.asarray(offsets, dtype=codec.OFFSET_DTYPE))
+            for chunk, offsets in removal.items()
+        }
+    data = engine.read_files([f.file_path for f in files], arrow_schema)
+    function = functools.partial(_rewrite_batch, schema=schema, version=version, removal=removal, box=box)
+    rewritten = engine.map_batches(data, function, arrow_schema)
+    return engine.write_files(rewritten, array.data_directory, arrow_schema)

@@ -1,7 +1,9 @@
 """Writes to a stored array: insert cells, write a dense block, delete cells or a box, compact.
 
 Each write that changes anything commits exactly one snapshot (one new version); a write that
-would change nothing (an empty batch, a delete of absent cells) commits nothing and says so.
+would change nothing (an empty batch, a delete of absent cells) commits nothing and says so. Bulk
+work (rewriting chunks, compacting, chunking a data set of cells) runs on the engine given, through
+the execution interface only.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine, WrittenFile
 from arrayviews.model.errors import CommitConflictError, ConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.operators import ingest_spark, staging
+from arrayviews.operators import ingest_parallel, staging
 from arrayviews.operators.ingest import CellBatch, check_inside, describe_cells
 from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
@@ -99,8 +100,8 @@ def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResu
 
 def commit_staged(
     array: ArrayTable,
-    spark: SparkSession,
-    staged: list[jobs.WrittenFile],
+    engine: Engine,
+    staged: list[WrittenFile],
     touched: np.ndarray,
     expected: int,
     on_conflict: str,
@@ -108,7 +109,7 @@ def commit_staged(
 ) -> WriteResult:
     """Check staged new fragments against what is stored, replace if asked, and commit one snapshot."""
     schema = array.schema
-    rewritten: list[jobs.WrittenFile] = []
+    rewritten: list[WrittenFile] = []
     try:
         checkpoint(f"{operation}.staged")
         overlap = staging.find_overlap(array, expected, touched)
@@ -129,8 +130,9 @@ def commit_staged(
                     )
                 chunks = np.array(list(conflicts), dtype=np.int64).reshape(-1, schema.ndim)
                 removed_files = overlap.files_holding(chunks)
-                removal = staging.offsets_table(schema, conflicts)
-                rewritten = staging.rewrite_files(spark, array, removed_files, expected + 1, removal=removal)
+                rewritten = staging.rewrite_files(
+                    engine, array, removed_files, expected + 1, removal=conflicts
+                )
                 cells_removed = overlap.cells_in(removed_files) - sum(w.cells for w in rewritten)
         checkpoint(f"{operation}.before-commit")
         added = sum(w.cells for w in staged)
@@ -157,7 +159,7 @@ def commit_staged(
 
 def insert_cells(
     array: ArrayTable,
-    spark: SparkSession,
+    engine: Engine,
     batch: CellBatch,
     on_conflict: str = "error",
     operation: str = "insert",
@@ -180,14 +182,14 @@ def insert_cells(
     def attempt() -> WriteResult:
         expected = array.current_version()
         staged = staging.stage_tables(array, encode_sorted(cells, schema, expected + 1))
-        return commit_staged(array, spark, staged, cells.chunks, expected, on_conflict, operation)
+        return commit_staged(array, engine, staged, cells.chunks, expected, on_conflict, operation)
 
     return replanned(array, operation, attempt)
 
 
 def write_dense(
     array: ArrayTable,
-    spark: SparkSession,
+    engine: Engine,
     arrays: dict[str, np.ndarray],
     origin: tuple[int, ...],
     present: np.ndarray | None,
@@ -210,7 +212,7 @@ def write_dense(
         coords = np.indices(shape).reshape(len(shape), -1).T + low
         keep = present.reshape(-1) if present is not None else slice(None)
         batch = CellBatch(coords[keep], {n: a.reshape(-1)[keep] for n, a in arrays.items()}, {})
-        return insert_cells(array, spark, batch, on_conflict, operation="write_dense")
+        return insert_cells(array, engine, batch, on_conflict, operation="write_dense")
 
     def attempt() -> WriteResult:
         expected = array.current_version()
@@ -225,12 +227,12 @@ def write_dense(
         except BaseException:
             delete_files([w.uri for w in staged])
             raise
-        return commit_staged(array, spark, staged, np.vstack(touched), expected, on_conflict, "write_dense")
+        return commit_staged(array, engine, staged, np.vstack(touched), expected, on_conflict, "write_dense")
 
     return replanned(array, "write_dense", attempt)
 
 
-def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> WriteResult:
+def delete_cells(array: ArrayTable, engine: Engine, coords: np.ndarray) -> WriteResult:
     """Delete the listed cells (absent ones are ignored) as one snapshot."""
     schema = array.schema
     coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
@@ -242,7 +244,6 @@ def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> 
     for index, chunk in enumerate(cells.chunks):
         lo, hi = cells.bounds[index], cells.bounds[index + 1]
         wanted[tuple(int(c) for c in chunk)] = np.unique(cells.offsets[lo:hi])
-    removal = staging.offsets_table(schema, wanted)
 
     def attempt() -> WriteResult:
         expected = array.current_version()
@@ -250,15 +251,13 @@ def delete_cells(array: ArrayTable, spark: SparkSession, coords: np.ndarray) -> 
         if not overlap.files:
             return _no_change(array, "delete", "none of the cells exist: nothing deleted")
         return _rewrite_and_commit(
-            array, spark, overlap.files, overlap.cells_in(overlap.files), expected, removal=removal
+            array, engine, overlap.files, overlap.cells_in(overlap.files), expected, removal=wanted
         )
 
     return replanned(array, "delete", attempt)
 
 
-def delete_box(
-    array: ArrayTable, spark: SparkSession, low: tuple[int, ...], high: tuple[int, ...]
-) -> WriteResult:
+def delete_box(array: ArrayTable, engine: Engine, low: tuple[int, ...], high: tuple[int, ...]) -> WriteResult:
     """Delete every cell inside the box ``[low, high]`` as one snapshot."""
     schema = array.schema
     grid = ChunkGrid.of(schema)
@@ -270,7 +269,7 @@ def delete_box(
         if not files:
             return _no_change(array, "delete", "the box holds no cells: nothing deleted")
         before = _cells_in_files(files)
-        return _rewrite_and_commit(array, spark, files, before, expected, box=(tuple(low), tuple(high)))
+        return _rewrite_and_commit(array, engine, files, before, expected, box=(tuple(low), tuple(high)))
 
     return replanned(array, "delete", attempt)
 
@@ -283,10 +282,10 @@ def _cells_in_files(files: list) -> int:
     return total
 
 
-def _rewrite_and_commit(array, spark, files, cells_before, expected, removal=None, box=None) -> WriteResult:
-    rewritten: list[jobs.WrittenFile] = []
+def _rewrite_and_commit(array, engine, files, cells_before, expected, removal=None, box=None) -> WriteResult:
+    rewritten: list[WrittenFile] = []
     try:
-        rewritten = staging.rewrite_files(spark, array, files, expected + 1, removal=removal, box=box)
+        rewritten = staging.rewrite_files(engine, array, files, expected + 1, removal=removal, box=box)
         removed = cells_before - sum(w.cells for w in rewritten)
         if removed == 0:
             delete_files([w.uri for w in rewritten])
@@ -324,7 +323,7 @@ def _merge_chunk(table: pa.Table, schema) -> pa.Table:
 
 def compact(
     array: ArrayTable,
-    spark: SparkSession,
+    engine: Engine,
     small_file_bytes: int = 32 * 1024 * 1024,
     carry: tuple[str, ...] = (),
     target_bytes: int = TARGET_FILE_BYTES,
@@ -334,13 +333,13 @@ def compact(
     are kept from the version compacted (a view's reflected base versions: compaction changes no
     content)."""
     return replanned(
-        array, "compact", lambda: _compact_once(array, spark, small_file_bytes, carry, target_bytes)
+        array, "compact", lambda: _compact_once(array, engine, small_file_bytes, carry, target_bytes)
     )
 
 
 def _compact_once(
     array: ArrayTable,
-    spark: SparkSession,
+    engine: Engine,
     small_file_bytes: int,
     carry: tuple[str, ...],
     target_bytes: int = TARGET_FILE_BYTES,
@@ -354,16 +353,21 @@ def _compact_once(
     if len(small) < 2:
         return _no_change(array, "compact", f"{len(small)} small file(s): nothing to compact")
     arrow_schema = layout.fragment_schema(schema)
-    frame = jobs.read_files(spark, [f.file_path for f in small], arrow_schema)
-    merged = jobs.group_tables(
-        frame, layout.chunk_columns(schema), functools.partial(_merge_chunk, schema=schema), arrow_schema
+    data = engine.read_files([f.file_path for f in small], arrow_schema)
+    merged = engine.group(
+        data, layout.chunk_columns(schema), functools.partial(_merge_chunk, schema=schema), arrow_schema
     )
     total = sum(f.file_size_in_bytes for f in small)
-    merged = merged.coalesce(max(1, math.ceil(total / target_bytes)))
-    merged = merged.sortWithinPartitions(*layout.chunk_columns(schema))
-    written: list[jobs.WrittenFile] = []
+    written: list[WrittenFile] = []
     try:
-        written = jobs.write_files(merged, array.data_directory, arrow_schema, target_bytes=target_bytes)
+        written = engine.write_files(
+            merged,
+            array.data_directory,
+            arrow_schema,
+            target_bytes=target_bytes,
+            cluster_by=layout.chunk_columns(schema),
+            tasks=math.ceil(total / target_bytes),
+        )
         checkpoint("compact.before-commit")
         version = array.commit(
             [w.uri for w in written], small, CommitInfo("compact", properties=kept), expected
@@ -380,21 +384,22 @@ def _compact_once(
     )
 
 
-# -- cells from Spark ---------------------------------------------------------------------------
+# -- cells as an engine's data set --------------------------------------------------------------
 def insert_frame(
-    array: ArrayTable, spark: SparkSession, frame, on_conflict: str = "error", operation: str = "insert"
+    array: ArrayTable, engine: Engine, frame, on_conflict: str = "error", operation: str = "insert"
 ) -> WriteResult:
-    """Insert cells given as a Spark DataFrame; executors chunk them and write the files."""
+    """Insert cells given as a data set of ``engine`` (a Spark DataFrame for the Spark engine): the
+    engine checks them, and its tasks chunk them and write the files."""
     _check_on_conflict(on_conflict, array.name)
     schema = array.schema
-    frame = ingest_spark.conform_frame(frame, schema)
-    if ingest_spark.check_frame(frame, schema) == 0:
+    frame, count = engine.checked_cells(frame, schema)
+    if count == 0:
         return _no_change(array, operation, "empty batch: nothing written")
 
     def attempt() -> WriteResult:
         expected = array.current_version()
-        staged, duplicates, example = ingest_spark.stage_frame(
-            frame, schema, expected + 1, array.data_directory
+        staged, duplicates, example = ingest_parallel.stage_cells(
+            engine, frame, schema, expected + 1, array.data_directory
         )
         if duplicates:
             delete_files([w.uri for w in staged])
@@ -419,6 +424,6 @@ def insert_frame(
             delete_files([w.uri for w in staged])
             raise
         touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
-        return commit_staged(array, spark, staged, touched, expected, on_conflict, operation)
+        return commit_staged(array, engine, staged, touched, expected, on_conflict, operation)
 
     return replanned(array, operation, attempt)

@@ -3,7 +3,7 @@ depends on whom, so that one drop path can refuse to drop what a view still read
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.storage import kinds
@@ -11,6 +11,9 @@ from arrayviews.storage.kinds import RelationEntry
 from arrayviews.storage.warehouse import Warehouse
 from arrayviews.streams.world import StreamWorld
 from arrayviews.views.view import read_definition
+
+if TYPE_CHECKING:  # the session is handed on to the streams' world (Spark SQL over streams)
+    from pyspark.sql import SparkSession
 
 #: Kinds whose dependents are views defined over them (the others are read by stream views).
 _BASE_KINDS = (kinds.ARRAY, kinds.UNCERTAIN_ARRAY, kinds.ARRAY_VIEW)

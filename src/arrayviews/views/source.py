@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 
+from arrayviews.execution.spark_engine import SparkEngine
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.source import ChunkRanges, StoredSource
 from arrayviews.storage import layout
+
+if TYPE_CHECKING:  # only named in the hints of ``frame``, the Spark form callers may ask for
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass
@@ -31,7 +35,7 @@ class ViewSource(StoredSource):
 
     def frame(self, spark: SparkSession, ranges: ChunkRanges = None) -> DataFrame:
         frame = StoredSource.frame(self, spark, ranges)
-        return frame.select(*layout.fragment_schema(self.public).names)
+        return SparkEngine(spark).select(frame, layout.fragment_schema(self.public).names)
 
     def local(self, ranges: ChunkRanges = None, columns: list[str] | None = None) -> pa.Table:
         columns = columns if columns is not None else layout.fragment_schema(self.public).names

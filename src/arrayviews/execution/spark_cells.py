@@ -1,37 +1,25 @@
-"""Inserting cells that arrive as a Spark DataFrame or as Parquet/CSV files: executors chunk and write.
+"""Cells a user gives as a Spark DataFrame, or as Parquet/CSV files Spark reads: checked against an
+array schema (column names and types, value ranges, nulls) and cast to its exact types.
 
-The driver checks column names and types from the DataFrame schema, one aggregation job checks
-ranges and nulls, and then each task assembles the chunks hashed to it and writes their fragments
-as new files. Duplicate cells are found inside the tasks (all cells of a chunk meet in one task).
+This is the Spark side of ``insert(spark_df)`` and ``load(path)``: the DataFrame is the user's input,
+so only here (below the operators) is it looked at through pyspark; what follows (chunking,
+writing, conflict checks) is engine-neutral and lives in operators/writes.py.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
-
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from arrayviews.execution import jobs
+from arrayviews.model.cell_checks import check_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, misfit_reason, value_limits
-from arrayviews.operators.cells import cell_columns
-from arrayviews.operators.ingest import check_columns, describe_cells
-from arrayviews.operators.rechunk import by_chunk
-from arrayviews.storage import layout
-from arrayviews.storage.assemble import encode_sorted, sort_cells
-from arrayviews.storage.files import filesystem, write_parquet
+from arrayviews.storage.files import filesystem
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-TASK_SCHEMA = pa.schema(
-    [*jobs.WRITTEN_SCHEMA, pa.field("duplicates", pa.int64()), pa.field("duplicate_example", pa.string())]
-)
 
 
 def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
@@ -142,55 +130,6 @@ def check_frame(frame: DataFrame, schema: ArraySchema) -> int:
                 column=attribute.name,
             )
     return int(result["cells"])
-
-
-def _assemble_and_write(
-    tables: Iterator[pa.Table], schema: ArraySchema, version: int, directory: str
-) -> Iterator[pa.Table]:
-    target = layout.cell_schema(schema)
-    parts = [jobs.conform(t, target) for t in tables]
-    if not parts:
-        return
-    coords, values, nulls = cell_columns(pa.concat_tables(parts), schema)
-    cells = sort_cells(coords, values, nulls, schema)
-    duplicates = cells.duplicates()
-    if len(duplicates):
-        example = describe_cells(schema, duplicates)
-        yield pa.table(
-            {
-                "uri": [""],
-                "rows": [0],
-                "nbytes": [0],
-                "cells": [0],
-                "duplicates": [len(duplicates)],
-                "duplicate_example": [example],
-            }
-        )
-        return
-    written = []
-    for table in encode_sorted(cells, schema, version):
-        uri = directory.rstrip("/") + f"/{jobs.new_file_name()}"
-        size = write_parquet(table, uri)
-        written.append((uri, table.num_rows, size, int(np.sum(table.column(layout.N_CELLS)))))
-    batch = jobs.written_batch(written)
-    yield (
-        pa.Table.from_batches([batch])
-        .append_column("duplicates", pa.array([0] * len(written), pa.int64()))
-        .append_column("duplicate_example", pa.array([""] * len(written), pa.string()))
-    )
-
-
-def stage_frame(
-    frame: DataFrame, schema: ArraySchema, version: int, directory: str
-) -> tuple[list[jobs.WrittenFile], int, str]:
-    """Executors chunk and write the cells; returns the files, the duplicate count and an example."""
-    shuffled = by_chunk(frame, schema).select(*schema.dimension_names, *schema.attribute_names)
-    function = functools.partial(_assemble_and_write, schema=schema, version=version, directory=directory)
-    rows = jobs.map_partitions(shuffled, function, TASK_SCHEMA).collect()
-    files = [jobs.WrittenFile(r["uri"], r["rows"], r["nbytes"], r["cells"]) for r in rows if r["uri"]]
-    duplicates = sum(r["duplicates"] for r in rows)
-    example = next((r["duplicate_example"] for r in rows if r["duplicates"]), "")
-    return files, duplicates, example
 
 
 def read_cell_files(
