@@ -381,17 +381,13 @@ def test_view_refreshes_agree_with_recomputation(spark, tmp_path) -> None:
 
 # -- stream steps ---------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not CLUSTER, reason="a Spark-only step: runs in the local-cluster rerun (test_cluster.py)"
-)
-def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path) -> None:
+@pytest.mark.parametrize("mode", SLOW_EXECUTORS)
+def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path, mode) -> None:
     """A stream with the paper's Helper/View2 pair (a pattern: runs of high readings) and a window
     over the last three parts. Each append runs the ViewDF steps of the new parts; late rows
-    recompute the parts downstream of them. Every part equals pandas recomputation from all rows.
-
-    Stream steps run as Spark SQL whatever ``execution`` says (an in-process step is being added in
-    streams/); once it honours ``execution``, this test takes the ``mode`` parameter of the others."""
-    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    recompute the parts downstream of them. Every part equals pandas recomputation from all rows,
+    and every step ran on the engine ``execution`` names (DuckDB in-process, or Spark SQL)."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=mode)
     truth = Truth()
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(truth.add(network(range(3), missing=(1,))))
@@ -406,6 +402,7 @@ def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path) -> No
 
     steps = stream.append(truth.add(network(range(3, 6), missing=(4,))))
     built = {r.view: (r.built, r.recomputed) for r in steps.maintenance}
+    assert {r.executor for r in steps.maintenance} == {mode}, [r.executor_reason for r in steps.maintenance]
     new_parts = [M0 + 3, M0 + 4, M0 + 5]
     assert built == {name: (new_parts, []) for name in ("helper", "view2", "recent")}
     check(M0 + 5)
@@ -413,6 +410,7 @@ def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path) -> No
     late = stream.append(truth.add(late_c(1, 4)))
     assert late.late_parts == [M0 + 1, M0 + 4]
     recomputed = {r.view: r.recomputed for r in late.maintenance}
+    assert {r.executor for r in late.maintenance} == {mode}
     assert recomputed["recent"] == [M0 + 2, M0 + 3, M0 + 4, M0 + 5]
     assert M0 + 4 in recomputed["helper"]
     check(M0 + 5)
