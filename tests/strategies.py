@@ -426,6 +426,26 @@ def _known(cells: Cells, name: str) -> np.ndarray:
     return ~cells.nulls[name] if name in cells.nulls else np.ones(cells.n, dtype=bool)
 
 
+def isnan_atom(name: str) -> Predicate:
+    """``isnan(name)``. Spark's isnan is never NULL: isnan(NULL) is false, so the predicate is known."""
+    return (
+        f"isnan({name})",
+        lambda c: (np.isnan(c.column(name)) & _known(c, name), np.ones(c.n, dtype=bool)),
+        frozenset({name}),
+    )
+
+
+def negation(predicate: Predicate) -> Predicate:
+    """``NOT (p)`` under three-valued logic: NOT of NULL is NULL."""
+    text, function, used = predicate
+
+    def negated(c: Cells) -> tuple[np.ndarray, np.ndarray]:
+        value, known = function(c)
+        return ~value, known
+
+    return f"NOT ({text})", negated, used
+
+
 @st.composite
 def atoms(draw, cells: Cells) -> Predicate:
     """One comparison over an attribute or a dimension (Spark semantics; NULL where the attribute is)."""
@@ -447,12 +467,7 @@ def atoms(draw, cells: Cells) -> Predicate:
             return atom(f"{name} = TRUE", lambda c: c.column(name) == True)  # noqa: E712
         return atom(f"{name} <> FALSE", lambda c: c.column(name) != False)  # noqa: E712
     if kind in ("float32", "float64") and draw(st.integers(0, 4)) == 0:
-        # Spark's isnan is never NULL: isnan(NULL) is false, so the cell's predicate is known.
-        return (
-            f"isnan({name})",
-            lambda c: (np.isnan(c.column(name)) & _known(c, name), np.ones(c.n, dtype=bool)),
-            used,
-        )
+        return isnan_atom(name)
     op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]))
     if name in cells.dim_names:
         dim = cells.dims[cells.dim_names.index(name)]
@@ -492,12 +507,7 @@ def predicates(draw, cells: Cells, depth: int = 2) -> Predicate:
     form = draw(st.sampled_from(["AND", "OR", "NOT"]))
     left_text, left, left_used = draw(predicates(cells, depth - 1))
     if form == "NOT":
-
-        def negation(c: Cells) -> tuple[np.ndarray, np.ndarray]:
-            value, known = left(c)
-            return ~value, known
-
-        return f"NOT ({left_text})", negation, left_used
+        return negation((left_text, left, left_used))
     right_text, right, right_used = draw(predicates(cells, depth - 1))
 
     def combined(c: Cells) -> tuple[np.ndarray, np.ndarray]:
