@@ -77,6 +77,15 @@ class Engine(abc.ABC):
         """A data set without rows."""
         return self.from_arrow(arrow_schema.empty_table(), arrow_schema)
 
+    def one_task_each(self, table: pa.Table) -> Data:
+        """A data set of a driver-side table's rows, one row per task, so that a map over it runs each
+        row's work in its own task (work descriptions: tiles of chunks, files to read)."""
+        return self.from_arrow(table, table.schema)
+
+    def parallelism(self) -> int:
+        """How many tasks the executor runs at once."""
+        return 1
+
     @abc.abstractmethod
     def schema_of(self, data: Data) -> pa.Schema:
         """The Arrow schema of a data set's rows."""

@@ -47,6 +47,14 @@ class SparkEngine(Engine):
             jobs.conform(table, arrow_schema), schema=jobs.spark_schema(arrow_schema)
         )
 
+    def one_task_each(self, table: pa.Table) -> DataFrame:
+        rows = [tuple(row.values()) for row in table.to_pylist()]
+        slices = self.spark.sparkContext.parallelize(rows, max(1, len(rows)))
+        return self.spark.createDataFrame(slices, schema=jobs.spark_schema(table.schema))
+
+    def parallelism(self) -> int:
+        return int(self.spark.sparkContext.defaultParallelism)
+
     def schema_of(self, data: DataFrame) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema
 

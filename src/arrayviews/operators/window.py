@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.engine import Data, Engine
+from arrayviews.execution.local_engine import LocalEngine
 from arrayviews.kernels.exact_sum import SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
@@ -29,9 +30,9 @@ from arrayviews.model.aggregate_calls import AggregateCall
 from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.operators import halo
+from arrayviews.operators import halo, tiles
 from arrayviews.operators.reduce import output_attributes, parse_calls
-from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.operators.source import ComputedSource, Source, StoredSource
 from arrayviews.storage import codec, layout
 
 METHODS = ("naive", "basic", "incremental")
@@ -39,6 +40,8 @@ METHODS = ("naive", "basic", "incremental")
 DENSE_FRACTION = 0.05
 #: Largest block (cells) the dense kernel is given; larger neighbourhoods use the point kernel.
 MAX_BLOCK_CELLS = 1 << 26
+#: Most cells (of the array's range) one task of a tiled window reads and places in its block.
+TILE_READ_CELLS = MAX_BLOCK_CELLS
 
 
 def window_extents(
@@ -177,7 +180,36 @@ def _block_of_fragments(table: pa.Table, schema: ArraySchema) -> pa.Table:
     return table
 
 
-def _window_in_process(
+def halo_exchange(
+    data: Data,
+    engine: Engine,
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> Data:
+    """The window by halo exchange: every fragment cut into pieces for the chunks within reach, the
+    pieces grouped by target chunk, each group computed by :func:`_window_chunk`."""
+    pieces = engine.map_batches(
+        data,
+        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
+        halo.piece_schema(schema),
+    )
+    function = functools.partial(
+        _window_chunk,
+        schema=schema,
+        out_schema=out_schema,
+        before=before,
+        after=after,
+        calls=calls,
+        method=method,
+    )
+    return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+
+
+def window_in_process(
     table: pa.Table,
     engine: Engine,
     exchange,
@@ -187,16 +219,25 @@ def _window_in_process(
     after: tuple[int, ...],
     calls: list[AggregateCall],
     method: str,
+    targets: set[tuple[int, ...]] | None = None,
+    core: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pa.Table | None:
-    """The window of every fragment in ``table`` (the whole input, in the driver): the chunks'
-    neighbourhoods sliced from one block over the box of the chunks present when the cells fill
-    enough of it and of every neighbourhood, the per-chunk halo exchange (``exchange``, run by the
-    local engine) otherwise."""
+    """The window of every fragment in ``table`` (the whole input, in the driver, or one tile of
+    chunks and their reach in a task): the chunks' neighbourhoods sliced from one block over the box
+    of the chunks present when the cells fill enough of it and of every neighbourhood, the per-chunk
+    halo exchange (``exchange``, run by the local engine) otherwise. With ``targets``, only the
+    windows of those chunks are computed (the others only lend their cells); the exchange's result
+    then still holds every chunk, for the caller to keep its own. With ``core`` (the cell box of the
+    targets), the block covers only the core and its reach: the cells of ``table`` outside it are
+    cut away instead of placed."""
     grid = ChunkGrid.of(schema)
     chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in layout.chunk_columns(schema)], 1)
     starts = np.stack([g.chunk_starts(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
     ends = starts + np.stack([g.chunk_sizes(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
-    low, high = starts.min(axis=0), ends.max(axis=0) - 1  # the core: every chunk present
+    if core is None:
+        low, high = starts.min(axis=0), ends.max(axis=0) - 1  # the core: every chunk present
+    else:
+        low, high = (np.asarray(c, dtype=np.int64) for c in core)
     shape = tuple(int(x) for x in high - low + 1)
     block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
     block_cells = math.prod(block_shape)
@@ -205,13 +246,20 @@ def _window_in_process(
         fragments = layout.fragment_schema(schema)
         result = exchange(engine.from_arrow(table, fragments))
         return engine.collect(result, layout.fragment_schema(out_schema))
-    block = halo.place(_block_of_fragments(table, schema), schema, low - np.asarray(before), block_shape)
+    if core is None:
+        pieces = _block_of_fragments(table, schema)
+    else:
+        region = (low - np.asarray(before), high + np.asarray(after))
+        pieces = halo.cut_to_regions(table, schema, lambda chunk: [((0,), *region)], ["core"])
+    block = halo.place(pieces, schema, low - np.asarray(before), block_shape)
     # Each chunk's window is computed over the same block the exchange would give it (the chunk and
     # its reach), sliced from the one placed block: float sums add in an order that depends on the
     # block's extent, so this keeps results bit for bit equal to the exchange, to the Spark engine
     # and to window views maintained chunk by chunk.
     boxes = []
     for chunk in np.unique(chunks, axis=0):
+        if targets is not None and tuple(int(c) for c in chunk) not in targets:
+            continue
         chunk_low, chunk_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(chunk))
         reach = tuple(
             slice(int(a), int(b) + 1 + f + t)
@@ -261,6 +309,97 @@ def _window_in_process(
     return layout.encoded_to_table(encoded, out_schema, 0)
 
 
+def _tiled_window(
+    source: Source,
+    engine: Engine,
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> Data | None:
+    """The window of a dense stored array as one task per tile of chunks (operators/tiles.py), each
+    reading its tile and the chunks within reach from the files and computing the tile's chunks as
+    the in-process window does (the same per-chunk blocks, so the same sums bit for bit); None when
+    the array is not stored, too sparse, or cannot be tiled (then the halo exchange runs)."""
+    if not isinstance(source, StoredSource):
+        return None
+    planned = tiles.plan(
+        schema,
+        source.metadata(),
+        lambda box: source.file_uris(list(box)),
+        before,
+        after,
+        2 * engine.parallelism(),
+        TILE_READ_CELLS,
+        DENSE_FRACTION,
+    )
+    if planned is None:
+        return None
+    task = functools.partial(
+        _window_tiles,
+        planned=planned,
+        schema=schema,
+        out_schema=out_schema,
+        before=before,
+        after=after,
+        calls=calls,
+        method=method,
+    )
+    return engine.map_batches(
+        engine.one_task_each(tiles.work_table(planned)), task, layout.fragment_schema(out_schema)
+    )
+
+
+def _window_tiles(
+    work: pa.Table,
+    planned: list[tiles.Tile],
+    schema: ArraySchema,
+    out_schema: ArraySchema,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    calls: list[AggregateCall],
+    method: str,
+) -> pa.Table | None:
+    """One task of a tiled window: the windows of the chunks of the tiles numbered in ``work``."""
+    local = LocalEngine()
+    exchange = functools.partial(
+        halo_exchange,
+        engine=local,
+        schema=schema,
+        out_schema=out_schema,
+        before=before,
+        after=after,
+        calls=calls,
+        method=method,
+    )
+    grid = ChunkGrid.of(schema)
+    results = []
+    for number in work.column(tiles.TILE).to_pylist():
+        tile = planned[number]
+        table = tiles.read_tile(tile, schema)
+        if table.num_rows == 0:
+            continue
+        computed = window_in_process(
+            table,
+            local,
+            exchange,
+            schema,
+            out_schema,
+            before,
+            after,
+            calls,
+            method,
+            targets=tile.own_chunks(),
+            core=tile.cell_box(grid),
+        )
+        computed = tiles.keep_own(computed, tile, schema)
+        if computed is not None and computed.num_rows:
+            results.append(computed)
+    return pa.concat_tables(results) if results else None
+
+
 def window(
     source: Source,
     engine: Engine,
@@ -277,28 +416,24 @@ def window(
     attributes = output_attributes(schema, calls, schema.dimension_names)
     out_schema = schema.with_attributes(attributes)
 
-    def exchange(data: Data) -> Data:
-        pieces = engine.map_batches(
-            data,
-            functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
-            halo.piece_schema(schema),
-        )
-        function = functools.partial(
-            _window_chunk,
-            schema=schema,
-            out_schema=out_schema,
-            before=before,
-            after=after,
-            calls=calls,
-            method=method,
-        )
-        return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
-
+    exchange = functools.partial(
+        halo_exchange,
+        engine=engine,
+        schema=schema,
+        out_schema=out_schema,
+        before=before,
+        after=after,
+        calls=calls,
+        method=method,
+    )
     if engine.name != "local":
+        tiled = _tiled_window(source, engine, schema, out_schema, before, after, calls, method)
+        if tiled is not None:
+            return ComputedSource(out_schema, tiled, engine=engine)
         return ComputedSource(out_schema, exchange(source.data(engine)), engine=engine)
     # the local engine hands a map function the whole input as one table
     whole = functools.partial(
-        _window_in_process,
+        window_in_process,
         engine=engine,
         exchange=exchange,
         schema=schema,
