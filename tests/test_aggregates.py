@@ -438,9 +438,11 @@ def test_pack_format() -> None:
     assert blob[:4] == b"AVPS"
     back = unpack_states(blob)
     assert back.value_type == "float32"
+    back_arrays = back.arrays()
+    assert list(back_arrays) == list(states.arrays())
     for name, array in states.arrays().items():
-        np.testing.assert_array_equal(getattr(back, name), array)
-        assert getattr(back, name).dtype == array.dtype
+        np.testing.assert_array_equal(back_arrays[name], array)
+        assert back_arrays[name].dtype == array.dtype
     with pytest.raises(ValueError):
         unpack_states(blob + b"\0")
     with pytest.raises(ValueError):

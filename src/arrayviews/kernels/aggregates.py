@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, K
 from arrayviews.model.aggregate_calls import canonical_function
 from arrayviews.model.types import numpy_dtype, type_of_dtype
 from arrayviews.storage import codec
@@ -59,6 +60,9 @@ class PartialStates:
     min: np.ndarray | None = None
     max: np.ndarray | None = None
     value_type: str | None = None
+    #: For float input, the exact sums (``sum`` holds their rounded values): float sums stay exact
+    #: however the cells are split into partials and merged, so no cancellation is silent.
+    exact: FloatSums | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -79,11 +83,30 @@ class PartialStates:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The present arrays by field name, ``keys`` and ``count`` first."""
-        return {
+        arrays = {
             f.name: getattr(self, f.name)
             for f in fields(self)
-            if f.name != "value_type" and getattr(self, f.name) is not None
+            if f.name not in ("value_type", "exact") and getattr(self, f.name) is not None
         }
+        if self.exact is not None:
+            for k in range(K):
+                arrays[f"{_EXACT_PART}{k}"] = self.exact.parts[:, k]
+            for t in range(NONFINITE):
+                arrays[f"{_EXACT_NONFINITE}{t}"] = self.exact.nonfinite[:, t]
+        return arrays
+
+
+#: Names of the exact float sum's components and non-finite counts among :meth:`PartialStates.arrays`.
+_EXACT_PART, _EXACT_NONFINITE = "exact_part_", "exact_nonfinite_"
+
+
+def _exact_of(arrays: dict[str, np.ndarray]) -> FloatSums | None:
+    """The exact float sums held in flattened ``arrays`` (removed from it), or None."""
+    if f"{_EXACT_PART}0" not in arrays:
+        return None
+    parts = np.stack([arrays.pop(f"{_EXACT_PART}{k}") for k in range(K)], axis=1)
+    nonfinite = np.stack([arrays.pop(f"{_EXACT_NONFINITE}{t}") for t in range(NONFINITE)], axis=1)
+    return FloatSums(np.ascontiguousarray(parts, np.float64), np.ascontiguousarray(nonfinite, np.int64))
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -152,6 +175,7 @@ def _empty(needs: set[str], value_type: str | None) -> PartialStates:
         keys=np.empty(0, np.int64),
         count=np.empty(0, np.int64),
         sum=np.empty(0, sum_dtype) if "sum" in needs else None,
+        exact=FloatSums.zeros(0) if "sum" in needs and sum_dtype is np.float64 else None,
         mean=np.empty(0, np.float64) if "moments" in needs else None,
         m2=np.empty(0, np.float64) if "moments" in needs else None,
         min=np.empty(0, dtype) if "min" in needs else None,
@@ -215,7 +239,13 @@ def partial_states(
     if values is None:
         return states
 
-    if "sum" in needs:
+    if "sum" in needs and values.dtype.kind == "f":
+        # exact: the valid values of each group as one list (groups are runs of the sorted keys)
+        kept = values if valid is None else values[valid]
+        offsets = np.concatenate(([0], np.cumsum(states.count))).astype(np.int64)
+        states.exact = FloatSums.of_lists(kept, offsets)
+        states.sum = states.exact.values()
+    elif "sum" in needs:
         states.sum = _sums(values, valid, starts)
     if "moments" in needs:
         states.mean, states.m2 = _moments(values, valid, starts, states.count)
@@ -293,7 +323,8 @@ def merge_states(parts: Sequence[PartialStates]) -> PartialStates:
             )
     if len(parts) == 1:
         return first
-    merged = {name: np.concatenate([getattr(p, name) for p in parts]) for name in first.arrays()}
+    listed = [p.arrays() for p in parts]
+    merged = {name: np.concatenate([a[name] for a in listed]) for name in listed[0]}
     if len(merged["keys"]) == 0:
         return _empty(first.needs, first.value_type)
     order = np.argsort(merged["keys"], kind="stable")
@@ -303,7 +334,11 @@ def merge_states(parts: Sequence[PartialStates]) -> PartialStates:
     out = PartialStates(
         keys=merged["keys"][starts], count=np.add.reduceat(count_k, starts), value_type=first.value_type
     )
-    if first.sum is not None:
+    if first.exact is not None:
+        exact = _exact_of(merged)
+        out.exact = exact.combine(_group_index(starts, len(count_k)), len(starts))
+        out.sum = out.exact.values()
+    elif first.sum is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             out.sum = np.add.reduceat(merged["sum"], starts)
         if out.sum.dtype == np.int64:
@@ -434,4 +469,5 @@ def unpack_states(blob: bytes) -> PartialStates:
         offset += groups * dtype.itemsize
     if offset != len(blob):
         raise ValueError(f"packed partial states have {len(blob) - offset} unexpected trailing bytes")
-    return PartialStates(value_type=header["value_type"], **arrays)
+    exact = _exact_of(arrays)
+    return PartialStates(value_type=header["value_type"], exact=exact, **arrays)

@@ -23,6 +23,7 @@ from arrayviews.kernels.aggregates import (
     partial_states,
     unpack_states,
 )
+from arrayviews.kernels.exact_sum import ExactSumError
 from arrayviews.model.aggregate_calls import (
     AggregateCall,
     check_calls,
@@ -30,7 +31,7 @@ from arrayviews.model.aggregate_calls import (
     output_type,
     parse_aggregate,
 )
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
@@ -52,6 +53,23 @@ def _partial_schema(out_schema: ArraySchema, inputs: list[str | None]) -> pa.Sch
     fields = [pa.field(layout.chunk_column(d), pa.int64()) for d in out_schema.dimension_names]
     fields += [pa.field(_state_column(a), pa.binary()) for a in inputs]
     return pa.schema(fields)
+
+
+def _sum_error(
+    error: ExactSumError, out_schema: ArraySchema, attribute: str, chunk: tuple[int, ...], offset: int
+) -> RangeError:
+    """A float sum that cannot be kept exact, named by its output cell."""
+    grid = ChunkGrid.of(out_schema)
+    low, _ = grid.chunk_bounds(chunk)
+    local = np.unravel_index(int(offset), grid.chunk_shape(chunk))
+    where = ", ".join(
+        f"{d}={int(a) + int(b)}" for d, a, b in zip(out_schema.dimension_names, low, local, strict=True)
+    )
+    return RangeError(
+        f"{out_schema.name}: the sum of {attribute} at cell ({where}): {error}",
+        array=out_schema.name,
+        column=attribute,
+    )
 
 
 def _partials(
@@ -77,11 +95,7 @@ def _partials(
             continue
         column = cells.column(attribute).combine_chunks()
         valid = ~np.asarray(column.is_null()) if column.null_count else None
-        filled = (
-            column.fill_null(layout.null_filler(column.type))
-            if column.null_count
-            else column
-        )
+        filled = column.fill_null(layout.null_filler(column.type)) if column.null_count else column
         inputs[attribute] = (np.asarray(filled), valid)
     for index, chunk in enumerate(grouped.chunks):
         lo, hi = grouped.bounds[index], grouped.bounds[index + 1]
@@ -94,9 +108,13 @@ def _partials(
                 states = partial_states(keys, None, parts)
             else:
                 values, valid = inputs[attribute]
-                states = partial_states(
-                    keys, values[rows], parts, valid=None if valid is None else valid[rows]
-                )
+                try:
+                    states = partial_states(
+                        keys, values[rows], parts, valid=None if valid is None else valid[rows]
+                    )
+                except ExactSumError as error:
+                    offset = np.unique(keys)[error.index]
+                    raise _sum_error(error, out_schema, attribute, tuple(chunk), offset) from None
             columns[_state_column(attribute)].append(pack_states(states))
     return pa.table(columns)
 
@@ -111,8 +129,12 @@ def _finish(
     chunk = tuple(int(table.column(layout.chunk_column(d))[0].as_py()) for d in out_schema.dimension_names)
     merged = {}
     for attribute in input_types:
-        blobs = table.column(_state_column(attribute)).to_pylist()
-        merged[attribute] = merge_states([unpack_states(b) for b in blobs])
+        partials = [unpack_states(b) for b in table.column(_state_column(attribute)).to_pylist()]
+        try:
+            merged[attribute] = merge_states(partials)
+        except ExactSumError as error:
+            offset = np.unique(np.concatenate([p.keys for p in partials]))[error.index]
+            raise _sum_error(error, out_schema, attribute, chunk, offset) from None
     keys = next(iter(merged.values())).keys
     values, nulls = {}, {}
     for call in calls:
