@@ -3,6 +3,7 @@ partials and merged) or a clear error naming the output cell: no silent cancella
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 import arrayviews
 from arrayviews.kernels.aggregates import finalize, merge_states, pack_states, partial_states, unpack_states
 from arrayviews.model.errors import RangeError
+
+FRESH = itertools.count()
 
 #: Magnitudes inside the range where four components always hold an exact sum (kernels/exact_sum.py).
 adversarial = st.one_of(
@@ -88,7 +91,7 @@ def test_regrid_sums_equal_fsum_of_each_block(local_db, terms, present, block) -
     """A 3 x 4 array (absent cells as drawn) regridded in blocks of ``block`` columns."""
     grid = np.array(terms).reshape(3, 4)
     mask = ~np.array(present).reshape(3, 4)
-    name = f"g{abs(hash((tuple(terms), tuple(present), block))) % 10**12}"
+    name = f"g{next(FRESH)}"  # hypothesis may replay an example: every run gets its own array
     array = local_db.create_array(f"{name}<v:float64>[r=0:2:2; c=0:3:3]")
     array.write_dense(np.ma.MaskedArray(grid, mask=mask))
     got = array.regrid([1, block], "sum(v)", "count(v)").to_pandas()
@@ -105,3 +108,72 @@ def test_regrid_sums_equal_fsum_of_each_block(local_db, terms, present, block) -
 @pytest.fixture(scope="module")
 def local_db(spark, tmp_path_factory):
     return arrayviews.connect(str(tmp_path_factory.mktemp("exact")), spark=spark, execution="local")
+
+
+def assert_close_to_fsum(frame, expected: dict) -> None:
+    got = dict(zip(zip(frame["r"], frame["c"], strict=True), frame["v_sum"], strict=True))
+    assert got.keys() == expected.keys()
+    for cell, total in expected.items():
+        assert abs(got[cell] - total) <= 2.0**-40 * abs(total), (cell, got[cell], total)
+
+
+def brute_window_sums(present: np.ndarray, values: np.ndarray, before, after) -> dict:
+    """Per present cell of a 2-D grid, math.fsum of the present values in its window."""
+    out = {}
+    for a, b in zip(*np.nonzero(present), strict=True):
+        box = (slice(max(a - before[0], 0), a + after[0] + 1), slice(max(b - before[1], 0), b + after[1] + 1))
+        out[(int(a), int(b))] = math.fsum(values[box][present[box]].tolist())
+    return out
+
+
+@pytest.mark.parametrize("method", ["incremental", "basic", "naive"])
+def test_dense_window_sums_do_not_cancel(local_db, method) -> None:
+    """Huge values of both signs next to small ones: every window sum is math.fsum of its cells
+    (before, 1e16 + 1 - 1e16 came out as 0 and 3 + 1e300 - 1e300 as 0)."""
+    values = np.array([[1e16, 1.0, -1e16, 3.0, 1e300, -1e300, 2.5, -2.5]])
+    array = local_db.create_array(f"cancel_{method}<v:float64>[r=0:0:1; c=0:7:3]")
+    array.write_dense(values)
+    got = array.window([0, 0, 1, 1], "sum(v)", "avg(v)", method=method).to_pandas()
+    expected = brute_window_sums(np.ones_like(values, bool), values, (0, 1), (0, 1))
+    assert got["v_sum"].tolist() == [expected[(0, c)] for c in range(8)]
+    assert got["v_sum"].tolist()[:2] == [1e16, 1.0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(adversarial, min_size=30, max_size=30),
+    st.lists(st.booleans(), min_size=30, max_size=30),
+    st.integers(0, 2),
+    st.integers(0, 3),
+)
+def test_window_sums_equal_fsum_dense_and_sparse(local_db, terms, present, reach_rows, reach_columns) -> None:
+    """A 5 x 6 grid with the drawn cells present: every window sum is within 2**-40 of math.fsum
+    relative to it (so a window whose terms cancel to 0 gives exactly 0), dense and sparse (the point
+    kernel)."""
+    grid = np.array(terms).reshape(5, 6)
+    mask = np.array(present).reshape(5, 6)
+    if not mask.any():
+        mask[0, 0] = True
+    before = after = (reach_rows, reach_columns)
+    expected = brute_window_sums(mask, grid, before, after)
+    key = next(FRESH)  # hypothesis may replay an example: every run gets its own arrays
+    dense = local_db.create_array(f"wd{key}<v:float64>[r=0:4:5; c=0:5:6]")
+    dense.write_dense(np.ma.MaskedArray(grid, mask=~mask))
+    extents = [reach_rows, reach_rows, reach_columns, reach_columns]
+    got = dense.window(extents, "sum(v)").to_pandas()
+    assert_close_to_fsum(got, expected)
+    # sparse: the same cells in a huge domain, 40 chunks apart from one another per row
+    sparse = local_db.create_array(f"ws{key}<v:float64>[r=0:999999:1000; c=0:999999:1000]")
+    cells = np.argwhere(mask)
+    sparse.insert({"r": cells[:, 0], "c": cells[:, 1], "v": grid[mask]})
+    got = sparse.window(extents, "sum(v)").to_pandas()
+    assert_close_to_fsum(got, expected)
+
+
+def test_a_window_sum_beyond_four_components_is_refused_naming_the_cell(local_db) -> None:
+    """Cell 0's window holds 1e300 - 1e300 (they cancel) beside 1e200, 1e100, 1, 1e-100 and 1e-200:
+    its exact sum needs five components."""
+    array = local_db.create_array("wide_window<v:float64>[c=0:9:10]")
+    array.write_dense(np.array([1e300, 1e200, 1e100, 1.0, 1e-100, 1e-200, -1e300, 0.0, 0.0, 0.0]))
+    with pytest.raises(RangeError, match=r"window sum of v at cell \(c=0\).*more than 4 float64"):
+        array.window([0, 6], "sum(v)").to_numpy()

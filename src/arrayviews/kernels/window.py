@@ -61,7 +61,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from arrayviews.kernels.exact_sum import IntSums, SumOverflow
+from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums, SumOverflow
 from arrayviews.model.aggregate_calls import canonical_function
 
 METHODS: tuple[str, ...] = ("naive", "basic", "incremental")
@@ -306,11 +306,19 @@ def _slide(array: np.ndarray, axis: int, width: int, kind: str, out_dtype=None) 
         out = np.empty(shape, dtype=out_dtype or array.dtype)
         if not out.size:  # no complete window along this axis: nothing to compute
             return out
-        if out.dtype.kind == "f" and width > 2:
+        if out.dtype.kind == "f":
+            # float sums never subtract (a running sum would leave the rounding residue of a large
+            # value in every later window): blocks for long windows, direct adds for short ones
             if array.dtype != out.dtype:
                 array = array.astype(out.dtype)
-            scratch = np.empty(math.prod(shape[axis + 1 :]), dtype=out.dtype)
-            _block_sum(_as3(array, axis), width, _as3(out, axis), scratch)
+            if width > 2:
+                scratch = np.empty(math.prod(shape[axis + 1 :]), dtype=out.dtype)
+                _block_sum(_as3(array, axis), width, _as3(out, axis), scratch)
+            elif width == 2:
+                lines = _as3(array, axis)
+                np.add(lines[:, :-1, :], lines[:, 1:, :], out=_as3(out, axis))
+            else:
+                out[...] = array
         else:
             _run_sum(_as3(array, axis), width, _as3(out, axis))
     else:
@@ -599,7 +607,11 @@ def _compute(
             total = _integer_sums(source, reducer)
         else:
             source = values if keep is None else np.where(keep, values, 0.0)
-            (total,) = reducer.sums([source], np.float64)
+            if source.size and source.min() < 0.0 < source.max():  # terms of both signs may cancel
+                total, magnitude = reducer.sums([source, np.abs(source)], np.float64)
+                total = _exact_where_cancelled(total, magnitude, source, reducer)
+            else:
+                (total,) = reducer.sums([source], np.float64)
 
     results: Result = {}
     for name in names:
@@ -642,6 +654,55 @@ def _nonfinite_sum(result: np.ndarray, bad: dict[str, np.ndarray]) -> None:
         result[negative] = -np.inf
     if nan is not None:
         result[nan > 0] = np.nan
+
+
+#: Largest relative error a float window sum may carry; windows whose error bound exceeds it (their
+#: terms cancel) are summed again exactly.
+CANCELLATION_TOLERANCE = 2.0**-40
+#: Terms gathered at once for the exact sums of cancelling windows.
+_EXACT_BATCH_TERMS = 1 << 22
+
+
+def _exact_where_cancelled(
+    total: np.ndarray, magnitude: np.ndarray, source: np.ndarray, reducer: _Reducer
+) -> np.ndarray:
+    """Exact or loud float window sums. Every window sum here is a tree of float additions over the
+    window's terms; no term passes through more than ``depth`` of them (incremental: one block
+    prefix/suffix chain and a join per dimension, ``sum(widths) + ndim``; basic: that along the last
+    dimension, then a scan of the others; naive: a scan of the window), so the sum's error is at most
+    ``depth * 2**-53 * sum(|terms|)``
+    (``magnitude``; Higham, Accuracy and Stability of Numerical Algorithms, eq. 4.4). Where that bound
+    exceeds :data:`CANCELLATION_TOLERANCE` of the sum, the terms cancel: those windows are summed
+    again exactly (floating-point expansions, kernels/exact_sum.py) and get the correctly rounded
+    sum, as ``math.fsum``. Raises :class:`ExactSumError` (``index``: the flat core cell) when an exact
+    sum needs more components than kept."""
+    widths = reducer.widths
+    if reducer.method == "incremental":
+        depth = sum(widths) + len(widths)
+    elif reducer.method == "basic":
+        depth = widths[-1] + 1 + math.prod(widths[:-1])
+    else:
+        depth = math.prod(widths)
+    total = np.ascontiguousarray(total)
+    bound = magnitude * (depth * 2.0**-53 * (1 + 2.0**-20))
+    cancelled = np.flatnonzero((bound > CANCELLATION_TOLERANCE * np.abs(total)).ravel())
+    if cancelled.size == 0:
+        return total
+    core = total.shape
+    offsets = np.ravel_multi_index(np.indices(widths).reshape(len(widths), -1), source.shape)
+    starts = np.ravel_multi_index(np.unravel_index(cancelled, core), source.shape)
+    flat_source, flat_total = source.ravel(), total.reshape(-1)
+    cells = len(offsets)
+    step = max(1, _EXACT_BATCH_TERMS // cells)
+    for first in range(0, len(cancelled), step):
+        chosen = starts[first : first + step]
+        terms = flat_source[(chosen[:, None] + offsets[None, :]).ravel()]
+        try:
+            sums = FloatSums.of_lists(terms, np.arange(0, terms.size + 1, cells, dtype=np.int64))
+        except ExactSumError as error:
+            raise ExactSumError(error.code, int(cancelled[first + error.index])) from None
+        flat_total[cancelled[first : first + step]] = sums.values()
+    return total
 
 
 def _integer_sums(source: np.ndarray, reducer: _Reducer) -> np.ndarray | IntSums:

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from arrayviews.kernels.exact_sum import IntSums, SumOverflow, add_int
-from arrayviews.kernels.window import _functions, _window_lengths
+from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums, SumOverflow, add_int
+from arrayviews.kernels.window import CANCELLATION_TOLERANCE, _functions, _window_lengths
 
 Result = dict[str, tuple[np.ndarray, np.ndarray | None]]
 
@@ -187,6 +187,42 @@ def _bucket_keys(cells: np.ndarray, origin: np.ndarray, bucket: np.ndarray, radi
     return keys
 
 
+def _exact_where_cancelled(
+    sums: np.ndarray,
+    count: np.ndarray,
+    coords: np.ndarray,
+    work: np.ndarray,
+    queries: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+) -> None:
+    """Exact or loud float window sums (in place), as :func:`arrayviews.kernels.window.
+    _exact_where_cancelled` for blocks: a window's points are added one after another, so its sum's
+    error is at most ``count * 2**-53 * sum(|values|)``; where that exceeds the tolerance of the sum
+    the values cancel, and the window's points are summed again exactly."""
+    finite = np.isfinite(work)
+    magnitude = window_points(coords[finite], np.abs(work[finite]), queries, low * -1, high, "sum")["sum"][0]
+    bound = magnitude * (count * 2.0**-53 * (1 + 2.0**-20))
+    cancelled = np.flatnonzero(bound > CANCELLATION_TOLERANCE * np.abs(sums))
+    if cancelled.size == 0:
+        return
+    order = np.argsort(coords[:, 0], kind="stable")
+    first_coordinate = coords[order, 0]
+    terms, offsets = [], [0]
+    for query in cancelled:
+        corner_low, corner_high = queries[query] + low, queries[query] + high
+        lo, hi = np.searchsorted(first_coordinate, [corner_low[0], corner_high[0] + 1])
+        candidates = order[lo:hi]
+        inside = np.all((coords[candidates] >= corner_low) & (coords[candidates] <= corner_high), axis=1)
+        terms.append(work[candidates[inside]])
+        offsets.append(offsets[-1] + int(inside.sum()))
+    try:
+        exact = FloatSums.of_lists(np.concatenate(terms), np.asarray(offsets, dtype=np.int64))
+    except ExactSumError as error:
+        raise ExactSumError(error.code, int(cancelled[error.index])) from None
+    sums[cancelled] = exact.values()
+
+
 def window_points(
     coords: np.ndarray,
     values: np.ndarray | None,
@@ -271,6 +307,8 @@ def window_points(
     count = stats[:, _COUNT].astype(np.int64)
     empty = count == 0
     exact = IntSums.from_words(total_high, total) if wide else None
+    if is_float and {"sum", "avg"} & set(names) and len(work) and work.min() < 0.0 < work.max():
+        _exact_where_cancelled(stats[:, _SUM], count, coords, work, queries, low, high)
     results: Result = {}
     for name in names:
         if name == "count":

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from arrayviews.execution.engine import Data, Engine
 from arrayviews.execution.local_engine import LocalEngine
-from arrayviews.kernels.exact_sum import SumOverflow
+from arrayviews.kernels.exact_sum import ExactSumError, SumOverflow
 from arrayviews.kernels.window import window_block
 from arrayviews.kernels.window_points import window_points
 from arrayviews.model.aggregate_calls import AggregateCall
@@ -88,6 +88,19 @@ def _overflow(out_schema: ArraySchema, attribute: str, cell: np.ndarray, value: 
     )
 
 
+def _inexact(
+    out_schema: ArraySchema, attribute: str, low: np.ndarray, shape: tuple[int, ...], error: ExactSumError
+) -> RangeError:
+    """A window sum whose terms cancel and cannot be summed exactly, named by its cell."""
+    cell = np.asarray(low) + np.asarray(np.unravel_index(error.index, shape))
+    where = ", ".join(f"{d}={int(c)}" for d, c in zip(out_schema.dimension_names, cell, strict=True))
+    return RangeError(
+        f"{out_schema.name}: the window sum of {attribute} at cell ({where}): {error}",
+        array=out_schema.name,
+        column=attribute,
+    )
+
+
 def _window_chunk(
     pieces: pa.Table,
     schema: ArraySchema,
@@ -131,6 +144,8 @@ def _window_chunk(
                 computed = window_block(values, present, before, after, functions, method, targets=own)
             except SumOverflow as error:
                 raise _overflow(out_schema, attribute, low + np.asarray(error.index), error.value) from None
+            except ExactSumError as error:
+                raise _inexact(out_schema, attribute, low, shape, error) from None
             for function, (result, null) in computed.items():
                 results[(attribute, function)] = (
                     result[core_index].reshape(-1),
@@ -154,6 +169,11 @@ def _window_chunk(
                 )
             except SumOverflow as error:
                 raise _overflow(out_schema, attribute, queries[error.index[0]], error.value) from None
+            except ExactSumError as error:
+                at_cell = ExactSumError(error.code, 0)
+                raise _inexact(
+                    out_schema, attribute, queries[error.index], (1,) * len(shape), at_cell
+                ) from None
             for function, pair in computed.items():
                 results[(attribute, function)] = pair
     values_out, nulls_out = {}, {}
@@ -297,6 +317,8 @@ def window_in_process(
                 raise _overflow(
                     out_schema, attribute, chunk_low + np.asarray(error.index), error.value
                 ) from None
+            except ExactSumError as error:
+                raise _inexact(out_schema, attribute, chunk_low, own.shape, error) from None
             results.update({(attribute, f): pair for f, pair in computed.items()})
         values_out, nulls_out = {}, {}
         for call in calls:
