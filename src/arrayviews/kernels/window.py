@@ -41,7 +41,11 @@ The 1-D pass: integer sums (counts, int64 sums) are running sums (exact). Float 
 the van Herk / Gil-Werman block decomposition: the line is cut into blocks of the window length, and a
 window is a suffix of one block joined with a prefix of the next, so every cell costs two additions or
 three comparisons whatever the window length, and (unlike running sums, which subtract) a huge value
-leaves no rounding residue in the windows after it. min is a max over the negated (float) or
+leaves no rounding residue in the windows after it (windows of one or two cells are added directly).
+Exact or loud: when the block holds values of both signs, the window sums of their magnitudes bound
+each sum's rounding error, and a window whose bound exceeds :data:`CANCELLATION_TOLERANCE` (2**-36)
+of its sum -- its terms cancel -- is summed again exactly, giving ``math.fsum`` of its cells; one
+whose exact sum needs more components than kept raises. min is a max over the negated (float) or
 bit-inverted (integer) data: both exact.
 
 Numerical care for var/stdev: values are shifted by a per-block reference (the median of a sample of
@@ -658,7 +662,7 @@ def _nonfinite_sum(result: np.ndarray, bad: dict[str, np.ndarray]) -> None:
 
 #: Largest relative error a float window sum may carry; windows whose error bound exceeds it (their
 #: terms cancel) are summed again exactly.
-CANCELLATION_TOLERANCE = 2.0**-40
+CANCELLATION_TOLERANCE = 2.0**-36
 #: Terms gathered at once for the exact sums of cancelling windows.
 _EXACT_BATCH_TERMS = 1 << 22
 
