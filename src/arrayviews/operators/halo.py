@@ -373,6 +373,19 @@ def place(pieces: pa.Table, schema: ArraySchema, low: np.ndarray, shape: tuple[i
     return Block(low, values, present, nulls)
 
 
+def fragments_as_pieces(table: pa.Table, schema: ArraySchema) -> pa.Table:
+    """The fragment rows as pieces of their own chunk (box = the clipped chunk), so that
+    :func:`place` decodes them into a block."""
+    grid = ChunkGrid.of(schema)
+    for dimension, name, column in zip(
+        grid.dimensions, schema.dimension_names, layout.chunk_columns(schema), strict=True
+    ):
+        chunks = np.asarray(table.column(column), dtype=np.int64)
+        table = table.append_column(LOW_PREFIX + name, pa.array(dimension.chunk_starts(chunks)))
+        table = table.append_column(SIZE_PREFIX + name, pa.array(dimension.chunk_sizes(chunks)))
+    return table
+
+
 def piece_cells(pieces: pa.Table) -> int:
     """Number of cells the pieces hold (from their counts, without decoding)."""
     return int(np.sum(pieces.column(layout.N_CELLS))) if pieces.num_rows else 0

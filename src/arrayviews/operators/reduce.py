@@ -36,6 +36,7 @@ from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
+from arrayviews.operators import regrid_dense
 from arrayviews.operators.source import ComputedSource, Source
 from arrayviews.storage import codec, layout
 from arrayviews.storage.assemble import sort_cells
@@ -267,7 +268,31 @@ def regrid(
     )
     lows = np.array([d.low for d in schema.dimensions], dtype=np.int64)
     cell_map = functools.partial(_block_map, lows=lows, blocks=np.asarray(blocks, dtype=np.int64))
-    return reduce_cells(source, engine, out_schema, cell_map, calls)
+    if engine.name != "local" or not regrid_dense.applies(schema, calls):
+        return reduce_cells(source, engine, out_schema, cell_map, calls)
+
+    def two_stage(table: pa.Table) -> pa.Table | None:
+        whole = ComputedSource(
+            schema, engine.from_arrow(table, layout.fragment_schema(schema)), engine=engine
+        )
+        reduced = reduce_cells(whole, engine, out_schema, cell_map, calls)
+        return engine.collect(reduced.plan, layout.fragment_schema(out_schema))
+
+    def sum_error(error: ExactSumError, attribute: str, chunk: tuple[int, ...], offset: int) -> RangeError:
+        return _sum_error(error, out_schema, attribute, chunk, offset)
+
+    # the local engine hands a map function the whole input as one table
+    dense = functools.partial(
+        regrid_dense.regrid_in_process,
+        schema=schema,
+        out_schema=out_schema,
+        blocks=tuple(int(b) for b in blocks),
+        calls=calls,
+        two_stage=two_stage,
+        sum_error=sum_error,
+    )
+    frame = engine.map_batches(source.data(engine), dense, layout.fragment_schema(out_schema))
+    return ComputedSource(out_schema, frame, engine=engine)
 
 
 # -- aggregate ----------------------------------------------------------------------------------

@@ -187,19 +187,6 @@ def _window_chunk(
     return layout.encoded_to_table([encoded], out_schema, 0)
 
 
-def _block_of_fragments(table: pa.Table, schema: ArraySchema) -> pa.Table:
-    """The fragment rows as halo pieces of their own chunk (box = the clipped chunk), so that
-    :func:`halo.place` decodes them into a block."""
-    grid = ChunkGrid.of(schema)
-    for dimension, name, column in zip(
-        grid.dimensions, schema.dimension_names, layout.chunk_columns(schema), strict=True
-    ):
-        chunks = np.asarray(table.column(column), dtype=np.int64)
-        table = table.append_column(halo.LOW_PREFIX + name, pa.array(dimension.chunk_starts(chunks)))
-        table = table.append_column(halo.SIZE_PREFIX + name, pa.array(dimension.chunk_sizes(chunks)))
-    return table
-
-
 def halo_exchange(
     data: Data,
     engine: Engine,
@@ -267,7 +254,7 @@ def window_in_process(
         result = exchange(engine.from_arrow(table, fragments))
         return engine.collect(result, layout.fragment_schema(out_schema))
     if core is None:
-        pieces = _block_of_fragments(table, schema)
+        pieces = halo.fragments_as_pieces(table, schema)
     else:
         region = (low - np.asarray(before), high + np.asarray(after))
         pieces = halo.cut_to_regions(table, schema, lambda chunk: [((0,), *region)], ["core"])
