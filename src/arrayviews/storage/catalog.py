@@ -2,23 +2,59 @@
 
 from __future__ import annotations
 
+from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io import load_file_io
+from pyiceberg.serializers import FromInputFile
+from pyiceberg.table import Table
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem, to_uri
 
 CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
+#: Parsed table metadata files a catalog keeps (one per metadata location, oldest dropped first).
+METADATA_KEPT = 256
 
 
 class _Catalog(SqlCatalog):
     """pyiceberg's SQL catalog with a fault checkpoint between writing a new metadata file and
-    swapping the table's pointer to it (the last instant before a commit becomes visible)."""
+    swapping the table's pointer to it (the last instant before a commit becomes visible), and a
+    cache of parsed metadata files by location (``metadata_loads`` counts the files parsed)."""
+
+    metadata_loads = 0
 
     @staticmethod
     def _write_metadata(metadata, io, metadata_path: str) -> None:
         SqlCatalog._write_metadata(metadata, io, metadata_path)
         checkpoint("catalog.metadata-written")
+
+    # Every load still asks the catalog for the table's current metadata location (another process
+    # may have committed); only the parsing of a metadata file already read is skipped. A metadata
+    # file is never rewritten in place (every commit writes a new one), so the location names its
+    # content; each load returns a new Table over the (immutable) parsed metadata.
+    def _convert_orm_to_iceberg(self, orm_table) -> Table:
+        metadata_location = orm_table.metadata_location
+        if not metadata_location or not orm_table.table_namespace or not orm_table.table_name:
+            return super()._convert_orm_to_iceberg(orm_table)
+        kept = self.__dict__.setdefault("_metadata_kept", {})
+        if metadata_location not in kept:
+            file = load_file_io(properties=self.properties, location=metadata_location).new_input(
+                metadata_location
+            )
+            metadata = FromInputFile.table_metadata(file)
+            if len(kept) >= METADATA_KEPT:
+                kept.pop(next(iter(kept)))
+            kept[metadata_location] = (metadata, self._load_file_io(metadata.properties, metadata_location))
+            self.metadata_loads = getattr(self, "metadata_loads", 0) + 1
+        metadata, io = kept[metadata_location]
+        return Table(
+            identifier=Catalog.identifier_to_tuple(orm_table.table_namespace) + (orm_table.table_name,),
+            metadata=metadata,
+            metadata_location=metadata_location,
+            io=io,
+            catalog=self,
+        )
 
 
 def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:
