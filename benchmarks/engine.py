@@ -12,11 +12,15 @@ against numpy/scipy, measured in one run.
    recomputation (``refresh("full")``) of the same view; the growth of the refresh time across the
    64x range is the ratio of the medians at the largest and smallest array.
 
-Run: ``.venv/bin/python -m benchmarks.run engine`` (``--quick``: smaller sizes).
+Run: ``.venv/bin/python -m benchmarks.run engine`` (``--quick``: smaller sizes). With
+``ARRAYVIEWS_ENGINE_SMALL=1`` only the in-process small operations run (window, subarray, regrid and
+the catalog floor: the SQL lookup of a table's current metadata location that any fresh read makes),
+written to engine-small.json / .png.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -72,7 +76,7 @@ def _one_cell(dbs: dict, repeats: int) -> dict:
     }
 
 
-def _dem(dbs: dict, repeats: int) -> dict:
+def _dem(dbs: dict, repeats: int, modes: tuple[str, ...] = ("auto", "spark")) -> dict:
     """Window and subarray over the elevation grid against scipy and numpy."""
     from scipy import ndimage
 
@@ -96,7 +100,7 @@ def _dem(dbs: dict, repeats: int) -> dict:
     results["regrid"]["numpy"], coarse = timed(numpy_regrid, repeats)
     results["window"]["scipy"], expected = timed(scipy_average, repeats)
     results["subarray"]["numpy"], block = timed(lambda: elevation[100:150, 200:250].copy(), repeats)
-    for mode in ("auto", "spark"):
+    for mode in modes:
         array = dbs[mode].array("dem")
         seconds, got = timed(lambda a=array: a.window([2, 2, 2, 2], "avg(v)").to_numpy(), repeats)
         assert np.allclose(got, expected, rtol=1e-9, atol=1e-9)
@@ -107,6 +111,8 @@ def _dem(dbs: dict, repeats: int) -> dict:
         seconds, got = timed(lambda a=array: a.regrid([4, 4], "avg(v)").to_numpy(), repeats)
         assert np.allclose(got, coarse, rtol=1e-12)
         results["regrid"][mode] = seconds
+    if "spark" not in modes:
+        return results
     window, cut, regrid = results["window"], results["subarray"], results["regrid"]
     print(
         f"5x5 window average on {rows}x{columns}: scipy {window['scipy']:.4f} s, in-process "
@@ -171,7 +177,76 @@ def _growing(dbs: dict, sides: list[int], repeats: int = 3) -> list[dict]:
     return rows
 
 
+def catalog_floor(db, repeats: int) -> float:
+    """Best time of the SQL lookup of one table's current metadata location: the least a read that
+    must see another process's commit pays before it touches any file."""
+    from pyiceberg.catalog.sql import IcebergTables
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    catalog = db.warehouse.catalog
+    identifier = db.warehouse._identifier("dem")
+
+    def lookup() -> str:
+        with Session(catalog.engine) as session:
+            return session.execute(
+                select(IcebergTables.metadata_location).where(
+                    IcebergTables.catalog_name == catalog.name,
+                    IcebergTables.table_namespace == identifier[0],
+                    IcebergTables.table_name == identifier[-1],
+                )
+            ).scalar_one()
+
+    seconds, location = timed(lookup, repeats)
+    assert location.endswith(".metadata.json")
+    return seconds
+
+
+def small_operations(db, repeats: int = 20) -> dict:
+    """The in-process small operations on the elevation grid against numpy/scipy and the catalog floor."""
+    results = _dem({"auto": db}, repeats, modes=("auto",))
+    results["catalog_floor"] = catalog_floor(db, repeats)
+    results["load"] = os.getloadavg()
+    ratios = {
+        "window_vs_scipy": results["window"]["auto"] / results["window"]["scipy"],
+        "subarray_vs_numpy": results["subarray"]["auto"] / results["subarray"]["numpy"],
+        "subarray_vs_catalog_floor": results["subarray"]["auto"] / results["catalog_floor"],
+        "catalog_floor_vs_numpy": results["catalog_floor"] / results["subarray"]["numpy"],
+        "regrid_vs_numpy": results["regrid"]["auto"] / results["regrid"]["numpy"],
+    }
+    results["ratios"] = ratios
+    print(f"load average {results['load'][0]:.1f}; best of {repeats}")
+    print(
+        f"5x5 window: scipy {results['window']['scipy'] * 1e3:.2f} ms, in-process "
+        f"{results['window']['auto'] * 1e3:.2f} ms ({ratios['window_vs_scipy']:.1f}x)"
+    )
+    print(
+        f"50x50 subarray: numpy {results['subarray']['numpy'] * 1e6:.1f} us, catalog floor "
+        f"{results['catalog_floor'] * 1e3:.3f} ms, in-process {results['subarray']['auto'] * 1e3:.2f} ms "
+        f"({ratios['subarray_vs_numpy']:.0f}x numpy, {ratios['subarray_vs_catalog_floor']:.1f}x the floor)"
+    )
+    print(
+        f"4x4 regrid average: numpy {results['regrid']['numpy'] * 1e3:.2f} ms, in-process "
+        f"{results['regrid']['auto'] * 1e3:.2f} ms ({ratios['regrid_vs_numpy']:.1f}x)"
+    )
+    return results
+
+
+def report_small(results: dict) -> None:
+    write_results("engine-small", results)
+    labels = ["5x5 window 344x403", "50x50 subarray", "4x4 regrid 344x403"]
+    series = {
+        "in-process": [results["window"]["auto"], results["subarray"]["auto"], results["regrid"]["auto"]],
+        "scipy / numpy": [results["window"]["scipy"], results["subarray"]["numpy"], results["regrid"]["numpy"]],
+        "catalog lookup (floor)": [0.0, results["catalog_floor"], 0.0],
+    }
+    bar_plot("engine-small", "Small operations in-process vs numpy/scipy (same run)", labels, series, "seconds")
+    print(f"results in {RESULTS / 'engine-small.json'}")
+
+
 def run(db, quick: bool = False) -> dict:
+    if os.environ.get("ARRAYVIEWS_ENGINE_SMALL"):
+        return {"small": small_operations(db)}
     location = db.warehouse.location
     dbs = {
         "auto": db,
@@ -190,6 +265,9 @@ def run(db, quick: bool = False) -> dict:
 
 
 def report(results: dict, quick: bool) -> None:
+    if "small" in results:
+        report_small(results["small"])
+        return
     name = "engine-quick" if quick else "engine"
     write_results(name, {**results, "quick": quick})
     window, cut = results["dem"]["window"], results["dem"]["subarray"]
