@@ -56,3 +56,27 @@ def test_unchanged_table_metadata_is_parsed_once(handles, monkeypatch) -> None:
     first.array("B").insert({"i": [3], "v": [2.5]})
     assert sorted(second.array("B").subarray(i=(0, 9)).to_pandas().v) == [0.5, 1.5, 2.5]
     assert len(parsed) > loads  # the new commit's metadata was read
+
+
+def test_a_snapshot_is_planned_once_across_loads(handles, monkeypatch) -> None:
+    """Reading one region again through a new handle of the table plans its files once; a new commit
+    is planned anew (and its cell is read)."""
+    from pyiceberg.table import DataScan
+
+    first, second = handles
+    first.create_array("C<v:int64>[i=0:19:5]").insert({"i": [1, 12], "v": [10, 120]})
+    plans = []
+    original = DataScan.plan_files
+
+    def counted(scan):
+        plans.append(scan.snapshot_id)
+        return original(scan)
+
+    monkeypatch.setattr(DataScan, "plan_files", counted)
+    for _ in range(4):
+        assert list(second.array("C").subarray(i=(0, 19)).to_pandas().v) == [10, 120]
+    planned = len(plans)
+    assert planned <= 2  # the estimate and the read may plan different filters, once each
+    first.array("C").insert({"i": [7], "v": [70]})
+    assert list(second.array("C").subarray(i=(0, 19)).to_pandas().v) == [10, 70, 120]
+    assert len(plans) > planned

@@ -80,3 +80,11 @@ def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CAT
 def ensure_namespace(catalog: SqlCatalog, namespace: str) -> None:
     if (namespace,) not in catalog.list_namespaces():
         catalog.create_namespace(namespace)
+
+
+def kept_plans(catalog: object, table_uuid: object) -> dict:
+    """The file plans of one table kept by its catalog object across loads (by snapshot and filter;
+    a snapshot never changes), or a new dict for a catalog that keeps none."""
+    if not isinstance(catalog, _Catalog):
+        return {}
+    return catalog.__dict__.setdefault("_plans_kept", {}).setdefault(str(table_uuid), {})

@@ -21,6 +21,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from arrayviews.model.errors import NotFoundError
+from arrayviews.storage.catalog import kept_plans
 from arrayviews.storage.expiry import ExpireResult, expire_table
 from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot, update_properties
 
@@ -67,7 +68,10 @@ class VersionedTable:
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self._plans: dict[tuple[int, str], list[StoredFile]] = {}
+        # shared by every load of this table through the same catalog object
+        self._plans: dict[tuple[int, str], list[StoredFile]] = kept_plans(
+            table.catalog, table.metadata.table_uuid
+        )
 
     # -- identity ----------------------------------------------------------------------------------
     @property
