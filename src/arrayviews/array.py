@@ -292,7 +292,7 @@ class Array:
 
     def compact(self) -> writes.WriteResult:
         """Rewrite small data files into large ones (one fragment per chunk) as one new version."""
-        return writes.compact(self._writable().table, self._write_engine())
+        return writes.compact(self._writable().table, self._db.executors.choose)
 
     def _write_engine(self):
         """The engine that rewrites and compacts files: in-process under ``execution="local"``,

@@ -63,7 +63,7 @@ class View(Array):
         chunk, clustered by chunk) as one new view version reflecting the same base versions."""
         return writes.compact(
             self._current().table,
-            self._write_engine(),
+            self._db.executors.choose,
             small_file_bytes=VIEW_FILE_BYTES // 2,
             carry=(BASE_KEY,),
             target_bytes=VIEW_FILE_BYTES,

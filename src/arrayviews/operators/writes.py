@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from arrayviews.execution.cost import Choice, Estimate
 from arrayviews.execution.engine import Engine, WrittenFile
 from arrayviews.model.errors import CommitConflictError, ConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
@@ -29,7 +31,7 @@ from arrayviews.operators.ingest import CellBatch, check_inside, describe_cells
 from arrayviews.storage import codec, layout
 from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, encode_sorted, merge_fragments, sort_cells
-from arrayviews.storage.files import delete_files, filesystem
+from arrayviews.storage.files import delete_files, filesystem, read_parquet_files
 from arrayviews.storage.snapshots import BaseMovedError, discard_unless_committed
 
 ON_CONFLICT = ("error", "replace")
@@ -50,6 +52,9 @@ class WriteResult:
     message: str = ""
     #: How many times the write was planned: more than one when other writers committed first.
     attempts: int = 1
+    #: Which executor ran the write ("spark" or "local") and why, where the write was chosen by cost.
+    executor: str = ""
+    executor_reason: str = ""
 
     def __str__(self) -> str:
         return self.message
@@ -321,9 +326,13 @@ def _merge_chunk(table: pa.Table, schema) -> pa.Table:
     return layout.encoded_to_table([encoded], schema, newest)
 
 
+#: Picks the engine for work reading an estimate, and says why (``Executors.choose``).
+Chooser = Callable[[Estimate], tuple[Engine, Choice]]
+
+
 def compact(
     array: ArrayTable,
-    engine: Engine,
+    engine: Engine | Chooser,
     small_file_bytes: int = 32 * 1024 * 1024,
     carry: tuple[str, ...] = (),
     target_bytes: int = TARGET_FILE_BYTES,
@@ -331,15 +340,26 @@ def compact(
     """Rewrite small data files into files of about ``target_bytes``, one fragment per chunk and
     clustered by chunk, as one snapshot. Version properties whose names start with one of ``carry``
     are kept from the version compacted (a view's reflected base versions: compaction changes no
-    content)."""
+    content). ``engine`` is an engine, or a chooser that picks one by the cost of reading the small
+    files (their bytes and fragments from the manifest, their cells from the fragments' counts)."""
     return replanned(
         array, "compact", lambda: _compact_once(array, engine, small_file_bytes, carry, target_bytes)
     )
 
 
+def _compact_estimate(small: list, schema) -> Estimate:
+    """What compacting ``small`` reads: bytes and fragments from the manifest, cells from the
+    fragments' cell counts (one column of the files, read on the driver)."""
+    counts = read_parquet_files(
+        [f.file_path for f in small], columns=[layout.N_CELLS], schema=layout.fragment_schema(schema)
+    )
+    cells = int(pc.sum(counts.column(layout.N_CELLS)).as_py() or 0) if counts.num_rows else 0
+    return Estimate(cells, sum(f.file_size_in_bytes for f in small), sum(f.record_count for f in small))
+
+
 def _compact_once(
     array: ArrayTable,
-    engine: Engine,
+    engine: Engine | Chooser,
     small_file_bytes: int,
     carry: tuple[str, ...],
     target_bytes: int = TARGET_FILE_BYTES,
@@ -352,6 +372,9 @@ def _compact_once(
     small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
     if len(small) < 2:
         return _no_change(array, "compact", f"{len(small)} small file(s): nothing to compact")
+    choice = None
+    if not isinstance(engine, Engine):
+        engine, choice = engine(_compact_estimate(small, schema))
     arrow_schema = layout.fragment_schema(schema)
     data = engine.read_files([f.file_path for f in small], arrow_schema)
     merged = engine.group(
@@ -380,7 +403,14 @@ def _compact_once(
         "compact",
         version,
         True,
-        message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of array {schema.name}, now at version {version}",
+        message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of array {schema.name}, now at version {version}"
+        + (
+            ""
+            if choice is None
+            else f" ({'in-process' if engine.name == 'local' else 'on Spark'}: {choice.reason})"
+        ),
+        executor=engine.name,
+        executor_reason="" if choice is None else choice.reason,
     )
 
 
