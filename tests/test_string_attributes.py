@@ -30,7 +30,8 @@ from arrayviews.storage.assemble import encode_sorted, sort_cells
 TEXT = st.one_of(
     st.text(max_size=12),
     st.text(alphabet="\x00'\"\\\n%_aé\U0001f389", max_size=8),
-    st.builds(lambda c, n: c * n, st.characters(), st.integers(100, 2000)),
+    # valid Unicode only: a lone surrogate is not text UTF-8 can hold
+    st.builds(lambda c, n: c * n, st.characters(codec="utf-8"), st.integers(100, 2000)),
 )
 MAYBE_TEXT = st.one_of(st.none(), TEXT)
 
@@ -407,3 +408,15 @@ def test_uint64_filters_through_statements_and_refusals(db) -> None:
     ]:
         with pytest.raises(ArrayViewsError, match=re.escape(message)):
             run().to_pandas()
+
+
+def test_a_lone_surrogate_is_refused_naming_column_and_row(tmp_path, spark) -> None:
+    """A Python string holding a lone surrogate is not Unicode text: a clear error, nothing written
+    (before: a raw UnicodeDecodeError from inside pyarrow)."""
+    from arrayviews.model.errors import ValidationError
+
+    db = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="local")
+    array = db.create_array("s<name:string>[i=0:9:5]")
+    with pytest.raises(ValidationError, match=r"column name, row 1: .*lone surrogate"):
+        array.insert({"i": [1, 2], "name": ["fine", "\ud800x"]})
+    assert array.count() == 0

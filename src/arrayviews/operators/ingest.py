@@ -65,12 +65,35 @@ def to_arrow(data: object, array: str) -> pa.Table:
         if len(set(lengths.values())) > 1:
             described = ", ".join(f"{k}={v}" for k, v in lengths.items())
             raise ValidationError(f"array {array}: columns have different lengths ({described})", array=array)
-        return pa.table(columns)
+        try:
+            return pa.table(columns)
+        except UnicodeError:
+            raise _not_text(array, columns) from None
     raise ValidationError(
         f"array {array}: cannot read cells from {type(data).__name__}; give a pandas DataFrame, "
         "a pyarrow Table, a Spark DataFrame or a dict of numpy arrays",
         array=array,
     )
+
+
+def _not_text(array: str, columns: Mapping) -> ValidationError:
+    """The error for a string that is not valid Unicode (a lone surrogate: UTF-8 cannot hold it),
+    naming its column and row (only run once a conversion has failed)."""
+    for name, column in columns.items():
+        values = column.to_pylist() if isinstance(column, pa.Array | pa.ChunkedArray) else list(column)
+        for row, value in enumerate(values):
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return ValidationError(
+                        f"array {array}: column {name}, row {row}: {value[:40]!r} is not valid Unicode "
+                        "text (it holds a lone surrogate, which UTF-8 cannot store)",
+                        array=array,
+                        column=str(name),
+                        value=value,
+                    )
+    return ValidationError(f"array {array}: a text value is not valid Unicode", array=array)
 
 
 def _first_index(mask: np.ndarray) -> int:

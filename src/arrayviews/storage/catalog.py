@@ -38,16 +38,21 @@ class _Catalog(SqlCatalog):
         if not metadata_location or not orm_table.table_namespace or not orm_table.table_name:
             return super()._convert_orm_to_iceberg(orm_table)
         kept = self.__dict__.setdefault("_metadata_kept", {})
+        file = load_file_io(properties=self.properties, location=metadata_location).new_input(
+            metadata_location
+        )
+        # the file must still be there as it was parsed (a lost or truncated metadata file fails
+        # the load as it would without the cache, so `check` and listings see it)
+        if metadata_location in kept and (not file.exists() or len(file) != kept[metadata_location][2]):
+            del kept[metadata_location]
         if metadata_location not in kept:
-            file = load_file_io(properties=self.properties, location=metadata_location).new_input(
-                metadata_location
-            )
             metadata = FromInputFile.table_metadata(file)
             if len(kept) >= METADATA_KEPT:
                 kept.pop(next(iter(kept)))
-            kept[metadata_location] = (metadata, self._load_file_io(metadata.properties, metadata_location))
+            io = self._load_file_io(metadata.properties, metadata_location)
+            kept[metadata_location] = (metadata, io, len(file))
             self.metadata_loads = getattr(self, "metadata_loads", 0) + 1
-        metadata, io = kept[metadata_location]
+        metadata, io, _ = kept[metadata_location]
         return Table(
             identifier=Catalog.identifier_to_tuple(orm_table.table_namespace) + (orm_table.table_name,),
             metadata=metadata,
