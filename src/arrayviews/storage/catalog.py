@@ -6,10 +6,12 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
-from pyiceberg.table import Table
+from pyiceberg.table import StagedTable, Table
+from pyiceberg.table.locations import load_location_provider
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem, to_uri
+from arrayviews.storage.metadata_updates import apply_updates
 
 CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
@@ -20,7 +22,8 @@ METADATA_KEPT = 256
 class _Catalog(SqlCatalog):
     """pyiceberg's SQL catalog with a fault checkpoint between writing a new metadata file and
     swapping the table's pointer to it (the last instant before a commit becomes visible), and a
-    cache of parsed metadata files by location (``metadata_loads`` counts the files parsed)."""
+    cache of parsed metadata files by location (``metadata_loads`` counts the files parsed), and
+    commits that do not deep-copy the table's metadata (``storage.metadata_updates``)."""
 
     metadata_loads = 0
 
@@ -28,6 +31,24 @@ class _Catalog(SqlCatalog):
     def _write_metadata(metadata, io, metadata_path: str) -> None:
         SqlCatalog._write_metadata(metadata, io, metadata_path)
         checkpoint("catalog.metadata-written")
+
+    def _update_and_stage_table(self, current_table, table_identifier, requirements, updates) -> StagedTable:
+        if current_table is None:  # a new table: pyiceberg's path, which validates the new metadata
+            return super()._update_and_stage_table(current_table, table_identifier, requirements, updates)
+        for requirement in requirements:
+            requirement.validate(current_table.metadata)
+        metadata = apply_updates(current_table.metadata, updates, current_table.metadata_location)
+        version = self._parse_metadata_version(current_table.metadata_location) + 1
+        location = load_location_provider(metadata.location, metadata.properties).new_table_metadata_file_location(
+            version
+        )
+        return StagedTable(
+            identifier=table_identifier,
+            metadata=metadata,
+            metadata_location=location,
+            io=self._load_file_io(properties=metadata.properties, location=location),
+            catalog=self,
+        )
 
     # Every load still asks the catalog for the table's current metadata location (another process
     # may have committed); only the parsing of a metadata file already read is skipped. A metadata
@@ -93,3 +114,11 @@ def kept_plans(catalog: object, table_uuid: object) -> dict:
     if not isinstance(catalog, _Catalog):
         return {}
     return catalog.__dict__.setdefault("_plans_kept", {}).setdefault(str(table_uuid), {})
+
+
+def kept_listing(catalog: object, table_uuid: object) -> dict:
+    """The live-file listings of one table kept by its catalog object across loads (snapshot id ->
+    files by path, oldest first), or a new dict for a catalog that keeps none."""
+    if not isinstance(catalog, _Catalog):
+        return {}
+    return catalog.__dict__.setdefault("_listings_kept", {}).setdefault(str(table_uuid), {})

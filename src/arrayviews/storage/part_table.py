@@ -29,16 +29,6 @@ from pyiceberg.exceptions import (
     NoSuchNamespaceError,
     NoSuchTableError,
 )
-from pyiceberg.expressions import (
-    AlwaysTrue,
-    And,
-    BooleanExpression,
-    GreaterThanOrEqual,
-    In,
-    LessThan,
-    LessThanOrEqual,
-    Or,
-)
 from pyiceberg.manifest import ManifestContent, ManifestFile
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -508,28 +498,31 @@ class PartTable(VersionedTable):
         return expired.get(batch_id)
 
     # -- planning ---------------------------------------------------------------------------------
-    def _live_files(self, row_filter: BooleanExpression, version: int | None = None) -> list[StoredFile]:
-        return self.live_files(version, row_filter)
+    def _live_files(
+        self, keep: Callable[[int], bool] | None = None, version: int | None = None
+    ) -> list[StoredFile]:
+        """The data files of a version (current by default) whose part ``keep`` accepts (all without
+        it). Every file holds one part, so this is exact; the listing of a snapshot is kept and carried
+        forward from commit to commit (``VersionedTable.live_files``), not planned again per range."""
+        files = self.live_files(version)
+        return files if keep is None else [f for f in files if keep(_part_of(f))]
 
     def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
         """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by default)."""
-        row_filter = And(GreaterThanOrEqual(PART, low), LessThanOrEqual(PART, high))
-        return [f.file_path for f in self._live_files(row_filter, version) if low <= _part_of(f) <= high]
+        return [f.file_path for f in self._live_files(lambda p: low <= p <= high, version)]
 
     def sized_files_of_parts(self, low: int, high: int) -> list[tuple[str, int, int, int]]:
         """(uri, part, rows, bytes) of the data files of parts ``low`` to ``high`` now, from the
         manifests (no data is read)."""
-        row_filter = And(GreaterThanOrEqual(PART, low), LessThanOrEqual(PART, high))
         return [
             (f.file_path, _part_of(f), f.record_count, f.file_size_in_bytes)
-            for f in self._live_files(row_filter)
-            if low <= _part_of(f) <= high
+            for f in self._live_files(lambda p: low <= p <= high)
         ]
 
     def files_by_part(self, version: int | None = None) -> dict[int, list[str]]:
         """The data file URIs of every part of a version (current by default)."""
         found: dict[int, list[str]] = {}
-        for data_file in self._live_files(AlwaysTrue(), version):
+        for data_file in self._live_files(None, version):
             found.setdefault(_part_of(data_file), []).append(data_file.file_path)
         return dict(sorted(found.items()))
 
@@ -640,25 +633,15 @@ class PartTable(VersionedTable):
     def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[StoredFile]:
         if not replaced and drop_below is None:
             return []
-        conditions: list[BooleanExpression] = []
-        if replaced:
-            conditions.append(In(PART, replaced))
-        if drop_below is not None:
-            conditions.append(LessThan(PART, drop_below))
-        row_filter = conditions[0] if len(conditions) == 1 else Or(*conditions)
         doomed = set(replaced)
-        return [
-            f
-            for f in self._live_files(row_filter)
-            if _part_of(f) in doomed or (drop_below is not None and _part_of(f) < drop_below)
-        ]
+        return self._live_files(lambda p: p in doomed or (drop_below is not None and p < drop_below))
 
     # -- keeping the history bounded ---------------------------------------------------------------
     def small_files(self, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> dict[int, list[str]]:
         """The data files smaller than ``small_file_bytes`` of each part that has several of them
         (what compaction merges), current version."""
         small: dict[int, list[str]] = {}
-        for data_file in self._live_files(AlwaysTrue()):
+        for data_file in self._live_files():
             if data_file.file_size_in_bytes < small_file_bytes:
                 small.setdefault(_part_of(data_file), []).append(data_file.file_path)
         return {p: files for p, files in sorted(small.items()) if len(files) > 1}
@@ -686,4 +669,4 @@ class PartTable(VersionedTable):
 
     def all_files(self, version: int | None = None) -> list[str]:
         """URIs of every data file of a version (current by default)."""
-        return [f.file_path for f in self._live_files(AlwaysTrue(), version)]
+        return [f.file_path for f in self._live_files(None, version)]

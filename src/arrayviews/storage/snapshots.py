@@ -25,6 +25,7 @@ from pyiceberg.utils.properties import property_as_bool, property_as_int
 from arrayviews.model.errors import CommitConflictError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import delete_files
+from arrayviews.storage.metadata_updates import apply_updates
 
 #: Table properties every arrayviews table carries (set at creation; older tables get them on
 #: their first commit).
@@ -169,8 +170,8 @@ def _bound_manifests(producer, transaction: Transaction) -> None:
 class _Transaction(Transaction):
     """pyiceberg 0.12's Transaction rebuilds (deep-copies) the whole table metadata each time it
     is asked for it, a dozen times per commit, which made a commit's cost grow with the number of
-    snapshots held (77 ms per access at 150 snapshots). The metadata models are frozen, so the
-    copy is kept until the next update is staged."""
+    snapshots held (77 ms per access at 150 snapshots). The metadata models are frozen: it is built
+    without the copy (``storage.metadata_updates``) and kept until the next update is staged."""
 
     @property
     def table_metadata(self):
@@ -178,16 +179,17 @@ class _Transaction(Transaction):
             return self._table.metadata
         cached = self.__dict__.get("_arrayviews_metadata")
         if cached is None or cached[0] is not self._updates:
-            cached = (self._updates, Transaction.table_metadata.fget(self))
+            cached = (self._updates, apply_updates(self._table.metadata, self._updates))
             self.__dict__["_arrayviews_metadata"] = cached
         return cached[1]
 
 
 def stage_snapshot(
     transaction: Transaction, added: Sequence[str], removed: Sequence[DataFile], properties: dict[str, str]
-) -> None:
+) -> list[DataFile]:
     """Stage, inside ``transaction``, one snapshot adding the Parquet files ``added`` and removing
-    ``removed``, with summary ``properties``; a snapshot with nothing to add or remove is still made."""
+    ``removed``, with summary ``properties``; a snapshot with nothing to add or remove is still made.
+    Returns the data files added (with the statistics read from their footers)."""
     data_files = list(
         parquet_files_to_data_files(transaction._table.io, transaction.table_metadata, iter(added))
     )
@@ -203,6 +205,7 @@ def stage_snapshot(
             snapshot.delete_data_file(data_file)
         for data_file in data_files:
             snapshot.append_data_file(data_file)
+    return data_files
 
 
 def commit_snapshot(
@@ -212,13 +215,13 @@ def commit_snapshot(
     removed: Sequence[DataFile],
     properties: dict[str, str],
     label: str,
-) -> Table:
+) -> tuple[Table, list[DataFile]]:
     """Commit ``added`` Parquet files and the removal of ``removed`` as one snapshot carrying
     ``properties``, on top of ``base_snapshot_id`` (None: the table has no snapshot yet).
 
     ``table`` must be loaded at that base. Raises BaseMovedError, naming ``label``, if the table's
     current snapshot is another one when the catalog swaps the metadata (nothing is committed).
-    Returns the table as committed."""
+    Returns the table as committed and the data files it added."""
     if table.metadata.current_snapshot_id != base_snapshot_id:
         raise BaseMovedError(
             label, f"planned on snapshot {base_snapshot_id}, table at {table.metadata.current_snapshot_id}"
@@ -228,7 +231,7 @@ def commit_snapshot(
         if table.metadata.current_snapshot_id != base_snapshot_id:
             raise BaseMovedError(label, "another writer committed meanwhile")
     transaction = _Transaction(table)
-    stage_snapshot(transaction, added, removed, properties)
+    data_files = stage_snapshot(transaction, added, removed, properties)
     checkpoint("commit.staged")
     try:
         # The snapshot's own requirement asserts that ``main`` still points at the base snapshot.
@@ -243,4 +246,4 @@ def commit_snapshot(
     except BaseException as error:
         mark_maybe_committed(error)
         raise
-    return committed
+    return committed, data_files

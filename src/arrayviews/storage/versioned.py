@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.manifest import DataFile
+from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from arrayviews.model.errors import NotFoundError
-from arrayviews.storage.catalog import kept_plans
+from arrayviews.storage.catalog import kept_listing, kept_plans
 from arrayviews.storage.expiry import ExpireResult, expire_table
 from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot, update_properties
 
@@ -40,6 +40,10 @@ V = TypeVar("V")
 
 #: Plans kept per table (a snapshot's files never change, so a plan is valid while its snapshot is).
 PLANS_KEPT = 16
+#: Snapshots a kept listing of live files is carried forward over (beyond that: listed afresh).
+LISTING_REACH = 64
+#: Listings kept per table (the newest snapshots listed).
+LISTINGS_KEPT = 4
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class VersionedTable:
         self._plans: dict[tuple[int, str], list[StoredFile]] = kept_plans(
             table.catalog, table.metadata.table_uuid
         )
+        self._listing: dict[int, dict[str, StoredFile]] = kept_listing(table.catalog, table.metadata.table_uuid)
 
     # -- identity ----------------------------------------------------------------------------------
     @property
@@ -153,6 +158,8 @@ class VersionedTable:
         snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
         if snapshot_id is None:
             return []
+        if row_filter is None or isinstance(row_filter, AlwaysTrue):
+            return list(self._listed(snapshot_id).values())
         # An operation plans the same read twice (its cost estimate, then the read): a snapshot is
         # immutable, so the plan of (snapshot, filter) is kept rather than reading the manifests again.
         key = (snapshot_id, repr(row_filter or AlwaysTrue()))
@@ -162,6 +169,68 @@ class VersionedTable:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = [task.file for task in scan.plan_files()]
         return list(self._plans[key])
+
+    def _listed(self, snapshot_id: int) -> dict[str, StoredFile]:
+        """Every data file of a snapshot, by path. The listings of the last snapshots asked for are
+        kept (per table, across loads) and carried forward to a newer snapshot by reading only the
+        manifests each snapshot in between wrote (the files it added and removed, Iceberg's entry
+        status), so listing after each small commit reads one or two manifests, not all of them."""
+        if snapshot_id in self._listing:
+            return self._listing[snapshot_id]
+        files = None
+        for kept_id in reversed(list(self._listing)):  # the newest listing first
+            files = self._carried_forward(kept_id, self._listing[kept_id], snapshot_id)
+            if files is not None:
+                break
+        if files is None:
+            files = self._listed_afresh(snapshot_id)
+        if len(self._listing) >= LISTINGS_KEPT:
+            self._listing.pop(next(iter(self._listing)))
+        self._listing[snapshot_id] = files
+        return files
+
+    def _listed_afresh(self, snapshot_id: int) -> dict[str, StoredFile]:
+        metadata, io = self.table.metadata, self.table.io
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        files: dict[str, StoredFile] = {}
+        manifests = snapshot.manifests(io)
+        if any(m.content != ManifestContent.DATA for m in manifests):  # row deletes: pyiceberg plans
+            scan = self.table.scan(snapshot_id=snapshot_id)
+            return {task.file.file_path: task.file for task in scan.plan_files()}
+        for manifest in manifests:
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+                files[entry.data_file.file_path] = entry.data_file
+        return files
+
+    def _carried_forward(
+        self, from_id: int, files: dict[str, StoredFile], to_id: int
+    ) -> dict[str, StoredFile] | None:
+        """The listing of snapshot ``to_id`` from that of its ancestor ``from_id``; None when
+        ``from_id`` is not among its last LISTING_REACH ancestors (rolled back, expired...)."""
+        metadata, io = self.table.metadata, self.table.io
+        chain = []
+        snapshot = metadata.snapshot_by_id(to_id)
+        while snapshot is not None and snapshot.snapshot_id != from_id and len(chain) < LISTING_REACH:
+            chain.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = None if parent is None else metadata.snapshot_by_id(parent)
+        if snapshot is None or snapshot.snapshot_id != from_id:
+            return None
+        files = dict(files)
+        for step in reversed(chain):
+            for manifest in step.manifests(io):
+                if manifest.added_snapshot_id != step.snapshot_id:
+                    continue  # written by an earlier snapshot: no change of this one is in it
+                if manifest.content != ManifestContent.DATA:
+                    return None
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                    if entry.snapshot_id != step.snapshot_id:
+                        continue  # carried over (existing) by a manifest merge
+                    if entry.status == ManifestEntryStatus.ADDED:
+                        files[entry.data_file.file_path] = entry.data_file
+                    elif entry.status == ManifestEntryStatus.DELETED:
+                        files.pop(entry.data_file.file_path, None)
+        return files
 
     # -- commits -----------------------------------------------------------------------------------
     def check_base(self, expected_version: int) -> int | None:
@@ -183,7 +252,30 @@ class VersionedTable:
         """Commit added Parquet files and removed data files as **one** snapshot carrying
         ``summary``, on top of ``base_snapshot_id`` (validated by the catalog as it swaps the
         metadata: BaseMovedError, nothing committed, if another writer committed first)."""
-        self.table = commit_snapshot(self.table, base_snapshot_id, added, removed, summary, self.label)
+        self.table, data_files = commit_snapshot(
+            self.table, base_snapshot_id, added, removed, summary, self.label
+        )
+        self._note_commit(base_snapshot_id, data_files, removed)
+
+    def _note_commit(
+        self, base_snapshot_id: int | None, added: list[StoredFile], removed: Sequence[StoredFile]
+    ) -> None:
+        """Keep the listing of the snapshot just committed, from its base's listing and the files it
+        added and removed (when the base was listed), so the next read lists nothing."""
+        base = {} if base_snapshot_id is None else self._listing.get(base_snapshot_id)
+        snapshot_id = self.table.metadata.current_snapshot_id
+        if base is None or snapshot_id is None:
+            return
+        files = dict(base)
+        for data_file in removed:
+            files.pop(data_file.file_path, None)
+        spec_id = self.table.metadata.default_spec_id  # as a manifest read would give it
+        for data_file in added:
+            data_file.spec_id = spec_id
+            files[data_file.file_path] = data_file
+        if len(self._listing) >= LISTINGS_KEPT:
+            self._listing.pop(next(iter(self._listing)))
+        self._listing[snapshot_id] = files
 
     def expire(
         self,
