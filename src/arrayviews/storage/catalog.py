@@ -67,11 +67,7 @@ class _Catalog(SqlCatalog):
         if metadata_location in kept and (not file.exists() or len(file) != kept[metadata_location][2]):
             del kept[metadata_location]
         if metadata_location not in kept:
-            metadata = FromInputFile.table_metadata(file)
-            if len(kept) >= METADATA_KEPT:
-                kept.pop(next(iter(kept)))
-            io = self._load_file_io(metadata.properties, metadata_location)
-            kept[metadata_location] = (metadata, io, len(file))
+            self._keep(metadata_location, FromInputFile.table_metadata(file), len(file))
             self.metadata_loads = getattr(self, "metadata_loads", 0) + 1
         metadata, io, _ = kept[metadata_location]
         return Table(
@@ -81,6 +77,22 @@ class _Catalog(SqlCatalog):
             io=io,
             catalog=self,
         )
+
+
+    def _keep(self, metadata_location: str, metadata, size: int) -> None:
+        kept = self.__dict__.setdefault("_metadata_kept", {})
+        if len(kept) >= METADATA_KEPT:
+            kept.pop(next(iter(kept)))
+        kept[metadata_location] = (metadata, self._load_file_io(metadata.properties, metadata_location), size)
+
+    def commit_table(self, table, requirements, updates):
+        # The metadata this process just wrote is kept as written, so the next load of the table
+        # does not read and parse it back.
+        response = super().commit_table(table, requirements, updates)
+        location = response.metadata_location
+        file = load_file_io(properties=self.properties, location=location).new_input(location)
+        self._keep(location, response.metadata, len(file))
+        return response
 
 
 def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:

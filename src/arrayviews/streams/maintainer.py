@@ -402,7 +402,6 @@ def maintain_all(
             continue
         if failure is not None:
             handle.clear_failure()
-        if result is not None:
+        if result is not None:  # its commit left the world's handle of the view at the new version
             results.append(result)
-            world.forget(name)
     return results
