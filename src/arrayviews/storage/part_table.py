@@ -449,8 +449,9 @@ class PartTable(VersionedTable):
         return arrow_schema_of(self.spark_schema)
 
     # -- versions ---------------------------------------------------------------------------------
-    def versions(self) -> list[PartVersion]:
-        """Every version still held, oldest first (version 0, the empty table, has no snapshot)."""
+    def versions(self, after: int = 0) -> list[PartVersion]:
+        """Every version still held (after version ``after`` only), oldest first (version 0, the
+        empty table, has no snapshot)."""
 
         def record(snapshot: SnapshotRecord) -> PartVersion:
             summary = snapshot.summary
@@ -467,7 +468,7 @@ class PartTable(VersionedTable):
                 batch_id=summary.get(BATCH_KEY),
             )
 
-        return self.versioned(record)
+        return self.versioned(record, after)
 
     def latest_properties(self) -> dict[str, str]:
         """The caller properties of the current snapshot (without the ``arrayviews.`` prefix)."""
@@ -487,7 +488,7 @@ class PartTable(VersionedTable):
     def changes_since(self, version: int) -> list[int]:
         """Parts whose content changed in the versions after ``version``: written or replaced
         (retention drops and parts restored with unchanged content not included)."""
-        return sorted({p for info in self.versions() if info.version > version for p in info.parts})
+        return sorted({p for info in self.versions(after=version) for p in info.parts})
 
     def batch_version(self, batch_id: str) -> int | None:
         """The version that appended the batch ``batch_id`` (versions expired since included), or None."""

@@ -129,9 +129,16 @@ class VersionedTable:
     def current_version(self) -> int:
         return int(self.current_summary().get(VERSION_KEY, 0))
 
-    def versioned(self, record: Callable[[SnapshotRecord], V | None]) -> list[V]:
-        """``record`` of every versioned snapshot still held, oldest version first."""
-        held = [(s.version, s) for s in self.snapshots() if s.version is not None]
+    def versioned(self, record: Callable[[SnapshotRecord], V | None], after: int = 0) -> list[V]:
+        """``record`` of every versioned snapshot still held (only those after version ``after``),
+        oldest version first. Snapshots at or before ``after`` are skipped before they are read
+        into records, so asking for what changed lately does not grow with the history held."""
+        held = []
+        for snapshot in self.table.metadata.snapshots:
+            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            number = summary.get(VERSION_KEY)
+            if number is not None and int(number) > after:
+                held.append((int(number), _record(snapshot)))
         return [v for _, s in sorted(held, key=lambda pair: pair[0]) if (v := record(s)) is not None]
 
     def snapshot_of(self, version: int) -> int | None:
