@@ -18,7 +18,7 @@ import numpy as np
 from arrayviews.execution import jobs
 from arrayviews.operators import halo
 from arrayviews.operators.reduce import output_attributes, parse_calls
-from arrayviews.operators.window import _window_chunk
+from arrayviews.operators.window import WindowJob, _window_chunk
 from arrayviews.storage import layout
 from benchmarks.common import RESULTS, bar_plot, timed, write_results
 
@@ -51,16 +51,10 @@ def _window(db, array, plan: str) -> int:
         functools.partial(halo.cut_pieces, schema=schema, before=before, after=after, plan=plan),
         halo.piece_schema(schema),
     )
-    function = functools.partial(
-        _window_chunk,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method="incremental",
+    function = functools.partial(_window_chunk, job=WindowJob(schema, out_schema, before, after, calls))
+    frame = jobs.group_tables(
+        pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema)
     )
-    frame = jobs.group_tables(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
     return int(sum(row["n_cells"] for row in frame.select("n_cells").collect()))
 
 

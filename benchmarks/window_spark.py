@@ -27,15 +27,9 @@ def _exchange(array, engine):
     """The same window through the halo exchange (the path before tiles), as a numpy array."""
     source = array.source
     schema = source.schema
-    before, after = (5, 5), (5, 5)
-    calls = window_operator.parse_calls(schema, ["avg(v)"], window=True)
-    out_schema = schema.with_attributes(
-        window_operator.output_attributes(schema, calls, schema.dimension_names)
-    )
-    data = window_operator.halo_exchange(
-        source.data(engine), engine, schema, out_schema, before, after, calls, "incremental"
-    )
-    return reads.to_numpy(ComputedSource(out_schema, data, engine=engine), None, None, False)
+    job = window_operator.WindowJob.of(schema, [5, 5, 5, 5], ["avg(v)"])
+    data = window_operator.halo_exchange(source.data(engine), engine, job)
+    return reads.to_numpy(ComputedSource(job.out_schema, data, engine=engine), None, None, False)
 
 
 def run(db, quick: bool = False) -> dict:

@@ -104,16 +104,10 @@ def tiled(array, spark, extents, *calls) -> ComputedSource:
     assert isinstance(source, StoredSource)
     schema = source.schema
     engine = SparkEngine(spark)
-    before, after = window_operator.window_extents(schema, extents)
-    parsed = window_operator.parse_calls(schema, calls, window=True)
-    out_schema = schema.with_attributes(
-        window_operator.output_attributes(schema, parsed, schema.dimension_names)
-    )
-    data = window_operator._tiled_window(
-        source, engine, schema, out_schema, before, after, parsed, "incremental"
-    )
+    job = window_operator.WindowJob.of(schema, extents, calls)
+    data = window_operator._tiled_window(source, engine, job)
     assert data is not None, "the tiled path was not taken"
-    return ComputedSource(out_schema, data, engine=engine)
+    return ComputedSource(job.out_schema, data, engine=engine)
 
 
 CASES = {

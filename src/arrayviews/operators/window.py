@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -68,13 +69,43 @@ def window_extents(
     return tuple(int(p[0]) for p in pairs), tuple(int(p[1]) for p in pairs)
 
 
-def _functions_by_input(calls: list[AggregateCall]) -> dict[str | None, list[str]]:
-    by_input: dict[str | None, list[str]] = {}
-    for call in calls:
-        functions = by_input.setdefault(call.attribute, [])
-        if call.function not in functions:
-            functions.append(call.function)
-    return by_input
+@dataclass(frozen=True)
+class WindowJob:
+    """One window operation, as every stage of it (and every Spark task) receives it: the input and
+    output schemas, the reach before and after each cell per dimension, the aggregate calls and
+    the kernel method."""
+
+    schema: ArraySchema
+    out_schema: ArraySchema
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+    calls: list[AggregateCall]
+    method: str = "incremental"
+
+    @classmethod
+    def of(
+        cls,
+        schema: ArraySchema,
+        extents: Mapping[str, tuple[int, int]] | Sequence[int],
+        aggregates: Sequence[str],
+        method: str = "incremental",
+    ) -> WindowJob:
+        """The job of ``window(extents, aggregates)`` over an array of ``schema`` (checked)."""
+        if method not in METHODS:
+            raise ValidationError(f"window method must be one of {', '.join(METHODS)}, got {method!r}")
+        before, after = window_extents(schema, extents)
+        calls = parse_calls(schema, aggregates, window=True)
+        attributes = output_attributes(schema, calls, schema.dimension_names)
+        return cls(schema, schema.with_attributes(attributes), before, after, calls, method)
+
+    def functions_by_input(self) -> dict[str | None, list[str]]:
+        """The kernel functions to run per input attribute (None: the cell count)."""
+        by_input: dict[str | None, list[str]] = {}
+        for call in self.calls:
+            functions = by_input.setdefault(call.attribute, [])
+            if call.function not in functions:
+                functions.append(call.function)
+        return by_input
 
 
 def _overflow(out_schema: ArraySchema, attribute: str, cell: np.ndarray, value: int) -> RangeError:
@@ -101,58 +132,97 @@ def _inexact(
     )
 
 
-def _window_chunk(
-    pieces: pa.Table,
-    schema: ArraySchema,
-    out_schema: ArraySchema,
-    before: tuple[int, ...],
-    after: tuple[int, ...],
-    calls: list[AggregateCall],
-    method: str,
-) -> pa.Table | None:
+Results = dict[tuple, tuple[np.ndarray, np.ndarray | None]]
+
+
+def _dense_results(
+    block: halo.Block, reach: tuple[slice, ...], own: np.ndarray, job: WindowJob, low
+) -> Results:
+    """The block kernel's results over the neighbourhood ``reach`` of ``block`` for the cells ``own``
+    (of the chunk whose first cell is ``low``), per (attribute, function); a sum that overflows or
+    cannot be had exactly raises RangeError naming its cell."""
+    present_here = block.present[reach]
+    results: Results = {}
+    for attribute, functions in job.functions_by_input().items():
+        if attribute is None:
+            values, present = None, present_here
+        else:
+            values = block.values[attribute][reach]
+            nulls = block.nulls.get(attribute)
+            present = present_here if nulls is None else present_here & ~nulls[reach]
+        try:
+            computed = window_block(
+                values, present, job.before, job.after, functions, job.method, targets=own
+            )
+        except SumOverflow as error:
+            raise _overflow(job.out_schema, attribute, low + np.asarray(error.index), error.value) from None
+        except ExactSumError as error:
+            raise _inexact(job.out_schema, attribute, low, own.shape, error) from None
+        results.update({(attribute, f): pair for f, pair in computed.items()})
+    return results
+
+
+def _point_results(points: halo.Neighbourhood, queries: np.ndarray, job: WindowJob) -> Results:
+    """The point kernel's results at the cells ``queries`` (rows of coordinates), per (attribute,
+    function), with the same errors as :func:`_dense_results`."""
+    results: Results = {}
+    for attribute, functions in job.functions_by_input().items():
+        values = None if attribute is None else points.values[attribute]
+        valid = ~points.nulls[attribute] if attribute is not None and attribute in points.nulls else None
+        try:
+            computed = window_points(
+                points.coords, values, queries, job.before, job.after, functions, valid=valid
+            )
+        except SumOverflow as error:
+            raise _overflow(job.out_schema, attribute, queries[error.index[0]], error.value) from None
+        except ExactSumError as error:
+            at_cell = ExactSumError(error.code, 0)
+            raise _inexact(
+                job.out_schema, attribute, queries[error.index], (1,) * job.schema.ndim, at_cell
+            ) from None
+        results.update({(attribute, f): pair for f, pair in computed.items()})
+    return results
+
+
+def _encoded_chunk(chunk, offsets: np.ndarray, results: Results, index, cells: int, job: WindowJob):
+    """One output chunk's fragment, encoded: the results at ``index`` (of the kernel's output) are
+    the cells at ``offsets`` of a chunk of ``cells`` cells."""
+    values_out, nulls_out = {}, {}
+    for call in job.calls:
+        result, null = results[(call.attribute, call.function)]
+        values_out[call.output_name] = result[index].reshape(-1)
+        if null is not None and null[index].any():
+            nulls_out[call.output_name] = null[index].reshape(-1)
+    fragment = codec.Fragment(chunk, offsets, values_out, nulls_out)
+    return codec.encode(fragment, cells, layout.attribute_dtypes(job.out_schema))
+
+
+def _own_cells(own: np.ndarray) -> tuple[tuple | tuple[np.ndarray, ...], np.ndarray]:
+    """Where a chunk's present cells are in its kernel output, and their offsets in the chunk."""
+    if own.all():  # a complete chunk: results in C order are the output as they are
+        return (slice(None),) * own.ndim, np.arange(own.size, dtype=np.int64)
+    index = np.nonzero(own)
+    return index, np.ravel_multi_index(index, own.shape).astype(np.int64)
+
+
+def _window_chunk(pieces: pa.Table, job: WindowJob) -> pa.Table | None:
     """Stage 2: the window aggregates of one output chunk's present cells."""
-    grid = ChunkGrid.of(schema)
-    target = halo.target_of(pieces, schema)
+    grid = ChunkGrid.of(job.schema)
+    target = halo.target_of(pieces, job.schema)
     low, high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
     shape = tuple(int(x) for x in high - low + 1)
-    block_low = low - np.asarray(before)
-    block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, before, after, strict=True))
+    block_shape = tuple(int(s + b + a) for s, b, a in zip(shape, job.before, job.after, strict=True))
     block_cells = math.prod(block_shape)
-    use_block = block_cells <= MAX_BLOCK_CELLS and halo.piece_cells(pieces) >= DENSE_FRACTION * block_cells
-    results: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
-    if use_block:
-        block = halo.place(pieces, schema, block_low, block_shape)
-        core = tuple(slice(b, b + s) for b, s in zip(before, shape, strict=True))
+    if block_cells <= MAX_BLOCK_CELLS and halo.piece_cells(pieces) >= DENSE_FRACTION * block_cells:
+        block = halo.place(pieces, job.schema, low - np.asarray(job.before), block_shape)
+        core = tuple(slice(b, b + s) for b, s in zip(job.before, shape, strict=True))
         own = block.present[core]
         if not own.any():
             return None
-        if own.all():  # a complete chunk: results in C order are the output as they are
-            core_index = (slice(None),) * len(shape)
-            offsets = np.arange(math.prod(shape), dtype=np.int64)
-        else:
-            core_index = np.nonzero(own)
-            offsets = np.ravel_multi_index(core_index, shape).astype(np.int64)
-        for attribute, functions in _functions_by_input(calls).items():
-            if attribute is None:
-                values, present = None, block.present
-            else:
-                values = block.values[attribute]
-                present = (
-                    block.present & ~block.nulls[attribute] if attribute in block.nulls else block.present
-                )
-            try:
-                computed = window_block(values, present, before, after, functions, method, targets=own)
-            except SumOverflow as error:
-                raise _overflow(out_schema, attribute, low + np.asarray(error.index), error.value) from None
-            except ExactSumError as error:
-                raise _inexact(out_schema, attribute, low, shape, error) from None
-            for function, (result, null) in computed.items():
-                results[(attribute, function)] = (
-                    result[core_index].reshape(-1),
-                    None if null is None else null[core_index].reshape(-1),
-                )
+        index, offsets = _own_cells(own)
+        results = _dense_results(block, (slice(None),) * len(shape), own, job, low)
     else:
-        points = halo.gather(pieces, schema)
+        points = halo.gather(pieces, job.schema)
         inside = np.all((points.coords >= low) & (points.coords <= high), axis=1)
         if not inside.any():
             return None
@@ -160,83 +230,46 @@ def _window_chunk(
         offsets = np.ravel_multi_index(tuple((queries - low).T), shape).astype(np.int64)
         order = np.argsort(offsets)
         offsets, queries = offsets[order], queries[order]
-        for attribute, functions in _functions_by_input(calls).items():
-            values = None if attribute is None else points.values[attribute]
-            valid = ~points.nulls[attribute] if attribute is not None and attribute in points.nulls else None
-            try:
-                computed = window_points(
-                    points.coords, values, queries, before, after, functions, valid=valid
-                )
-            except SumOverflow as error:
-                raise _overflow(out_schema, attribute, queries[error.index[0]], error.value) from None
-            except ExactSumError as error:
-                at_cell = ExactSumError(error.code, 0)
-                raise _inexact(
-                    out_schema, attribute, queries[error.index], (1,) * len(shape), at_cell
-                ) from None
-            for function, pair in computed.items():
-                results[(attribute, function)] = pair
-    values_out, nulls_out = {}, {}
-    for call in calls:
-        result, null = results[(call.attribute, call.function)]
-        values_out[call.output_name] = result
-        if null is not None and null.any():
-            nulls_out[call.output_name] = null
-    fragment = codec.Fragment(target, offsets, values_out, nulls_out)
-    encoded = codec.encode(fragment, math.prod(shape), layout.attribute_dtypes(out_schema))
-    return layout.encoded_to_table([encoded], out_schema, 0)
+        index = (slice(None),)
+        results = _point_results(points, queries, job)
+    encoded = _encoded_chunk(target, offsets, results, index, math.prod(shape), job)
+    return layout.encoded_to_table([encoded], job.out_schema, 0)
 
 
-def halo_exchange(
-    data: Data,
-    engine: Engine,
-    schema: ArraySchema,
-    out_schema: ArraySchema,
-    before: tuple[int, ...],
-    after: tuple[int, ...],
-    calls: list[AggregateCall],
-    method: str,
-) -> Data:
+def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
     """The window by halo exchange: every fragment cut into pieces for the chunks within reach, the
     pieces grouped by target chunk, each group computed by :func:`_window_chunk`."""
+    schema = job.schema
     pieces = engine.map_batches(
         data,
-        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
+        functools.partial(halo.cut_pieces, schema=schema, before=job.before, after=job.after),
         halo.piece_schema(schema),
     )
-    function = functools.partial(
-        _window_chunk,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method=method,
-    )
-    return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(out_schema))
+    function = functools.partial(_window_chunk, job=job)
+    return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(job.out_schema))
 
 
 def window_in_process(
     table: pa.Table,
     engine: Engine,
-    exchange,
-    schema: ArraySchema,
-    out_schema: ArraySchema,
-    before: tuple[int, ...],
-    after: tuple[int, ...],
-    calls: list[AggregateCall],
-    method: str,
+    job: WindowJob,
     targets: set[tuple[int, ...]] | None = None,
     core: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pa.Table | None:
     """The window of every fragment in ``table`` (the whole input, in the driver, or one tile of
     chunks and their reach in a task): the chunks' neighbourhoods sliced from one block over the box
     of the chunks present when the cells fill enough of it and of every neighbourhood, the per-chunk
-    halo exchange (``exchange``, run by the local engine) otherwise. With ``targets``, only the
+    halo exchange (run by ``engine``, a local engine) otherwise. With ``targets``, only the
     windows of those chunks are computed (the others only lend their cells); the exchange's result
     then still holds every chunk, for the caller to keep its own. With ``core`` (the cell box of the
     targets), the block covers only the core and its reach: the cells of ``table`` outside it are
     cut away instead of placed."""
+    schema, before, after = job.schema, job.before, job.after
+
+    def exchanged() -> pa.Table | None:
+        result = halo_exchange(engine.from_arrow(table, layout.fragment_schema(schema)), engine, job)
+        return engine.collect(result, layout.fragment_schema(job.out_schema))
+
     grid = ChunkGrid.of(schema)
     chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in layout.chunk_columns(schema)], 1)
     starts = np.stack([g.chunk_starts(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
@@ -250,9 +283,7 @@ def window_in_process(
     block_cells = math.prod(block_shape)
     cells = int(np.sum(table.column(layout.N_CELLS)))
     if block_cells > MAX_BLOCK_CELLS or cells < DENSE_FRACTION * block_cells:
-        fragments = layout.fragment_schema(schema)
-        result = exchange(engine.from_arrow(table, fragments))
-        return engine.collect(result, layout.fragment_schema(out_schema))
+        return exchanged()
     if core is None:
         pieces = halo.fragments_as_pieces(table, schema)
     else:
@@ -273,61 +304,23 @@ def window_in_process(
             for a, b, f, t in zip(chunk_low - low, chunk_high - low, before, after, strict=True)
         )
         if block.present[reach].sum() < DENSE_FRACTION * block.present[reach].size:
-            # a sparse neighbourhood goes to the point kernel in the exchange: so does the whole input
-            result = exchange(engine.from_arrow(table, layout.fragment_schema(schema)))
-            return engine.collect(result, layout.fragment_schema(out_schema))
+            return exchanged()  # a sparse neighbourhood goes to the point kernel: so does the whole input
         boxes.append((tuple(int(c) for c in chunk), chunk_low, reach))
-    dtypes = layout.attribute_dtypes(out_schema)
     encoded = []
     for chunk, chunk_low, reach in boxes:
         present_here = block.present[reach]
-        core = tuple(slice(b, n - a) for b, a, n in zip(before, after, present_here.shape, strict=True))
-        own = present_here[core]
+        own = present_here[
+            tuple(slice(b, n - a) for b, a, n in zip(before, after, present_here.shape, strict=True))
+        ]
         if not own.any():
             continue
-        if own.all():
-            index, offsets = (slice(None),) * own.ndim, np.arange(own.size, dtype=np.int64)
-        else:
-            index = np.nonzero(own)
-            offsets = np.ravel_multi_index(index, own.shape).astype(np.int64)
-        results: dict[tuple, tuple[np.ndarray, np.ndarray | None]] = {}
-        for attribute, functions in _functions_by_input(calls).items():
-            if attribute is None:
-                values, present = None, present_here
-            else:
-                values = block.values[attribute][reach]
-                nulls = block.nulls.get(attribute)
-                present = present_here if nulls is None else present_here & ~nulls[reach]
-            try:
-                computed = window_block(values, present, before, after, functions, method, targets=own)
-            except SumOverflow as error:
-                raise _overflow(
-                    out_schema, attribute, chunk_low + np.asarray(error.index), error.value
-                ) from None
-            except ExactSumError as error:
-                raise _inexact(out_schema, attribute, chunk_low, own.shape, error) from None
-            results.update({(attribute, f): pair for f, pair in computed.items()})
-        values_out, nulls_out = {}, {}
-        for call in calls:
-            result, null = results[(call.attribute, call.function)]
-            values_out[call.output_name] = result[index].reshape(-1)
-            if null is not None and null[index].any():
-                nulls_out[call.output_name] = null[index].reshape(-1)
-        fragment = codec.Fragment(chunk, offsets, values_out, nulls_out)
-        encoded.append(codec.encode(fragment, own.size, dtypes))
-    return layout.encoded_to_table(encoded, out_schema, 0)
+        index, offsets = _own_cells(own)
+        results = _dense_results(block, reach, own, job, chunk_low)
+        encoded.append(_encoded_chunk(chunk, offsets, results, index, own.size, job))
+    return layout.encoded_to_table(encoded, job.out_schema, 0)
 
 
-def _tiled_window(
-    source: Source,
-    engine: Engine,
-    schema: ArraySchema,
-    out_schema: ArraySchema,
-    before: tuple[int, ...],
-    after: tuple[int, ...],
-    calls: list[AggregateCall],
-    method: str,
-) -> Data | None:
+def _tiled_window(source: Source, engine: Engine, job: WindowJob) -> Data | None:
     """The window of a dense stored array as one task per tile of chunks (operators/tiles.py), each
     reading its tile and the chunks within reach from the files and computing the tile's chunks as
     the in-process window does (the same per-chunk blocks, so the same sums bit for bit); None when
@@ -335,75 +328,35 @@ def _tiled_window(
     if not isinstance(source, StoredSource):
         return None
     planned = tiles.plan(
-        schema,
+        job.schema,
         source.metadata(),
         lambda box: source.file_uris(list(box)),
-        before,
-        after,
+        job.before,
+        job.after,
         2 * engine.parallelism(),
         TILE_READ_CELLS,
         DENSE_FRACTION,
     )
     if planned is None:
         return None
-    task = functools.partial(
-        _window_tiles,
-        planned=planned,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method=method,
-    )
+    task = functools.partial(_window_tiles, planned=planned, job=job)
     return engine.map_batches(
-        engine.one_task_each(tiles.work_table(planned)), task, layout.fragment_schema(out_schema)
+        engine.one_task_each(tiles.work_table(planned)), task, layout.fragment_schema(job.out_schema)
     )
 
 
-def _window_tiles(
-    work: pa.Table,
-    planned: list[tiles.Tile],
-    schema: ArraySchema,
-    out_schema: ArraySchema,
-    before: tuple[int, ...],
-    after: tuple[int, ...],
-    calls: list[AggregateCall],
-    method: str,
-) -> pa.Table | None:
+def _window_tiles(work: pa.Table, planned: list[tiles.Tile], job: WindowJob) -> pa.Table | None:
     """One task of a tiled window: the windows of the chunks of the tiles numbered in ``work``."""
     local = LocalEngine()
-    exchange = functools.partial(
-        halo_exchange,
-        engine=local,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method=method,
-    )
-    grid = ChunkGrid.of(schema)
+    grid = ChunkGrid.of(job.schema)
     results = []
     for number in work.column(tiles.TILE).to_pylist():
         tile = planned[number]
-        table = tiles.read_tile(tile, schema)
+        table = tiles.read_tile(tile, job.schema)
         if table.num_rows == 0:
             continue
-        computed = window_in_process(
-            table,
-            local,
-            exchange,
-            schema,
-            out_schema,
-            before,
-            after,
-            calls,
-            method,
-            targets=tile.own_chunks(),
-            core=tile.cell_box(grid),
-        )
-        computed = tiles.keep_own(computed, tile, schema)
+        computed = window_in_process(table, local, job, targets=tile.own_chunks(), core=tile.cell_box(grid))
+        computed = tiles.keep_own(computed, tile, job.schema)
         if computed is not None and computed.num_rows:
             results.append(computed)
     return pa.concat_tables(results) if results else None
@@ -417,40 +370,13 @@ def window(
     method: str = "incremental",
 ) -> ComputedSource:
     """Window aggregates over ``[x - before, x + after]`` per dimension, one output per non-empty cell."""
-    schema = source.schema
-    if method not in METHODS:
-        raise ValidationError(f"window method must be one of {', '.join(METHODS)}, got {method!r}")
-    before, after = window_extents(schema, extents)
-    calls = parse_calls(schema, aggregates, window=True)
-    attributes = output_attributes(schema, calls, schema.dimension_names)
-    out_schema = schema.with_attributes(attributes)
-
-    exchange = functools.partial(
-        halo_exchange,
-        engine=engine,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method=method,
-    )
+    job = WindowJob.of(source.schema, extents, aggregates, method)
     if engine.name != "local":
-        tiled = _tiled_window(source, engine, schema, out_schema, before, after, calls, method)
+        tiled = _tiled_window(source, engine, job)
         if tiled is not None:
-            return ComputedSource(out_schema, tiled, engine=engine)
-        return ComputedSource(out_schema, exchange(source.data(engine)), engine=engine)
+            return ComputedSource(job.out_schema, tiled, engine=engine)
+        return ComputedSource(job.out_schema, halo_exchange(source.data(engine), engine, job), engine=engine)
     # the local engine hands a map function the whole input as one table
-    whole = functools.partial(
-        window_in_process,
-        engine=engine,
-        exchange=exchange,
-        schema=schema,
-        out_schema=out_schema,
-        before=before,
-        after=after,
-        calls=calls,
-        method=method,
-    )
-    frame = engine.map_batches(source.data(engine), whole, layout.fragment_schema(out_schema))
-    return ComputedSource(out_schema, frame, engine=engine)
+    whole = functools.partial(window_in_process, engine=engine, job=job)
+    frame = engine.map_batches(source.data(engine), whole, layout.fragment_schema(job.out_schema))
+    return ComputedSource(job.out_schema, frame, engine=engine)

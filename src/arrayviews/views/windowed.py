@@ -14,7 +14,7 @@ from arrayviews.operators import halo
 from arrayviews.operators.deltas import Delta
 from arrayviews.operators.reduce import parse_calls
 from arrayviews.operators.source import StoredSource
-from arrayviews.operators.window import _window_chunk
+from arrayviews.operators.window import WindowJob, _window_chunk
 from arrayviews.storage import layout
 
 
@@ -73,15 +73,7 @@ def window_fragments(
     )
     if targets is not None:
         pieces = engine.where_keys(pieces, halo.target_columns(schema), np.asarray(targets))
-    function = functools.partial(
-        _window_chunk,
-        schema=schema,
-        out_schema=view,
-        before=before,
-        after=after,
-        calls=calls,
-        method="incremental",
-    )
+    function = functools.partial(_window_chunk, job=WindowJob(schema, view, before, after, calls))
     return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(view))
 
 
