@@ -17,7 +17,6 @@ from arrayviews.storage.part_table import (
     TARGET_FILE_BYTES,
     PartTable,
     StagedFile,
-    UnpartitionedRowsError,
     delete_token_files,
     part_writer,
 )
@@ -78,17 +77,7 @@ class SparkPartTable(PartTable):
         except BaseException:
             delete_token_files(self.data_directory, token)
             raise
-        staged = [
-            StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows if r["uri"] is not None
-        ]
-        partless = sum(r["rows"] for r in rows if r["uri"] is None)
-        if partless:
-            self.discard(staged)
-            raise UnpartitionedRowsError(
-                f"{self.kind} {self.name}: {partless} row(s) have no part number; nothing was written",
-                partless,
-            )
-        return sorted(staged, key=lambda s: (s.part, s.uri))
+        return self.staged_from(rows)
 
     # -- keeping the history bounded ---------------------------------------------------------------
     def compact(self, spark: SparkSession, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> int | None:

@@ -39,9 +39,9 @@ class _Catalog(SqlCatalog):
             requirement.validate(current_table.metadata)
         metadata = apply_updates(current_table.metadata, updates, current_table.metadata_location)
         version = self._parse_metadata_version(current_table.metadata_location) + 1
-        location = load_location_provider(metadata.location, metadata.properties).new_table_metadata_file_location(
-            version
-        )
+        location = load_location_provider(
+            metadata.location, metadata.properties
+        ).new_table_metadata_file_location(version)
         return StagedTable(
             identifier=table_identifier,
             metadata=metadata,
@@ -77,7 +77,6 @@ class _Catalog(SqlCatalog):
             io=io,
             catalog=self,
         )
-
 
     def _keep(self, metadata_location: str, metadata, size: int) -> None:
         kept = self.__dict__.setdefault("_metadata_kept", {})

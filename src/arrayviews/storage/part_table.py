@@ -385,26 +385,12 @@ class PartTable(VersionedTable):
                 found.append(cls(catalog, table))
         return found
 
-    @staticmethod
-    def names(catalog: Catalog, namespace: str, kind: str | None = None) -> list[str]:
+    @classmethod
+    def names(cls, catalog: Catalog, namespace: str, kind: str | None = None) -> list[str]:
         """Names (as created) of the part tables in ``namespace``, optionally only those of one kind."""
-        try:
-            identifiers = catalog.list_tables(namespace)
-        except NoSuchNamespaceError:
-            return []
-        found = []
-        for identifier in identifiers:
-            try:
-                properties = catalog.load_table(identifier).metadata.properties
-            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
-                continue
-            if NAME_PROPERTY not in properties or (
-                kind is not None and properties.get(KIND_PROPERTY) != kind
-            ):
-                continue
-            found.append(properties[NAME_PROPERTY])
-        return sorted(found)
+        return sorted(
+            table.name for table in cls.load_all(catalog, namespace) if kind is None or table.kind == kind
+        )
 
     def drop(self) -> None:
         """Drop the table from the catalog and delete its files."""
@@ -568,9 +554,15 @@ class PartTable(VersionedTable):
         except BaseException:
             delete_token_files(self.data_directory, token)
             raise
-        rows_list = reports.to_pylist()
-        staged = [StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in rows_list if r["uri"]]
-        partless = sum(r["rows"] for r in rows_list if r["uri"] is None)
+        return self.staged_from(reports.to_pylist())
+
+    def staged_from(self, reports: Iterable) -> list[StagedFile]:
+        """The staged files named by the reports of :func:`part_writer` (rows with uri, part, rows,
+        nbytes, from any executor), in part order; when some rows had no part number, every file is
+        deleted and UnpartitionedRowsError raised."""
+        reports = list(reports)
+        staged = [StagedFile(r["uri"], r["part"], r["rows"], r["nbytes"]) for r in reports if r["uri"]]
+        partless = sum(r["rows"] for r in reports if r["uri"] is None)
         if partless:
             self.discard(staged)
             raise UnpartitionedRowsError(

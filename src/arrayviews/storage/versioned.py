@@ -76,7 +76,9 @@ class VersionedTable:
         self._plans: dict[tuple[int, str], list[StoredFile]] = kept_plans(
             table.catalog, table.metadata.table_uuid
         )
-        self._listing: dict[int, dict[str, StoredFile]] = kept_listing(table.catalog, table.metadata.table_uuid)
+        self._listing: dict[int, dict[str, StoredFile]] = kept_listing(
+            table.catalog, table.metadata.table_uuid
+        )
 
     # -- identity ----------------------------------------------------------------------------------
     @property
