@@ -368,6 +368,7 @@ def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
     result = stream.append(truth.add(network(range(3, 6), missing=(4,))))
     assert [(r.view, r.built) for r in result.maintenance] == [("recent", [M0 + 3, M0 + 4, M0 + 5])]
     assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, M0 + 5)
+    rows_before_late = truth.rows()
 
     # late rows in part 1 (before the first part) change the first part (its INITIALIZE reads parts
     # 0..2) and part 3 (its window is 1..3), not parts 4 and 5
@@ -379,6 +380,22 @@ def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
     assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, M0 + 5)
     after = view.last_updated().set_index("part")["updated"]
     assert [after[p] > before[p] for p in range(M0 + 2, M0 + 6)] == [True, True, False, False]
+
+    # every step's report is kept with its version: parts written, where, the estimate (cells of
+    # the stream rows read: 4 columns per row of parts p-2..p, counted from the appended rows)
+    history = view.maintenance_history().set_index("version")
+    assert list(history.index) == [1, 2, 3]
+    assert history.loc[2, "parts_written"] == [M0 + 3, M0 + 4, M0 + 5]
+    assert history.loc[3, "parts_written"] == [M0 + 2, M0 + 3]
+    assert set(history["executor"]) == {executor}
+    for version, rows in ((2, rows_before_late), (3, truth.rows())):
+        parts = history.loc[version, "parts"]
+        assert [p["part"] for p in parts] == history.loc[version, "parts_written"]
+        for report in parts:
+            read = rows["part"].between(report["part"] - 2, report["part"]).sum()
+            assert (report["executor"], report["cells"]) == (executor, 4 * int(read))
+            assert report["seconds"] > 0 and report["predicted_seconds"] > 0
+        assert history.loc[version, "measured_seconds"] >= history.loc[version, "build_seconds"] > 0
 
 
 # -- 3: an hourly view over a minute stream -----------------------------------------------------------

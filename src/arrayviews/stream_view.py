@@ -20,6 +20,7 @@ from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import check_update_columns
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
+from arrayviews.streams.history import maintenance_history
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
 from arrayviews.streams.world import StreamWorld, normalized
 
@@ -274,6 +275,12 @@ class StreamView:
         updated = self._handle.table.part_updated()
         rows = [(p, updated.get(p)) for p in held if p in updated]
         return pd.DataFrame(rows, columns=["part", "updated"])
+
+    def maintenance_history(self) -> pd.DataFrame:
+        """One row per version still held: the parts it wrote, where they were built and why, the
+        cost model's estimate and predicted seconds, and the measured seconds (per part and for the
+        step up to its commit); ``parts`` holds the per-part detail."""
+        return maintenance_history(self._handle.table.refresh())
 
     def pending(self) -> bool:
         """Whether a source changed since the view was last maintained (its built parts do not reflect

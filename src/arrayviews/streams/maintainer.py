@@ -17,14 +17,14 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arrayviews.execution.cost import Estimate, choose
+from arrayviews.execution.cost import Choice, Estimate, choose
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
 from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
-from arrayviews.streams import planning
+from arrayviews.streams import history, planning
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.local_step import Input, build_part
 from arrayviews.streams.part_files import PartFile, part_files
@@ -74,6 +74,8 @@ class _Round:
         self.registered: list[str] = []
         #: executor -> (parts built there, the reason given for the last of them)
         self.executors: dict[str, tuple[int, str]] = {}
+        #: per part built: where, the estimate, the predicted and the measured seconds (the report)
+        self.reports: list[dict] = []
 
     def files(self, relation: str, low: int, high: int) -> list[PartFile]:
         if relation != self.view.name:
@@ -108,6 +110,22 @@ class _Round:
         return executor, reasons
 
     def build(self, part: int, initialize: bool) -> None:
+        started = time.perf_counter()
+        choice, executor = self._build(part, initialize)
+        self.reports.append(
+            {
+                "part": part,
+                "executor": executor,
+                "cells": choice.estimate.cells,
+                "bytes": choice.estimate.bytes,
+                "predicted_seconds": round(choice.predicted[executor], 6),
+                "seconds": round(time.perf_counter() - started, 6),
+            }
+        )
+
+    def _build(self, part: int, initialize: bool) -> tuple[Choice, str]:
+        """Build one part where the cost model says; returns the choice (estimate and predictions)
+        and the executor that built it."""
         definition = self.view.definition
         query = definition.initialize if initialize else definition.update
         inputs = []
@@ -132,7 +150,7 @@ class _Round:
             try:
                 self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
                 self._record("local", reason)
-                return
+                return choice, "local"
             except CannotRunLocally as refused:
                 reason = f"not in-process ({refused}); {reason}"
             except RaisedByQuery as raised:
@@ -150,6 +168,7 @@ class _Round:
                 raise
             raise MaintenanceError(self._raised(raised, part)) from None
         self._record("spark", reason)
+        return choice, "spark"
 
     def _frame(self, found: tuple) -> DataFrame:
         relation, table, files = found
@@ -250,13 +269,17 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
             else []
         )
         new_state = ViewState(first, new_next, retained, {r: s.version for r, s in sources.items()})
+        executor, executor_reason = round_.report()
+        report = history.report_properties(
+            executor, executor_reason, round_.reports, time.perf_counter() - started
+        )
         checkpoint("viewdf.before-commit")
         version = table.commit(
             kept,
             replace_parts=[p for p in sorted(recompute) + new_parts if p >= retained],
             drop_below=dropped_below,
             operation="maintain",
-            properties=new_state.properties(),
+            properties={**new_state.properties(), **report},
             expected_version=expected,
             restored_parts=restored,
         )
@@ -267,7 +290,6 @@ def maintain_view(spark: SparkSession, world, name: str) -> MaintenanceResult | 
         raise
     finally:
         drop_temporary_views(spark, round_.registered)
-    executor, executor_reason = round_.report()
     return MaintenanceResult(
         name,
         version,
