@@ -11,6 +11,7 @@ summaries alone.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import re
@@ -153,6 +154,18 @@ def arrow_schema_of(schema: T.StructType) -> pa.Schema:
     """The Arrow schema of stored rows: user columns (storage types) plus ``_part``."""
     fields = [pa.field(c.name, storage_types(c.dataType)[0]) for c in schema.fields]
     return pa.schema([*fields, pa.field(PART, pa.int64())])
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(text: str) -> T.StructType:
+    """A table's Spark schema from its property text (parsed once per text: schemas are read for
+    every part built and every file staged)."""
+    return T.StructType.fromJson(json.loads(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _arrow_schema_of_text(text: str) -> pa.Schema:
+    return arrow_schema_of(_schema_of(text))
 
 
 def iceberg_schema_of(schema: T.StructType) -> Schema:
@@ -423,7 +436,7 @@ class PartTable(VersionedTable):
     @property
     def spark_schema(self) -> T.StructType:
         """The user columns (without ``_part``)."""
-        return T.StructType.fromJson(json.loads(self.properties[SCHEMA_PROPERTY]))
+        return _schema_of(self.table.metadata.properties[SCHEMA_PROPERTY])
 
     @property
     def read_schema(self) -> T.StructType:
@@ -432,7 +445,7 @@ class PartTable(VersionedTable):
 
     @property
     def arrow_schema(self) -> pa.Schema:
-        return arrow_schema_of(self.spark_schema)
+        return _arrow_schema_of_text(self.table.metadata.properties[SCHEMA_PROPERTY])
 
     # -- versions ---------------------------------------------------------------------------------
     def versions(self, after: int = 0) -> list[PartVersion]:
