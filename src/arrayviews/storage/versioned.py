@@ -63,7 +63,7 @@ def _record(snapshot: Snapshot) -> SnapshotRecord:
     return SnapshotRecord(
         snapshot.snapshot_id,
         dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=dt.UTC),
-        dict(snapshot.summary.additional_properties) if snapshot.summary else {},
+        dict(snapshot.summary.additional_properties) if snapshot.summary is not None else {},
     )
 
 
@@ -137,7 +137,7 @@ class VersionedTable:
         into records, so asking for what changed lately does not grow with the history held."""
         held = []
         for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary else {}
+            summary = snapshot.summary.additional_properties if snapshot.summary is not None else {}
             number = summary.get(VERSION_KEY)
             if number is not None and int(number) > after:
                 held.append((int(number), _record(snapshot)))
