@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem, to_uri
@@ -78,6 +81,27 @@ class _Catalog(SqlCatalog):
             catalog=self,
         )
 
+    def load_tables(self, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:
+        """Every table of ``namespace`` loaded with one catalog query (not one per table): each
+        identifier with its table, or the error that loading it raised (a broken table)."""
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"Namespace does not exist: {namespace}")
+        statement = select(IcebergTables).where(
+            IcebergTables.catalog_name == self.name, IcebergTables.table_namespace == namespace
+        )
+        if (type_filter := self._iceberg_type_filter()) is not None:
+            statement = statement.where(type_filter)
+        with Session(self.engine) as session:
+            rows = list(session.scalars(statement))
+        found: list[tuple[tuple[str, ...], Table | Exception]] = []
+        for row in rows:
+            identifier = Catalog.identifier_to_tuple(row.table_namespace) + (row.table_name,)
+            try:
+                found.append((identifier, self._convert_orm_to_iceberg(row)))
+            except Exception as error:  # noqa: BLE001 - the caller reports a broken table
+                found.append((identifier, error))
+        return found
+
     def _keep(self, metadata_location: str, metadata, size: int) -> None:
         kept = self.__dict__.setdefault("_metadata_kept", {})
         if len(kept) >= METADATA_KEPT:
@@ -133,3 +157,17 @@ def kept_listing(catalog: object, table_uuid: object) -> dict:
     if not isinstance(catalog, _Catalog):
         return {}
     return catalog.__dict__.setdefault("_listings_kept", {}).setdefault(str(table_uuid), {})
+
+
+def load_tables(catalog: Catalog, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:
+    """Every table of ``namespace`` with its identifier (or the error loading it raised): one query
+    for arrayviews' catalog, one load per table for any other."""
+    if isinstance(catalog, _Catalog):
+        return catalog.load_tables(namespace)
+    found: list[tuple[tuple[str, ...], Table | Exception]] = []
+    for identifier in catalog.list_tables(namespace):
+        try:
+            found.append((identifier, catalog.load_table(identifier)))
+        except Exception as error:  # noqa: BLE001 - the caller reports a broken table
+            found.append((identifier, error))
+    return found

@@ -39,7 +39,7 @@ from pyspark.sql import types as T
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
-from arrayviews.storage.catalog import ensure_namespace
+from arrayviews.storage.catalog import ensure_namespace, load_tables
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.files import conform, delete_files, filesystem, new_data_file_uri, write_parquet
@@ -384,17 +384,14 @@ class PartTable(VersionedTable):
     def load_all(cls, catalog: Catalog, namespace: str) -> list[PartTable]:
         """Every readable part table of ``namespace``, each loaded once (broken ones are logged)."""
         try:
-            identifiers = catalog.list_tables(namespace)
+            loaded = load_tables(catalog, namespace)
         except NoSuchNamespaceError:
             return []
         found = []
-        for identifier in identifiers:
-            try:
-                table = catalog.load_table(identifier)
-            except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
-                continue
-            if NAME_PROPERTY in table.metadata.properties:
+        for identifier, table in loaded:
+            if isinstance(table, Exception):  # a broken table is reported by check()
+                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], table)
+            elif NAME_PROPERTY in table.metadata.properties:
                 found.append(cls(catalog, table))
         return found
 

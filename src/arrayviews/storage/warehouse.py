@@ -14,7 +14,7 @@ from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import SCHEMA_PROPERTY, ArrayTable, CommitInfo, version_summary
-from arrayviews.storage.catalog import CATALOG_FILE, CATALOG_NAME, ensure_namespace, open_catalog
+from arrayviews.storage.catalog import CATALOG_FILE, CATALOG_NAME, ensure_namespace, load_tables, open_catalog
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.part_table import HELPER_PROPERTY, NAME_PROPERTY
@@ -151,9 +151,11 @@ class Warehouse:
         Tables that cannot be loaded (see ``Database.check``) are left out, so one broken table
         never stops the others from being listed."""
         names = []
-        for identifier in self.catalog.list_tables(NAMESPACE):
+        for identifier, table in load_tables(self.catalog, NAMESPACE):
             try:
-                properties = self.catalog.load_table(identifier).metadata.properties
+                if isinstance(table, Exception):
+                    raise table
+                properties = table.metadata.properties
                 if kind is not None and properties.get(KIND_PROPERTY) != kind:
                     continue
                 names.append(ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name)
@@ -180,12 +182,13 @@ class Warehouse:
         found = []
         for namespace in kinds.NAMESPACES:
             try:
-                identifiers = self.catalog.list_tables(namespace)
+                loaded = load_tables(self.catalog, namespace)
             except NoSuchNamespaceError:
                 continue
-            for identifier in identifiers:
+            for identifier, table in loaded:
                 try:
-                    table = self.catalog.load_table(identifier)
+                    if isinstance(table, Exception):
+                        raise table
                     properties = table.metadata.properties
                     kind = kinds.kind_of_stored(namespace, properties.get(KIND_PROPERTY))
                     if kind is None:
