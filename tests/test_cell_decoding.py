@@ -71,7 +71,9 @@ def test_boxes_of_mixed_sizes_in_one_batch() -> None:
     dims = (Dimension("a", 0, 10, 4), Dimension("b", -3, 9, 5, -5), Dimension("c", 0, 6, 3))
     schema = ArraySchema("A", (Attribute("v", "float64"),), dims)  # clipped chunks in every dimension
     grid = ChunkGrid.of(schema)
-    everything = np.stack(np.meshgrid(*[np.arange(d.low, d.high + 1) for d in schema.dimensions], indexing="ij"), -1)
+    everything = np.stack(
+        np.meshgrid(*[np.arange(d.low, d.high + 1) for d in schema.dimensions], indexing="ij"), -1
+    )
     coords = everything.reshape(-1, 3)[::3]
     values = np.arange(len(coords), dtype=np.float64)
     fragments = _fragments(schema, coords, values)
