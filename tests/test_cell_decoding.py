@@ -4,6 +4,7 @@ for boxes of one size and boxes clipped at the array edge, in one to four dimens
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,16 +55,25 @@ def _fragments(schema: ArraySchema, coords: np.ndarray, values: np.ndarray) -> l
 
 
 @settings(max_examples=200, deadline=None)
-@given(case=grids_and_cells())
-def test_fragments_decode_to_their_cells(case) -> None:
+@given(case=grids_and_cells(), batch_rows=st.integers(1, 6), group_cells=st.sampled_from([1, 10, 10**9]))
+def test_fragments_decode_to_their_cells(case, batch_rows: int, group_cells: int) -> None:
+    """Decoded from one record batch, and from a table of many batches decoded in groups of at least
+    ``group_cells`` cells."""
     schema, coords, values = case
     table = layout.encode_fragments(_fragments(schema, coords, values), schema, version=1)
-    cells = layout.fragments_to_cells(table, schema)
-    got = np.stack([np.asarray(cells.column(d)) for d in schema.dimension_names], axis=1)
-    got = got.reshape(cells.num_rows, schema.ndim)
-    order = np.lexsort(got.T[::-1])
-    assert np.array_equal(got[order], coords)
-    assert np.array_equal(np.asarray(cells.column("v"))[order], values)
+    split = pa.Table.from_batches(table.to_batches(max_chunksize=batch_rows), table.schema)
+    default = layout.DECODE_GROUP_CELLS
+    try:
+        layout.DECODE_GROUP_CELLS = group_cells
+        decoded = [layout.fragments_to_cells(table, schema), layout.fragments_to_cells(split, schema)]
+    finally:
+        layout.DECODE_GROUP_CELLS = default
+    for cells in decoded:
+        got = np.stack([np.asarray(cells.column(d)) for d in schema.dimension_names], axis=1)
+        got = got.reshape(cells.num_rows, schema.ndim)
+        order = np.lexsort(got.T[::-1])
+        assert np.array_equal(got[order], coords)
+        assert np.array_equal(np.asarray(cells.column("v"))[order], values)
 
 
 def test_boxes_of_mixed_sizes_in_one_batch() -> None:

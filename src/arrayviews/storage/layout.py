@@ -310,7 +310,36 @@ def arrow_pool_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
 
+#: Sparse fragments are decoded in groups of Arrow record batches holding at least this many cells:
+#: a large batch (a row group of a big file) is decoded where it lies, without first copying every
+#: batch into one buffer; small ones (many small files) are joined so that each group pays the fixed
+#: cost of a decode once.
+DECODE_GROUP_CELLS = 1 << 18
+
+
 def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema) -> pa.Table:
+    if isinstance(batch, pa.RecordBatch) or batch.column(CELLS).num_chunks <= 1:
+        return _sparse_group_to_cells(batch, schema, target)
+    groups: list[list[pa.RecordBatch]] = [[]]
+    cells = 0
+    for record_batch in batch.to_batches():
+        if cells >= DECODE_GROUP_CELLS:
+            groups.append([])
+            cells = 0
+        groups[-1].append(record_batch)
+        cells += int(pc.sum(record_batch.column(N_CELLS)).as_py() or 0)
+    parts = [
+        _sparse_group_to_cells(
+            group[0] if len(group) == 1 else pa.Table.from_batches(group, batch.schema), schema, target
+        )
+        for group in groups
+    ]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _sparse_group_to_cells(
+    batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema
+) -> pa.Table:
     grid = ChunkGrid.of(schema)
     chunks = _chunk_matrix(batch, schema)
     starts, sizes = box_geometry(grid, chunks)
