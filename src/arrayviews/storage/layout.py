@@ -314,7 +314,7 @@ def arrow_pool_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
 #: a large batch (a row group of a big file) is decoded where it lies, without first copying every
 #: batch into one buffer; small ones (many small files) are joined so that each group pays the fixed
 #: cost of a decode once.
-DECODE_GROUP_CELLS = 1 << 18
+DECODE_GROUP_CELLS = 1 << 16
 
 
 def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema) -> pa.Table:
