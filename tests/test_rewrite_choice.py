@@ -57,6 +57,14 @@ def test_replacing_inserts_and_deletes_run_where_the_cost_model_says(spark, tmp_
         result = insert(batch)
         _check(result, array, replay, before, executor)
         assert result.cells_added == 80 and result.cells_removed == 40
+    # a dense block over stored cells, replacing them
+    block = rng.normal(size=(6, 7))
+    stored_in_block = sum(1 for i, j in replay if 12 <= i < 18 and 3 <= j < 10)
+    before = array.version
+    result = array.write_dense(block, origin=(12, 3), on_conflict="replace")
+    replay.update({(12 + a, 3 + b): float(block[a, b]) for a in range(6) for b in range(7)})
+    _check(result, array, replay, before, executor)
+    assert result.cells_removed == stored_in_block > 0
     # delete listed cells (some absent: ignored)
     stored = np.array([i * SIDE + j for i, j in replay])
     gone = rng.choice(stored, 25, replace=False)
@@ -106,3 +114,19 @@ def test_a_rewrite_over_the_in_process_limit_goes_to_spark_on_auto(spark, tmp_pa
     result = array.delete(pd.DataFrame({"i": [0], "j": [0]}))
     del replay[(0, 0)]
     _check(result, array, replay, before, "local")
+
+
+def test_a_replacing_insert_of_a_spark_frame_rewrites_where_the_cost_model_says(spark, tmp_path) -> None:
+    """The frame's cells are chunked by Spark tasks; the stored chunks they replace are rewritten
+    in-process when small (auto)."""
+    db = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="auto")
+    array = db.create_array(f"r<v:float64>[i=0:{SIDE - 1}:10; j=0:{SIDE - 1}:10]")
+    flat = np.arange(0, SIDE * SIDE, 7)
+    array.insert({"i": flat // SIDE, "j": flat % SIDE, "v": flat.astype(np.float64)})
+    replay = {(int(c // SIDE), int(c % SIDE)): float(c) for c in flat}
+    frame = spark.createDataFrame(pd.DataFrame({"i": [0, 1, 39], "j": [0, 3, 39], "v": [-1.0, -2.0, -3.0]}))
+    before = array.version
+    result = array.insert(frame, on_conflict="replace")
+    replay.update({(0, 0): -1.0, (1, 3): -2.0, (39, 39): -3.0})
+    _check(result, array, replay, before, "local")
+    assert result.cells_removed == 1  # (0, 0) was stored; (1, 3) and (39, 39) were not
