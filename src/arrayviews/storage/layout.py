@@ -232,8 +232,9 @@ def iter_fragments(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> Ite
 def fragments_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> pa.Table:
     """Decode a fragment batch into the cell form (one row per present cell).
 
-    Sparse fragments are decoded all at once from the contiguous Arrow buffers; only dense
-    fragments (which are large) are handled one by one.
+    Sparse fragments are decoded vectorised, group of record batches by group (see
+    DECODE_GROUP_CELLS), from the Arrow buffers where they lie; only dense fragments (which are
+    large) are handled one by one.
     """
     target = cell_schema(schema)
     if batch.num_rows == 0:
