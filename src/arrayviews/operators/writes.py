@@ -420,9 +420,7 @@ def _compact_once(
     small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
     if len(small) < 2:
         return _no_change(array, "compact", f"{len(small)} small file(s): nothing to compact")
-    choice = None
-    if not isinstance(engine, Engine):
-        engine, choice = engine(_compact_estimate(small, schema))
+    engine, choice = _engine_for(engine, lambda: _compact_estimate(small, schema))
     arrow_schema = layout.fragment_schema(schema)
     data = engine.read_files([f.file_path for f in small], arrow_schema)
     merged = engine.group(
