@@ -53,7 +53,9 @@ class WriteResult:
     message: str = ""
     #: How many times the write was planned: more than one when other writers committed first.
     attempts: int = 1
-    #: Which executor ran the write ("spark" or "local") and why, where the write was chosen by cost.
+    #: Which executor ran the write's bulk work ("spark" or "local") and why: the files a compaction,
+    #: delete or replacing write rewrote (chosen by cost when given a chooser); empty when the write
+    #: rewrote nothing (a plain insert: the driver or the frame's engine wrote the new files).
     executor: str = ""
     executor_reason: str = ""
 
@@ -502,6 +504,8 @@ def insert_frame(
             delete_files([w.uri for w in staged])
             raise
         touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
-        return commit_staged(array, rewrite or engine, staged, touched, expected, on_conflict, operation)
+        return commit_staged(
+            array, engine if rewrite is None else rewrite, staged, touched, expected, on_conflict, operation
+        )
 
     return replanned(array, operation, attempt)
