@@ -201,16 +201,20 @@ class Array:
         source = self._writable()
         if _is_spark_frame(cells):
             # the user's Spark DataFrame is chunked and written by Spark
-            return writes.insert_frame(source.table, self._db.executors.spark, cells, on_conflict)
+            return writes.insert_frame(
+                source.table, self._db.executors.spark, cells, on_conflict, rewrite=self._db.executors.choose
+            )
         batch = normalize_cells(cells, self.schema)
-        return writes.insert_cells(source.table, self._write_engine(), batch, on_conflict)
+        return writes.insert_cells(source.table, self._db.executors.choose, batch, on_conflict)
 
     def load(self, path: str, format: str | None = None, on_conflict: str = "error") -> writes.WriteResult:
         """Insert the cells of Parquet or CSV files (a file or a folder; format from the extension)."""
         source = self._writable()
         engine = self._db.executors.spark  # cell files are read by Spark
         frame = engine.read_cell_files(path, self.schema, format)
-        return writes.insert_frame(source.table, engine, frame, on_conflict, operation="load")
+        return writes.insert_frame(
+            source.table, engine, frame, on_conflict, operation="load", rewrite=self._db.executors.choose
+        )
 
     def write_dense(
         self,
@@ -265,7 +269,9 @@ class Array:
                 present = ~mask if present is None else present & ~mask
                 value = value.filled({"b": False, "O": "", "U": ""}.get(value.dtype.kind, 0))
             plain[name] = np.asarray(value, dtype=layout.attribute_dtypes(schema)[name])
-        return writes.write_dense(source.table, self._write_engine(), plain, origin, present, on_conflict)
+        return writes.write_dense(
+            source.table, self._db.executors.choose, plain, origin, present, on_conflict
+        )
 
     def delete(
         self, cells: object = None, *, box: Mapping[str, tuple[int, int]] | None = None
@@ -279,7 +285,7 @@ class Array:
             )
         if box is not None:
             low, high = _box_corners(schema, box)
-            return writes.delete_box(source.table, self._write_engine(), low, high)
+            return writes.delete_box(source.table, self._db.executors.choose, low, high)
         if isinstance(cells, np.ndarray) and cells.ndim == 2:
             coords = cells
         else:
@@ -288,17 +294,11 @@ class Array:
             extra = [c for c in table.column_names if not dimension_only.has_dimension(c)]
             batch = normalize_cells(table.drop_columns(extra), dimension_only)
             coords = batch.coords
-        return writes.delete_cells(source.table, self._write_engine(), coords)
+        return writes.delete_cells(source.table, self._db.executors.choose, coords)
 
     def compact(self) -> writes.WriteResult:
         """Rewrite small data files into large ones (one fragment per chunk) as one new version."""
         return writes.compact(self._writable().table, self._db.executors.choose)
-
-    def _write_engine(self):
-        """The engine that rewrites and compacts files: in-process under ``execution="local"``,
-        otherwise Spark."""
-        executors = self._db.executors
-        return executors.local if executors.mode == "local" else executors.spark
 
     def _maintained_table(self):
         """The table that compaction and expiry work on (views override: they are not writable)."""

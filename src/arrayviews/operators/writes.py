@@ -3,7 +3,8 @@
 Each write that changes anything commits exactly one snapshot (one new version); a write that
 would change nothing (an empty batch, a delete of absent cells) commits nothing and says so. Bulk
 work (rewriting chunks, compacting, chunking a data set of cells) runs on the engine given, through
-the execution interface only.
+the execution interface only; chunk rewrites and compaction may instead be given a chooser, which
+picks the engine by the cost of the files they rewrite (from metadata) and says why.
 """
 
 from __future__ import annotations
@@ -52,12 +53,39 @@ class WriteResult:
     message: str = ""
     #: How many times the write was planned: more than one when other writers committed first.
     attempts: int = 1
-    #: Which executor ran the write ("spark" or "local") and why, where the write was chosen by cost.
+    #: Which executor ran the write's bulk work ("spark" or "local") and why: the files a compaction,
+    #: delete or replacing write rewrote (chosen by cost when given a chooser); empty when the write
+    #: rewrote nothing (a plain insert: the driver or the frame's engine wrote the new files).
     executor: str = ""
     executor_reason: str = ""
 
     def __str__(self) -> str:
         return self.message
+
+
+#: Picks the engine for work reading an estimate, and says why (``Executors.choose``).
+Chooser = Callable[[Estimate], tuple[Engine, Choice]]
+
+
+def _engine_for(engine: Engine | Chooser, estimate: Callable[[], Estimate]) -> tuple[Engine, Choice | None]:
+    """``engine`` itself, or the one a chooser picks for the work ``estimate`` describes (computed
+    only when there is a choice to make)."""
+    if isinstance(engine, Engine):
+        return engine, None
+    return engine(estimate())
+
+
+def _files_estimate(files: list, cells: int) -> Estimate:
+    """What rewriting ``files`` reads: their bytes and fragments from the manifest, and ``cells``
+    (the fragments' cell counts)."""
+    return Estimate(cells, sum(f.file_size_in_bytes for f in files), sum(f.record_count for f in files))
+
+
+def _where(engine: Engine, choice: Choice | None) -> str:
+    """The message's note of where the work ran and why, when it was chosen by cost."""
+    if choice is None:
+        return ""
+    return f" ({'in-process' if engine.name == 'local' else 'on Spark'}: {choice.reason})"
 
 
 def _no_change(array: ArrayTable, operation: str, reason: str) -> WriteResult:
@@ -105,16 +133,19 @@ def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResu
 
 def commit_staged(
     array: ArrayTable,
-    engine: Engine,
+    engine: Engine | Chooser,
     staged: list[WrittenFile],
     touched: np.ndarray,
     expected: int,
     on_conflict: str,
     operation: str,
 ) -> WriteResult:
-    """Check staged new fragments against what is stored, replace if asked, and commit one snapshot."""
+    """Check staged new fragments against what is stored, replace if asked, and commit one snapshot.
+    The chunks whose cells are replaced are rewritten on ``engine``, or on the engine a chooser picks
+    by the files' bytes, fragments and cells."""
     schema = array.schema
     rewritten: list[WrittenFile] = []
+    rewriter, choice = None, None
     try:
         checkpoint(f"{operation}.staged")
         overlap = staging.find_overlap(array, expected, touched)
@@ -135,8 +166,11 @@ def commit_staged(
                     )
                 chunks = np.array(list(conflicts), dtype=np.int64).reshape(-1, schema.ndim)
                 removed_files = overlap.files_holding(chunks)
+                rewriter, choice = _engine_for(
+                    engine, lambda: _files_estimate(removed_files, overlap.cells_in(removed_files))
+                )
                 rewritten = staging.rewrite_files(
-                    engine, array, removed_files, expected + 1, removal=conflicts
+                    rewriter, array, removed_files, expected + 1, removal=conflicts
                 )
                 cells_removed = overlap.cells_in(removed_files) - sum(w.cells for w in rewritten)
         checkpoint(f"{operation}.before-commit")
@@ -158,18 +192,22 @@ def commit_staged(
         True,
         added,
         cells_removed,
-        f"{operation}: wrote {added} cell(s){replaced} into array {schema.name}, now at version {version}",
+        f"{operation}: wrote {added} cell(s){replaced} into array {schema.name}, now at version {version}"
+        + ("" if rewriter is None else _where(rewriter, choice)),
+        executor="" if rewriter is None else rewriter.name,
+        executor_reason="" if choice is None else choice.reason,
     )
 
 
 def insert_cells(
     array: ArrayTable,
-    engine: Engine,
+    engine: Engine | Chooser,
     batch: CellBatch,
     on_conflict: str = "error",
     operation: str = "insert",
 ) -> WriteResult:
-    """Insert a validated driver-side batch (chunked and written by the driver)."""
+    """Insert a validated driver-side batch (chunked and written by the driver; chunks whose cells
+    it replaces are rewritten on ``engine``, or where a chooser says)."""
     _check_on_conflict(on_conflict, array.name)
     if batch.size == 0:
         return _no_change(array, operation, "empty batch: nothing written")
@@ -194,7 +232,7 @@ def insert_cells(
 
 def write_dense(
     array: ArrayTable,
-    engine: Engine,
+    engine: Engine | Chooser,
     arrays: dict[str, np.ndarray],
     origin: tuple[int, ...],
     present: np.ndarray | None,
@@ -237,8 +275,9 @@ def write_dense(
     return replanned(array, "write_dense", attempt)
 
 
-def delete_cells(array: ArrayTable, engine: Engine, coords: np.ndarray) -> WriteResult:
-    """Delete the listed cells (absent ones are ignored) as one snapshot."""
+def delete_cells(array: ArrayTable, engine: Engine | Chooser, coords: np.ndarray) -> WriteResult:
+    """Delete the listed cells (absent ones are ignored) as one snapshot; the chunks holding them are
+    rewritten on ``engine``, or where a chooser says."""
     schema = array.schema
     coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
     if len(coords) == 0:
@@ -262,8 +301,11 @@ def delete_cells(array: ArrayTable, engine: Engine, coords: np.ndarray) -> Write
     return replanned(array, "delete", attempt)
 
 
-def delete_box(array: ArrayTable, engine: Engine, low: tuple[int, ...], high: tuple[int, ...]) -> WriteResult:
-    """Delete every cell inside the box ``[low, high]`` as one snapshot."""
+def delete_box(
+    array: ArrayTable, engine: Engine | Chooser, low: tuple[int, ...], high: tuple[int, ...]
+) -> WriteResult:
+    """Delete every cell inside the box ``[low, high]`` as one snapshot; the files holding chunks
+    that overlap it are rewritten on ``engine``, or where a chooser says."""
     schema = array.schema
     grid = ChunkGrid.of(schema)
     ranges = grid.chunk_ranges_overlapping(low, high)
@@ -287,8 +329,17 @@ def _cells_in_files(files: list) -> int:
     return total
 
 
-def _rewrite_and_commit(array, engine, files, cells_before, expected, removal=None, box=None) -> WriteResult:
+def _rewrite_and_commit(
+    array: ArrayTable,
+    engine: Engine | Chooser,
+    files: list,
+    cells_before: int,
+    expected: int,
+    removal: staging.Removal | None = None,
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+) -> WriteResult:
     rewritten: list[WrittenFile] = []
+    engine, choice = _engine_for(engine, lambda: _files_estimate(files, cells_before))
     try:
         rewritten = staging.rewrite_files(engine, array, files, expected + 1, removal=removal, box=box)
         removed = cells_before - sum(w.cells for w in rewritten)
@@ -309,7 +360,10 @@ def _rewrite_and_commit(array, engine, files, cells_before, expected, removal=No
         True,
         0,
         removed,
-        f"delete: removed {removed} cell(s) from array {array.name}, now at version {version}",
+        f"delete: removed {removed} cell(s) from array {array.name}, now at version {version}"
+        + _where(engine, choice),
+        executor=engine.name,
+        executor_reason="" if choice is None else choice.reason,
     )
 
 
@@ -324,10 +378,6 @@ def _merge_chunk(table: pa.Table, schema) -> pa.Table:
     )
     newest = int(np.max(np.asarray(table.column(layout.VERSION))))
     return layout.encoded_to_table([encoded], schema, newest)
-
-
-#: Picks the engine for work reading an estimate, and says why (``Executors.choose``).
-Chooser = Callable[[Estimate], tuple[Engine, Choice]]
 
 
 def compact(
@@ -372,9 +422,7 @@ def _compact_once(
     small = [f for f in files if f.file_size_in_bytes < small_file_bytes]
     if len(small) < 2:
         return _no_change(array, "compact", f"{len(small)} small file(s): nothing to compact")
-    choice = None
-    if not isinstance(engine, Engine):
-        engine, choice = engine(_compact_estimate(small, schema))
+    engine, choice = _engine_for(engine, lambda: _compact_estimate(small, schema))
     arrow_schema = layout.fragment_schema(schema)
     data = engine.read_files([f.file_path for f in small], arrow_schema)
     merged = engine.group(
@@ -404,11 +452,7 @@ def _compact_once(
         version,
         True,
         message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of array {schema.name}, now at version {version}"
-        + (
-            ""
-            if choice is None
-            else f" ({'in-process' if engine.name == 'local' else 'on Spark'}: {choice.reason})"
-        ),
+        + _where(engine, choice),
         executor=engine.name,
         executor_reason="" if choice is None else choice.reason,
     )
@@ -416,10 +460,16 @@ def _compact_once(
 
 # -- cells as an engine's data set --------------------------------------------------------------
 def insert_frame(
-    array: ArrayTable, engine: Engine, frame, on_conflict: str = "error", operation: str = "insert"
+    array: ArrayTable,
+    engine: Engine,
+    frame,
+    on_conflict: str = "error",
+    operation: str = "insert",
+    rewrite: Engine | Chooser | None = None,
 ) -> WriteResult:
     """Insert cells given as a data set of ``engine`` (a Spark DataFrame for the Spark engine): the
-    engine checks them, and its tasks chunk them and write the files."""
+    engine checks them, and its tasks chunk them and write the files. Chunks whose cells the batch
+    replaces are rewritten on ``rewrite`` (an engine or a chooser; ``engine`` when not given)."""
     _check_on_conflict(on_conflict, array.name)
     schema = array.schema
     frame, count = engine.checked_cells(frame, schema)
@@ -454,6 +504,8 @@ def insert_frame(
             delete_files([w.uri for w in staged])
             raise
         touched = np.unique(np.vstack(chunks), axis=0) if chunks else np.zeros((0, schema.ndim), np.int64)
-        return commit_staged(array, engine, staged, touched, expected, on_conflict, operation)
+        return commit_staged(
+            array, engine if rewrite is None else rewrite, staged, touched, expected, on_conflict, operation
+        )
 
     return replanned(array, operation, attempt)

@@ -232,8 +232,9 @@ def iter_fragments(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> Ite
 def fragments_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema) -> pa.Table:
     """Decode a fragment batch into the cell form (one row per present cell).
 
-    Sparse fragments are decoded all at once from the contiguous Arrow buffers; only dense
-    fragments (which are large) are handled one by one.
+    Sparse fragments are decoded vectorised, group of record batches by group (see
+    DECODE_GROUP_CELLS), from the Arrow buffers where they lie; only dense fragments (which are
+    large) are handled one by one.
     """
     target = cell_schema(schema)
     if batch.num_rows == 0:
@@ -268,26 +269,34 @@ def fragment_cells(
 def _unravel_by_box(
     offsets: np.ndarray, starts: np.ndarray, sizes: np.ndarray, counts: np.ndarray
 ) -> np.ndarray:
-    """Coordinates of the offsets of consecutive fragments, grouped by box size.
+    """Coordinates of the offsets of consecutive fragments (``counts`` cells each, in boxes of
+    ``starts`` and ``sizes``, rows x dims), in row-major order within each box.
 
-    Interior chunks all share one box size, so most cells go through one ``np.unravel_index`` with a
-    fixed shape; only chunks clipped at the array edge form (small) groups of their own.
+    A dimension whose boxes all have one size (every dimension but those clipped at the array edge)
+    divides by a scalar, which numpy does several times faster than by an array; the others divide by
+    each cell's box size.
     """
     ndim = sizes.shape[1]
-    coords = arrow_pool_empty((ndim, len(offsets)), np.int64).T  # contiguous columns, pooled memory
-    shapes, group_of = np.unique(sizes, axis=0, return_inverse=True)
-    group_of = group_of.reshape(-1)
-    for group, shape in enumerate(shapes):
-        rows = np.flatnonzero(group_of == group)
-        cells = slice(None) if len(shapes) == 1 else np.repeat(group_of == group, counts)
-        local = np.unravel_index(offsets[cells], tuple(int(x) for x in shape))
-        for k in range(ndim):
-            base = np.repeat(starts[rows, k], counts[rows])
-            if len(shapes) == 1:
-                np.add(local[k], base, out=coords[:, k])
-            else:
-                coords[cells, k] = local[k] + base
-    return coords
+    coords = arrow_pool_empty((ndim, len(offsets)), np.int64)  # one contiguous row per dimension
+    if len(offsets) == 0:
+        return coords.T
+    # The quotients alternate between a scratch row and coords[0] so that the last one, which is the
+    # first coordinate, lands in coords[0] without a copy.
+    rows = [coords[0], arrow_pool_empty((len(offsets),), np.int64) if ndim > 2 else None]
+    remaining = offsets
+    for k in range(ndim - 1, 0, -1):
+        size = int(sizes[0, k]) if (sizes[:, k] == sizes[0, k]).all() else np.repeat(sizes[:, k], counts)
+        quotient = rows[(k - 1) % 2]
+        np.floor_divide(remaining, size, out=quotient)
+        np.multiply(quotient, size, out=coords[k])
+        np.subtract(remaining, coords[k], out=coords[k])
+        remaining = quotient
+    if ndim == 1:
+        coords[0] = offsets
+    for k in range(ndim):
+        start = starts[0, k] if (starts[:, k] == starts[0, k]).all() else np.repeat(starts[:, k], counts)
+        coords[k] += start
+    return coords.T
 
 
 def arrow_pool_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -302,7 +311,36 @@ def arrow_pool_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
 
+#: Sparse fragments are decoded in groups of Arrow record batches holding at least this many cells:
+#: a large batch (a row group of a big file) is decoded where it lies, without first copying every
+#: batch into one buffer; small ones (many small files) are joined so that each group pays the fixed
+#: cost of a decode once.
+DECODE_GROUP_CELLS = 1 << 16
+
+
 def _sparse_to_cells(batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema) -> pa.Table:
+    if isinstance(batch, pa.RecordBatch) or batch.column(CELLS).num_chunks <= 1:
+        return _sparse_group_to_cells(batch, schema, target)
+    groups: list[list[pa.RecordBatch]] = [[]]
+    cells = 0
+    for record_batch in batch.to_batches():
+        if cells >= DECODE_GROUP_CELLS:
+            groups.append([])
+            cells = 0
+        groups[-1].append(record_batch)
+        cells += int(pc.sum(record_batch.column(N_CELLS)).as_py() or 0)
+    parts = [
+        _sparse_group_to_cells(
+            group[0] if len(group) == 1 else pa.Table.from_batches(group, batch.schema), schema, target
+        )
+        for group in groups
+    ]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _sparse_group_to_cells(
+    batch: pa.RecordBatch | pa.Table, schema: ArraySchema, target: pa.Schema
+) -> pa.Table:
     grid = ChunkGrid.of(schema)
     chunks = _chunk_matrix(batch, schema)
     starts, sizes = box_geometry(grid, chunks)
