@@ -170,6 +170,18 @@ def merge_into_view(
     return engine.cogroup(renamed, keyed, keys, function, layout.fragment_schema(stored))
 
 
+def full_pairs(spec: JoinSpec, left: StoredSource, right: StoredSource) -> list[tuple[tuple, tuple]]:
+    """Every (left chunk, right chunk) pair a full computation joins, from chunk metadata."""
+    left_chunks = _chunks_of(left)
+    right_chunks = left_chunks if right is left else _chunks_of(right)
+    return simjoin.plan_pairs(spec, left_chunks, right_chunks)
+
+
+def chunk_count(source: StoredSource) -> int:
+    """The chunks holding cells in ``source``, from the fragments' metadata columns."""
+    return len(_chunk_cells(source))
+
+
 def full_computation(
     engine: Engine,
     spec: JoinSpec,
@@ -177,9 +189,10 @@ def full_computation(
     stored: ArraySchema,
     left: StoredSource,
     right: StoredSource,
+    pairs: list | None = None,
 ) -> tuple[Data, Plan]:
-    """Fragments of the whole view computed from scratch."""
-    pairs = simjoin.plan_pairs(spec, _chunks_of(left), _chunks_of(right))
+    """Fragments of the whole view computed from scratch (over ``pairs`` when already planned)."""
+    pairs = pairs if pairs is not None else full_pairs(spec, left, right)
     plan = Plan([(p, q, p) for p, q in pairs])
     left_rows = simjoin.route_left(engine, left.data(engine), spec, simjoin.LEFT_OLD)
     right_rows = simjoin.route_right(engine, right.data(engine), spec, pairs, simjoin.RIGHT_OLD)
