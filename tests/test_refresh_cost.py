@@ -163,8 +163,11 @@ def test_auto_picks_full_when_a_batch_touches_nearly_every_view_chunk_and_increm
     assert result.strategy == "full" and result.decision == "touched", result.strategy_reason
     assert "touched" in plan and "of the view's chunks" in result.strategy_reason
     assert result.estimates["baseline"]["view_chunks_written"] >= FULL_FRACTION * 36
+    assert "no base planned" in result.estimates["baseline"]["basis"]
     full.refresh("full")
-    incremental.refresh("baseline")
+    planned = incremental.refresh("baseline")
+    # the shortcut's count of touched view chunks is the full incremental plan's
+    assert result.estimates["baseline"]["view_chunks_written"] == planned.view_chunks_rewritten
     expected = neighbour_counts(np.argwhere(present))
     for view in (auto, full, incremental):
         assert view_counts(view) == expected
@@ -188,7 +191,9 @@ def test_auto_picks_full_when_a_batch_touches_nearly_every_view_chunk_and_increm
     assert list(history["decision"])[-3:] == ["create", "touched", result.decision]
     newest = history.iloc[-1]
     assert newest["measured_seconds"] > 0 and newest["model_seconds"] > 0
-    assert newest["predicted_seconds"] == pytest.approx(newest["model_seconds"] * newest["correction"], rel=1e-3)
+    assert newest["predicted_seconds"] == pytest.approx(
+        newest["model_seconds"] * newest["correction"], rel=1e-3
+    )
     assert set(newest["estimates"]) == {"baseline", "full"}
 
 

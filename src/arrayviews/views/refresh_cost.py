@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from arrayviews.execution.cost import Choice, Estimate, RefreshCost
 from arrayviews.execution.executors import Executors
@@ -67,6 +67,8 @@ class StrategyCost:
     correction: float = 1.0
     correction_samples: int = 0
     correction_source: str = "none"
+    #: where the pair and chunk counts come from (metadata, an earlier count, a lower bound)
+    basis: str = "metadata"
 
     @property
     def written_chunks(self) -> int:
@@ -104,6 +106,7 @@ class StrategyCost:
             "correction_samples": self.correction_samples,
             "correction_source": self.correction_source,
             "predicted_seconds": round(self.seconds, 6),
+            "basis": self.basis,
         }
 
 
@@ -114,11 +117,37 @@ def cost_of(
     pairs: int = 0,
     view_chunks: int | None = None,
     view_chunks_total: int = 0,
+    basis: str = "metadata",
 ) -> StrategyCost:
     """The cost of a strategy reading ``estimate`` on the executor the engine cost model picks."""
     _, choice = executors.choose(estimate)
     terms = executors.costs.refresh_terms(choice.executor)
-    return StrategyCost(strategy, estimate, choice, pairs, view_chunks, terms, view_chunks_total)
+    return StrategyCost(strategy, estimate, choice, pairs, view_chunks, terms, view_chunks_total, basis=basis)
+
+
+#: Incremental is "clearly cheaper" when its corrected prediction is at most this fraction of full's.
+CLEARLY = 0.5
+
+
+def previous_full_pairs(rows: list[Mapping]) -> tuple[int, int] | None:
+    """(chunk pairs, version) of the newest full estimate in the view's history whose pairs were
+    counted from metadata under this model, or None."""
+    for row in reversed(rows):
+        full = (row.get("estimates") or {}).get("full") or {}
+        if full.get("model") == MODEL and full.get("basis") == "metadata" and full.get("pairs"):
+            return int(full["pairs"]), int(row.get("version") or 0)
+    return None
+
+
+def clearly_cheaper(incremental: StrategyCost, full: StrategyCost, rows: Iterable[Mapping]) -> bool:
+    """Whether incremental's corrected prediction is at most :data:`CLEARLY` of full's (then full's
+    pairs need not be counted again: full only gains chunk pairs as the base arrays grow)."""
+    found = measurements(rows)
+    seconds = {}
+    for cost in (incremental, full):
+        factor, _, _ = correction_of(cost.strategy, found.for_executor(cost.choice.executor))
+        seconds[cost.strategy] = cost.model_seconds * factor
+    return seconds[incremental.strategy] <= CLEARLY * seconds[full.strategy]
 
 
 # -- the view's measurements ------------------------------------------------------------------------
@@ -234,18 +263,7 @@ def decide(
 
 def corrected(cost: StrategyCost, correction: tuple[float, int, str]) -> StrategyCost:
     factor, samples, source = correction
-    return StrategyCost(
-        cost.strategy,
-        cost.estimate,
-        cost.choice,
-        cost.pairs,
-        cost.view_chunks,
-        cost.terms,
-        cost.view_chunks_total,
-        factor,
-        samples,
-        source,
-    )
+    return replace(cost, correction=factor, correction_samples=samples, correction_source=source)
 
 
 def choose_strategy(

@@ -7,6 +7,7 @@ arrays through the read protocol of ``views.protocols``.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -39,11 +40,14 @@ from arrayviews.views.definition import (
     definition_from_json,
 )
 from arrayviews.views.refresh_cost import (
+    FULL_FRACTION,
     FULL_JOBS,
     INCREMENTAL_JOBS,
     StrategyCost,
     choose_strategy,
+    clearly_cheaper,
     cost_of,
+    previous_full_pairs,
 )
 from arrayviews.views.source import ViewSource
 
@@ -295,9 +299,17 @@ def _prepare(
     reflected: dict[str, int],
     view_source: ViewSource | None,
     view_name: str,
+    known_pairs: int | None = None,
+    touched_cutoff: int | None = None,
+    view_chunks: np.ndarray | None = None,
 ) -> Prepared:
     """Plan bringing a view reflecting ``reflected`` to the pinned ``bases`` with ``strategy``:
-    the deltas (incremental only), the chunks to rewrite, and what the computation reads."""
+    the deltas (incremental only), the chunks to rewrite, and what the computation reads.
+
+    For the estimate of ``auto`` only: a full plan with ``known_pairs`` takes that count of chunk
+    pairs instead of counting them; an incremental plan of a similarity view stops after the deltas
+    when the view chunks they certainly touch reach ``touched_cutoff`` (the plan is then marked
+    ``partial`` and cannot run)."""
     if isinstance(definition, WindowViewDefinition):
         base = bases[definition.base]
         before, after = window_extents(
@@ -325,6 +337,8 @@ def _prepare(
     if strategy == "full":
         both = left.estimate() if definition.right == definition.left else left.estimate() + right.estimate()
         estimate = Estimate(both.cells, both.bytes, both.chunks, FULL_JOBS)
+        if known_pairs is not None:
+            return Prepared(definition, stored, bases, strategy, estimate, known_pairs, context=context)
         # every chunk pair of the join, from chunk metadata (the full computation reuses them)
         pairs = similarity.full_pairs(spec, left, right)
         context["pairs"] = pairs
@@ -338,6 +352,15 @@ def _prepare(
         else version_delta(right.table, old_right.version, right.version)
     )
     checkpoint("refresh.delta")
+    if touched_cutoff is not None and view_chunks is not None:
+        certain = similarity.certainly_touched(
+            spec, definition, stored, left_delta, view_chunks, touched_cutoff
+        )
+        if certain is not None:
+            cells = left_delta.minus.num_rows + left_delta.plus.num_rows
+            estimate = Estimate(cells, 0, len(certain), INCREMENTAL_JOBS)
+            context["partial"] = True
+            return Prepared(definition, stored, bases, strategy, estimate, len(certain), certain, context)
     state.check_layout(definition, stored, view_schemas(db, view_name, definition, bases=bases)[1])
     plan = similarity.plan_baseline(spec, old_left, old_right, left_delta, right_delta)
     affected = similarity.affected_view_chunks(spec, stored, plan)
@@ -436,12 +459,16 @@ def _plan_strategy(
     )
     prepared: dict[str, Prepared] = {}
     costs: dict[str, StrategyCost] = {}
-    view_chunks = similarity.chunk_count(view_source)
-    for strategy in candidates:
-        prepared[strategy] = _prepare(
-            db, definition, stored, bases, strategy, reflected, view_source, view.name
+    view_chunk_list = similarity.chunk_list(view_source)
+    view_chunks = len(view_chunk_list)
+    rows = history.refresh_history(view_source.table).to_dict("records")
+
+    def plan(strategy: str, basis: str = "metadata", **options) -> None:
+        prepared[strategy] = p = _prepare(
+            db, definition, stored, bases, strategy, reflected, view_source, view.name, **options
         )
-        p = prepared[strategy]
+        if p.context.get("partial"):
+            basis = "view chunks from the delta's chunks and the view's chunk list (no base planned)"
         costs[strategy] = cost_of(
             db.executors,
             strategy,
@@ -449,11 +476,31 @@ def _plan_strategy(
             p.pairs,
             None if p.affected is None else len(p.affected),
             view_chunks,
+            basis,
         )
-    rows = history.refresh_history(view_source.table).to_dict("records")
+
     if len(candidates) > 1:  # predictions corrected by what this view's refreshes measured
+        # a batch that certainly touches most view chunks is refreshed in full: no incremental plan
+        plan(
+            "baseline",
+            touched_cutoff=math.ceil(FULL_FRACTION * view_chunks) if view_chunks else None,
+            view_chunks=view_chunk_list,
+        )
+        previous = previous_full_pairs(rows)
+        if previous is not None and not prepared["baseline"].context.get("partial"):
+            # full's chunk pairs as counted at the previous refresh, when incremental wins by far
+            # even against that figure; counted again otherwise
+            plan("full", f"chunk pairs counted at version {previous[1]}", known_pairs=previous[0])
+            if not clearly_cheaper(costs["baseline"], costs["full"], rows):
+                plan("full")
+        else:
+            plan("full")
         chosen, costs, decision = choose_strategy(costs, rows)
+        if prepared[chosen.strategy].context.get("partial"):
+            raise AssertionError("auto chose a partial incremental plan")  # the touched rule prevents it
         return prepared[chosen.strategy], chosen, costs, decision.reason, decision.kind
+    for strategy in candidates:
+        plan(strategy)
     if expired:
         reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
         kind = "expired"
@@ -479,7 +526,7 @@ def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
     for cost in costs.values():
         lines.append(
             f"  {cost.strategy}: reads {cost.estimate.text()}, {cost.pairs} chunk pair(s), rewrites "
-            f"{cost.written_chunks} of {cost.view_chunks_total} view chunk(s); executor "
+            f"{cost.written_chunks} of {cost.view_chunks_total} view chunk(s) (counts: {cost.basis}); executor "
             f"{cost.choice.executor} ({cost.choice.reason}); model {cost.model_seconds:.3f} s x correction "
             f"{cost.correction:.2f} ({cost.correction_source}, {cost.correction_samples} refresh(es)) "
             f"= predicted {cost.seconds:.3f} s"
