@@ -177,6 +177,7 @@ def test_auto_picks_full_when_a_batch_touches_nearly_every_view_chunk_and_increm
     cell = free[(free[:, 0] % 10 == 4) & (free[:, 1] % 10 == 4)][0]  # its neighbours in its own chunk
     present[cell[0], cell[1]] = True
     array.insert({"i": [cell[0]], "j": [cell[1]], "v": [2.0]}, on_conflict="replace")
+    assert "last measured" in auto.explain_refresh()  # full, at the touched refresh
     result = auto.refresh("auto")
     assert result.strategy == "baseline", result.strategy_reason
     assert result.decision in ("cheaper", "probe") and result.view_chunks_rewritten <= 9  # chunk + neighbours
@@ -195,6 +196,12 @@ def test_auto_picks_full_when_a_batch_touches_nearly_every_view_chunk_and_increm
         newest["model_seconds"] * newest["correction"], rel=1e-3
     )
     assert set(newest["estimates"]) == {"baseline", "full"}
+    # each strategy's newest measurement before this refresh: full from the touched refresh
+    touched = history.iloc[-2]
+    assert newest["estimates"]["full"]["last_measured_seconds"] == pytest.approx(
+        touched["measured_seconds"], abs=1e-6
+    )
+    assert newest["estimates"]["full"]["last_measured_version"] == touched["version"]
 
 
 def test_a_whole_array_estimate_from_the_summary_equals_the_planned_files(db) -> None:

@@ -69,6 +69,9 @@ class StrategyCost:
     correction_source: str = "none"
     #: where the pair and chunk counts come from (metadata, an earlier count, a lower bound)
     basis: str = "metadata"
+    #: the newest measured seconds of this strategy on this view, and the view version it made
+    last_measured: float | None = None
+    last_measured_version: int | None = None
 
     @property
     def written_chunks(self) -> int:
@@ -107,6 +110,8 @@ class StrategyCost:
             "correction_source": self.correction_source,
             "predicted_seconds": round(self.seconds, 6),
             "basis": self.basis,
+            "last_measured_seconds": None if self.last_measured is None else round(self.last_measured, 6),
+            "last_measured_version": self.last_measured_version,
         }
 
 
@@ -271,7 +276,8 @@ def choose_strategy(
 ) -> tuple[StrategyCost, dict[str, StrategyCost], Decision]:
     """Apply :func:`decide` to the strategies' costs and the view's history: the chosen cost, every
     cost with its correction, and the decision."""
-    found = measurements(history_rows)
+    rows_list = list(history_rows)
+    found = measurements(rows_list)
     model = {s: c.model_seconds for s, c in costs.items()}
     # each strategy is corrected by the ratios measured on the executor it would run on
     ratios: dict[str, list[float]] = {}
@@ -292,7 +298,22 @@ def choose_strategy(
             {s: model[s] * per[s][0] for s in model},
         )
     with_corrections = {s: corrected(c, decision.corrections[s]) for s, c in costs.items()}
+    for strategy, measured in last_measured(rows_list).items():
+        if strategy in with_corrections:
+            with_corrections[strategy] = replace(
+                with_corrections[strategy], last_measured=measured[0], last_measured_version=measured[1]
+            )
     return with_corrections[decision.strategy], with_corrections, decision
+
+
+def last_measured(rows: list[Mapping]) -> dict[str, tuple[float, int]]:
+    """Per strategy, (measured seconds, version) of its newest measured refresh in ``rows``."""
+    found: dict[str, tuple[float, int]] = {}
+    for row in reversed(rows):
+        strategy, measured = row.get("strategy"), row.get("measured_seconds")
+        if strategy and strategy not in found and measured is not None and measured == measured:
+            found[strategy] = (float(measured), int(row.get("version") or 0))
+    return found
 
 
 def touched_fraction(costs: Mapping[str, StrategyCost]) -> float | None:

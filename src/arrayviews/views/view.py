@@ -530,6 +530,11 @@ def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
             f"{cost.choice.executor} ({cost.choice.reason}); model {cost.model_seconds:.3f} s x correction "
             f"{cost.correction:.2f} ({cost.correction_source}, {cost.correction_samples} refresh(es)) "
             f"= predicted {cost.seconds:.3f} s"
+            + (
+                ""
+                if cost.last_measured is None
+                else f"; last measured {cost.last_measured:.3f} s (version {cost.last_measured_version})"
+            )
         )
     return "\n".join(lines)
 
