@@ -79,7 +79,7 @@ def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neigh
         seconds = time.perf_counter() - started
         shuffled = shuffle_bytes(db.spark) - before
         started = time.perf_counter()
-        full.refresh("full")
+        full_result = full.refresh("full")
         full_seconds = time.perf_counter() - started
         started = time.perf_counter()
         chosen = auto.refresh("auto")
@@ -96,6 +96,10 @@ def _measure_view(db, name, base, shape, batches, aggregates=("count(*) as neigh
                 "auto_executor": chosen.executor,
                 "auto_estimates": chosen.estimates,
                 "auto_vs_best": auto_seconds / min(seconds, full_seconds),
+                "incremental_estimate": result.estimates.get("baseline"),
+                "incremental_operations": result.operations,
+                "full_estimate": full_result.estimates.get("full"),
+                "full_operations": full_result.operations,
                 "update_triples": result.update_triples,
                 "view_chunks_rewritten": result.view_chunks_rewritten,
                 "view_chunks": chunks_total,

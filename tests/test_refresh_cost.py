@@ -1,17 +1,107 @@
-"""refresh('auto') calibrates the cost model's predictions by what the view's own refreshes measured."""
+"""refresh('auto'): the choice between full and incremental refresh against a plain-Python reference
+on synthetic histories, the measured corrections read back from a view's history, and on real small
+views the choice by the fraction of view chunks a batch touches, with both strategies' results
+checked against neighbour counts from scipy's cKDTree."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial import cKDTree
 
 from arrayviews.model.shapes import L1
 from arrayviews.views.definition import similarity
-from arrayviews.views.refresh_cost import CALIBRATION_REFRESHES, measured_scales
+from arrayviews.views.refresh_cost import (
+    CORRECTION_REFRESHES,
+    FULL_FRACTION,
+    MODEL,
+    PROBE_EVERY,
+    PROBE_MARGIN,
+    decide,
+    measured_scales,
+    measurements,
+)
 
 
-def row(strategy: str, executor: str, measured: float | None, model: float | None) -> dict:
-    estimate = {} if model is None else {"model_seconds": model, "executor": executor}
+# -- a plain-Python reference of the decision --------------------------------------------------------
+def reference_median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def reference_decision(model: dict, ratios: dict, last_run: dict, fraction: float | None) -> str:
+    """What auto should run, written out from the rules: touched fraction, then cheaper, then probe."""
+    newest = {s: list(r)[-CORRECTION_REFRESHES:] for s, r in ratios.items()}
+    everything = [x for s in newest for x in newest[s]]
+    predicted = {}
+    for s, seconds in model.items():
+        if newest.get(s):
+            factor = reference_median(newest[s])
+        elif everything:
+            factor = reference_median(everything)
+        else:
+            factor = 1.0
+        predicted[s] = seconds * factor
+    if "full" in model and fraction is not None and fraction >= FULL_FRACTION:
+        return "full"
+    names = list(model)
+    if len(names) == 1:
+        return names[0]
+    a, b = names
+    if predicted[a] < predicted[b] or (predicted[a] == predicted[b] and a == "baseline"):
+        best, other = a, b
+    else:
+        best, other = b, a
+    close = predicted[other] <= (1 + PROBE_MARGIN) * predicted[best]
+    stale = other not in last_run or last_run[other] >= PROBE_EVERY
+    return other if close and stale else best
+
+
+seconds = st.floats(min_value=1e-4, max_value=100.0, allow_nan=False)
+ratio_lists = st.lists(st.floats(min_value=0.01, max_value=500.0, allow_nan=False), max_size=9)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    model=st.fixed_dictionaries({"baseline": seconds, "full": seconds}),
+    ratios=st.dictionaries(st.sampled_from(["baseline", "full"]), ratio_lists),
+    last_run=st.dictionaries(st.sampled_from(["baseline", "full"]), st.integers(0, 20)),
+    fraction=st.none() | st.floats(min_value=0.0, max_value=1.5, allow_nan=False),
+)
+def test_decision_matches_the_plain_python_reference(model, ratios, last_run, fraction) -> None:
+    decision = decide(model, ratios, last_run, fraction)
+    assert decision.strategy == reference_decision(model, ratios, last_run, fraction)
+    assert decision.strategy in decision.reason
+    for strategy, (factor, samples, _) in decision.corrections.items():
+        assert decision.predicted[strategy] == pytest.approx(model[strategy] * factor)
+        assert samples <= CORRECTION_REFRESHES * 2
+
+
+def test_a_slow_outlier_does_not_move_the_correction() -> None:
+    """Four refreshes at 1.0x and one slowed 10x by a busy machine: the median stays at 1.0, and
+    incremental (model 1.0 s against full 1.5 s) keeps being chosen."""
+    ratios = {"baseline": [1.0, 1.0, 10.0, 1.0, 1.0], "full": [1.0, 1.0]}
+    decision = decide({"baseline": 1.0, "full": 1.5}, ratios, {"baseline": 0, "full": 3}, 0.2)
+    assert decision.strategy == "baseline" and decision.kind == "cheaper"
+    assert decision.corrections["baseline"][0] == 1.0
+
+
+def test_close_strategies_are_re_measured_once_in_a_while() -> None:
+    ratios = {"baseline": [1.0], "full": [1.0]}
+    model = {"baseline": 1.0, "full": 1.1}
+    assert decide(model, ratios, {"baseline": 0, "full": PROBE_EVERY - 1}, 0.5).strategy == "baseline"
+    probe = decide(model, ratios, {"baseline": 0, "full": PROBE_EVERY}, 0.5)
+    assert probe.strategy == "full" and probe.kind == "probe"
+    far = decide({"baseline": 1.0, "full": 3.0}, ratios, {"baseline": 0, "full": 50}, 0.5)
+    assert far.strategy == "baseline" and far.kind == "cheaper"
+
+
+# -- the view's measurements -------------------------------------------------------------------------
+def row(strategy: str, executor: str, measured: float | None, model: float | None, tag: str = MODEL) -> dict:
+    estimate = {} if model is None else {"model_seconds": model, "executor": executor, "model": tag}
     return {
         "strategy": strategy,
         "executor": executor,
@@ -20,41 +110,98 @@ def row(strategy: str, executor: str, measured: float | None, model: float | Non
     }
 
 
-def test_scales_are_medians_of_the_newest_refreshes_per_strategy_and_executor() -> None:
+def test_corrections_are_medians_of_the_newest_refreshes_per_strategy_and_executor() -> None:
     rows = [row("full", "local", 100.0, 1.0)]  # the oldest full refresh, beyond the newest five
     rows += [row("full", "local", m, 0.5) for m in (1.0, 2.0, 3.0, 4.0, 5.0)]  # ratios 2, 4, 6, 8, 10
     rows += [row("baseline", "local", 0.3, 0.1), row("baseline", "local", 0.5, 0.1)]  # ratios 3, 5
     rows += [row("baseline", "spark", 9.0, 3.0)]
+    rows += [row("baseline", "local", 1.0, 0.001, tag="older-model")]  # another model: no ratio
     rows += [row("baseline", "local", None, 0.1), row("full", "local", 7.0, None)]  # unusable
-    assert CALIBRATION_REFRESHES == 5
-    scales = measured_scales(rows)
-    assert scales == {
+    assert CORRECTION_REFRESHES == 5
+    assert measured_scales(rows) == {
         ("full", "local"): pytest.approx(6.0),
         ("baseline", "local"): pytest.approx(4.0),
         ("baseline", "spark"): pytest.approx(3.0),
     }
+    # ages: the newest row (full, unusable) is 0 refreshes ago; the newest baseline 1
+    assert measurements(rows).last_run == {"full": 0, "baseline": 1}
 
 
-def test_auto_scales_full_by_the_measured_creation_and_tries_incremental_at_model_cost(db) -> None:
-    array = db.create_array("A<v:float64>[i=0:59:20; j=0:59:20]")
-    rng = np.random.default_rng(3)
-    cells = np.argwhere(rng.random((60, 60)) < 0.5)
+# -- real views ---------------------------------------------------------------------------------------
+def neighbour_counts(cells: np.ndarray) -> dict[tuple[int, int], int]:
+    """Cells within L1 distance 1 of each cell (itself included), by cKDTree."""
+    counts = cKDTree(cells).query_ball_point(cells, 1.5, p=1, return_length=True)
+    return {(int(i), int(j)): int(n) for (i, j), n in zip(cells, counts, strict=True)}
+
+
+def view_counts(view) -> dict[tuple[int, int], int]:
+    frame = view.to_pandas()
+    return {(int(i), int(j)): int(n) for i, j, n in zip(frame["i"], frame["j"], frame["cnt"], strict=True)}
+
+
+def test_auto_picks_full_when_a_batch_touches_nearly_every_view_chunk_and_incremental_for_one(db) -> None:
+    """Over a 60 x 60 array in 10 x 10 chunks (36 chunks): a batch with a cell in every chunk is
+    refreshed in full, a one-cell batch incrementally; both agree with the cKDTree counts, as do
+    identical views refreshed with the other strategy."""
+    array = db.create_array("T<v:float64>[i=0:59:10; j=0:59:10]")
+    rng = np.random.default_rng(5)
+    present = rng.random((60, 60)) < 0.3
+    cells = np.argwhere(present)
     array.insert({"i": cells[:, 0], "j": cells[:, 1], "v": rng.random(len(cells))})
-    view = db.create_view("N", similarity("A", "A", L1(1), ["count(*) as cnt"]))
-    created = view.refresh_history().iloc[-1]
-    full = created["estimates"]["full"]
-    assert created["measured_seconds"] > 0 and full["model_seconds"] > 0
-    array.insert({"i": [59], "j": [59], "v": [1.0]}, on_conflict="replace")
-    result = view.refresh("auto")
-    estimates = result.estimates
-    expected_scale = created["measured_seconds"] / full["model_seconds"]
-    if estimates["full"]["executor"] == full["executor"]:
-        assert estimates["full"]["scale"] == pytest.approx(expected_scale, rel=1e-3)
-        assert estimates["full"]["predicted_seconds"] == pytest.approx(
-            estimates["full"]["model_seconds"] * expected_scale, rel=1e-3
-        )
-    assert estimates["baseline"]["scale"] == 1.0  # never run on this view: the model's own figure
-    assert view.verify()
+    definition = similarity("T", "T", L1(1), ["count(*) as cnt"])
+    auto = db.create_view("T_auto", definition)
+    full = db.create_view("T_full", definition)
+    incremental = db.create_view("T_incr", definition)
+
+    # one new cell in every chunk
+    batch = np.array([(10 * a + 5, 10 * b + 5) for a in range(6) for b in range(6)])
+    batch = batch[~present[batch[:, 0], batch[:, 1]]]
+    present[batch[:, 0], batch[:, 1]] = True
+    array.insert({"i": batch[:, 0], "j": batch[:, 1], "v": np.ones(len(batch))}, on_conflict="replace")
+    plan = auto.explain_refresh()
+    result = auto.refresh("auto")
+    assert result.strategy == "full" and result.decision == "touched", result.strategy_reason
+    assert "touched" in plan and "of the view's chunks" in result.strategy_reason
+    assert result.estimates["baseline"]["view_chunks_written"] >= FULL_FRACTION * 36
+    assert "no base planned" in result.estimates["baseline"]["basis"]
+    full.refresh("full")
+    planned = incremental.refresh("baseline")
+    # the shortcut's count of touched view chunks is the full incremental plan's
+    assert result.estimates["baseline"]["view_chunks_written"] == planned.view_chunks_rewritten
+    expected = neighbour_counts(np.argwhere(present))
+    for view in (auto, full, incremental):
+        assert view_counts(view) == expected
+
+    # one cell in one chunk, far from its neighbours' chunks
+    free = np.argwhere(~present)
+    cell = free[(free[:, 0] % 10 == 4) & (free[:, 1] % 10 == 4)][0]  # its neighbours in its own chunk
+    present[cell[0], cell[1]] = True
+    array.insert({"i": [cell[0]], "j": [cell[1]], "v": [2.0]}, on_conflict="replace")
+    assert "last measured" in auto.explain_refresh()  # full, at the touched refresh
+    result = auto.refresh("auto")
+    assert result.strategy == "baseline", result.strategy_reason
+    assert result.decision in ("cheaper", "probe") and result.view_chunks_rewritten <= 9  # chunk + neighbours
+    assert result.estimates["full"]["pairs"] > result.estimates["baseline"]["pairs"]
+    full.refresh("full")
+    incremental.refresh("baseline")
+    expected = neighbour_counts(np.argwhere(present))
+    for view in (auto, full, incremental):
+        assert view_counts(view) == expected
+
+    history = auto.refresh_history()
+    assert list(history["decision"])[-3:] == ["create", "touched", result.decision]
+    newest = history.iloc[-1]
+    assert newest["measured_seconds"] > 0 and newest["model_seconds"] > 0
+    assert newest["predicted_seconds"] == pytest.approx(
+        newest["model_seconds"] * newest["correction"], rel=1e-3
+    )
+    assert set(newest["estimates"]) == {"baseline", "full"}
+    # each strategy's newest measurement before this refresh: full from the touched refresh
+    touched = history.iloc[-2]
+    assert newest["estimates"]["full"]["last_measured_seconds"] == pytest.approx(
+        touched["measured_seconds"], abs=1e-6
+    )
+    assert newest["estimates"]["full"]["last_measured_version"] == touched["version"]
 
 
 def test_a_whole_array_estimate_from_the_summary_equals_the_planned_files(db) -> None:

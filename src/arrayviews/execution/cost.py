@@ -62,6 +62,20 @@ class EngineCost:
 
 
 @dataclass(frozen=True)
+class RefreshCost:
+    """The terms of a view refresh the per-cell engine cost lacks: planning and the Iceberg commit
+    (fixed), each chunk pair the join kernel runs over, and each view chunk read, merged and
+    rewritten. Defaults fitted to refreshes measured on a 2-core machine (docs/performance.md)."""
+
+    fixed: float = 0.08
+    per_pair: float = 1.0e-3
+    per_view_chunk: float = 2.0e-3
+
+    def seconds(self, pairs: int, view_chunks: int) -> float:
+        return self.fixed + self.per_pair * pairs + self.per_view_chunk * view_chunks
+
+
+@dataclass(frozen=True)
 class CostModel:
     """Both engines' costs and the hard limits of the in-process engine."""
 
@@ -71,9 +85,15 @@ class CostModel:
     max_local_bytes: int = 1 << 30
     calibrated: str | None = None  # when, or None for the defaults
     notes: dict = field(default_factory=dict)
+    refresh_local: RefreshCost = RefreshCost()
+    refresh_spark: RefreshCost = RefreshCost()
 
     def seconds(self, engine: str, estimate: Estimate) -> float:
         return (self.local if engine == "local" else self.spark).seconds(estimate)
+
+    def refresh_terms(self, engine: str) -> RefreshCost:
+        """The view refresh terms on ``engine`` (added to :meth:`seconds` of what it reads)."""
+        return self.refresh_local if engine == "local" else self.refresh_spark
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -88,6 +108,8 @@ class CostModel:
             int(data["max_local_bytes"]),
             data.get("calibrated"),
             dict(data.get("notes", {})),
+            RefreshCost(**data["refresh_local"]) if "refresh_local" in data else RefreshCost(),
+            RefreshCost(**data["refresh_spark"]) if "refresh_spark" in data else RefreshCost(),
         )
 
     def stamped(self, notes: dict) -> CostModel:

@@ -14,6 +14,7 @@ REQUESTED = "refresh.requested"
 EXECUTOR = "refresh.executor"
 REASON = "refresh.reason"
 STRATEGY_REASON = "refresh.strategy-reason"
+DECISION = "refresh.decision"
 ESTIMATES = "refresh.estimates"
 OPERATIONS = "refresh.operations"
 SECONDS = "refresh.seconds"
@@ -26,8 +27,12 @@ COLUMNS = [
     "strategy",
     "executor",
     "reason",
+    "decision",
+    "strategy_reason",
     "estimated_cells",
     "estimated_chunks",
+    "model_seconds",
+    "correction",
     "predicted_seconds",
     "measured_seconds",
     "compute_seconds",
@@ -43,6 +48,7 @@ def report_properties(
     chosen: StrategyCost,
     strategy_reason: str,
     estimates: dict,
+    decision: str,
     operations: list[dict],
     seconds: float,
 ) -> dict[str, str]:
@@ -52,6 +58,7 @@ def report_properties(
         EXECUTOR: chosen.choice.executor,
         REASON: chosen.choice.reason,
         STRATEGY_REASON: strategy_reason,
+        DECISION: decision,
         ESTIMATES: json.dumps(estimates, sort_keys=True),
         OPERATIONS: json.dumps(operations),
         SECONDS: f"{seconds:.6f}",
@@ -60,8 +67,9 @@ def report_properties(
 
 def refresh_history(table: ArrayTable) -> pd.DataFrame:
     """One row per version still held: the strategy asked for and run, the executor and why, the
-    chosen strategy's estimate (cells, chunks, predicted seconds), the measured seconds up to the
-    commit (and of the compute+write step), and the version's cells and update triples."""
+    kind of decision and why, the chosen strategy's estimate (cells, chunks, model seconds, the
+    view's correction, predicted seconds), the measured seconds up to the commit (and of the
+    compute+write step), the version's cells and update triples, and every strategy's estimate."""
     rows = []
     for info in table.versions():
         properties = info.properties
@@ -79,8 +87,12 @@ def refresh_history(table: ArrayTable) -> pd.DataFrame:
                 "strategy": strategy,
                 "executor": properties.get(EXECUTOR, ""),
                 "reason": properties.get(REASON, ""),
+                "decision": properties.get(DECISION, ""),
+                "strategy_reason": properties.get(STRATEGY_REASON, ""),
                 "estimated_cells": chosen.get("cells"),
                 "estimated_chunks": chosen.get("chunks"),
+                "model_seconds": chosen.get("model_seconds"),
+                "correction": chosen.get("correction"),
                 "predicted_seconds": chosen.get("predicted_seconds"),
                 "measured_seconds": float(properties[SECONDS]) if SECONDS in properties else None,
                 "compute_seconds": compute,

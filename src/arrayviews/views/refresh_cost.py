@@ -1,56 +1,99 @@
-"""What a view refresh would cost, from metadata: the work of a full recomputation and of an
-incremental (baseline) refresh, each on the executor the cost model picks, and the cheaper of them
-for ``refresh("auto")``.
+"""What a view refresh would cost, from metadata, and the choice ``refresh("auto")`` makes between
+a full recomputation and an incremental (baseline) refresh.
 
-The engine cost model counts cells and jobs; it cannot see what a strategy does per cell (a full
-similarity recomputation forms every pair of the join, an incremental one only the update triples,
-and both pay planning and commit costs the model leaves out). So each prediction is scaled by what
-this view's own refreshes measured: the median, over its last :data:`CALIBRATION_REFRESHES`
-refreshes (view creation included) that ran the same strategy on the same executor, of measured
-seconds over the model's seconds. A strategy the view has not run yet keeps the model's figure
-(scale 1), so ``auto`` tries it once and learns its cost.
+The model. A refresh's seconds on an executor are the engine cost model's seconds for the cells it
+reads and the Spark jobs it runs, plus the refresh terms that model cannot see
+(:class:`~arrayviews.execution.cost.RefreshCost`): a fixed cost of planning and the Iceberg commit,
+a cost per chunk pair the join forms (one call of the join kernel over the left chunk and the right
+cells routed to it), and a cost per view chunk rewritten (old fragments read, merged, written). A
+full refresh forms every chunk pair of the view and rewrites every view chunk; an incremental one
+forms the pairs of its three delta terms and rewrites the view chunks the batch touches.
+
+The correction. Each strategy's prediction is multiplied by the median, over its newest
+:data:`CORRECTION_REFRESHES` refreshes of this view on the same executor, of measured over model
+seconds (a median, so one refresh slowed by a busy machine does not move it). A strategy the view
+has not run uses the median over all of the view's refreshes on that executor (the machine's factor),
+or 1 without any.
+
+The choice (:func:`decide`, a pure function of plain numbers):
+1. a batch that touches at least :data:`FULL_FRACTION` of the view's chunks is refreshed in full
+   (incremental would rewrite as much as full and join the delta on top);
+2. otherwise the strategy with the lower corrected prediction, except that
+3. when the other one is predicted within :data:`PROBE_MARGIN` of it and has not run in the last
+   :data:`PROBE_EVERY` refreshes (or never), the other one runs once, so its correction is measured
+   and strategies close in cost are told apart by measurement, not by one old sample.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from arrayviews.execution.cost import Choice, Estimate
+from arrayviews.execution.cost import Choice, Estimate, RefreshCost
 from arrayviews.execution.executors import Executors
 
 #: Spark jobs a refresh runs (compute + write in one job; reading the kept fragments of rewritten
 #: files, and the stale-extreme pass of min/max views, add one each).
 FULL_JOBS = 2
 INCREMENTAL_JOBS = 2
-#: The refreshes of a view (per strategy and executor, newest first) that calibrate its predictions.
-CALIBRATION_REFRESHES = 5
+#: The refreshes of a view (per strategy and executor, newest) whose measured / model ratios correct
+#: its predictions.
+CORRECTION_REFRESHES = 5
+CALIBRATION_REFRESHES = CORRECTION_REFRESHES  # the earlier name
+#: A batch touching at least this fraction of the view's chunks is refreshed in full.
+FULL_FRACTION = 0.9
+#: Strategies predicted within this fraction of each other are close: the other one is re-measured.
+PROBE_MARGIN = 0.25
+#: ... once it has not run for this many refreshes of the view.
+PROBE_EVERY = 8
+#: Estimates recorded under another model are not comparable; this tag marks this model's.
+MODEL = "refresh-2"
+STRATEGY_ORDER = ("baseline", "full")
 
 
 @dataclass(frozen=True)
 class StrategyCost:
-    """One refresh strategy: what it reads, the executor chosen for it and the predicted time."""
+    """One refresh strategy: what it reads and computes, the executor chosen for it, the model's
+    seconds, and (once :func:`decide` ran) the view's correction and the corrected prediction."""
 
     strategy: str
     estimate: Estimate
     choice: Choice
-    pairs: int = 0  # update triples (similarity views) or view chunks to recompute (window views)
+    pairs: int = 0  # chunk pairs the join forms (similarity views) or view chunks computed (window)
     view_chunks: int | None = None  # view chunks rewritten (None: all)
-    #: measured over model seconds of this view's earlier refreshes with this strategy and executor
-    scale: float = 1.0
+    terms: RefreshCost = field(default_factory=RefreshCost)
+    view_chunks_total: int = 0  # chunks the view has now
+    correction: float = 1.0
+    correction_samples: int = 0
+    correction_source: str = "none"
+    #: where the pair and chunk counts come from (metadata, an earlier count, a lower bound)
+    basis: str = "metadata"
+    #: the newest measured seconds of this strategy on this view, and the view version it made
+    last_measured: float | None = None
+    last_measured_version: int | None = None
 
     @property
-    def model_seconds(self) -> float:
-        """The engine cost model's prediction, before the view's own calibration."""
+    def written_chunks(self) -> int:
+        return self.view_chunks_total if self.view_chunks is None else self.view_chunks
+
+    @property
+    def engine_seconds(self) -> float:
+        """The engine cost model's seconds for the cells read and the jobs run."""
         return self.choice.predicted[self.choice.executor]
 
     @property
+    def model_seconds(self) -> float:
+        """The whole model's prediction, before the view's own correction."""
+        return self.engine_seconds + self.terms.seconds(self.pairs, self.written_chunks)
+
+    @property
     def seconds(self) -> float:
-        return self.model_seconds * self.scale
+        return self.model_seconds * self.correction
 
     def as_dict(self) -> dict:
         return {
+            "model": MODEL,
             "executor": self.choice.executor,
             "cells": self.estimate.cells,
             "bytes": self.estimate.bytes,
@@ -58,47 +101,224 @@ class StrategyCost:
             "jobs": self.estimate.jobs,
             "pairs": self.pairs,
             "view_chunks": self.view_chunks,
-            "predicted_seconds": round(self.seconds, 6),
+            "view_chunks_written": self.written_chunks,
+            "view_chunks_total": self.view_chunks_total,
+            "engine_seconds": round(self.engine_seconds, 9),
             "model_seconds": round(self.model_seconds, 9),
-            "scale": round(self.scale, 6),
+            "correction": round(self.correction, 6),
+            "correction_samples": self.correction_samples,
+            "correction_source": self.correction_source,
+            "predicted_seconds": round(self.seconds, 6),
+            "basis": self.basis,
+            "last_measured_seconds": None if self.last_measured is None else round(self.last_measured, 6),
+            "last_measured_version": self.last_measured_version,
         }
 
 
 def cost_of(
-    executors: Executors, strategy: str, estimate: Estimate, pairs: int = 0, view_chunks: int | None = None
+    executors: Executors,
+    strategy: str,
+    estimate: Estimate,
+    pairs: int = 0,
+    view_chunks: int | None = None,
+    view_chunks_total: int = 0,
+    basis: str = "metadata",
 ) -> StrategyCost:
-    """The cost of a strategy reading ``estimate`` on the executor the cost model picks for it."""
+    """The cost of a strategy reading ``estimate`` on the executor the engine cost model picks."""
     _, choice = executors.choose(estimate)
-    return StrategyCost(strategy, estimate, choice, pairs, view_chunks)
+    terms = executors.costs.refresh_terms(choice.executor)
+    return StrategyCost(strategy, estimate, choice, pairs, view_chunks, terms, view_chunks_total, basis=basis)
+
+
+#: Incremental is "clearly cheaper" when its corrected prediction is at most this fraction of full's.
+CLEARLY = 0.5
+
+
+def previous_full_pairs(rows: list[Mapping]) -> tuple[int, int] | None:
+    """(chunk pairs, version) of the newest full estimate in the view's history whose pairs were
+    counted from metadata under this model, or None."""
+    for row in reversed(rows):
+        full = (row.get("estimates") or {}).get("full") or {}
+        if full.get("model") == MODEL and full.get("basis") == "metadata" and full.get("pairs"):
+            return int(full["pairs"]), int(row.get("version") or 0)
+    return None
+
+
+def clearly_cheaper(incremental: StrategyCost, full: StrategyCost, rows: Iterable[Mapping]) -> bool:
+    """Whether incremental's corrected prediction is at most :data:`CLEARLY` of full's (then full's
+    pairs need not be counted again: full only gains chunk pairs as the base arrays grow)."""
+    found = measurements(rows)
+    seconds = {}
+    for cost in (incremental, full):
+        factor, _, _ = correction_of(cost.strategy, found.for_executor(cost.choice.executor))
+        seconds[cost.strategy] = cost.model_seconds * factor
+    return seconds[incremental.strategy] <= CLEARLY * seconds[full.strategy]
+
+
+# -- the view's measurements ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Measurements:
+    """What a view's refresh history says, per (strategy, executor): measured / model ratios, oldest
+    first, and how many refreshes ago each strategy last ran (0: the newest refresh)."""
+
+    ratios: dict[tuple[str, str], list[float]]
+    last_run: dict[str, int]
+
+    def for_executor(self, executor: str) -> dict[str, list[float]]:
+        return {s: r for (s, e), r in self.ratios.items() if e == executor}
+
+
+def measurements(refreshes: Iterable[Mapping]) -> Measurements:
+    """The ratios and ages from ``refresh_history`` rows (oldest first: strategy, executor,
+    measured_seconds and the estimates recorded then). Rows from another model, or without a
+    measurement, count for the ages but give no ratio."""
+    rows = list(refreshes)
+    ratios: dict[tuple[str, str], list[float]] = {}
+    last_run: dict[str, int] = {}
+    for age, row in enumerate(reversed(rows)):
+        strategy = row.get("strategy")
+        if not strategy:
+            continue
+        last_run.setdefault(strategy, age)
+    for row in rows:
+        strategy = row.get("strategy")
+        measured = row.get("measured_seconds")
+        estimate = (row.get("estimates") or {}).get(strategy) or {}
+        model = estimate.get("model_seconds")
+        if estimate.get("model") != MODEL or measured is None or measured != measured:
+            continue
+        if not model or model <= 0 or measured <= 0:
+            continue
+        executor = row.get("executor") or estimate.get("executor")
+        ratios.setdefault((strategy, executor), []).append(float(measured) / float(model))
+    return Measurements(ratios, last_run)
 
 
 def measured_scales(refreshes: Iterable[Mapping]) -> dict[tuple[str, str], float]:
-    """Per (strategy, executor), the median measured / model seconds over the newest
-    :data:`CALIBRATION_REFRESHES` ``refreshes`` (oldest first, as ``refresh_history`` rows: strategy,
-    executor, measured_seconds and the estimates recorded then) that ran it."""
-    ratios: dict[tuple[str, str], list[float]] = {}
-    for row in refreshes:
-        measured = row.get("measured_seconds")
-        estimate = (row.get("estimates") or {}).get(row.get("strategy"), {})
-        model = estimate.get("model_seconds")
-        if measured is None or measured != measured or not model or model <= 0:
-            continue  # an older record without the model's figure, or nothing measured
-        ratios.setdefault((row["strategy"], row.get("executor") or estimate.get("executor")), []).append(
-            float(measured) / float(model)
+    """Per (strategy, executor), the median measured / model ratio over its newest refreshes."""
+    found = measurements(refreshes)
+    return {key: statistics.median(r[-CORRECTION_REFRESHES:]) for key, r in found.ratios.items()}
+
+
+# -- the choice --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """The strategy auto runs, what kind of decision it was, why, and the per-strategy correction
+    (factor, samples, source) and corrected prediction behind it."""
+
+    strategy: str
+    kind: str  # "cheaper", "probe", "touched" (the batch touches most view chunks)
+    reason: str
+    corrections: dict[str, tuple[float, int, str]]
+    predicted: dict[str, float]
+
+
+def correction_of(strategy: str, ratios: Mapping[str, list[float]]) -> tuple[float, int, str]:
+    """(factor, samples, source): the median of the strategy's newest ratios; without any, the
+    median of every strategy's newest ratios; without any, 1."""
+    own = list(ratios.get(strategy, []))[-CORRECTION_REFRESHES:]
+    if own:
+        return statistics.median(own), len(own), "this strategy"
+    pooled = [r for s in sorted(ratios) for r in list(ratios[s])[-CORRECTION_REFRESHES:]]
+    if pooled:
+        return statistics.median(pooled), len(pooled), "the view's other refreshes"
+    return 1.0, 0, "none"
+
+
+def decide(
+    model: Mapping[str, float],
+    ratios: Mapping[str, list[float]],
+    last_run: Mapping[str, int],
+    touched_fraction: float | None,
+) -> Decision:
+    """The choice between the strategies in ``model`` (strategy -> model seconds): see the module
+    docstring. ``ratios`` are the view's measured / model ratios per strategy (oldest first),
+    ``last_run`` how many refreshes ago each ran, ``touched_fraction`` the fraction of the view's
+    chunks the incremental refresh would rewrite (None: unknown)."""
+    corrections = {s: correction_of(s, ratios) for s in model}
+    predicted = {s: model[s] * corrections[s][0] for s in model}
+    order = sorted(model, key=lambda s: (predicted[s], STRATEGY_ORDER.index(s) if s in STRATEGY_ORDER else 9))
+    figures = ", ".join(f"{s} {predicted[s]:.3f} s" for s in order)
+    if "full" in model and touched_fraction is not None and touched_fraction >= FULL_FRACTION:
+        return Decision(
+            "full",
+            "touched",
+            f"auto chose full: the batch touches {touched_fraction:.0%} of the view's chunks "
+            f"(at least {FULL_FRACTION:.0%}: an incremental refresh rewrites as much as a full one); "
+            f"predicted {figures}",
+            corrections,
+            predicted,
         )
-    return {key: statistics.median(r[-CALIBRATION_REFRESHES:]) for key, r in ratios.items()}
+    best = order[0]
+    for other in order[1:]:
+        close = predicted[other] <= (1.0 + PROBE_MARGIN) * predicted[best]
+        age = last_run.get(other)
+        if close and (age is None or age >= PROBE_EVERY):
+            when = "never run on this view" if age is None else f"last run {age} refreshes ago"
+            return Decision(
+                other,
+                "probe",
+                f"auto chose {other} to measure it: predicted {figures}, within {PROBE_MARGIN:.0%} of "
+                f"each other, and {other} was {when}",
+                corrections,
+                predicted,
+            )
+    return Decision(best, "cheaper", f"auto chose {best}: predicted {figures}", corrections, predicted)
 
 
-def calibrated(cost: StrategyCost, scales: Mapping[tuple[str, str], float]) -> StrategyCost:
-    """``cost`` scaled by what the view measured for its strategy and executor (unchanged if never run)."""
-    scale = scales.get((cost.strategy, cost.choice.executor))
-    return cost if scale is None else replace(cost, scale=scale)
+def corrected(cost: StrategyCost, correction: tuple[float, int, str]) -> StrategyCost:
+    factor, samples, source = correction
+    return replace(cost, correction=factor, correction_samples=samples, correction_source=source)
 
 
-def cheaper(costs: list[StrategyCost]) -> tuple[StrategyCost, str]:
-    """The strategy with the lower predicted time, and a sentence saying why."""
-    best = min(costs, key=lambda c: c.seconds)
-    others = ", ".join(f"{c.strategy} {c.seconds:.3f} s" for c in costs if c is not best)
-    return best, f"auto chose {best.strategy}: predicted {best.seconds:.3f} s" + (
-        f" against {others}" if others else ""
-    )
+def choose_strategy(
+    costs: Mapping[str, StrategyCost], history_rows: Iterable[Mapping]
+) -> tuple[StrategyCost, dict[str, StrategyCost], Decision]:
+    """Apply :func:`decide` to the strategies' costs and the view's history: the chosen cost, every
+    cost with its correction, and the decision."""
+    rows_list = list(history_rows)
+    found = measurements(rows_list)
+    model = {s: c.model_seconds for s, c in costs.items()}
+    # each strategy is corrected by the ratios measured on the executor it would run on
+    ratios: dict[str, list[float]] = {}
+    executors = {c.choice.executor for c in costs.values()}
+    if len(executors) == 1:
+        ratios = found.for_executor(next(iter(executors)))
+        decision = decide(model, ratios, found.last_run, touched_fraction(costs))
+    else:
+        per = {s: correction_of(s, found.for_executor(c.choice.executor)) for s, c in costs.items()}
+        decision = decide(
+            {s: model[s] * per[s][0] for s in model}, {}, found.last_run, touched_fraction(costs)
+        )
+        decision = Decision(
+            decision.strategy,
+            decision.kind,
+            decision.reason,
+            per,
+            {s: model[s] * per[s][0] for s in model},
+        )
+    with_corrections = {s: corrected(c, decision.corrections[s]) for s, c in costs.items()}
+    for strategy, measured in last_measured(rows_list).items():
+        if strategy in with_corrections:
+            with_corrections[strategy] = replace(
+                with_corrections[strategy], last_measured=measured[0], last_measured_version=measured[1]
+            )
+    return with_corrections[decision.strategy], with_corrections, decision
+
+
+def last_measured(rows: list[Mapping]) -> dict[str, tuple[float, int]]:
+    """Per strategy, (measured seconds, version) of its newest measured refresh in ``rows``."""
+    found: dict[str, tuple[float, int]] = {}
+    for row in reversed(rows):
+        strategy, measured = row.get("strategy"), row.get("measured_seconds")
+        if strategy and strategy not in found and measured is not None and measured == measured:
+            found[strategy] = (float(measured), int(row.get("version") or 0))
+    return found
+
+
+def touched_fraction(costs: Mapping[str, StrategyCost]) -> float | None:
+    """The fraction of the view's chunks the incremental refresh rewrites (None: unknown)."""
+    incremental = costs.get("baseline")
+    if incremental is None or incremental.view_chunks is None or incremental.view_chunks_total <= 0:
+        return None
+    return incremental.view_chunks / incremental.view_chunks_total

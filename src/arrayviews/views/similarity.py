@@ -170,6 +170,18 @@ def merge_into_view(
     return engine.cogroup(renamed, keyed, keys, function, layout.fragment_schema(stored))
 
 
+def full_pairs(spec: JoinSpec, left: StoredSource, right: StoredSource) -> list[tuple[tuple, tuple]]:
+    """Every (left chunk, right chunk) pair a full computation joins, from chunk metadata."""
+    left_chunks = _chunks_of(left)
+    right_chunks = left_chunks if right is left else _chunks_of(right)
+    return simjoin.plan_pairs(spec, left_chunks, right_chunks)
+
+
+def chunk_count(source: StoredSource) -> int:
+    """The chunks holding cells in ``source``, from the fragments' metadata columns."""
+    return len(_chunk_cells(source))
+
+
 def full_computation(
     engine: Engine,
     spec: JoinSpec,
@@ -177,9 +189,10 @@ def full_computation(
     stored: ArraySchema,
     left: StoredSource,
     right: StoredSource,
+    pairs: list | None = None,
 ) -> tuple[Data, Plan]:
-    """Fragments of the whole view computed from scratch."""
-    pairs = simjoin.plan_pairs(spec, _chunks_of(left), _chunks_of(right))
+    """Fragments of the whole view computed from scratch (over ``pairs`` when already planned)."""
+    pairs = pairs if pairs is not None else full_pairs(spec, left, right)
     plan = Plan([(p, q, p) for p, q in pairs])
     left_rows = simjoin.route_left(engine, left.data(engine), spec, simjoin.LEFT_OLD)
     right_rows = simjoin.route_right(engine, right.data(engine), spec, pairs, simjoin.RIGHT_OLD)
@@ -242,6 +255,51 @@ def affected_view_chunks(spec: JoinSpec, stored: ArraySchema, plan: Plan) -> np.
         low, high = left_grid.chunk_bounds(target)
         candidates.update(view_grid.chunks_overlapping(low, high))
     return np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
+
+
+def certainly_touched(
+    spec: JoinSpec,
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+    left_delta: Delta,
+    view_chunks: np.ndarray,
+    at_least: int,
+) -> np.ndarray | None:
+    """The view chunks a baseline refresh of a self-join rewrites, from the delta's chunks and the
+    view's chunk list alone (no base chunk is planned), when they are at least ``at_least``; else
+    None, as where the shortcut does not hold (another right array, a mapping, a shape without the
+    zero offset, a view chunked unlike its base).
+
+    With an identity mapping and the zero offset in the shape, every delta chunk pairs with itself
+    (both-deltas term), and an old chunk is a target exactly when a delta chunk is within its reach
+    (old-left term); the old chunks are the view's chunks (one view cell per base cell)."""
+    if definition.left != definition.right or not spec.mapping.is_identity:
+        return None
+    if [d.chunk_length for d in stored.dimensions] != [d.chunk_length for d in spec.left.dimensions]:
+        return None
+    if not spec.shape.contains(np.zeros((1, spec.shape.ndim), dtype=np.int64))[0]:
+        return None
+    delta_chunks = np.unique(
+        np.vstack([_cells_chunks(left_delta.minus, spec.left), _cells_chunks(left_delta.plus, spec.left)]),
+        axis=0,
+    )
+
+    def chunks_of(targets) -> np.ndarray:
+        return affected_view_chunks(
+            spec, stored, Plan([(tuple(int(c) for c in p), None, None) for p in targets])
+        )
+
+    lower = chunks_of(delta_chunks)
+    if 2 * len(lower) < at_least:  # far from it: not worth planning the old chunks' term here
+        return None
+    second = {p for p, _ in simjoin.plan_pairs(spec, view_chunks, delta_chunks)}
+    touched = chunks_of({tuple(int(c) for c in p) for p in delta_chunks} | second)
+    return touched if len(touched) >= at_least else None
+
+
+def chunk_list(source: StoredSource) -> np.ndarray:
+    """The chunks holding cells in ``source`` (n, d), from the fragments' metadata columns."""
+    return _chunks_of(source)
 
 
 def baseline_refresh(

@@ -7,6 +7,7 @@ arrays through the read protocol of ``views.protocols``.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -39,13 +40,14 @@ from arrayviews.views.definition import (
     definition_from_json,
 )
 from arrayviews.views.refresh_cost import (
+    FULL_FRACTION,
     FULL_JOBS,
     INCREMENTAL_JOBS,
     StrategyCost,
-    calibrated,
-    cheaper,
+    choose_strategy,
+    clearly_cheaper,
     cost_of,
-    measured_scales,
+    previous_full_pairs,
 )
 from arrayviews.views.source import ViewSource
 
@@ -78,6 +80,9 @@ class RefreshResult:
     executor_reason: str = ""
     #: Why this strategy ran (the comparison of "auto", or that it was asked for).
     strategy_reason: str = ""
+    #: The kind of decision: cheaper, probe (re-measuring a close strategy), touched (the batch
+    #: touches most view chunks), asked, expired.
+    decision: str = ""
     #: Per strategy considered: cells, bytes, chunks, jobs, pairs, executor and predicted seconds.
     estimates: dict = field(default_factory=dict)
     #: Per step (plan, compute+write, commit): executor, predicted and measured seconds.
@@ -193,7 +198,10 @@ def create_view(
         bases = _pinned_bases(db, definition)
         checkpoint("refresh.start")
         prepared = _prepare(db, definition, stored, bases, "full", {}, None, name)
-        cost = cost_of(db.executors, "full", prepared.estimate)
+        pairs = prepared.context.get("pairs")
+        # the view's chunks-to-be: the left chunks the join fills (window views: the base's chunks)
+        written = len({p for p, _ in pairs}) if pairs is not None else prepared.pairs
+        cost = cost_of(db.executors, "full", prepared.estimate, prepared.pairs, None, written)
         engine = db.executors.engine(cost.choice.executor)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
@@ -207,6 +215,7 @@ def create_view(
             {
                 history.ESTIMATES: json.dumps({"full": cost.as_dict()}, sort_keys=True),
                 history.SECONDS: f"{time.perf_counter() - started:.6f}",
+                history.DECISION: "create",
             }
         )
         return [w.uri for w in written], CommitInfo(
@@ -290,9 +299,17 @@ def _prepare(
     reflected: dict[str, int],
     view_source: ViewSource | None,
     view_name: str,
+    known_pairs: int | None = None,
+    touched_cutoff: int | None = None,
+    view_chunks: np.ndarray | None = None,
 ) -> Prepared:
     """Plan bringing a view reflecting ``reflected`` to the pinned ``bases`` with ``strategy``:
-    the deltas (incremental only), the chunks to rewrite, and what the computation reads."""
+    the deltas (incremental only), the chunks to rewrite, and what the computation reads.
+
+    For the estimate of ``auto`` only: a full plan with ``known_pairs`` takes that count of chunk
+    pairs instead of counting them; an incremental plan of a similarity view stops after the deltas
+    when the view chunks they certainly touch reach ``touched_cutoff`` (the plan is then marked
+    ``partial`` and cannot run)."""
     if isinstance(definition, WindowViewDefinition):
         base = bases[definition.base]
         before, after = window_extents(
@@ -301,7 +318,8 @@ def _prepare(
         context = {"before": before, "after": after}
         if strategy == "full":
             estimate = Estimate(**{**base.estimate().__dict__, "jobs": FULL_JOBS})
-            return Prepared(definition, stored, bases, strategy, estimate, context=context)
+            computed = similarity.chunk_count(base)  # every chunk of the base is computed
+            return Prepared(definition, stored, bases, strategy, estimate, computed, context=context)
         delta = version_delta(base.table, reflected.get(definition.base, 0), base.version)
         checkpoint("refresh.delta")
         affected = windowed.affected_chunks(delta, stored, before, after)
@@ -319,7 +337,12 @@ def _prepare(
     if strategy == "full":
         both = left.estimate() if definition.right == definition.left else left.estimate() + right.estimate()
         estimate = Estimate(both.cells, both.bytes, both.chunks, FULL_JOBS)
-        return Prepared(definition, stored, bases, strategy, estimate, context=context)
+        if known_pairs is not None:
+            return Prepared(definition, stored, bases, strategy, estimate, known_pairs, context=context)
+        # every chunk pair of the join, from chunk metadata (the full computation reuses them)
+        pairs = similarity.full_pairs(spec, left, right)
+        context["pairs"] = pairs
+        return Prepared(definition, stored, bases, strategy, estimate, len(pairs), context=context)
     old_left = StoredSource(left.table, reflected.get(definition.left, 0))
     old_right = StoredSource(right.table, reflected.get(definition.right, 0))
     left_delta = version_delta(left.table, old_left.version, left.version)
@@ -329,6 +352,15 @@ def _prepare(
         else version_delta(right.table, old_right.version, right.version)
     )
     checkpoint("refresh.delta")
+    if touched_cutoff is not None and view_chunks is not None:
+        certain = similarity.certainly_touched(
+            spec, definition, stored, left_delta, view_chunks, touched_cutoff
+        )
+        if certain is not None:
+            cells = left_delta.minus.num_rows + left_delta.plus.num_rows
+            estimate = Estimate(cells, 0, len(certain), INCREMENTAL_JOBS)
+            context["partial"] = True
+            return Prepared(definition, stored, bases, strategy, estimate, len(certain), certain, context)
     state.check_layout(definition, stored, view_schemas(db, view_name, definition, bases=bases)[1])
     plan = similarity.plan_baseline(spec, old_left, old_right, left_delta, right_delta)
     affected = similarity.affected_view_chunks(spec, stored, plan)
@@ -342,7 +374,8 @@ def _prepare(
     context.update(
         old_left=old_left, old_right=old_right, left_delta=left_delta, right_delta=right_delta, plan=plan
     )
-    return Prepared(definition, stored, bases, strategy, estimate, len(plan.triples), affected, context)
+    pairs = len(plan.first) + len(plan.second) + len(plan.third)  # the chunk pairs of the three terms
+    return Prepared(definition, stored, bases, strategy, estimate, pairs, affected, context)
 
 
 def _loses_extremes(definition: SimilarityViewDefinition, left_delta, right_delta) -> bool:
@@ -375,7 +408,9 @@ def _execute(db: Database, engine: Engine, prepared: Prepared, view_source: View
     spec = context["spec"]
     left, right = bases[definition.left], bases[definition.right]
     if prepared.strategy == "full":
-        fragments, plan = similarity.full_computation(engine, spec, definition, stored, left, right)
+        fragments, plan = similarity.full_computation(
+            engine, spec, definition, stored, left, right, context.get("pairs")
+        )
         return fragments, None, len(plan.triples), 0
     fragments, affected, plan = similarity.baseline_refresh(
         engine,
@@ -412,8 +447,9 @@ def _plan_strategy(
     bases: dict[str, StoredSource],
     reflected: dict[str, int],
     view_source: ViewSource,
-) -> tuple[Prepared, StrategyCost, dict[str, StrategyCost], str]:
-    """The prepared refresh to run, its cost, the cost of every strategy considered, and why."""
+) -> tuple[Prepared, StrategyCost, dict[str, StrategyCost], str, str]:
+    """The prepared refresh to run, its cost, the cost of every strategy considered, why, and the
+    kind of decision (cheaper, probe, touched, asked, expired)."""
     definition, stored = view.definition, view_source.table.schema
     expired = _expired(bases, reflected)
     candidates = (
@@ -423,26 +459,57 @@ def _plan_strategy(
     )
     prepared: dict[str, Prepared] = {}
     costs: dict[str, StrategyCost] = {}
-    for strategy in candidates:
-        prepared[strategy] = _prepare(
-            db, definition, stored, bases, strategy, reflected, view_source, view.name
+    view_chunk_list = similarity.chunk_list(view_source)
+    view_chunks = len(view_chunk_list)
+    rows = history.refresh_history(view_source.table).to_dict("records")
+
+    def plan(strategy: str, basis: str = "metadata", **options) -> None:
+        prepared[strategy] = p = _prepare(
+            db, definition, stored, bases, strategy, reflected, view_source, view.name, **options
         )
-        p = prepared[strategy]
+        if p.context.get("partial"):
+            basis = "view chunks from the delta's chunks and the view's chunk list (no base planned)"
         costs[strategy] = cost_of(
-            db.executors, strategy, p.estimate, p.pairs, None if p.affected is None else len(p.affected)
+            db.executors,
+            strategy,
+            p.estimate,
+            p.pairs,
+            None if p.affected is None else len(p.affected),
+            view_chunks,
+            basis,
         )
-    if len(candidates) > 1:  # predictions scaled by what this view's refreshes measured
-        scales = measured_scales(history.refresh_history(view_source.table).to_dict("records"))
-        costs = {name: calibrated(cost, scales) for name, cost in costs.items()}
+
+    if len(candidates) > 1:  # predictions corrected by what this view's refreshes measured
+        # a batch that certainly touches most view chunks is refreshed in full: no incremental plan
+        plan(
+            "baseline",
+            touched_cutoff=math.ceil(FULL_FRACTION * view_chunks) if view_chunks else None,
+            view_chunks=view_chunk_list,
+        )
+        previous = previous_full_pairs(rows)
+        if previous is not None and not prepared["baseline"].context.get("partial"):
+            # full's chunk pairs as counted at the previous refresh, when incremental wins by far
+            # even against that figure; counted again otherwise
+            plan("full", f"chunk pairs counted at version {previous[1]}", known_pairs=previous[0])
+            if not clearly_cheaper(costs["baseline"], costs["full"], rows):
+                plan("full")
+        else:
+            plan("full")
+        chosen, costs, decision = choose_strategy(costs, rows)
+        if prepared[chosen.strategy].context.get("partial"):
+            raise AssertionError("auto chose a partial incremental plan")  # the touched rule prevents it
+        return prepared[chosen.strategy], chosen, costs, decision.reason, decision.kind
+    for strategy in candidates:
+        plan(strategy)
     if expired:
         reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
-        chosen = costs["full"]
-    elif len(candidates) == 1:
-        chosen = costs[candidates[0]]
-        reason = f"{chosen.strategy}: asked for"
+        kind = "expired"
     else:
-        chosen, reason = cheaper(list(costs.values()))
-    return prepared[chosen.strategy], chosen, costs, reason
+        reason = f"{candidates[0]}: asked for"
+        kind = "asked"
+    # a forced strategy still records its corrected prediction, to compare with what it measures
+    chosen, costs, _ = choose_strategy(costs, rows)
+    return prepared[chosen.strategy], chosen, costs, reason, kind
 
 
 def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
@@ -454,12 +521,20 @@ def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
     if all(reflected.get(b, 0) == s.version for b, s in bases.items()):
         return f"view {view.name} is up to date (nothing pending)"
     source = ViewSource(table, table.current_version(), table.schema)
-    _, chosen, costs, reason = _plan_strategy(db, view, strategy, bases, reflected, source)
-    lines = [f"refresh of view {view.name} ({strategy}): {reason}"]
+    _, chosen, costs, reason, kind = _plan_strategy(db, view, strategy, bases, reflected, source)
+    lines = [f"refresh of view {view.name} ({strategy}): {reason} [{kind}]"]
     for cost in costs.values():
         lines.append(
-            f"  {cost.strategy}: reads {cost.estimate.text()}, {cost.pairs} pair(s); "
-            f"executor {cost.choice.executor} ({cost.choice.reason}); predicted {cost.seconds:.3f} s"
+            f"  {cost.strategy}: reads {cost.estimate.text()}, {cost.pairs} chunk pair(s), rewrites "
+            f"{cost.written_chunks} of {cost.view_chunks_total} view chunk(s) (counts: {cost.basis}); executor "
+            f"{cost.choice.executor} ({cost.choice.reason}); model {cost.model_seconds:.3f} s x correction "
+            f"{cost.correction:.2f} ({cost.correction_source}, {cost.correction_samples} refresh(es)) "
+            f"= predicted {cost.seconds:.3f} s"
+            + (
+                ""
+                if cost.last_measured is None
+                else f"; last measured {cost.last_measured:.3f} s (version {cost.last_measured_version})"
+            )
         )
     return "\n".join(lines)
 
@@ -490,7 +565,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
     stored = table.schema
     view_source = ViewSource(table, expected, stored)
     checkpoint("refresh.start")
-    prepared, chosen, costs, strategy_reason = _plan_strategy(
+    prepared, chosen, costs, strategy_reason, decision = _plan_strategy(
         db, view, requested, bases, reflected, view_source
     )
     strategy = prepared.strategy
@@ -511,6 +586,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
             chosen,
             strategy_reason,
             {name: cost.as_dict() for name, cost in costs.items()},
+            decision,
             _operations(engine.name, chosen, planned - started, measured, None),
             planned - started + sum(measured.values()),
         )
@@ -565,6 +641,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
         executor=engine.name,
         executor_reason=chosen.choice.reason,
         strategy_reason=strategy_reason,
+        decision=decision,
         estimates={name: cost.as_dict() for name, cost in costs.items()},
         operations=_operations(engine.name, chosen, planned - started, timings, jobs),
     )
