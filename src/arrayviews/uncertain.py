@@ -230,20 +230,29 @@ class UncertainArray:
 
         return StructureJoin.create(self, other, delta, threshold, method, engine, outer)
 
-    def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str, threshold: float = 0.0):
+    def regrid(
+        self,
+        blocks: Sequence[int] | Mapping[str, int],
+        *aggregates: str,
+        threshold: float = 0.0,
+        engine: str = "auto",
+    ):
         """Expected aggregates over blocks of cells, each tuple weighted by its probability of lying in
-        the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum)."""
+        the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum). ``engine``: ``"auto"``
+        (the database's choice, by default by cost), ``"spark"`` or ``"local"`` (in-process)."""
 
         if isinstance(blocks, Mapping):
             for name in blocks:
                 self.schema.dimension(name)
             blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
-        return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold)
+        return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold, engine)
 
-    def aggregate(self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0):
+    def aggregate(
+        self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0, engine: str = "auto"
+    ):
         """Expected aggregates of all tuples, or per cell of the ``by`` dimensions."""
 
-        return UncertainAggregate.group_by(self, list(by), aggregates, threshold)
+        return UncertainAggregate.group_by(self, list(by), aggregates, threshold, engine)
 
     # -- the cost model ----------------------------------------------------------------------------
     def choose_step(
