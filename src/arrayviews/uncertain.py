@@ -220,13 +220,14 @@ class UncertainArray:
         threshold: float = 0.5,
         *,
         method: str = "sbj",
-        engine: str = "spark",
+        engine: str = "auto",
         outer: str = "auto",
     ):
         """Pairs (t from this array, u from ``other``) with |t.d - u.d| < delta in every dimension with
         probability at least ``threshold`` (Definition 2.2, the l1 band). ``method``: ``"sbj"`` (the
         subarray-based join, Alg. 1), ``"bnl"`` (block nested loops) or ``"index"`` (R-tree index join);
-        ``engine``: ``"spark"`` or ``"local"`` (in-process; baselines always run in-process)."""
+        ``engine``: ``"auto"`` (the database's choice, by default by cost from both arrays' metadata),
+        ``"spark"`` or ``"local"`` (in-process); the baselines always run in-process."""
 
         return StructureJoin.create(self, other, delta, threshold, method, engine, outer)
 
