@@ -7,7 +7,7 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout", "window", "window_spark", "views", "viewdf", "viewdf_scope", "halo", "history", "uncertain", "engine")
+BENCHMARKS = ("ingest", "layout", "window", "window_spark", "views", "viewdf", "viewdf_scope", "halo", "history", "uncertain", "uncertain_engine", "engine")
 
 
 def main() -> None:
