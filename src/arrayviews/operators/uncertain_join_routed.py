@@ -1,8 +1,8 @@
 """The subarray-based join (Alg. 1) through the execution interface, on either engine: tasks decode
 the outer fragments and route every outer row to the inner chunks its candidate box (Prop. 4.2 / 4.3
 and the inner expansion) touches; the routed rows are co-grouped with those chunks' fragments, paired
-(Prop. 4.1) and validated there; the pairs meet by outer id, where the duplicates replication
-produces are removed (a pair found in several inner chunks has the same probability in each).
+(Prop. 4.1) and validated there; the duplicates replication produces (a pair found in several
+inner chunks, with the same probability in each) are removed on the driver.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.execution.engine import Engine, conform
+from arrayviews.execution.engine import Engine
 from arrayviews.kernels.join_pairs import pairs_in_boxes
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.operators.uncertain_join import (
-    ID_LEFT,
-    ID_RIGHT,
     RESULT_SCHEMA,
     JoinStatistics,
     Side,
@@ -154,16 +152,6 @@ def _join_chunk(
     return _validate(outer_rows, inner_rows, ia, ib, delta, singles, pairs, threshold, JoinStatistics())
 
 
-def _distinct_pairs(tables, out: pa.Schema):
-    """Task over the pairs of some outer ids: each (outer id, inner id) once."""
-    table = pa.concat_tables([conform(t, out) for t in tables])
-    if table.num_rows == 0:
-        return
-    keys = np.stack([np.asarray(table.column(ID_LEFT)), np.asarray(table.column(ID_RIGHT))], axis=1)
-    _, first = np.unique(keys, axis=0, return_index=True)
-    yield table.take(pa.array(np.sort(first)))
-
-
 def sbj_routed(
     engine: Engine, outer: Side, inner: Side, delta: float, threshold: float, structure, stats: JoinStatistics
 ) -> list[pa.Table]:
@@ -193,9 +181,8 @@ def sbj_routed(
         ndim=outer.schema.ndim,
     )
     joined = engine.cogroup(outer_routed, inner_frame, keys, join, RESULT_SCHEMA)
-    distinct = engine.map_partitions_by(
-        joined, [ID_LEFT], functools.partial(_distinct_pairs, out=RESULT_SCHEMA), RESULT_SCHEMA
-    )
-    table = engine.collect(distinct, RESULT_SCHEMA)
+    # a pair found in several inner chunks (replicated copies) comes back once per chunk, with the
+    # same probability; the driver's _finish keeps one (no second shuffle for so few duplicates)
+    table = engine.collect(joined, RESULT_SCHEMA)
     stats.blocks = -1  # one plan: outer rows routed to every inner chunk they need
     return [table]
