@@ -7,7 +7,21 @@ import importlib
 import shutil
 import tempfile
 
-BENCHMARKS = ("ingest", "layout", "window", "window_spark", "views", "viewdf", "viewdf_scope", "viewdf_history", "halo", "history", "uncertain", "engine")
+BENCHMARKS = (
+    "ingest",
+    "layout",
+    "window",
+    "window_spark",
+    "views",
+    "viewdf",
+    "viewdf_scope",
+    "viewdf_history",
+    "halo",
+    "history",
+    "uncertain",
+    "uncertain_engine",
+    "engine",
+)
 
 
 def main() -> None:

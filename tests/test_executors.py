@@ -10,6 +10,7 @@ on tasks sharing the driver's process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -461,3 +462,79 @@ def test_an_unknown_execution_mode_is_refused(spark, tmp_path) -> None:
         arrayviews.model.errors.ValidationError, match="execution must be one of auto, spark, local"
     ):
         arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="fast")
+
+
+# -- uncertain operators (paper 001) ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def uncertain(spark, tmp_path_factory):
+    """A warehouse with uncertain arrays UA (store-multiple, two inserts) and UB (store-mean), and the
+    tuples they hold, opened by one database per executor."""
+    from test_uncertain import SCHEMA as UNCERTAIN_SCHEMA
+    from test_uncertain import catalog
+
+    location = str(tmp_path_factory.mktemp("uncertain") / "warehouse")
+    rng = np.random.default_rng(60)
+    a, b = catalog(rng, 160), catalog(rng, 300)
+    a["flux"] = a["flux"] * rng.choice([1e12, -1e12, 1.0], 160)  # sums that cancel
+    db = arrayviews.connect(location, spark=spark, execution="spark")
+    UA = db.create_uncertain_array(UNCERTAIN_SCHEMA.format(name="UA"), scheme="store-multiple", step=1)
+    for part in np.array_split(np.arange(160), 2):
+        UA.insert({k: v[part] for k, v in a.items()})
+    db.create_uncertain_array(UNCERTAIN_SCHEMA.format(name="UB"), scheme="store-mean").insert(b)
+    return {mode: arrayviews.connect(location, spark=spark, execution=mode) for mode in EXECUTORS}, a, b
+
+
+def test_uncertain_aggregates(uncertain) -> None:
+    from test_uncertain import interval
+
+    dbs_, a, _ = uncertain
+    results = {}
+    for mode, db in dbs_.items():
+        regrid = db.uncertain_array("UA").regrid({"x": 20, "y": 10}, "count(*)", "sum(flux)")
+        assert regrid.explain()["executor"] == mode
+        by_y = db.uncertain_array("UA").aggregate("count(*)", by=["y"], threshold=0.5)
+        results[mode] = (regrid.to_pandas(), by_y.to_pandas())
+        assert regrid.choice.executor == mode and "forced" in regrid.choice.reason
+    first = next(iter(results.values()))
+    for other in results.values():  # the same bits on every executor
+        for mine, theirs in zip(first, other, strict=True):
+            assert mine.equals(theirs)
+    regrid, by_y = first
+    for _, row in regrid.iterrows():  # scipy per tuple, math.fsum per block
+        x, y = int(row["x"]), int(row["y"])
+        p = interval(a["x"], a["x_sigma"], 20 * x, 20 * x + 20) * interval(
+            a["y"], a["y_sigma"], 10 * y, 10 * y + 10
+        )
+        assert row["count"] == pytest.approx(math.fsum(p), abs=1e-9)
+        assert row["flux_sum"] == pytest.approx(math.fsum(p * a["flux"]), abs=1e-9 * 1e12)
+    for _, row in by_y.iterrows():
+        p = interval(a["y"], a["y_sigma"], row["y"], row["y"] + 1) * interval(a["x"], a["x_sigma"], 0, 60)
+        assert row["count"] == pytest.approx(math.fsum(p[p >= 0.5]), abs=1e-9)
+
+
+def test_uncertain_structure_join(uncertain) -> None:
+    from test_uncertain import check_join, join_reference
+
+    dbs_, a, b = uncertain
+    results = {}
+    for mode, db in dbs_.items():
+        join = db.uncertain_array("UA").structure_join(db.uncertain_array("UB"), 1.5, 0.3, outer="left")
+        assert join.explain()["executor"] == mode
+        results[mode] = join.to_pandas()
+    first = next(iter(results.values()))
+    for other in results.values():
+        assert first.equals(other)
+    check_join(first, join_reference(a, b, 1.5), 0.3)
+
+
+def test_auto_runs_small_uncertain_operations_in_process(spark, uncertain) -> None:
+    location = next(iter(uncertain[0].values())).warehouse.location
+    db = arrayviews.connect(location, spark=spark)
+    regrid = db.uncertain_array("UA").regrid([20, 10], "count(*)")
+    assert regrid.explain()["executor"] == "local" and "predicted in-process" in regrid.choice.reason
+    join = db.uncertain_array("UA").structure_join(db.uncertain_array("UB"), 1.0, 0.5)
+    assert join.explain()["executor"] == "local"
+    forced = db.uncertain_array("UA").regrid([20, 10], "count(*)", engine="spark")
+    assert forced.explain()["executor"] == "spark" and forced.choice.reason == "forced by execution='spark'"
+    with pytest.raises(arrayviews.model.errors.ValidationError, match="engine must be one of"):
+        db.uncertain_array("UA").regrid([20, 10], "count(*)", engine="gpu")

@@ -429,6 +429,53 @@ def test_expected_aggregates_match_reference(db):
         array.regrid([2, 2], "max(flux)")
 
 
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_expected_sums_are_exact_under_cancellation(db, engine):
+    # three tuples surely inside one block (P = 1.0 exactly): the expected sum is 1e16 + 1 - 1e16 = 1,
+    # which a float64 running sum (numpy's bincount, Spark's sum) rounds to 0
+    array = db.create_uncertain_array("cancel<v:float64>[x=0:19:10; y=0:9:10]", scheme="store-mean")
+    array.insert(
+        {
+            "x": [10.0] * 3,
+            "y": [5.0] * 3,
+            "x_sigma": [0.01] * 3,
+            "y_sigma": [0.01] * 3,
+            "v": [1e16, 1.0, -1e16],
+        }
+    )
+    result = array.regrid([20, 10], "count(*)", "sum(v)", engine=engine).to_pandas()
+    assert result["count"].tolist() == [3.0]
+    assert result["v_sum"].tolist() == [math.fsum([1e16, 1.0, -1e16])] == [1.0]
+    assert array.aggregate("sum(v)", engine=engine).to_pandas()["v_sum"].tolist() == [1.0]
+
+
+def test_expected_aggregates_are_the_same_bits_on_both_engines_however_split(db):
+    # the tuples in three inserts (files, tasks) or in one: the correctly rounded sums of the same
+    # contributions, so every engine and every split gives the same bits, within 1e-9 of scipy
+    rng = np.random.default_rng(41)
+    data = catalog(rng, 300)
+    data["flux"] = data["flux"] * rng.choice([1e12, -1e12, 1.0], 300)
+    one = db.create_uncertain_array(SCHEMA.format(name="s1"), scheme="store-multiple", step=1)
+    one.insert(data)
+    split = db.create_uncertain_array(SCHEMA.format(name="s3"), scheme="store-multiple", step=1)
+    for part in np.array_split(np.arange(300), 3):
+        split.insert({k: v[part] for k, v in data.items()})
+    results = [
+        array.regrid({"x": 15, "y": 10}, "count(*)", "sum(flux)", engine=engine).to_pandas()
+        for array in (one, split)
+        for engine in ("spark", "local")
+    ]
+    for other in results[1:]:
+        pd.testing.assert_frame_equal(results[0], other, check_exact=True)
+    for _, row in results[0].iterrows():
+        bx, by = int(row["x"]), int(row["y"])
+        p = interval(data["x"], data["x_sigma"], 15 * bx, 15 * bx + 15) * interval(
+            data["y"], data["y_sigma"], 10 * by, 10 * by + 10
+        )
+        assert row["count"] == pytest.approx(math.fsum(p), abs=1e-9)
+        assert row["flux_sum"] == pytest.approx(math.fsum(p * data["flux"]), abs=1e-9 * 1e12)
+
+
 # -- versions, time travel, layouts, explain -------------------------------------------------------
 def test_versions_time_travel_and_relayout(db):
     rng = np.random.default_rng(50)

@@ -66,7 +66,7 @@ def test_operator_and_insert_nodes() -> None:
     )
     assert sub == ast.Select(ast.ProbabilisticSubarray(U, (10, 0), (19, 4), 0.9))
     assert rtree.source == ast.ProbabilisticSubarray(U, (-1,), (2,), 1.0, "rtree")
-    assert join.source == ast.StructureJoin(U, ast.ArrayName("W"), 2.0, 0.5, "sbj", "spark", "auto")
+    assert join.source == ast.StructureJoin(U, ast.ArrayName("W"), 2.0, 0.5, "sbj", "auto", "auto")
     assert options.source == ast.StructureJoin(U, ast.ArrayName("W"), 0.1, 0.5, "index", "local", "left")
     assert explain == ast.Explain(ast.Select(ast.ProbabilisticSubarray(U, (1,), (2,), 0.5)))
     assert insert == ast.Insert("U", ((1, 2.5, 0), (2, 3, 0.25)), ("id", "x", "x_sigma"))

@@ -220,30 +220,40 @@ class UncertainArray:
         threshold: float = 0.5,
         *,
         method: str = "sbj",
-        engine: str = "spark",
+        engine: str = "auto",
         outer: str = "auto",
     ):
         """Pairs (t from this array, u from ``other``) with |t.d - u.d| < delta in every dimension with
         probability at least ``threshold`` (Definition 2.2, the l1 band). ``method``: ``"sbj"`` (the
         subarray-based join, Alg. 1), ``"bnl"`` (block nested loops) or ``"index"`` (R-tree index join);
-        ``engine``: ``"spark"`` or ``"local"`` (in-process; baselines always run in-process)."""
+        ``engine``: ``"auto"`` (the database's choice, by default by cost from both arrays' metadata),
+        ``"spark"`` or ``"local"`` (in-process); the baselines always run in-process."""
 
         return StructureJoin.create(self, other, delta, threshold, method, engine, outer)
 
-    def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str, threshold: float = 0.0):
+    def regrid(
+        self,
+        blocks: Sequence[int] | Mapping[str, int],
+        *aggregates: str,
+        threshold: float = 0.0,
+        engine: str = "auto",
+    ):
         """Expected aggregates over blocks of cells, each tuple weighted by its probability of lying in
-        the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum)."""
+        the block: ``count(*)`` (expected count) and ``sum(v)`` (expected sum). ``engine``: ``"auto"``
+        (the database's choice, by default by cost), ``"spark"`` or ``"local"`` (in-process)."""
 
         if isinstance(blocks, Mapping):
             for name in blocks:
                 self.schema.dimension(name)
             blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
-        return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold)
+        return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold, engine)
 
-    def aggregate(self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0):
+    def aggregate(
+        self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0, engine: str = "auto"
+    ):
         """Expected aggregates of all tuples, or per cell of the ``by`` dimensions."""
 
-        return UncertainAggregate.group_by(self, list(by), aggregates, threshold)
+        return UncertainAggregate.group_by(self, list(by), aggregates, threshold, engine)
 
     # -- the cost model ----------------------------------------------------------------------------
     def choose_step(

@@ -298,7 +298,7 @@ def _structure_join(args: Arguments) -> ast.ArrayExpr:
         right,
         *numbers,
         method=options.get("METHOD", "sbj"),
-        engine=options.get("ENGINE", "spark"),
+        engine=options.get("ENGINE", "auto"),
         outer=options.get("OUTER", "auto"),
     )
 

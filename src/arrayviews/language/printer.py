@@ -40,7 +40,7 @@ _ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
         f"{keyword} {value.upper()}"
         for keyword, value, default in (
             ("METHOD", n.method, "sbj"),
-            ("ENGINE", n.engine, "spark"),
+            ("ENGINE", n.engine, "auto"),
             ("OUTER", n.outer, "auto"),
         )
         if value != default

@@ -5,8 +5,14 @@ uncertain array, each tuple counted in every block with its probability of lying
 expected sum, sum_t P(t in block) * E[v] (positions and values independent; E[v] is the value, the
 Gaussian mean or the uniform midpoint; null values add nothing). With ``threshold`` lambda > 0 only
 tuples lying in a block with probability at least lambda count there (a Subarray per block); the
-default 0 gives the full expectation. Mass outside the domain belongs to no block. One Spark job:
-tasks turn the home copies of their fragments into per-block partial sums, which are then added.
+default 0 gives the full expectation. Mass outside the domain belongs to no block.
+
+Through the execution interface, on either engine (the cost model picks, ``engine=`` forces): tasks
+turn the home copies of their fragments into exact partial sums per block (the partial states of
+kernels/aggregates.py, one packed row per output chunk); the states of each output chunk are merged
+exactly and rounded once, as operators/reduce.py does for arrays. So every expected count and sum is
+the correctly rounded sum of its contributions (``math.fsum``), however the tuples were split into
+files and tasks: both engines give the same bits.
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from arrayviews.execution import jobs
+from arrayviews.execution.cost import Choice
+from arrayviews.kernels.aggregates import merge_states, pack_states, partial_states, unpack_states
 from arrayviews.kernels.block_probabilities import block_contributions
+from arrayviews.kernels.exact_sum import ExactSumError
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
+from arrayviews.operators.uncertain_engine import check_engine, choose_engine, read_estimate
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
@@ -69,21 +78,64 @@ def expected_values(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> n
     return (rows.columns[f"{a.name}_low"] + rows.columns[f"{a.name}_high"]) / 2.0
 
 
-def _partial_schema(names: list[str], outputs: list[str]) -> pa.Schema:
+#: Probabilities are rounded to multiples of this before they are summed: far below the 5e-17 the
+#: kernel's REACH cut-off leaves per tuple, and it bounds the binary orders the exact sums span (a
+#: product of d Gaussian tails can be as small as 1e-300, which would need more components).
+WEIGHT_GRID = 2.0**-120
+
+
+def _state_column(position: int) -> str:
+    return f"s__{position}"
+
+
+def block_grid(schema: UncertainSchema, blocks: np.ndarray, kept: list[int]) -> np.ndarray:
+    """Blocks per output chunk along each output dimension (as ``store`` chunks the result)."""
+    if not kept:
+        return np.ones(1, np.int64)
+    lengths = []
+    for k in kept:
+        d = schema.dimensions[k]
+        extent = -(-d.extent // int(blocks[k]))
+        lengths.append(min(d.chunk_length, extent))
+    return np.asarray(lengths, np.int64)
+
+
+def _partial_schema(names: list[str], calls: list[AggregateCall]) -> pa.Schema:
+    fields = [pa.field(layout.chunk_column(n), pa.int64()) for n in names]
+    fields += [pa.field(_state_column(p), pa.binary()) for p in range(len(calls))]
+    return pa.schema(fields)
+
+
+def _result_schema(names: list[str], outputs: list[str]) -> pa.Schema:
     return pa.schema([pa.field(n, pa.int64()) for n in names] + [pa.field(o, pa.float64()) for o in outputs])
 
 
-def partial_sums(
+def _sum_error(error: ExactSumError, schema: UncertainSchema, call: AggregateCall, where: str) -> RangeError:
+    return RangeError(
+        f"uncertain array {schema.name}: {call.to_text()} of the block at ({where}): {error}",
+        array=schema.name,
+        column=call.attribute,
+    )
+
+
+def _where(names: list[str], coordinates: np.ndarray) -> str:
+    return ", ".join(f"{n}={int(c)}" for n, c in zip(names, coordinates, strict=True))
+
+
+def block_partials(
     fragments: pa.Table,
     schema: UncertainSchema,
     storage,
     blocks: np.ndarray,
     kept: list[int],
+    names: list[str],
     calls: list[AggregateCall],
     threshold: float,
+    grid: np.ndarray,
     out: pa.Schema,
 ) -> pa.Table | None:
-    """Spark task: the home copies of some fragments, their block probabilities, summed per block."""
+    """Stage 1 (a task): the home copies of some fragments, their block probabilities, reduced to
+    exact partial sums per block (kernels/aggregates.py), one row of packed states per output chunk."""
     roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
     fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
     if fragments.num_rows == 0:
@@ -99,23 +151,72 @@ def partial_sums(
     owner, index, weight = block_contributions(
         means, sigmas, corrs, singles, pairs, lows, highs, blocks, threshold
     )
+    weight = np.round(weight / WEIGHT_GRID) * WEIGHT_GRID
+    used = weight > 0.0
+    owner, index, weight = owner[used], index[used], weight[used]
     if len(owner) == 0:
         return None
     keys = index[:, kept] if kept else np.zeros((len(owner), 1), np.int64)
-    unique, group = np.unique(keys, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    columns = {}
-    for position, k in enumerate(kept):
-        columns[out.field(position).name] = unique[:, position] + schema.dimensions[k].low
+    chunk = keys // grid
+    offset = np.ravel_multi_index(tuple((keys % grid).T), tuple(int(g) for g in grid)).astype(np.int64)
+    contributions = [
+        weight if c.attribute is None else weight * expected_values(rows, schema, c.attribute)[owner]
+        for c in calls
+    ]
+    chunks, inverse = np.unique(chunk, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(chunks) + 1))
+    columns: dict[str, list] = {f.name: [] for f in out}
+    for g in range(len(chunks)):  # per output chunk (as operators/reduce.py), not per block
+        part = order[bounds[g] : bounds[g + 1]]
+        for position, name in enumerate(names):
+            columns[layout.chunk_column(name)].append(int(chunks[g, position]))
+        for position, call in enumerate(calls):
+            try:
+                states = partial_states(offset[part], contributions[position][part], {"sum"})
+            except ExactSumError as error:
+                block = np.unique(keys[part], axis=0)[error.index] + _output_lows(schema, kept)
+                raise _sum_error(error, schema, call, _where(names, block)) from None
+            columns[_state_column(position)].append(pack_states(states))
+    return pa.table(columns, schema=out)
+
+
+def _output_lows(schema: UncertainSchema, kept: list[int]) -> np.ndarray:
     if not kept:
-        columns[out.field(0).name] = np.zeros(len(unique), np.int64)
-    for call in calls:
-        contribution = (
-            weight
-            if call.attribute is None
-            else weight * expected_values(rows, schema, call.attribute)[owner]
-        )
-        columns[call.output_name] = np.bincount(group, weights=contribution, minlength=len(unique))
+        return np.zeros(1, np.int64)
+    return np.array([schema.dimensions[k].low for k in kept], np.int64)
+
+
+def block_totals(
+    table: pa.Table,
+    schema: UncertainSchema,
+    kept: list[int],
+    names: list[str],
+    calls: list[AggregateCall],
+    grid: np.ndarray,
+    out: pa.Schema,
+) -> pa.Table | None:
+    """Stage 2 (one output chunk): the partial states of every task merged exactly and rounded once,
+    so the result is the correctly rounded sum of every contribution, however the tuples were split."""
+    chunk = np.array([table.column(layout.chunk_column(n))[0].as_py() for n in names], np.int64)
+    lows = _output_lows(schema, kept)
+    values = {}
+    keys = None
+    for position, call in enumerate(calls):
+        partials = [unpack_states(b) for b in table.column(_state_column(position)).to_pylist()]
+        try:
+            merged = merge_states(partials)
+        except ExactSumError as error:
+            offset = np.unique(np.concatenate([p.keys for p in partials]))[error.index]
+            local = np.array(np.unravel_index(int(offset), tuple(int(g) for g in grid)), np.int64)
+            raise _sum_error(error, schema, call, _where(names, chunk * grid + local + lows)) from None
+        keys = merged.keys
+        values[call.output_name] = merged.exact.values()
+    local = np.stack(np.unravel_index(keys, tuple(int(g) for g in grid)), axis=1).astype(np.int64)
+    coordinates = chunk * grid + local + lows
+    columns = {n: coordinates[:, position] for position, n in enumerate(names)}
+    columns.update(values)
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
 
@@ -123,9 +224,19 @@ class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
 
     def __init__(
-        self, array, blocks: list[int], kept: list[int], names: list[str], calls, threshold: float
+        self,
+        array,
+        blocks: list[int],
+        kept: list[int],
+        names: list[str],
+        calls,
+        threshold: float,
+        engine: str = "auto",
     ) -> None:
         self.array = array
+        self.engine = check_engine(engine, f"aggregate of uncertain array {array.schema.name}")
+        #: Which engine runs the aggregate, and why (set when first asked or run).
+        self.choice: Choice | None = None
         self.blocks = np.asarray(blocks, np.int64)
         self.kept = kept
         self.names = names
@@ -148,7 +259,9 @@ class UncertainAggregate:
         return value
 
     @classmethod
-    def regrid(cls, array, blocks: list[int], aggregates, threshold: float) -> UncertainAggregate:
+    def regrid(
+        cls, array, blocks: list[int], aggregates, threshold: float, engine: str = "auto"
+    ) -> UncertainAggregate:
         schema = array.schema
         if len(blocks) != schema.ndim:
             raise ValidationError(
@@ -172,10 +285,13 @@ class UncertainAggregate:
             list(schema.dimension_names),
             calls,
             cls._threshold(schema, threshold),
+            engine,
         )
 
     @classmethod
-    def group_by(cls, array, by: list[str], aggregates, threshold: float) -> UncertainAggregate:
+    def group_by(
+        cls, array, by: list[str], aggregates, threshold: float, engine: str = "auto"
+    ) -> UncertainAggregate:
         schema = array.schema
         for name in by:
             schema.dimension(name)
@@ -185,7 +301,33 @@ class UncertainAggregate:
         kept = [schema.dimension_names.index(n) for n in by]
         blocks = [1 if k in kept else 0 for k in range(schema.ndim)]
         names = list(by) if by else ["i"]
-        return cls(array, blocks, kept, names, calls, cls._threshold(schema, threshold))
+        return cls(array, blocks, kept, names, calls, cls._threshold(schema, threshold), engine)
+
+    def _estimate(self):
+        return read_estimate(self.array.table, self.array.version)
+
+    def choose(self) -> Choice:
+        """Which engine runs the aggregate, and why (from metadata; nothing is read)."""
+        if self.choice is None:
+            _, self.choice = choose_engine(self.array._db, self._estimate(), self.engine)
+        return self.choice
+
+    def explain(self) -> dict:
+        """The plan without running it: array, version, blocks, aggregates, executor and reason."""
+        choice = self.choose()
+        schema = self.array.schema
+        return {
+            "operator": "aggregate",
+            "array": schema.name,
+            "version": self.array.version,
+            "groups": {n: int(self.blocks[k]) for n, k in zip(self.names, self.kept, strict=False)}
+            if self.kept
+            else "all tuples",
+            "aggregates": [c.to_text() for c in self.calls],
+            "threshold": self.threshold,
+            "executor": choice.executor,
+            "reason": choice.reason,
+        }
 
     def to_arrow(self) -> pa.Table:
         if self._result is not None:
@@ -193,24 +335,45 @@ class UncertainAggregate:
         table = self.array.table
         version = self.array.version
         outputs = [c.output_name for c in self.calls]
-        out = _partial_schema(self.names, outputs)
-        spark = self.array._db.spark
-        frame = jobs.read_files(spark, table.files(version), layout.fragment_schema(table.storage))
-        task = functools.partial(
-            partial_sums,
-            schema=table.schema,
-            storage=table.storage,
-            blocks=self.blocks,
-            kept=self.kept,
-            calls=self.calls,
-            threshold=self.threshold,
-            out=out,
+        result_schema = _result_schema(self.names, outputs)
+        if version == 0:
+            self._result = result_schema.empty_table()
+            return self._result
+        engine = self.array._db.executors.engine(self.choose().executor)
+        partial_schema = _partial_schema(self.names, self.calls)
+        grid = block_grid(table.schema, self.blocks, self.kept)
+        frame = engine.read_files(table.files(version), layout.fragment_schema(table.storage))
+        stage_one = engine.map_batches(
+            frame,
+            functools.partial(
+                block_partials,
+                schema=table.schema,
+                storage=table.storage,
+                blocks=self.blocks,
+                kept=self.kept,
+                names=self.names,
+                calls=self.calls,
+                threshold=self.threshold,
+                grid=grid,
+                out=partial_schema,
+            ),
+            partial_schema,
         )
-        from pyspark.sql import functions as F
-
-        partials = jobs.map_batches(frame, task, out)
-        summed = partials.groupBy(*self.names).agg(*[F.sum(o).alias(o) for o in outputs])
-        result = jobs.collect(summed, out)
+        stage_two = engine.group(
+            stage_one,
+            [layout.chunk_column(n) for n in self.names],
+            functools.partial(
+                block_totals,
+                schema=table.schema,
+                kept=self.kept,
+                names=self.names,
+                calls=self.calls,
+                grid=grid,
+                out=result_schema,
+            ),
+            result_schema,
+        )
+        result = engine.collect(stage_two, result_schema)
         self._result = result.sort_by([(n, "ascending") for n in self.names])
         return self._result
 

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.execution.cost import Choice
 from arrayviews.kernels.join_pairs import all_pairs, pair_probabilities, pairs_in_boxes
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN, StorageLayout
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema
+from arrayviews.operators.uncertain_engine import check_engine, choose_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
 from arrayviews.storage import layout
@@ -35,7 +37,6 @@ from arrayviews.storage import uncertain_layout as ul
 from arrayviews.storage.uncertain_table import UncertainTable
 
 METHODS = ("sbj", "bnl", "index")
-ENGINES = ("spark", "local")
 ID_LEFT, ID_RIGHT = "id_left", "id_right"
 RESULT_SCHEMA = pa.schema([(ID_LEFT, pa.int64()), (ID_RIGHT, pa.int64()), (PROBABILITY, pa.float64())])
 #: Outer copies per block of the in-process SBJ and BNL (the memory quota of Alg. 1).
@@ -518,6 +519,8 @@ class StructureJoin:
         self.method, self.engine = method, engine
         self.outer_side = outer_side
         self.statistics: JoinStatistics | None = None
+        #: Which engine runs the join, and why (set when first asked or run).
+        self.choice: Choice | None = None
         self._result: pa.Table | None = None
 
     @classmethod
@@ -545,10 +548,7 @@ class StructureJoin:
             raise ValidationError(
                 f"structure join: method must be one of {', '.join(METHODS)}, got {method!r}"
             )
-        if engine not in ENGINES:
-            raise ValidationError(
-                f"structure join: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
-            )
+        check_engine(engine, "structure join")
         if outer not in ("auto", "left", "right"):
             raise ValidationError(f"structure join: outer must be 'auto', 'left' or 'right', got {outer!r}")
         if outer == "auto":
@@ -560,9 +560,26 @@ class StructureJoin:
         right = Side(self.right.table, self.right.version, self.right.layout)
         return (left, right, False) if self.outer_side == "left" else (right, left, True)
 
+    def choose(self) -> Choice:
+        """Which engine runs the join, and why, from both sides' metadata (nothing is read). The
+        baselines (``bnl``, ``index``) always run in-process."""
+        if self.choice is None:
+            outer, inner, _ = self._sides()
+            estimate = read_estimate(outer.table, outer.version) + read_estimate(
+                inner.table, inner.version, jobs=0
+            )
+            if self.method != "sbj":
+                reason = f"method {self.method} is an in-process baseline"
+                self.choice = Choice("local", reason, estimate, {})
+            else:
+                _, self.choice = choose_engine(self.left._db, estimate, self.engine)
+        return self.choice
+
     def explain(self) -> dict:
-        """The evaluation plan: sides, layouts, per-cell Subarray regions (Prop. 4.2 / 4.3)."""
+        """The evaluation plan: sides, layouts, per-cell Subarray regions (Prop. 4.2 / 4.3), and the
+        executor with the reason it was chosen."""
         outer, inner, swapped = self._sides()
+        choice = self.choose()
         walks = inner_walks_from_metadata(inner)
 
         def layout_of(side: Side) -> dict:
@@ -582,7 +599,7 @@ class StructureJoin:
         return {
             "operator": "structure_join",
             "method": self.method,
-            "engine": self.engine if self.method == "sbj" else "local",
+            "engine": choice.executor,
             "delta": self.delta,
             "threshold": self.threshold,
             "outer": layout_of(outer),
@@ -594,8 +611,10 @@ class StructureJoin:
                 for d, lo, hi in zip(inner.schema.dimension_names, walks[0], walks[1], strict=True)
             },
             "outer_blocks": len(_outer_blocks(outer))
-            if self.method != "sbj" or self.engine == "local"
+            if self.method != "sbj" or choice.executor == "local"
             else "per inner chunk",
+            "executor": choice.executor,
+            "reason": choice.reason,
         }
 
     def to_arrow(self) -> pa.Table:
@@ -610,14 +629,15 @@ class StructureJoin:
                 parts = bnl_local(outer, inner, self.delta, self.threshold, structure, stats)
             elif self.method == "index":
                 parts = index_local(outer, inner, self.delta, self.threshold, structure, stats)
-            elif self.engine == "local":
+            elif self.choose().executor == "local":
+                # in-process: Alg. 1 in outer blocks under the memory quota (much faster in one
+                # process than routing rows to every inner chunk and co-grouping them)
                 parts = sbj_local(outer, inner, self.delta, self.threshold, structure, stats)
             else:
-                from arrayviews.operators.uncertain_join_spark import sbj_spark
+                from arrayviews.operators.uncertain_join_routed import sbj_routed
 
-                parts = sbj_spark(
-                    self.left._db.spark, outer, inner, self.delta, self.threshold, structure, stats
-                )
+                engine = self.left._db.executors.engine("spark")
+                parts = sbj_routed(engine, outer, inner, self.delta, self.threshold, structure, stats)
             self._result = _finish(parts, swapped, stats)
             stats.seconds = time.perf_counter() - started
             self.statistics = stats

@@ -20,7 +20,7 @@ SCHEME_WORDS = {scheme.split("-", 1)[1]: scheme for scheme in SCHEMES}
 #: Evaluation methods of the operators (the API's ``method=``), and the join's engines and outer sides.
 SUBARRAY_METHODS = ("scheme", "rtree")
 JOIN_METHODS = ("sbj", "bnl", "index")
-JOIN_ENGINES = ("spark", "local")
+JOIN_ENGINES = ("auto", "spark", "local")
 JOIN_OUTER = ("auto", "left", "right")
 #: The default threshold of a workload (the cost model's lambda).
 DEFAULT_WORKLOAD_THRESHOLD = 0.9
@@ -155,7 +155,7 @@ class StructureJoin(UncertainOperator):
     delta: float
     threshold: float
     method: str = "sbj"
-    engine: str = "spark"
+    engine: str = "auto"
     outer: str = "auto"
 
     def __post_init__(self) -> None:

@@ -1,7 +1,8 @@
-"""The subarray-based join (Alg. 1) as one Spark job: tasks decode the outer fragments and route every
-outer row to the inner chunks its candidate box (Prop. 4.2 / 4.3 and the inner expansion) touches;
-the routed rows are co-grouped with those chunks' fragments, paired (Prop. 4.1) and validated there,
-and a final ``groupBy`` removes the duplicate pairs replication produces.
+"""The subarray-based join (Alg. 1) through the execution interface, on either engine: tasks decode
+the outer fragments and route every outer row to the inner chunks its candidate box (Prop. 4.2 / 4.3
+and the inner expansion) touches; the routed rows are co-grouped with those chunks' fragments, paired
+(Prop. 4.1) and validated there; the duplicates replication produces (a pair found in several
+inner chunks, with the same probability in each) are removed on the driver.
 """
 
 from __future__ import annotations
@@ -11,14 +12,12 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.execution import jobs
+from arrayviews.execution.engine import Engine
 from arrayviews.kernels.join_pairs import pairs_in_boxes
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.uncertain import PROBABILITY, UncertainSchema
+from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.operators.uncertain_join import (
-    ID_LEFT,
-    ID_RIGHT,
     RESULT_SCHEMA,
     JoinStatistics,
     Side,
@@ -57,7 +56,7 @@ def _route_outer(
     pairs: np.ndarray,
     routed: pa.Schema,
 ) -> pa.Table | None:
-    """Spark task: decode outer fragments, compute each row's candidate box (Prop. 4.2/4.3 and the
+    """Task: decode outer fragments, compute each row's candidate box (Prop. 4.2/4.3 and the
     inner expansion) and emit the row once per inner chunk the box overlaps."""
     roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
     fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
@@ -115,7 +114,7 @@ def _join_chunk(
     structure,
     ndim: int,
 ) -> pa.Table | None:
-    """Spark task for one inner chunk: the routed outer rows against the chunk's inner rows."""
+    """Task for one inner chunk: the routed outer rows against the chunk's inner rows."""
     if outer_part.num_rows == 0 or inner_fragments.num_rows == 0:
         return None
     singles, pairs = structure
@@ -153,34 +152,26 @@ def _join_chunk(
     return _validate(outer_rows, inner_rows, ia, ib, delta, singles, pairs, threshold, JoinStatistics())
 
 
-def sbj_spark(
-    spark, outer: Side, inner: Side, delta: float, threshold: float, structure, stats: JoinStatistics
-):
-    from pyspark.sql import functions as F
-
+def sbj_routed(
+    engine: Engine, outer: Side, inner: Side, delta: float, threshold: float, structure, stats: JoinStatistics
+) -> list[pa.Table]:
+    """The pairs of the join, computed by ``engine`` (collected: one table in a list)."""
     singles, pairs = structure
     walks = inner_walks_from_metadata(inner)
-    outer_storage, inner_storage = outer.table.storage, inner.table.storage
-    routed = _routed_schema(outer.schema, inner_storage, len(pairs))
-    outer_frame = jobs.read_files(
-        spark, outer.table.files(outer.version), layout.fragment_schema(outer_storage)
-    )
-    route = functools.partial(
-        _route_outer, outer=outer.spec, inner=inner.spec, delta=delta, walks=walks, pairs=pairs, routed=routed
-    )
-    outer_routed = jobs.map_batches(outer_frame, route, routed)
     ranges = inner_chunk_ranges(outer, inner, delta, walks)
     if ranges is None:
         return []
-    inner_frame = jobs.read_files(
-        spark, inner.table.files(inner.version, ranges), layout.fragment_schema(inner_storage)
+    outer_storage, inner_storage = outer.table.storage, inner.table.storage
+    routed = _routed_schema(outer.schema, inner_storage, len(pairs))
+    outer_frame = engine.read_files(outer.table.files(outer.version), layout.fragment_schema(outer_storage))
+    route = functools.partial(
+        _route_outer, outer=outer.spec, inner=inner.spec, delta=delta, walks=walks, pairs=pairs, routed=routed
     )
+    outer_routed = engine.map_batches(outer_frame, route, routed)
     keys = layout.chunk_columns(inner_storage)
-    condition = None
-    for key, (first, last) in zip(keys, ranges, strict=True):
-        term = F.col(key).between(first, last)
-        condition = term if condition is None else condition & term
-    inner_frame = inner_frame.where(condition)
+    inner_frame = engine.read_files(
+        inner.table.files(inner.version, ranges), layout.fragment_schema(inner_storage), keys, ranges
+    )
     join = functools.partial(
         _join_chunk,
         inner=inner.spec,
@@ -189,8 +180,9 @@ def sbj_spark(
         structure=structure,
         ndim=outer.schema.ndim,
     )
-    joined = jobs.cogroup_tables(outer_routed, inner_frame, keys, join, RESULT_SCHEMA)
-    distinct = joined.groupBy(ID_LEFT, ID_RIGHT).agg(F.first(PROBABILITY).alias(PROBABILITY))
-    table = jobs.collect(distinct, RESULT_SCHEMA)
-    stats.blocks = -1  # one Spark job: outer rows routed to every inner chunk they need
+    joined = engine.cogroup(outer_routed, inner_frame, keys, join, RESULT_SCHEMA)
+    # a pair found in several inner chunks (replicated copies) comes back once per chunk, with the
+    # same probability; the driver's _finish keeps one (no second shuffle for so few duplicates)
+    table = engine.collect(joined, RESULT_SCHEMA)
+    stats.blocks = -1  # one plan: outer rows routed to every inner chunk they need
     return [table]
