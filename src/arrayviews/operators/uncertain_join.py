@@ -253,6 +253,24 @@ def tuple_numbers(ids: np.ndarray) -> np.ndarray:
     return np.unique(ids, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def pairs_within_boxes(
+    outer_rows: SideRows, low: np.ndarray, high: np.ndarray, inner_rows: SideRows, delta: float
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The (outer, inner) row pairs whose inner row lies in the outer row's candidate box and whose
+    time ranges meet within ``delta`` (kernels/join_pairs.py), and how many pairs were looked at."""
+    return pairs_in_boxes(
+        low,
+        high,
+        outer_rows.first,
+        outer_rows.last,
+        inner_rows.cells,
+        inner_rows.first,
+        inner_rows.last,
+        tuple_numbers(inner_rows.ids),
+        float(delta),
+    )
+
+
 # -- reading ---------------------------------------------------------------------------------------
 def inner_chunk_ranges(outer: Side, inner: Side, delta: float, walks) -> tuple[tuple[int, int], ...] | None:
     """Inner chunk ranges any outer region can reach (from the outer possible ranges in metadata)."""
@@ -401,17 +419,7 @@ def sbj_local(outer: Side, inner: Side, delta: float, threshold: float, structur
         stats.inner_fragments_read += target[0]
         stats.inner_copies_read += target[1]
         outer_rows, low, high = per_tuple(outer_rows.take(np.flatnonzero(usable)), low[usable], high[usable])
-        ia, ib, looked = pairs_in_boxes(
-            low,
-            high,
-            outer_rows.first,
-            outer_rows.last,
-            inner_rows.cells,
-            inner_rows.first,
-            inner_rows.last,
-            tuple_numbers(inner_rows.ids),
-            float(delta),
-        )
+        ia, ib, looked = pairs_within_boxes(outer_rows, low, high, inner_rows, delta)
         stats.pairs_looked_at += int(looked)
         parts.append(_validate(outer_rows, inner_rows, ia, ib, delta, singles, pairs, threshold, stats))
     return parts

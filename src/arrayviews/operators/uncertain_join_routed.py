@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.engine import Engine
-from arrayviews.kernels.join_pairs import pairs_in_boxes
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import UncertainSchema
@@ -27,10 +26,10 @@ from arrayviews.operators.uncertain_join import (
     candidate_boxes,
     inner_chunk_ranges,
     inner_walks_from_metadata,
+    pairs_within_boxes,
     per_tuple,
     position_names,
     side_rows,
-    tuple_numbers,
 )
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
@@ -58,13 +57,9 @@ def _route_outer(
 ) -> pa.Table | None:
     """Task: decode outer fragments, compute each row's candidate box (Prop. 4.2/4.3 and the
     inner expansion) and emit the row once per inner chunk the box overlaps."""
-    roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
-    fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
-    if fragments.num_rows == 0:
+    rows = _home_rows(fragments, outer, pairs)
+    if rows is None:
         return None
-    rows = side_rows(
-        ul.decode_rows(fragments, outer.storage, position_names(outer.schema)), outer.schema, pairs
-    )
     low, high = candidate_boxes(rows, outer, inner, delta, walks)
     usable = np.flatnonzero(np.all(low <= high, axis=1))
     rows, low, high = rows.take(usable), low[usable], high[usable]
@@ -98,6 +93,16 @@ def _route_outer(
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in routed}, schema=routed)
 
 
+def _home_rows(fragments: pa.Table, side: SideSpec, pairs: np.ndarray) -> SideRows | None:
+    """The rows of a side's fragments at their home chunk (copies kept for neighbours left out),
+    decoded; None when there are none."""
+    roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
+    fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
+    if fragments.num_rows == 0:
+        return None
+    return side_rows(ul.decode_rows(fragments, side.storage, position_names(side.schema)), side.schema, pairs)
+
+
 def _corr_matrix(table: pa.Table, npairs: int) -> np.ndarray:
     corrs = np.zeros((table.num_rows, npairs), np.float64)
     for q in range(npairs):
@@ -118,13 +123,9 @@ def _join_chunk(
     if outer_part.num_rows == 0 or inner_fragments.num_rows == 0:
         return None
     singles, pairs = structure
-    roles = np.asarray(inner_fragments.column(layout.max_column(ul.ROLE)))
-    inner_fragments = inner_fragments.filter(pa.array(roles <= ul.ROLE_HOME))
-    if inner_fragments.num_rows == 0:
+    inner_rows = _home_rows(inner_fragments, inner, pairs)
+    if inner_rows is None:
         return None
-    inner_rows = side_rows(
-        ul.decode_rows(inner_fragments, inner.storage, position_names(inner.schema)), inner.schema, pairs
-    )
     col = lambda prefix, kind: np.stack(  # noqa: E731
         [np.asarray(outer_part.column(f"{prefix}{k}"), kind) for k in range(ndim)], axis=1
     )
@@ -138,17 +139,7 @@ def _join_chunk(
         _corr_matrix(outer_part, len(pairs)),
     )
     outer_rows, low, high = per_tuple(outer_rows, col("a_low", np.int64), col("a_high", np.int64))
-    ia, ib, _ = pairs_in_boxes(
-        low,
-        high,
-        outer_rows.first,
-        outer_rows.last,
-        inner_rows.cells,
-        inner_rows.first,
-        inner_rows.last,
-        tuple_numbers(inner_rows.ids),
-        float(delta),
-    )
+    ia, ib, _ = pairs_within_boxes(outer_rows, low, high, inner_rows, delta)
     return _validate(outer_rows, inner_rows, ia, ib, delta, singles, pairs, threshold, JoinStatistics())
 
 
