@@ -31,6 +31,20 @@ def _parquet_dense(data: np.ndarray, folder: Path) -> tuple[float, float]:
     return write_time, read_time
 
 
+def _sparse_row(cells: dict, extent: int, write: tuple[float, float], read: tuple[float, float]) -> dict:
+    """The sparse case's figures: (arrayviews, plain Parquet) seconds of the write and of the read."""
+    return {
+        "cells": len(cells["v"]),
+        "domain_cells": extent**3,
+        "arrayviews_write_s": write[0],
+        "parquet_write_s": write[1],
+        "write_ratio": write[0] / write[1],
+        "arrayviews_read_s": read[0],
+        "parquet_read_s": read[1],
+        "read_ratio": read[0] / read[1],
+    }
+
+
 def _parquet_sparse(cells: dict[str, np.ndarray], folder: Path) -> tuple[float, float]:
     """Baseline: one row per cell (coordinates and value) written and read back with pyarrow."""
     path = folder / "sparse.parquet"
@@ -89,19 +103,8 @@ def sparse_only(db, quick: bool) -> dict:
             lambda: sparse.to_arrow(sort=False), lambda: pq.read_table(path), repeat=5
         )
         assert table.num_rows == len(cells["v"])
-        return {
-            "sparse": {
-                "cells": len(cells["v"]),
-                "domain_cells": extent**3,
-                "arrayviews_write_s": write_time,
-                "parquet_write_s": base_write,
-                "write_ratio": write_time / base_write,
-                "arrayviews_read_s": read_time,
-                "parquet_read_s": base_read,
-                "read_ratio": read_time / base_read,
-                "load_1min": [load, os.getloadavg()[0]],
-            }
-        }
+        row = _sparse_row(cells, extent, (write_time, base_write), (read_time, base_read))
+        return {"sparse": {**row, "load_1min": [load, os.getloadavg()[0]]}}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -163,16 +166,7 @@ def run(db, quick: bool = False) -> dict:
         read_time, table = timed(lambda: sparse.to_arrow(sort=False), repeat=2)
         assert table.num_rows == len(cells["v"])
         base_write, base_read = _parquet_sparse(cells, scratch)
-        results["sparse"] = {
-            "cells": len(cells["v"]),
-            "domain_cells": extent**3,
-            "arrayviews_write_s": write_time,
-            "parquet_write_s": base_write,
-            "write_ratio": write_time / base_write,
-            "arrayviews_read_s": read_time,
-            "parquet_read_s": base_read,
-            "read_ratio": read_time / base_read,
-        }
+        results["sparse"] = _sparse_row(cells, extent, (write_time, base_write), (read_time, base_read))
 
         # 3. many small batches, then compaction -----------------------------------------------------
         batches = 50 if quick else 500
