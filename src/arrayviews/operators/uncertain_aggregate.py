@@ -136,8 +136,7 @@ def block_partials(
 ) -> pa.Table | None:
     """Stage 1 (a task): the home copies of some fragments, their block probabilities, reduced to
     exact partial sums per block (kernels/aggregates.py), one row of packed states per output chunk."""
-    roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
-    fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
+    fragments = ul.home_fragments(fragments)
     if fragments.num_rows == 0:
         return None
     rows = ul.decode_rows(fragments, storage)

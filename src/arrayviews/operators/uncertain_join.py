@@ -277,8 +277,7 @@ def inner_chunk_ranges(outer: Side, inner: Side, delta: float, walks) -> tuple[t
     metadata = outer.table.metadata(outer.version)
     if metadata.num_rows == 0:
         return None
-    roles = np.asarray(metadata.column(layout.max_column(ul.ROLE)))
-    metadata = metadata.filter(pa.array(roles <= ul.ROLE_HOME))
+    metadata = ul.home_fragments(metadata)
     if metadata.num_rows == 0:
         return None
     names = outer.schema.dimension_names
@@ -316,8 +315,7 @@ def _outer_blocks(outer: Side) -> list[tuple[tuple[int, int], ...]]:
     metadata = outer.table.metadata(outer.version)
     if metadata.num_rows == 0:
         return []
-    roles = np.asarray(metadata.column(layout.max_column(ul.ROLE)))
-    metadata = metadata.filter(pa.array(roles <= ul.ROLE_HOME))
+    metadata = ul.home_fragments(metadata)
     names = layout.chunk_columns(outer.table.storage)
     chunks = np.stack([np.asarray(metadata.column(c)) for c in names], axis=1)
     counts = np.asarray(metadata.column(layout.N_CELLS))

@@ -96,8 +96,7 @@ def _route_outer(
 def _home_rows(fragments: pa.Table, side: SideSpec, pairs: np.ndarray) -> SideRows | None:
     """The rows of a side's fragments at their home chunk (copies kept for neighbours left out),
     decoded; None when there are none."""
-    roles = np.asarray(fragments.column(layout.max_column(ul.ROLE)))
-    fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME))
+    fragments = ul.home_fragments(fragments)
     if fragments.num_rows == 0:
         return None
     return side_rows(ul.decode_rows(fragments, side.storage, position_names(side.schema)), side.schema, pairs)

@@ -31,9 +31,7 @@ def default_workload(table: UncertainTable) -> Workload:
 
 
 def _tuple_metadata(table: UncertainTable, version: int) -> pa.Table:
-    metadata = table.metadata(version)
-    roles = np.asarray(metadata.column(layout.max_column(ul.ROLE)))
-    return metadata.filter(pa.array(roles <= ul.ROLE_HOME)) if metadata.num_rows else metadata
+    return ul.home_fragments(table.metadata(version))
 
 
 def assign_ids(table: UncertainTable, batch: TupleBatch, version: int) -> np.ndarray:
@@ -194,8 +192,7 @@ def read_all_tuples(table: UncertainTable, version: int) -> TupleBatch:
     storage = table.storage
     schema = table.schema
     fragments = table.read(version, None)
-    roles = np.asarray(fragments.column(layout.max_column(ul.ROLE))) if fragments.num_rows else np.zeros(0)
-    fragments = fragments.filter(pa.array(roles <= ul.ROLE_HOME)) if fragments.num_rows else fragments
+    fragments = ul.home_fragments(fragments)
     rows = ul.decode_rows(fragments, storage)
     home = rows.take(np.flatnonzero(rows.columns[ul.ROLE] == ul.ROLE_HOME))
     order = np.argsort(home.columns[ID], kind="stable")

@@ -377,6 +377,15 @@ def open_dataset(uris: list[str], schema: ArraySchema) -> FragmentFiles:
     return FragmentFiles(uris, schema)
 
 
+def home_fragments(fragments: pa.Table) -> pa.Table:
+    """The fragments (or fragment metadata rows) that may hold home copies of tuples: those whose
+    highest role is at most ROLE_HOME (fragments of fence copies only are left out)."""
+    if fragments.num_rows == 0:
+        return fragments
+    roles = np.asarray(fragments.column(layout.max_column(ROLE)))
+    return fragments.filter(pa.array(roles <= ROLE_HOME))
+
+
 def decode_rows(fragments: pa.Table, schema: ArraySchema, columns: list[str] | None = None) -> Rows:
     """Rows (cells and the wanted storage columns) of fragment rows read by :func:`read_fragments`."""
     names = [a.name for a in schema.attributes] if columns is None else list(columns)

@@ -157,8 +157,7 @@ class UncertainTable:
         metadata = self.metadata(version)
         if metadata.num_rows == 0:
             return 1
-        roles = np.asarray(metadata.column(layout.max_column(ul.ROLE)))
-        tuples = metadata.filter(pa.array(roles <= ul.ROLE_HOME))
+        tuples = ul.home_fragments(metadata)
         if tuples.num_rows == 0:
             return 1
         chunks = np.stack([np.asarray(tuples.column(c)) for c in layout.chunk_columns(self.storage)], axis=1)
