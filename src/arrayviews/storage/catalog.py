@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError
+from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
-from pyiceberg.table import StagedTable, Table
+from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from arrayviews.model.faults import checkpoint
@@ -111,11 +111,53 @@ class _Catalog(SqlCatalog):
     def commit_table(self, table, requirements, updates):
         # The metadata this process just wrote is kept as written, so the next load of the table
         # does not read and parse it back.
-        response = super().commit_table(table, requirements, updates)
+        response = self._commit_on_loaded(table, requirements, updates)
+        if response is None:
+            response = super().commit_table(table, requirements, updates)
         location = response.metadata_location
         file = load_file_io(properties=self.properties, location=location).new_input(location)
         self._keep(location, response.metadata, len(file))
         return response
+
+    def _commit_on_loaded(self, table, requirements, updates) -> CommitTableResponse | None:
+        """The commit applied to the metadata ``table`` was loaded with, when that is still the
+        table's current metadata; None when it is not (or cannot be told), for pyiceberg's path.
+
+        pyiceberg's commit first loads the table again (a catalog query and the metadata file's
+        size) to apply the updates to its newest metadata. The swap of the metadata pointer is a
+        compare-and-set on the location the updates were applied to, so here they are applied to
+        the metadata already at hand, and the swap itself tells whether that was still current:
+        when another process committed meanwhile, nothing is swapped, the metadata file written is
+        deleted, and pyiceberg's path loads the table and checks the requirements against it."""
+        location = table.metadata_location
+        if not location or not updates or not self.engine.dialect.supports_sane_rowcount:
+            return None
+        try:
+            for requirement in requirements:
+                requirement.validate(table.metadata)
+        except CommitFailedException:
+            return None  # perhaps only stale here: pyiceberg's path decides against the newest
+        identifier = table.name()
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        staged = self._update_and_stage_table(table, identifier, requirements, updates)
+        self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
+        swap = (
+            update(IcebergTables)
+            .where(
+                IcebergTables.catalog_name == self.name,
+                IcebergTables.table_namespace == namespace,
+                IcebergTables.table_name == name,
+                IcebergTables.metadata_location == location,
+            )
+            .values(metadata_location=staged.metadata_location, previous_metadata_location=location)
+        )
+        with self.engine.begin() as connection:
+            swapped = connection.execute(swap).rowcount
+        if swapped < 1:
+            staged.io.delete(staged.metadata_location)
+            return None
+        return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
 
 
 def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -61,6 +64,7 @@ def write_parquet(table: pa.Table, uri: str) -> int:
     small = [
         f.name for f in table.schema if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type))
     ]
+    footer: list[pq.FileMetaData] = []
     pq.write_table(
         table,
         path,
@@ -69,8 +73,37 @@ def write_parquet(table: pa.Table, uri: str) -> int:
         compression="snappy",
         use_dictionary=small,
         write_statistics=small,
+        metadata_collector=footer,
     )
-    return fs.get_file_info(path).size
+    size = fs.get_file_info(path).size
+    with _footers_lock:
+        _footers[uri] = WrittenFooter(footer[0], size, table.schema)
+        while len(_footers) > FOOTERS_KEPT:
+            _footers.popitem(last=False)
+    return size
+
+
+@dataclass(frozen=True)
+class WrittenFooter:
+    """What writing a Parquet file told this process: its footer (row groups and column
+    statistics, as written to the file), its size and the Arrow schema it was written with."""
+
+    footer: pq.FileMetaData
+    size: int
+    arrow_schema: pa.Schema
+
+
+#: Files this process wrote lately, by URI: a commit adding one of them takes its statistics from
+#: here instead of reading the footer back (a file is written once under a fresh name, never changed).
+FOOTERS_KEPT = 1024
+_footers: OrderedDict[str, WrittenFooter] = OrderedDict()
+_footers_lock = threading.Lock()
+
+
+def written_footer(uri: str) -> WrittenFooter | None:
+    """The footer of ``uri`` if this process wrote that file lately (and forgets it), else None."""
+    with _footers_lock:
+        return _footers.pop(uri, None)
 
 
 def delete_files(uris: list[str]) -> None:

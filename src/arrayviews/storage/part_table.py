@@ -607,7 +607,11 @@ class PartTable(VersionedTable):
         no snapshot is made and the current version is returned. Raises BaseMovedError (a
         CommitConflictError, committing nothing) if the table is no longer at ``expected_version``.
         """
-        self.refresh()
+        # The table as loaded is checked first: a commit states its base snapshot, which the catalog
+        # checks as it swaps the metadata, so a handle gone stale meanwhile fails there (BaseMovedError);
+        # a handle older than ``expected_version`` is loaded again.
+        if self.current_version() != expected_version:
+            self.refresh()
         base = self.check_base(expected_version)
         current = expected_version
         replaced = sorted(set(replace_parts))

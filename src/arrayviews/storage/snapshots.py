@@ -16,15 +16,21 @@ import threading
 from collections.abc import Sequence
 
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.io.pyarrow import parquet_files_to_data_files
-from pyiceberg.manifest import DataFile, ManifestContent
+from pyiceberg.io.pyarrow import (
+    _check_pyarrow_schema_compatible,
+    compute_statistics_plan,
+    data_file_statistics_from_parquet_metadata,
+    parquet_file_to_data_file,
+    parquet_path_to_id_mapping,
+)
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.update.snapshot import _ManifestMergeManager
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from arrayviews.model.errors import CommitConflictError
 from arrayviews.model.faults import checkpoint
-from arrayviews.storage.files import delete_files
+from arrayviews.storage.files import delete_files, written_footer
 from arrayviews.storage.metadata_updates import apply_updates
 
 #: Table properties every arrayviews table carries (set at creation; older tables get them on
@@ -184,15 +190,71 @@ class _Transaction(Transaction):
         return cached[1]
 
 
+def _data_file(io, metadata, uri: str) -> DataFile:
+    """The Iceberg data file record of Parquet file ``uri``: from the footer this process kept
+    when it wrote the file, or (a file written elsewhere, a Spark task say) read from the file."""
+    written = written_footer(uri)
+    if written is None:
+        return parquet_file_to_data_file(io, metadata, uri)
+    schema = metadata.schema()
+    _check_schema(
+        metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
+    )
+    plan, mapping = _statistics_plan(
+        metadata.table_uuid, metadata.current_schema_id, schema, metadata.properties
+    )
+    statistics = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=written.footer, stats_columns=plan, parquet_column_mapping=mapping
+    )
+    return DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=uri,
+        file_format=FileFormat.PARQUET,
+        partition=statistics.partition(metadata.spec(), schema),
+        file_size_in_bytes=written.size,
+        sort_order_id=None,
+        spec_id=metadata.default_spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        **statistics.to_serialized_dict(),
+    )
+
+
+_checked_schemas: set[tuple] = set()
+_plans: dict[tuple, tuple] = {}
+
+
+def _check_schema(table_uuid, schema_id: int, format_version: int, arrow_schema, schema) -> None:
+    """pyiceberg's check that a file's Arrow schema fits the table's, once per table schema and
+    file schema (the check is the same for every file written with one schema)."""
+    key = (str(table_uuid), schema_id, format_version, arrow_schema)
+    if key not in _checked_schemas:
+        _check_pyarrow_schema_compatible(schema, arrow_schema, format_version=format_version)
+        if len(_checked_schemas) > 1024:
+            _checked_schemas.clear()
+        _checked_schemas.add(key)
+
+
+def _statistics_plan(table_uuid, schema_id: int, schema, properties) -> tuple:
+    """Which column statistics the table keeps, and the Parquet column of each field id."""
+    key = (str(table_uuid), schema_id, tuple(sorted(properties.items())))
+    found = _plans.get(key)
+    if found is None:
+        found = (compute_statistics_plan(schema, properties), parquet_path_to_id_mapping(schema))
+        if len(_plans) > 256:
+            _plans.clear()
+        _plans[key] = found
+    return found
+
+
 def stage_snapshot(
     transaction: Transaction, added: Sequence[str], removed: Sequence[DataFile], properties: dict[str, str]
 ) -> list[DataFile]:
     """Stage, inside ``transaction``, one snapshot adding the Parquet files ``added`` and removing
     ``removed``, with summary ``properties``; a snapshot with nothing to add or remove is still made.
     Returns the data files added (with the statistics read from their footers)."""
-    data_files = list(
-        parquet_files_to_data_files(transaction._table.io, transaction.table_metadata, iter(added))
-    )
+    metadata = transaction.table_metadata
+    data_files = [_data_file(transaction._table.io, metadata, uri) for uri in added]
     update = transaction.update_snapshot(snapshot_properties=properties)
     if removed:
         producer = update.overwrite()

@@ -1,0 +1,97 @@
+"""Manifest lists and manifest entries decoded once per process: Iceberg never rewrites either file.
+
+pyiceberg decodes a manifest's Avro entries every time they are asked for. One overwrite commit
+asks for the same manifest twice (the entries it deletes, then the manifests it keeps) and manifest
+merging asks again for manifests the last commits already read, so a stream view's maintenance step
+decoded each manifest three or four times. A manifest is written once under a unique name and never
+rewritten in place, so its entries are kept here, per process, in a bounded least-recently-used
+table, and handed out as new lists (the entries themselves are only read by pyiceberg and arrayviews:
+writers build new entries from them).
+
+The entries pyiceberg returns inherit the snapshot id and sequence numbers of the manifest-list
+record they were read through (Iceberg's sequence-number inheritance). A manifest read before its
+commit assigned those (a manifest merged in the commit that wrote it) inherits other values than
+the same manifest read afterwards, so the key is the manifest's path *and* those values.
+
+A snapshot's manifest list is read the same way: pyiceberg decodes it again each time a snapshot's
+manifests are asked for (five times in one stream view's step); it is kept here by its path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pyiceberg.table.snapshots
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile
+
+#: Manifests whose entries are kept (a part table's manifest holds a few hundred small entries).
+MANIFESTS_KEPT = 512
+#: Manifest lists kept (one per snapshot read lately).
+LISTS_KEPT = 256
+
+_lock = threading.Lock()
+_kept: OrderedDict[tuple, tuple[ManifestEntry, ...]] = OrderedDict()
+_lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
+_decode = ManifestFile.fetch_manifest_entry
+_decode_list = pyiceberg.table.snapshots._manifests
+
+
+def _key(manifest: ManifestFile) -> tuple:
+    return (
+        manifest.manifest_path,
+        manifest.added_snapshot_id,
+        manifest.sequence_number,
+        manifest.min_sequence_number,
+    )
+
+
+def fetch_manifest_entry(self: ManifestFile, io: FileIO, discard_deleted: bool = True) -> list[ManifestEntry]:
+    """The entries of manifest ``self`` (only live ones with ``discard_deleted``), decoded once."""
+    key = _key(self)
+    with _lock:
+        entries = _kept.get(key)
+        if entries is not None:
+            _kept.move_to_end(key)
+    if entries is None:
+        entries = tuple(_decode(self, io, discard_deleted=False))
+        with _lock:
+            _kept[key] = entries
+            while len(_kept) > MANIFESTS_KEPT:
+                _kept.popitem(last=False)
+    if discard_deleted:
+        return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+    return list(entries)
+
+
+def manifest_list(io: FileIO, location: str) -> tuple[ManifestFile, ...]:
+    """The manifests listed by the manifest list at ``location``, decoded once."""
+    with _lock:
+        manifests = _lists.get(location)
+        if manifests is not None:
+            _lists.move_to_end(location)
+            return manifests
+    manifests = tuple(_decode_list(io, location))
+    with _lock:
+        _lists[location] = manifests
+        while len(_lists) > LISTS_KEPT:
+            _lists.popitem(last=False)
+    return manifests
+
+
+def forget() -> None:
+    """Drop everything kept (tests that count decodes)."""
+    with _lock:
+        _kept.clear()
+        _lists.clear()
+
+
+def install() -> None:
+    """Make pyiceberg's manifest reads in this process (``Snapshot.manifests`` and
+    ``ManifestFile.fetch_manifest_entry``) use what is kept here."""
+    ManifestFile.fetch_manifest_entry = fetch_manifest_entry
+    pyiceberg.table.snapshots._manifests = manifest_list
+
+
+__all__ = ["LISTS_KEPT", "MANIFESTS_KEPT", "fetch_manifest_entry", "forget", "install", "manifest_list"]
