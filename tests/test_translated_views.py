@@ -320,3 +320,55 @@ def test_null_group_keys_and_strings_with_quotes(db_on) -> None:
     assert {(None if pd.isna(s) else s, v) for found in quoted.values() for s, v in found} == {
         (None if pd.isna(s) else s, int(v)) for s, v in kept[["src", "loss"]].itertuples(index=False)
     }
+
+
+def test_a_group_read_several_times_in_a_part_counts_its_first_reading_nulls_first(db_on) -> None:
+    """A pattern reads one row per group and part: the first in the order of the attributes read,
+    NULLs first (a group with a null reading in a part has a null there). Several readings per
+    group and part, some null, in-process and on Spark, against the plain-Python reference fed
+    that row."""
+    db, executor = db_on
+    rng = np.random.default_rng(11)
+    rows = []
+    for minute in range(14):
+        for src, dest in GROUPS:
+            for _ in range(int(rng.integers(1, 4))):
+                loss = None if rng.random() < 0.1 else int(rng.integers(5, 41))
+                rows.append((EPOCH + 60 * minute + int(rng.integers(0, 60)), src, dest, loss))
+    frame = pd.DataFrame(
+        {
+            "ts": pd.to_datetime([r[0] for r in rows], unit="s", utc=True),
+            "src": [r[1] for r in rows],
+            "dest": [r[2] for r in rows],
+            "loss": pd.array([r[3] for r in rows], dtype="Int32"),
+        }
+    )
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    minutes = (frame.ts - pd.Timestamp(EPOCH, unit="s", tz="UTC")) // pd.Timedelta(seconds=60)
+    stream.append(frame[minutes < 3])
+    db.sql(PATTERN_VIEW)
+    result = stream.append(frame[minutes >= 3])
+    assert executors(result.maintenance) == {executor}
+
+    def reference(nulls_first: bool) -> dict[int, set[tuple]]:
+        parts = []
+        for minute in range(14):
+            first: dict[tuple, int | None] = {}
+            for _, src, dest, loss in (r for r in rows if (r[0] - EPOCH) // 60 == minute):
+                key = (src, dest)
+                if key not in first:
+                    first[key] = loss
+                elif loss is None or first[key] is None:
+                    first[key] = None if nulls_first else (loss if first[key] is None else first[key])
+                else:
+                    first[key] = min(first[key], loss)
+            parts.append({key: {"loss": loss} for key, loss in first.items()})
+        return {
+            EPOCH // 60 + k: {(g[0], g[1], ct, total) for g, ct, total in found}
+            for k, found in enumerate(pattern_results(REFERENCE, parts, ["loss"]))
+            if found
+        }
+
+    expected = reference(nulls_first=True)
+    assert expected and expected != reference(nulls_first=False)  # the nulls decide some matches
+    assert_same(stored(db, "rising", ["src", "dest", "ct", "total"]), expected)

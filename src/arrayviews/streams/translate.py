@@ -296,9 +296,7 @@ class _PatternTranslation:
     empty has no row. The final view selects the groups whose accepting state n is active.
     """
 
-    def __init__(
-        self, statement, partition_length: int, types: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, statement, partition_length: int, types: Mapping[str, str] | None = None) -> None:
         self.statement = statement
         self.query: PatternQuery = statement.query
         self.partition_length = partition_length
@@ -396,6 +394,8 @@ class _PatternTranslation:
         """``S[v]`` reduced to one row per group: the first in the order of the attributes read."""
         group_by = self.query.group_by
         ordering = [c for c in self.columns if c not in group_by] or list(group_by)
+        if len(ordering) == 1 and ordering[0] not in group_by:
+            return self._first_by_aggregate(references, ordering[0])
         rank = exp.Window(
             this=exp.RowNumber(),
             partition_by=[_column(g) for g in group_by],
@@ -408,6 +408,28 @@ class _PatternTranslation:
             exp.select(*(_column(c) for c in self.columns))
             .from_(ranked.subquery("Ranked"))
             .where(_column(self.rank).eq(_number(1)))
+            .subquery(NEW)
+        )
+
+    def _first_by_aggregate(self, references: _References, read: str) -> exp.Expression:
+        """``new_rows`` when one attribute besides the group is read: the first row in the order
+        ``read NULLS FIRST`` holds NULL when the group has one, else the least value, which an
+        aggregate finds without sorting each group (a row-number window sorts them)."""
+        value = _column(read)
+        first = (
+            exp.Case()
+            .when(
+                exp.LT(this=exp.Count(this=value.copy()), expression=exp.Count(this=exp.Star())),
+                exp.null(),
+            )
+            .else_(exp.Min(this=value.copy()))
+        )
+        group_by = self.query.group_by
+        selected = [_column(c) if c in group_by else _alias(first, c) for c in self.columns]
+        return (
+            exp.select(*selected)
+            .from_(references.part(self.query.stream, 0))
+            .group_by(*(_column(g) for g in group_by))
             .subquery(NEW)
         )
 
