@@ -16,6 +16,7 @@ from pyiceberg.table.update import update_table_metadata
 from pyspark.sql import types as T
 
 from arrayviews.model.names import PART
+from arrayviews.storage import manifest_cache
 from arrayviews.storage.catalog import open_catalog
 from arrayviews.storage.metadata_updates import apply_updates
 from arrayviews.storage.part_table import PartTable
@@ -45,10 +46,12 @@ def _rows(parts: list[int], tag: int) -> pa.Table:
 
 
 def _planned(table: PartTable, snapshot_id: int | None) -> dict[int, set[str]]:
-    """The reference: the files pyiceberg's own scan plans for a snapshot, by part."""
+    """The reference: the files pyiceberg's own scan plans for a snapshot, by part, from manifests
+    decoded afresh (not those this process keeps)."""
     found: dict[int, set[str]] = {}
     if snapshot_id is None:
         return found
+    manifest_cache.forget()
     for task in table.table.scan(snapshot_id=snapshot_id).plan_files():
         found.setdefault(int(task.file.partition[0]), set()).add(task.file.file_path)
     return found

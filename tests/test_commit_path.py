@@ -1,0 +1,195 @@
+"""The short cuts of a commit give what pyiceberg's own path gives: manifests and manifest lists
+kept per process equal a fresh decode of the files at every snapshot (merges included), a data
+file's record built from the footer its writer kept equals pyiceberg's record read from the file,
+and the catalog's swap on the metadata at hand fails cleanly on a stale handle (nothing committed,
+no file left) while a stale handle behind a property-only commit still commits, keeping it."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyspark.sql import types as T
+
+from arrayviews.model.names import PART
+from arrayviews.storage import manifest_cache
+from arrayviews.storage.catalog import open_catalog
+from arrayviews.storage.files import filesystem, written_footer
+from arrayviews.storage.part_table import PartTable
+from arrayviews.storage.snapshots import BaseMovedError, _data_file
+
+WAREHOUSE = tempfile.mkdtemp(prefix="commit-path-")
+CATALOGS = (open_catalog(WAREHOUSE), open_catalog(WAREHOUSE))  # two processes' catalog objects
+SCHEMA = T.StructType(
+    [
+        T.StructField("k", T.IntegerType()),
+        T.StructField("v", T.DoubleType()),
+        T.StructField("s", T.StringType()),
+    ]
+)
+NAMES = itertools.count()
+
+
+def _create() -> PartTable:
+    name = f"commits_{next(NAMES)}"
+    return PartTable.create(CATALOGS[0], "views", name, SCHEMA, 60, "viewdf", {"definition": "SELECT 1"})
+
+
+def _rows(parts: list[int], tag: int) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array([tag] * len(parts), pa.int32()),
+            "v": pa.array([float(p) for p in parts], pa.float64()),
+            "s": pa.array([f"t{tag}"] * len(parts), pa.string()),
+            PART: pa.array(parts, pa.int64()),
+        }
+    )
+
+
+def _entry(entry) -> tuple:
+    data = entry.data_file
+    return (
+        entry.status,
+        entry.snapshot_id,
+        entry.sequence_number,
+        entry.file_sequence_number,
+        data.file_path,
+        data.record_count,
+        data.spec_id,
+    )
+
+
+def _manifest(manifest) -> tuple:
+    return (
+        manifest.manifest_path,
+        manifest.added_snapshot_id,
+        manifest.sequence_number,
+        manifest.min_sequence_number,
+        manifest.added_files_count,
+        manifest.existing_files_count,
+        manifest.deleted_files_count,
+    )
+
+
+def _assert_kept_equal_fresh(table: PartTable) -> None:
+    """Every snapshot held: the kept manifest list and entries against pyiceberg's decoders."""
+    io = table.table.io
+    for snapshot in table.table.metadata.snapshots:
+        kept = snapshot.manifests(io)
+        fresh = list(manifest_cache._decode_list(io, snapshot.manifest_list))
+        assert [_manifest(m) for m in kept] == [_manifest(m) for m in fresh]
+        for manifest in fresh:
+            for live in (True, False):
+                assert [_entry(e) for e in manifest.fetch_manifest_entry(io, discard_deleted=live)] == [
+                    _entry(e) for e in manifest_cache._decode(manifest, io, discard_deleted=live)
+                ]
+
+
+def test_kept_manifests_equal_a_fresh_decode_through_merges_and_drops() -> None:
+    """Forty commits (appends, replacements, drops) through two catalogs, which make pyiceberg
+    rewrite and merge manifests (reading some in the commit that writes them, before their
+    sequence numbers are assigned); at every snapshot the kept lists and entries equal a fresh
+    decode."""
+    table = _create()
+    handles = [table, PartTable.open(CATALOGS[1], "views", table.name)]
+    for step in range(40):
+        handle = handles[step % 2].refresh()
+        version = handle.current_version()
+        if step % 7 == 6:
+            handle.commit([], drop_below=step // 3, operation="drop", expected_version=version)
+        else:
+            staged = handle.stage_local(_rows([step % 5, step], step))
+            replaced = [step % 5] if step % 3 == 0 else []
+            handle.commit(staged, replace_parts=replaced, operation="add", expected_version=version)
+    sequence_numbers = {
+        m.sequence_number for m in table.refresh().table.current_snapshot().manifests(table.table.io)
+    }
+    assert len(sequence_numbers) > 1
+    for handle in handles:
+        _assert_kept_equal_fresh(handle.refresh())
+    manifests = table.table.current_snapshot().manifests(table.table.io)
+    assert len(manifests) < 16  # merged as commits went (every table merges from 16 manifests)
+
+
+values = st.one_of(
+    st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, -0.0])
+)
+texts = st.one_of(st.none(), st.text(max_size=6))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1) | st.none(), values, texts), min_size=1, max_size=30)
+)
+def test_a_file_record_from_the_kept_footer_equals_the_record_read_from_the_file(rows) -> None:
+    table = _create()
+    rows_table = pa.table(
+        {
+            "k": pa.array([r[0] for r in rows], pa.int32()),
+            "v": pa.array([r[1] for r in rows], pa.float64()),
+            "s": pa.array([r[2] for r in rows], pa.string()),
+            PART: pa.array([7] * len(rows), pa.int64()),
+        }
+    )
+    (staged,) = table.stage_local(rows_table)
+    metadata, io = table.table.metadata, table.table.io
+    kept = _data_file(io, metadata, staged.uri)  # takes the footer this process kept
+    assert written_footer(staged.uri) is None  # ... and forgets it
+    read = parquet_file_to_data_file(io, metadata, staged.uri)
+    for field in (
+        "file_path",
+        "record_count",
+        "file_size_in_bytes",
+        "column_sizes",
+        "value_counts",
+        "null_value_counts",
+        "nan_value_counts",
+        "lower_bounds",
+        "upper_bounds",
+        "split_offsets",
+    ):
+        assert getattr(kept, field) == getattr(read, field), field
+    assert kept.partition == read.partition
+    assert kept.record_count == len(rows)
+    table.discard([staged])
+
+
+def _metadata_files(table: PartTable) -> set[str]:
+    fs, path = filesystem(table.location.rstrip("/") + "/metadata")
+    from pyarrow.fs import FileSelector
+
+    return {i.path for i in fs.get_file_info(FileSelector(path)) if i.path.endswith(".metadata.json")}
+
+
+def test_a_stale_handle_commits_nothing_and_leaves_no_metadata_file() -> None:
+    table = _create()
+    table.commit(table.stage_local(_rows([0], 0)), operation="add", expected_version=0)
+    stale = PartTable.open(CATALOGS[1], "views", table.name)
+    table.commit(table.stage_local(_rows([1], 1)), operation="add", expected_version=1)
+    before = _metadata_files(table)
+    staged = stale.stage_local(_rows([2], 2))
+    with pytest.raises(BaseMovedError):
+        stale.commit(staged, operation="add", expected_version=1)  # it still thinks version 1 is current
+    stale.discard(staged)
+    assert _metadata_files(table) == before
+    assert table.refresh().current_version() == 2
+    assert sorted(table.files_by_part()) == [0, 1]
+
+
+def test_a_handle_behind_a_property_commit_still_commits_and_keeps_the_property() -> None:
+    """Another process set a table property (no new snapshot): the version is unchanged, so a
+    commit planned on the handle loaded before it is valid; it lands on the newest metadata."""
+    table = _create()
+    table.commit(table.stage_local(_rows([0], 0)), operation="add", expected_version=0)
+    other = PartTable.open(CATALOGS[1], "views", table.name)
+    other.update_properties({"note": "set elsewhere"})
+    table.commit(table.stage_local(_rows([1], 1)), operation="add", expected_version=1)
+    fresh = PartTable.open(CATALOGS[1], "views", table.name)
+    assert fresh.current_version() == 2
+    assert fresh.properties["note"] == "set elsewhere"
+    assert sorted(fresh.files_by_part()) == [0, 1]
