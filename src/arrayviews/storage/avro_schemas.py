@@ -1,0 +1,134 @@
+"""Avro schemas of Iceberg's metadata files parsed and built once per process, not once per file.
+
+Every manifest and manifest list pyiceberg reads carries its Avro schema as JSON in its header;
+pyiceberg parses that JSON into an Iceberg schema and builds the tree of field readers from it
+for each file, which took longer than decoding the file's few entries (about 4 ms of each read, a
+fifth of a stream view's maintenance step). The schema texts are few (one per manifest kind and
+partition spec), and the schema and reader tree depend only on that text and on what the caller
+asks to read, so both are kept here per process. Readers hold no state of their own: they read
+from the decoder each call is given.
+
+Writing is the same the other way: each manifest written built its entry schema for the table's
+partition spec, the tree of field writers and the schema's Avro JSON again. These are kept by
+the identity of the spec and schema objects they are built from (table metadata, itself kept by
+the catalog), and each kept value holds those objects, so an identity is never reused while
+its entry is kept. Writers hold no state either: they write to the encoder they are given.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+
+import pyiceberg.avro.file as avro_file
+from pyiceberg.manifest import ManifestWriter
+from pyiceberg.utils.schema_conversion import AvroSchemaConversion
+
+#: Parsed schemas and reader trees kept (each distinct schema text and read request is one).
+KEPT = 256
+
+_lock = threading.Lock()
+_schemas: OrderedDict[str, object] = OrderedDict()
+_readers: OrderedDict[tuple, tuple] = OrderedDict()
+_writers: OrderedDict[tuple, tuple] = OrderedDict()
+_resolve_reader = avro_file.resolve_reader
+_resolve_writer = avro_file.resolve_writer
+_construct_writer = avro_file.construct_writer
+_with_partition = ManifestWriter._with_partition
+_to_avro = AvroSchemaConversion.iceberg_to_avro
+_SCHEMA_KEY = avro_file._SCHEMA_KEY
+
+
+def _remember(kept: OrderedDict, key, value) -> None:
+    with _lock:
+        kept[key] = value
+        while len(kept) > KEPT:
+            kept.popitem(last=False)
+
+
+def get_schema(self: avro_file.AvroFileHeader):
+    """The Iceberg schema of an Avro file's header, parsed once per schema text."""
+    text = self.meta.get(_SCHEMA_KEY)
+    if text is None:
+        raise ValueError("No schema found in Avro file headers")
+    with _lock:
+        schema = _schemas.get(text)
+    if schema is None:
+        schema = AvroSchemaConversion().avro_to_iceberg(json.loads(text))
+        _remember(_schemas, text, schema)
+    return schema
+
+
+def resolve_reader(
+    file_schema, read_schema, read_types=avro_file.EMPTY_DICT, read_enums=avro_file.EMPTY_DICT
+):
+    """pyiceberg's reader tree for one file schema and read request, built once. The key holds
+    the schemas' identities; the kept value holds the schemas themselves, so an identity is
+    never reused while its entry is kept."""
+    key = (id(file_schema), id(read_schema), tuple(read_types.items()), tuple(read_enums.items()))
+    with _lock:
+        found = _readers.get(key)
+    if found is None:
+        found = (_resolve_reader(file_schema, read_schema, read_types, read_enums), file_schema, read_schema)
+        _remember(_readers, key, found)
+    return found[0]
+
+
+def _kept(key: tuple, build, *held):
+    with _lock:
+        found = _writers.get(key)
+    if found is None:
+        found = (build(), *held)
+        _remember(_writers, key, found)
+    return found[0]
+
+
+def resolve_writer(record_schema, file_schema):
+    return _kept(
+        ("resolve", id(record_schema), id(file_schema)),
+        lambda: _resolve_writer(record_schema=record_schema, file_schema=file_schema),
+        record_schema,
+        file_schema,
+    )
+
+
+def construct_writer(file_schema):
+    return _kept(("construct", id(file_schema)), lambda: _construct_writer(file_schema), file_schema)
+
+
+def with_partition(self: ManifestWriter, format_version):
+    """The manifest entry schema of a writer's table schema and partition spec, built once."""
+    schema, spec = self._schema, self._spec
+    return _kept(
+        ("entry", id(schema), id(spec), format_version),
+        lambda: _with_partition(self, format_version),
+        schema,
+        spec,
+    )
+
+
+def iceberg_to_avro(self: AvroSchemaConversion, schema, schema_name=None):
+    """The Avro form of an Iceberg schema, built once (only serialized to JSON by its caller)."""
+    return _kept(("avro", id(schema), schema_name), lambda: _to_avro(self, schema, schema_name), schema)
+
+
+def install() -> None:
+    """Make pyiceberg's Avro reads and writes in this process use the kept schemas and trees."""
+    avro_file.AvroFileHeader.get_schema = get_schema
+    avro_file.resolve_reader = resolve_reader
+    avro_file.resolve_writer = resolve_writer
+    avro_file.construct_writer = construct_writer
+    ManifestWriter._with_partition = with_partition
+    AvroSchemaConversion.iceberg_to_avro = iceberg_to_avro
+
+
+__all__ = [
+    "KEPT",
+    "construct_writer",
+    "get_schema",
+    "install",
+    "iceberg_to_avro",
+    "resolve_reader",
+    "resolve_writer",
+]
