@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
-from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError
+from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from arrayviews.model.faults import checkpoint
@@ -80,6 +80,32 @@ class _Catalog(SqlCatalog):
             io=io,
             catalog=self,
         )
+
+    def load_table(self, identifier) -> Table:
+        """pyiceberg's load, with one plain SQL query for the table's row, its statement built once
+        (no ORM session; building the statement each time cost as much as running it: every fresh
+        read of a table pays this lookup)."""
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        statement = self.__dict__.get("_row_statement")
+        if statement is None:
+            statement = select(
+                IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
+            ).where(
+                IcebergTables.catalog_name == bindparam("catalog"),
+                IcebergTables.table_namespace == bindparam("namespace"),
+                IcebergTables.table_name == bindparam("name"),
+            )
+            if (type_filter := self._iceberg_type_filter()) is not None:
+                statement = statement.where(type_filter)
+            self.__dict__["_row_statement"] = statement
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                statement, {"catalog": self.name, "namespace": namespace, "name": name}
+            ).first()
+        if row is None:
+            raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
+        return self._convert_orm_to_iceberg(row)
 
     def load_tables(self, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:
         """Every table of ``namespace`` loaded with one catalog query (not one per table): each
