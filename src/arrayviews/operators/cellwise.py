@@ -27,7 +27,7 @@ from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import arrow_type
 from arrayviews.operators.cells import transform_cells
-from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.operators.source import ComputedSource, Source, StoredBox, stored_box
 from arrayviews.storage import layout
 
 
@@ -51,7 +51,12 @@ def subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> 
             )
         dimensions.append(
             Dimension(
-                dimension.name, new_low, new_high, dimension.chunk_length, dimension.chunk_origin, dimension.scale
+                dimension.name,
+                new_low,
+                new_high,
+                dimension.chunk_length,
+                dimension.chunk_origin,
+                dimension.scale,
             )
         )
     return schema.with_dimensions(dimensions)
@@ -91,8 +96,22 @@ def subarray(source: Source, engine: Engine, box: Mapping[str, tuple[int, int]])
     frame = source.data(engine, ranges)
     function = functools.partial(_subarray_batch, in_schema=source.schema, out_schema=out_schema)
     return ComputedSource(
-        out_schema, engine.map_batches(frame, function, layout.fragment_schema(out_schema)), engine=engine
+        out_schema,
+        engine.map_batches(frame, function, layout.fragment_schema(out_schema)),
+        engine=engine,
+        box=_box_of(source, out_schema),
     )
+
+
+def _box_of(source: Source, out_schema: ArraySchema) -> StoredBox | None:
+    """The stored box a subarray of ``source`` holds, when ``source`` is stored or a subarray of a
+    stored array (``out_schema``'s ranges are already cut to ``source``'s)."""
+    inner = stored_box(source)
+    if inner is None:
+        return None
+    low = tuple(d.low for d in out_schema.dimensions)
+    high = tuple(d.high for d in out_schema.dimensions)
+    return StoredBox(inner.source, low, high)
 
 
 # -- filter and apply ---------------------------------------------------------------------------

@@ -93,6 +93,16 @@ class StoredSource:
         return self.local(ranges, columns=layout.metadata_columns(self.schema))
 
 
+@dataclass(frozen=True)
+class StoredBox:
+    """A box (inclusive cell corners) of a stored array at one version: what a subarray of a stored
+    array holds, so that reads of it can take its chunks straight from storage."""
+
+    source: StoredSource
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+
+
 @dataclass
 class ComputedSource:
     """Fragments produced by an engine's plan (an operator result not stored yet)."""
@@ -107,6 +117,8 @@ class ComputedSource:
     cost: Estimate | None = None
     #: Which executor runs the plan's last operation, and why.
     choice: Choice | None = None
+    #: When the plan is a subarray of a stored array: that array's version and the box.
+    box: StoredBox | None = None
 
     def __post_init__(self) -> None:
         if self.engine is None:
@@ -139,6 +151,15 @@ class ComputedSource:
 
 
 Source = StoredSource | ComputedSource
+
+
+def stored_box(source: Source) -> StoredBox | None:
+    """The stored array, version and box ``source`` holds the cells of (a stored source: all of it),
+    or None when it is computed otherwise."""
+    if isinstance(source, StoredSource):
+        dimensions = source.schema.dimensions
+        return StoredBox(source, tuple(d.low for d in dimensions), tuple(d.high for d in dimensions))
+    return source.box
 
 
 def choose_engine(executors: Executors, source: Source, ranges: ChunkRanges = None) -> tuple[Engine, Choice]:
