@@ -275,3 +275,41 @@ def test_sparse_parts_are_decoded_for_sparse_fragments(mdb) -> None:
     result = reads.box_to_numpy(box, array.schema.attributes[0], np.nan, True, ChunkCache(1 << 20))[1]
     kinds = {type(p) for c in result.chunks for p in c.parts}
     assert SparseCells in kinds  # the sparse path was exercised, not only dense blocks
+
+
+# -- file pruning by chunk bounds ------------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_files_of_a_chunk_box_are_those_iceberg_plans(mdb, data) -> None:
+    """``data_files(version, ranges)`` (pruned by the listing's chunk bounds) equals pyiceberg's
+    planned scan with the same chunk filter, at every version of a random history."""
+    from arrayviews.storage.array_table import chunk_box_filter
+
+    array = mdb.create_array(f"F{next(_names)}<v:float64>[i=0:39:4; j=0:29:6]")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    for _ in range(data.draw(st.integers(1, 5))):
+        action = data.draw(st.sampled_from(["insert", "delete", "compact"]))
+        cells = np.unique(np.stack([rng.integers(0, 40, 12), rng.integers(0, 30, 12)], axis=1), axis=0)
+        if action == "insert":
+            array.insert(
+                {"i": cells[:, 0], "j": cells[:, 1], "v": rng.random(len(cells))}, on_conflict="replace"
+            )
+        elif action == "delete" and array.version:
+            array.delete(box={"i": (int(cells[0, 0]), int(cells[0, 0]) + 6), "j": (0, 29)})
+        elif array.version:
+            array.compact()
+    table = array.source.table
+    for version in table.versions():
+        for _ in range(4):
+            first_i = data.draw(st.integers(-1, 10))
+            first_j = data.draw(st.integers(-1, 5))
+            ranges = (
+                (first_i, first_i + data.draw(st.integers(0, 4))),
+                (first_j, first_j + data.draw(st.integers(0, 2))),
+            )
+            snapshot = table.snapshot_of(version.version)
+            scan = table.table.scan(row_filter=chunk_box_filter(table.schema, ranges), snapshot_id=snapshot)
+            expected = sorted(task.file.file_path for task in scan.plan_files())
+            assert sorted(f.file_path for f in table.data_files(version.version, ranges)) == expected

@@ -123,17 +123,17 @@ def box_to_numpy(
     complete = len(read.chunks) == read.chunks_touched and all(c.complete for c in read.chunks)
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
     present = None if complete else np.zeros(shape, dtype=bool)
+    box_low, box_high = list(box.low), list(box.high)
     for chunk in read.chunks:
-        start = np.asarray(chunk.start, dtype=np.int64)
-        first = np.maximum(start, low)
-        last = np.minimum(start + np.asarray(chunk.shape) - 1, high)
-        inner = tuple(slice(int(f - s), int(t - s + 1)) for f, t, s in zip(first, last, start, strict=True))
-        outer = tuple(slice(int(f - lo), int(t - lo + 1)) for f, t, lo in zip(first, last, low, strict=True))
+        first = [max(s, lo) for s, lo in zip(chunk.start, box_low, strict=True)]
+        last = [min(s + n - 1, hi) for s, n, hi in zip(chunk.start, chunk.shape, box_high, strict=True)]
+        inner = tuple(slice(f - s, t - s + 1) for f, t, s in zip(first, last, chunk.start, strict=True))
+        outer = tuple(slice(f - lo, t - lo + 1) for f, t, lo in zip(first, last, box_low, strict=True))
         for part in chunk.parts:
             if isinstance(part, chunk_read.DenseChunk):
                 _place_block(part, inner, outer, out, present)
             else:
-                _place_cells(part, chunk.shape, start, low, high, out, present)
+                _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
     if masked:
         return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
     return out, read

@@ -4,7 +4,8 @@ still to run; and what reading them costs, from metadata alone."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -148,6 +149,58 @@ class ComputedSource:
 
     def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
         return self.local(ranges, columns=layout.metadata_columns(self.schema))
+
+
+class DeferredSource(ComputedSource):
+    """A computed source whose plan, engine and executor choice are made when first asked for.
+
+    A read that needs none of them (``to_numpy`` of a subarray of a stored array, which takes the
+    box's chunks straight from storage) then pays neither the engine choice nor the plan. ``build``
+    returns the computed source and the choice that placed it; it runs at most once.
+    """
+
+    def __init__(
+        self,
+        schema: ArraySchema,
+        build: Callable[[], tuple[ComputedSource, Choice | None]],
+        box: StoredBox | None = None,
+        scratch: str | None = None,
+    ) -> None:
+        self.schema = schema
+        self.box = box
+        self.scratch = scratch
+        self._build: Callable[[], tuple[ComputedSource, Choice | None]] | None = build
+        self._built: ComputedSource | None = None
+        self._lock = threading.Lock()
+
+    def made(self) -> ComputedSource:
+        """The computed source, built on the first call."""
+        with self._lock:
+            if self._built is None:
+                assert self._build is not None
+                built, choice = self._build()
+                if choice is not None:
+                    built.cost, built.choice = choice.estimate, choice
+                if built.scratch is None:
+                    built.scratch = self.scratch
+                self._built, self._build = built, None
+            return self._built
+
+    @property
+    def plan(self) -> Data:
+        return self.made().plan
+
+    @property
+    def engine(self) -> Engine:
+        return self.made().engine
+
+    @property
+    def cost(self) -> Estimate | None:
+        return self.made().cost
+
+    @property
+    def choice(self) -> Choice | None:
+        return self.made().choice
 
 
 Source = StoredSource | ComputedSource

@@ -12,10 +12,9 @@ for again and ages out of the cache.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,17 +24,16 @@ from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema, Attribute
 from arrayviews.model.types import numpy_dtype
 from arrayviews.storage import codec, layout
-from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.chunk_cache import ChunkCache
+from arrayviews.storage.file_bounds import live_bounds
 from arrayviews.storage.files import filesystem
+
+if TYPE_CHECKING:
+    from arrayviews.storage.array_table import ArrayTable
 
 #: Reads touching chunks of at most this many cells in all go through the chunk path; larger reads
 #: are left to the bulk reader (one multi-threaded scan, nothing cached).
 DIRECT_READ_CELLS = 1 << 22
-#: Listings of chunk bounds kept (per table and snapshot; a snapshot's files never change).
-BOUNDS_KEPT = 64
-
-_INT64 = np.iinfo(np.int64)
 
 
 @dataclass(frozen=True)
@@ -98,16 +96,10 @@ class BoxRead:
 
 
 @dataclass(frozen=True)
-class _FileBounds:
-    paths: tuple[str, ...]
-    low: np.ndarray  # (files, dims): least chunk number per dimension (int64 min when unknown)
-    high: np.ndarray  # (files, dims): greatest chunk number per dimension (int64 max when unknown)
-
-
-@dataclass(frozen=True)
 class _FileIndex:
     metadata: pq.FileMetaData
     chunks: np.ndarray  # (distinct chunks, dims)
+    keys: tuple[tuple[int, ...], ...]  # the same as tuples
     rows: tuple[np.ndarray, ...]  # per distinct chunk, its rows in the file
     group_starts: np.ndarray  # first row of each row group, then the row count
 
@@ -116,10 +108,6 @@ class _FileIndex:
         return (
             int(self.metadata.serialized_size) + self.chunks.nbytes + sum(r.nbytes + 100 for r in self.rows)
         )
-
-
-_bounds_lock = threading.Lock()
-_bounds: OrderedDict[tuple[str, int], _FileBounds] = OrderedDict()
 
 
 def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
@@ -154,9 +142,11 @@ def read_box(
     result.chunks_touched = math.prod(last - first + 1 for first, last in ranges)
     first = np.asarray([r[0] for r in ranges], dtype=np.int64)
     last = np.asarray([r[1] for r in ranges], dtype=np.int64)
-    bounds = _live_bounds(table, version)
-    result.files_live = len(bounds.paths)
-    kept = np.flatnonzero(np.all((bounds.high >= first) & (bounds.low <= last), axis=1))
+    bounds = live_bounds(table, version)
+    if bounds is None:
+        raise ValueError(f"{table.label} is not laid out as chunk fragments")
+    result.files_live = len(bounds.files)
+    kept = bounds.overlapping(ranges)
     result.files_kept = len(kept)
     dtype = numpy_dtype(attribute.type)
     if cache is not None and (codec.is_text(dtype) or cache.budget == 0):
@@ -167,12 +157,12 @@ def read_box(
         cache_puts = cache is not None
     found: dict[tuple[int, ...], list[Part]] = {}
     for position in kept:
-        path = bounds.paths[position]
+        path = bounds.files[position].file_path
         index = _file_index(path, schema, cache, result)
         inside = np.all((index.chunks >= first) & (index.chunks <= last), axis=1)
         missing: list[int] = []
-        for number in np.flatnonzero(inside):
-            chunk = tuple(int(c) for c in index.chunks[number])
+        for number in np.flatnonzero(inside).tolist():
+            chunk = index.keys[number]
             parts = None if cache is None else cache.get((path, chunk, attribute.name, attribute.type))
             if parts is None:
                 missing.append(int(number))
@@ -188,44 +178,11 @@ def read_box(
             if cache_puts:
                 cache.put((path, chunk, attribute.name, attribute.type), parts, sum(p.nbytes for p in parts))
             found.setdefault(chunk, []).extend(parts)
-    for chunk, parts in found.items():
-        start, _ = grid.chunk_bounds(chunk)
-        result.chunks.append(ChunkParts(chunk, start, grid.chunk_shape(chunk), tuple(parts)))
+    if found:
+        starts, sizes = layout.box_geometry(grid, np.asarray(list(found), dtype=np.int64))
+        for (chunk, parts), start, shape in zip(found.items(), starts.tolist(), sizes.tolist(), strict=True):
+            result.chunks.append(ChunkParts(chunk, tuple(start), tuple(shape), tuple(parts)))
     return result
-
-
-# -- which files ------------------------------------------------------------------------------------
-def _live_bounds(table: ArrayTable, version: int) -> _FileBounds:
-    """Path and chunk-number bounds (from the Iceberg column statistics) of every file live at
-    ``version``; kept per (table, snapshot)."""
-    snapshot_id = table.snapshot_of(version)
-    ndim = table.schema.ndim
-    if snapshot_id is None:
-        return _FileBounds((), np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64))
-    key = (str(table.table.metadata.table_uuid), snapshot_id)
-    with _bounds_lock:
-        kept = _bounds.get(key)
-        if kept is not None:
-            _bounds.move_to_end(key)
-            return kept
-    files = table.live_files(version)
-    iceberg_schema = table.table.schema()
-    field_ids = [iceberg_schema.find_field(column).field_id for column in layout.chunk_columns(table.schema)]
-    low = np.full((len(files), ndim), _INT64.min, dtype=np.int64)
-    high = np.full((len(files), ndim), _INT64.max, dtype=np.int64)
-    for row, data_file in enumerate(files):
-        lower, upper = data_file.lower_bounds or {}, data_file.upper_bounds or {}
-        for k, field_id in enumerate(field_ids):
-            if len(lower.get(field_id, b"")) == 8:
-                low[row, k] = int.from_bytes(lower[field_id], "little", signed=True)
-            if len(upper.get(field_id, b"")) == 8:
-                high[row, k] = int.from_bytes(upper[field_id], "little", signed=True)
-    bounds = _FileBounds(tuple(f.file_path for f in files), low, high)
-    with _bounds_lock:
-        _bounds[key] = bounds
-        while len(_bounds) > BOUNDS_KEPT:
-            _bounds.popitem(last=False)
-    return bounds
 
 
 # -- which rows -------------------------------------------------------------------------------------
@@ -251,7 +208,8 @@ def _file_index(path: str, schema: ArraySchema, cache: ChunkCache | None, result
     sizes = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
     group_starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=group_starts[1:])
-    index = _FileIndex(metadata, chunks, tuple(np.split(order.astype(np.int64), splits)), group_starts)
+    keys = tuple(tuple(chunk) for chunk in chunks.tolist())
+    index = _FileIndex(metadata, chunks, keys, tuple(np.split(order.astype(np.int64), splits)), group_starts)
     if cache is not None:
         cache.put(key, index, index.nbytes)
     return index
@@ -293,7 +251,7 @@ def _read_chunks(
     dtype = numpy_dtype(attribute.type)
     decoded: dict[tuple[int, ...], list[Part]] = {}
     for row, number in enumerate(owners):
-        chunk = tuple(int(c) for c in index.chunks[number])
+        chunk = index.keys[number]
         shape = grid.chunk_shape(chunk)
         nulls = None
         if null_parts is not None:
