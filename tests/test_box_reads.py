@@ -313,3 +313,22 @@ def test_files_of_a_chunk_box_are_those_iceberg_plans(mdb, data) -> None:
             scan = table.table.scan(row_filter=chunk_box_filter(table.schema, ranges), snapshot_id=snapshot)
             expected = sorted(task.file.file_path for task in scan.plan_files())
             assert sorted(f.file_path for f in table.data_files(version.version, ranges)) == expected
+
+
+def test_connect_sets_the_process_cache_budget(mdb, spark) -> None:
+    cache = process_cache()
+    before = cache.budget
+    try:
+        arrayviews.connect(mdb.warehouse.location, spark=spark, chunk_cache_bytes=4096)
+        assert cache.budget == 4096 and cache.stats().bytes <= 4096
+        for bad in (-1, 1.5, True, "1GiB"):
+            with pytest.raises(arrayviews.ValidationError, match="chunk_cache_bytes"):
+                arrayviews.connect(mdb.warehouse.location, spark=spark, chunk_cache_bytes=bad)
+            assert cache.budget == 4096  # a refused value changes nothing
+        arrayviews.connect(mdb.warehouse.location, spark=spark, chunk_cache_bytes=0)
+        data = reference(13, 0.5)
+        array = stored(mdb, data)
+        check_box(array, data, {"i": (2, 17), "j": (3, 22)})  # no cache: read from the files each time
+        assert cache.stats().entries == 0
+    finally:
+        cache.resize(before)
