@@ -70,7 +70,9 @@ def to_numpy(
         box is not None
         and chunk_read.touched_cells(box.source.schema, box.low, box.high) <= DIRECT_READ_CELLS
     ):
-        return box_to_numpy(box, spec, fill, masked)[0]
+        read = box_to_numpy(box, spec, fill, masked)
+        if read is not None:  # None: too many files for the chunk path
+            return read[0]
     table = source.local(columns=_attribute_columns(schema, [attribute]))
     total = int(np.sum(table.column(layout.N_CELLS))) if table.num_rows else 0
     out_dtype = np.result_type(dtype, fill)
@@ -108,10 +110,10 @@ def to_numpy(
 
 def box_to_numpy(
     box: StoredBox, spec: Attribute, fill: object, masked: bool, cache: ChunkCache | None = None
-) -> tuple[np.ndarray, chunk_read.BoxRead]:
+) -> tuple[np.ndarray, chunk_read.BoxRead] | None:
     """``to_numpy`` of one attribute over a box of a stored array, decoded chunk by chunk straight
     into the output (the chunks from the process's chunk cache where it holds them), and what the
-    read cost."""
+    read cost; None when the box spans too many (file, chunk) pairs for this path."""
     stored = box.source
     low = np.asarray(box.low, dtype=np.int64)
     high = np.asarray(box.high, dtype=np.int64)
@@ -119,6 +121,8 @@ def box_to_numpy(
     read = chunk_read.read_box(
         stored.table, stored.version, spec, box.low, box.high, process_cache() if cache is None else cache
     )
+    if read is None:
+        return None
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
     complete = len(read.chunks) == read.chunks_touched and all(c.complete for c in read.chunks)
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)

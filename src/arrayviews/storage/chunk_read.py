@@ -11,6 +11,7 @@ for again and ages out of the cache.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema, Attribute
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 #: Reads touching chunks of at most this many cells in all go through the chunk path; larger reads
 #: are left to the bulk reader (one multi-threaded scan, nothing cached).
 DIRECT_READ_CELLS = 1 << 22
+#: ... and whose live files times touched chunks (the (file, chunk) pairs looked up) are at most this.
+MAX_FILE_CHUNKS = 1024
 
 
 @dataclass(frozen=True)
@@ -95,21 +99,6 @@ class BoxRead:
     misses: int = 0
 
 
-@dataclass(frozen=True)
-class _FileIndex:
-    metadata: pq.FileMetaData
-    chunks: np.ndarray  # (distinct chunks, dims)
-    keys: tuple[tuple[int, ...], ...]  # the same as tuples
-    rows: tuple[np.ndarray, ...]  # per distinct chunk, its rows in the file
-    group_starts: np.ndarray  # first row of each row group, then the row count
-
-    @property
-    def nbytes(self) -> int:
-        return (
-            int(self.metadata.serialized_size) + self.chunks.nbytes + sum(r.nbytes + 100 for r in self.rows)
-        )
-
-
 def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
     """Cells of the chunks the box ``[low, high]`` overlaps (what a chunk read decodes at most)."""
     ranges = ChunkGrid.of(schema).chunk_ranges_overlapping(low, high)
@@ -129,10 +118,12 @@ def read_box(
     low: Sequence[int],
     high: Sequence[int],
     cache: ChunkCache | None,
-) -> BoxRead:
+) -> BoxRead | None:
     """The parts of every chunk overlapping the box ``[low, high]`` (inclusive cell coordinates) in
     the files live at ``version``, for one attribute; chunks with no cell are left out. Decoded chunks
-    come from ``cache`` where it holds them and are put there otherwise (strings are not cached)."""
+    come from ``cache`` where it holds them and are put there otherwise (strings are not cached).
+    None when the box's files times its chunks exceed MAX_FILE_CHUNKS: a read of many fragments
+    spread over many files is left to the bulk reader."""
     schema = table.schema
     grid = ChunkGrid.of(schema)
     result = BoxRead()
@@ -140,8 +131,6 @@ def read_box(
     if ranges is None:
         return result
     result.chunks_touched = math.prod(last - first + 1 for first, last in ranges)
-    first = np.asarray([r[0] for r in ranges], dtype=np.int64)
-    last = np.asarray([r[1] for r in ranges], dtype=np.int64)
     bounds = live_bounds(table, version)
     if bounds is None:
         raise ValueError(f"{table.label} is not laid out as chunk fragments")
@@ -155,29 +144,32 @@ def read_box(
         cache_puts = False  # a read this large would only push out what smaller reads reuse
     else:
         cache_puts = cache is not None
+    if len(kept) * result.chunks_touched > MAX_FILE_CHUNKS:
+        return None
+    paths = [bounds.files[k].file_path for k in kept]
+    chunks = [tuple(c) for c in itertools.product(*(range(f, t + 1) for f, t in ranges))]
     found: dict[tuple[int, ...], list[Part]] = {}
-    for position in kept:
-        path = bounds.files[position].file_path
-        index = _file_index(path, schema, cache, result)
-        inside = np.all((index.chunks >= first) & (index.chunks <= last), axis=1)
-        missing: list[int] = []
-        for number in np.flatnonzero(inside).tolist():
-            chunk = index.keys[number]
+    missing: set[tuple[str, tuple[int, ...]]] = set()
+    for path in paths:
+        for chunk in chunks:
+            # an empty tuple is kept too: the file holds nothing of that chunk
             parts = None if cache is None else cache.get((path, chunk, attribute.name, attribute.type))
             if parts is None:
-                missing.append(int(number))
+                missing.add((path, chunk))
                 result.misses += 1
             else:
-                found.setdefault(chunk, []).extend(parts)
                 result.hits += 1
-        if not missing:
-            continue
-        decoded = _read_chunks(path, index, missing, schema, attribute, grid, copy=cache_puts)
-        result.files_opened += 1
-        for chunk, parts in decoded.items():
+                if parts:
+                    found.setdefault(chunk, []).extend(parts)
+    if missing:
+        decoded = _read_chunks(missing, ranges, schema, attribute, grid, copy=cache_puts, result=result)
+        for path, chunk in missing:
+            parts = decoded.get((path, chunk), ())
             if cache_puts:
-                cache.put((path, chunk, attribute.name, attribute.type), parts, sum(p.nbytes for p in parts))
-            found.setdefault(chunk, []).extend(parts)
+                nbytes = 64 + sum(p.nbytes for p in parts)
+                cache.put((path, chunk, attribute.name, attribute.type), parts, nbytes)
+            if parts:
+                found.setdefault(chunk, []).extend(parts)
     if found:
         starts, sizes = layout.box_geometry(grid, np.asarray(list(found), dtype=np.int64))
         for (chunk, parts), start, shape in zip(found.items(), starts.tolist(), sizes.tolist(), strict=True):
@@ -186,88 +178,74 @@ def read_box(
 
 
 # -- which rows -------------------------------------------------------------------------------------
-def _file_index(path: str, schema: ArraySchema, cache: ChunkCache | None, result: BoxRead) -> _FileIndex:
-    """The chunks a data file holds and their rows (read once per file: its footer and chunk columns)."""
-    key = (path, "index")
-    index = None if cache is None else cache.get(key)
-    if index is not None:
-        return index
-    fs, inner = filesystem(path)
-    with fs.open_input_file(inner) as handle:
-        parquet = pq.ParquetFile(handle)
-        columns = parquet.read(columns=layout.chunk_columns(schema))
-    result.files_opened += 1
-    rows_chunks = np.stack(
-        [np.asarray(columns.column(c), dtype=np.int64) for c in layout.chunk_columns(schema)], axis=1
-    ).reshape(columns.num_rows, schema.ndim)
-    chunks, inverse = np.unique(rows_chunks, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    splits = np.searchsorted(inverse[order], np.arange(1, len(chunks)))
-    metadata = parquet.metadata
-    sizes = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
-    group_starts = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=group_starts[1:])
-    keys = tuple(tuple(chunk) for chunk in chunks.tolist())
-    index = _FileIndex(metadata, chunks, keys, tuple(np.split(order.astype(np.int64), splits)), group_starts)
-    if cache is not None:
-        cache.put(key, index, index.nbytes)
-    return index
+def _scan(
+    paths: list[str], schema: ArraySchema, columns: list[str], row_filter=None
+) -> tuple[pa.Table, list[str]]:
+    """``columns`` of the rows of several data files in one (multi-threaded) scan, with each row's
+    file as ``__filename`` (dictionary-encoded), and the files' paths as those codes name them."""
+    fs, _ = filesystem(paths[0])
+    inner = {filesystem(p)[1]: p for p in paths}
+    dataset = ds.dataset(list(inner), filesystem=fs, format="parquet", schema=layout.fragment_schema(schema))
+    table = dataset.to_table(columns=[*columns, "__filename"], filter=row_filter)
+    if table.num_rows == 0:
+        return table.set_column(table.num_columns - 1, "__filename", pa.array([], pa.int32())), []
+    names = pc.dictionary_encode(table.column("__filename")).combine_chunks()
+    table = table.set_column(table.num_columns - 1, "__filename", names.indices)
+    return table, [inner[name] for name in names.dictionary.to_pylist()]
 
 
 def _read_chunks(
-    path: str,
-    index: _FileIndex,
-    numbers: list[int],
+    wanted: set[tuple[str, tuple[int, ...]]],
+    ranges: Sequence[tuple[int, int]],
     schema: ArraySchema,
     attribute: Attribute,
     grid: ChunkGrid,
     copy: bool,
-) -> dict[tuple[int, ...], tuple[Part, ...]]:
-    """Decode the fragments of some of a file's chunks (``numbers`` index ``index.chunks``), reading
-    only the row groups that hold them and only the attribute's columns."""
-    owners = np.concatenate([np.full(len(index.rows[n]), n, dtype=np.int64) for n in numbers])
-    rows = np.concatenate([index.rows[n] for n in numbers])
-    groups = np.searchsorted(index.group_starts, rows, side="right") - 1
-    wanted_groups = np.unique(groups)
-    # where each wanted group's rows begin in the table read
-    base = np.zeros(len(index.group_starts), dtype=np.int64)
-    sizes = index.group_starts[wanted_groups + 1] - index.group_starts[wanted_groups]
-    base[wanted_groups] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    positions = base[groups] + rows - index.group_starts[groups]
-    columns = [layout.N_CELLS, layout.DENSE, layout.CELLS, layout.value_column(attribute.name)]
+    result: BoxRead,
+) -> dict[tuple[str, tuple[int, ...]], tuple[Part, ...]]:
+    """Decode the fragments of the wanted (file, chunk) pairs, reading in one scan only the files
+    named, the row groups their chunk statistics do not rule out, and the attribute's columns."""
+    paths = sorted({path for path, _ in wanted})
+    chunk_columns = layout.chunk_columns(schema)
+    columns = [
+        *chunk_columns,
+        layout.N_CELLS,
+        layout.DENSE,
+        layout.CELLS,
+        layout.value_column(attribute.name),
+    ]
     if attribute.nullable:
         columns.append(layout.null_column(attribute.name))
-    fs, inner = filesystem(path)
-    with fs.open_input_file(inner) as handle:
-        parquet = pq.ParquetFile(handle, metadata=index.metadata)
-        table = parquet.read_row_groups([int(g) for g in wanted_groups], columns=columns)
-    table = table.take(pa.array(positions))
+    table, names = _scan(paths, schema, columns, layout.chunk_ranges_filter(schema, ranges))
+    result.files_opened += len(paths)
+    codes = np.asarray(table.column("__filename"), dtype=np.int64)
+    chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in chunk_columns], axis=1)
     n_cells = np.asarray(table.column(layout.N_CELLS), dtype=np.int64)
     dense = np.asarray(table.column(layout.DENSE), dtype=bool)
     cells_data, cells_offsets = layout.binary_parts(table.column(layout.CELLS))
     value_data, value_offsets = layout.binary_parts(table.column(layout.value_column(attribute.name)))
     null_parts = layout.binary_parts(table.column(columns[-1])) if attribute.nullable else None
     dtype = numpy_dtype(attribute.type)
-    decoded: dict[tuple[int, ...], list[Part]] = {}
-    for row, number in enumerate(owners):
-        chunk = index.keys[number]
-        shape = grid.chunk_shape(chunk)
+    decoded: dict[tuple[str, tuple[int, ...]], list[Part]] = {}
+    for row, (code, chunk) in enumerate(zip(codes.tolist(), chunks.tolist(), strict=True)):
+        key = (names[code], tuple(chunk))
+        if key not in wanted:
+            continue  # in the files and ranges read, but already cached
         nulls = None
         if null_parts is not None:
             nulls = null_parts[0][null_parts[1][row] : null_parts[1][row + 1]]
         part = decode_fragment(
             bool(dense[row]),
             int(n_cells[row]),
-            shape,
+            grid.chunk_shape(key[1]),
             cells_data[cells_offsets[row] : cells_offsets[row + 1]],
             value_data[value_offsets[row] : value_offsets[row + 1]],
             nulls,
             dtype,
             copy,
         )
-        decoded.setdefault(chunk, []).append(part)
-    return {chunk: tuple(parts) for chunk, parts in decoded.items()}
+        decoded.setdefault(key, []).append(part)
+    return {key: tuple(parts) for key, parts in decoded.items()}
 
 
 def decode_fragment(
