@@ -332,3 +332,55 @@ def test_connect_sets_the_process_cache_budget(mdb, spark) -> None:
         assert cache.stats().entries == 0
     finally:
         cache.resize(before)
+
+
+def test_concurrent_reads_share_the_cache(mdb) -> None:
+    """Threads reading random boxes at once (a small cache, so entries are evicted while others are
+    read) each get numpy's slice."""
+    data = reference(14, 0.6)
+    array = stored(mdb, data)
+    cache = process_cache()
+    before = cache.budget
+    cache.resize(4 * 5 * 7 * 8)  # about four chunks
+    failures = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(15):
+            i0, j0 = int(rng.integers(0, ROWS)), int(rng.integers(0, COLUMNS))
+            i1, j1 = i0 + int(rng.integers(0, 12)), j0 + int(rng.integers(0, 15))
+            try:
+                check_box(array, data, {"i": (i0, i1), "j": (j0, j1)})
+            except AssertionError as error:  # pragma: no cover - reported below
+                failures.append(error)
+
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        cache.resize(before)
+    assert not failures
+
+
+def test_boxes_over_many_files_go_to_the_bulk_reader(mdb, monkeypatch) -> None:
+    from arrayviews.storage import chunk_read
+
+    data = reference(15, 0.3)
+    array = stored(mdb, data)
+    free = np.argwhere(np.ma.getmaskarray(data))
+    data = data.copy()
+    for batch in np.array_split(free[:60], 3):  # three more files
+        array.insert({"i": batch[:, 0], "j": batch[:, 1], "v": batch[:, 0] * 100.0 + batch[:, 1]})
+        data[batch[:, 0], batch[:, 1]] = batch[:, 0] * 100.0 + batch[:, 1]
+    box = {"i": (0, 20), "j": (3, 30)}
+    spec = array.schema.attributes[0]
+    monkeypatch.setattr(chunk_read, "MAX_FILE_CHUNKS", 3)
+    assert reads.box_to_numpy(stored_box(array.subarray(**box).source), spec, np.nan, False) is None
+    check_box(array, data, box)  # read by the bulk reader
+    monkeypatch.setattr(chunk_read, "MAX_FILE_CHUNKS", 1024)
+    got = reads.box_to_numpy(stored_box(array.subarray(**box).source), spec, np.nan, False)
+    assert got is not None and got[1].files_kept == 4
+    check_box(array, data, box)
