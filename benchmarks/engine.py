@@ -5,8 +5,11 @@ against numpy/scipy, measured in one run.
    refresh on Spark (forced) against refresh with ``execution="auto"`` (in-process here).
 2. 5x5 window average over the 344 x 403 Jacksboro fault elevation grid (matplotlib's sample data):
    in-process and Spark against ``scipy.ndimage.uniform_filter`` (the same average, borders shrunk).
-3. A 50 x 50 subarray read of that grid: in-process and Spark against numpy slicing; a 4 x 4 regrid
-   (block average) of the whole grid against numpy's reshape-and-mean of the same blocks.
+3. A 50 x 50 subarray read of that grid, and a 316 x 316 one (10^5 cells, across 16 chunks):
+   in-process and Spark against numpy slicing (with a copy); a 4 x 4 regrid (block average) of the
+   whole grid against numpy's reshape-and-mean of the same blocks. In-process subarray reads are
+   timed warm (repeated reads, the chunk cache holding the chunks) and cold (the cache cleared before
+   each read), with the Python calls per read (cProfile) as a count that does not depend on the load.
 4. A 200-cell batch in one chunk (0.25% of the chunks at 4e6 cells) over growing base arrays
    (2.5e5 to 1.6e7 cells): ``refresh("auto")`` (median of three batches) against a full
    recomputation (``refresh("full")``) of the same view; the growth of the refresh time across the
@@ -34,6 +37,8 @@ from benchmarks.common import RESULTS, bar_plot, timed, write_results
 
 DEM = Path(np.__file__).resolve().parents[1] / "matplotlib/mpl-data/sample_data/jacksboro_fault_dem.npz"
 COUNT = ["count(*) as cnt"]
+#: The larger subarray of the elevation grid: 316 x 316 = 99,856 cells across 4 x 4 chunks.
+LARGE_BOX = ((14, 329), (43, 358))
 
 
 def _seconds(function) -> float:
@@ -100,6 +105,12 @@ def _dem(dbs: dict, repeats: int, modes: tuple[str, ...] = ("auto", "spark")) ->
     results["regrid"]["numpy"], coarse = timed(numpy_regrid, repeats)
     results["window"]["scipy"], expected = timed(scipy_average, repeats)
     results["subarray"]["numpy"], block = timed(lambda: elevation[100:150, 200:250].copy(), repeats)
+    large = {"i": LARGE_BOX[0], "j": LARGE_BOX[1]}
+    (i0, i1), (j0, j1) = LARGE_BOX
+    results["subarray_large"] = {"cells": (i1 - i0 + 1) * (j1 - j0 + 1)}
+    results["subarray_large"]["numpy"], large_block = timed(
+        lambda: elevation[i0 : i1 + 1, j0 : j1 + 1].copy(), repeats
+    )
     for mode in modes:
         array = dbs[mode].array("dem")
         seconds, got = timed(lambda a=array: a.window([2, 2, 2, 2], "avg(v)").to_numpy(), repeats)
@@ -108,6 +119,9 @@ def _dem(dbs: dict, repeats: int, modes: tuple[str, ...] = ("auto", "spark")) ->
         seconds, cut = timed(lambda a=array: a.subarray(i=(100, 149), j=(200, 249)).to_numpy(), repeats)
         assert np.array_equal(cut, block)
         results["subarray"][mode] = seconds
+        seconds, cut = timed(lambda a=array: a.subarray(**large).to_numpy(), repeats)
+        assert np.array_equal(cut, large_block)
+        results["subarray_large"][mode] = seconds
         seconds, got = timed(lambda a=array: a.regrid([4, 4], "avg(v)").to_numpy(), repeats)
         assert np.allclose(got, coarse, rtol=1e-12)
         results["regrid"][mode] = seconds
@@ -202,15 +216,61 @@ def catalog_floor(db, repeats: int) -> float:
     return seconds
 
 
+def _clear_chunk_cache() -> None:
+    """Empty this process's chunk cache (a no-op on code that has none)."""
+    try:
+        from arrayviews.storage.chunk_cache import process_cache
+    except ImportError:
+        return
+    process_cache().clear()
+
+
+def _cold(function, repeats: int) -> float:
+    """Best time of ``function`` with the chunk cache emptied before each run."""
+    best = float("inf")
+    for _ in range(repeats):
+        _clear_chunk_cache()
+        best = min(best, _seconds(function))
+    return best
+
+
+def _calls(function, repeats: int = 5) -> float:
+    """Python function calls per run of ``function`` (cProfile), after one warm-up run."""
+    import cProfile
+    import pstats
+
+    function()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(repeats):
+        function()
+    profile.disable()
+    return pstats.Stats(profile).total_calls / repeats
+
+
 def small_operations(db, repeats: int = 20) -> dict:
     """The in-process small operations on the elevation grid against numpy/scipy and the catalog floor."""
     results = _dem({"auto": db}, repeats, modes=("auto",))
     results["catalog_floor"] = catalog_floor(db, repeats)
+    array = db.array("dem")
+    large = {"i": LARGE_BOX[0], "j": LARGE_BOX[1]}
+    reads = {
+        "subarray": lambda: array.subarray(i=(100, 149), j=(200, 249)).to_numpy(),
+        "subarray_large": lambda: array.subarray(**large).to_numpy(),
+    }
+    for name, read in reads.items():
+        results[name]["auto_cold"] = _cold(read, repeats)
+        results[name]["calls_per_read"] = _calls(read)
     results["load"] = os.getloadavg()
     ratios = {
         "window_vs_scipy": results["window"]["auto"] / results["window"]["scipy"],
         "subarray_vs_numpy": results["subarray"]["auto"] / results["subarray"]["numpy"],
         "subarray_vs_catalog_floor": results["subarray"]["auto"] / results["catalog_floor"],
+        "subarray_cold_vs_catalog_floor": results["subarray"]["auto_cold"] / results["catalog_floor"],
+        "subarray_large_vs_numpy": results["subarray_large"]["auto"] / results["subarray_large"]["numpy"],
+        "subarray_large_vs_catalog_floor": results["subarray_large"]["auto"] / results["catalog_floor"],
+        "subarray_large_cold_vs_numpy": results["subarray_large"]["auto_cold"]
+        / results["subarray_large"]["numpy"],
         "catalog_floor_vs_numpy": results["catalog_floor"] / results["subarray"]["numpy"],
         "regrid_vs_numpy": results["regrid"]["auto"] / results["regrid"]["numpy"],
     }
@@ -226,6 +286,17 @@ def small_operations(db, repeats: int = 20) -> dict:
         f"({ratios['subarray_vs_numpy']:.0f}x numpy, {ratios['subarray_vs_catalog_floor']:.1f}x the floor)"
     )
     print(
+        f"50x50 subarray cold (chunk cache emptied): {results['subarray']['auto_cold'] * 1e3:.2f} ms; "
+        f"{results['subarray']['calls_per_read']:.0f} Python calls per read"
+    )
+    big = results["subarray_large"]
+    print(
+        f"{big['cells']:,}-cell subarray: numpy copy {big['numpy'] * 1e6:.1f} us, in-process "
+        f"{big['auto'] * 1e3:.2f} ms warm ({ratios['subarray_large_vs_numpy']:.0f}x numpy, "
+        f"{ratios['subarray_large_vs_catalog_floor']:.1f}x the floor), {big['auto_cold'] * 1e3:.2f} ms cold; "
+        f"{big['calls_per_read']:.0f} Python calls per read"
+    )
+    print(
         f"4x4 regrid average: numpy {results['regrid']['numpy'] * 1e3:.2f} ms, in-process "
         f"{results['regrid']['auto'] * 1e3:.2f} ms ({ratios['regrid_vs_numpy']:.1f}x)"
     )
@@ -234,13 +305,27 @@ def small_operations(db, repeats: int = 20) -> dict:
 
 def report_small(results: dict) -> None:
     write_results("engine-small", results)
-    labels = ["5x5 window 344x403", "50x50 subarray", "4x4 regrid 344x403"]
+    big = results["subarray_large"]
+    labels = ["5x5 window 344x403", "50x50 subarray", "316x316 subarray", "4x4 regrid 344x403"]
     series = {
-        "in-process": [results["window"]["auto"], results["subarray"]["auto"], results["regrid"]["auto"]],
-        "scipy / numpy": [results["window"]["scipy"], results["subarray"]["numpy"], results["regrid"]["numpy"]],
-        "catalog lookup (floor)": [0.0, results["catalog_floor"], 0.0],
+        "in-process": [
+            results["window"]["auto"],
+            results["subarray"]["auto"],
+            big["auto"],
+            results["regrid"]["auto"],
+        ],
+        "in-process, chunk cache cold": [0.0, results["subarray"]["auto_cold"], big["auto_cold"], 0.0],
+        "scipy / numpy": [
+            results["window"]["scipy"],
+            results["subarray"]["numpy"],
+            big["numpy"],
+            results["regrid"]["numpy"],
+        ],
+        "catalog lookup (floor)": [0.0, results["catalog_floor"], results["catalog_floor"], 0.0],
     }
-    bar_plot("engine-small", "Small operations in-process vs numpy/scipy (same run)", labels, series, "seconds")
+    bar_plot(
+        "engine-small", "Small operations in-process vs numpy/scipy (same run)", labels, series, "seconds"
+    )
     print(f"results in {RESULTS / 'engine-small.json'}")
 
 

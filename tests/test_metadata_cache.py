@@ -60,19 +60,20 @@ def test_unchanged_table_metadata_is_parsed_once(handles, monkeypatch) -> None:
 
 def test_a_snapshot_is_planned_once_across_loads(handles, monkeypatch) -> None:
     """Reading one region again through a new handle of the table plans its files once; a new commit
-    is planned anew (and its cell is read)."""
-    from pyiceberg.table import DataScan
+    is planned anew (and its cell is read). A plan is a listing of a version's files (chunk
+    pruning then works on the bounds kept per snapshot)."""
+    from arrayviews.storage.versioned import VersionedTable
 
     first, second = handles
     first.create_array("C<v:int64>[i=0:19:5]").insert({"i": [1, 12], "v": [10, 120]})
     plans = []
-    original = DataScan.plan_files
+    original = VersionedTable.live_files
 
-    def counted(scan):
-        plans.append(scan.snapshot_id)
-        return original(scan)
+    def counted(table, version=None, row_filter=None):
+        plans.append(version)
+        return original(table, version, row_filter)
 
-    monkeypatch.setattr(DataScan, "plan_files", counted)
+    monkeypatch.setattr(VersionedTable, "live_files", counted)
     for _ in range(4):
         assert list(second.array("C").subarray(i=(0, 19)).to_pandas().v) == [10, 120]
     planned = len(plans)

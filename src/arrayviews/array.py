@@ -22,7 +22,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
 from arrayviews.operators.ingest import normalize_cells, to_arrow
-from arrayviews.operators.source import ComputedSource, Source, StoredSource, choose_engine
+from arrayviews.operators.source import ComputedSource, Source, StoredSource, choose_engine, stored_box
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import expire
 from arrayviews.storage.expiry import cutoffs
@@ -366,6 +366,12 @@ class Array:
     def subarray(self, box: Mapping[str, tuple[int, int]] | None = None, **ranges: tuple[int, int]) -> Array:
         """Cells inside a box, e.g. ``A.subarray(i=(1, 3), j=(2, 8))``; coordinates are kept."""
         merged = {**(box or {}), **ranges}
+        source = self._current()
+        if stored_box(source) is not None:  # engine and plan chosen only if a read needs them
+            executors = self._db.executors
+            return self._derive(
+                cellwise.deferred_subarray(source, lambda s, r: choose_engine(executors, s, r), merged)
+            )
         chunk_ranges = cellwise.subarray_ranges(self.schema, merged)
         return self._operate(cellwise.subarray, merged, ranges=chunk_ranges)
 

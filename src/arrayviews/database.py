@@ -37,6 +37,7 @@ from arrayviews.similarity_join import similarity_join
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
 from arrayviews.storage.check import check_warehouse
+from arrayviews.storage.chunk_cache import process_cache
 from arrayviews.storage.uncertain_table import UncertainTable, Workload
 from arrayviews.storage.warehouse import Warehouse, check_folder
 from arrayviews.stream import Stream
@@ -69,6 +70,7 @@ def connect(
     create_in_existing_folder: bool = False,
     allow_unsafe_sql: bool = False,
     execution: str = "auto",
+    chunk_cache_bytes: int | None = None,
 ) -> Database:
     """Open (creating if needed) a warehouse and the Spark session to work on it.
 
@@ -88,9 +90,24 @@ def connect(
     operation by a cost model over chunk metadata (small work in-process with pyarrow and numpy,
     large work on Spark; thresholds from ``db.calibrate()``, stored in the warehouse, or defaults);
     ``"spark"`` or ``"local"`` always use that engine.
+
+    ``chunk_cache_bytes`` bounds the cache of decoded chunks that small reads (``to_numpy`` of an
+    array or subarray touching at most 2^22 cells of chunks) share in this process: the least recently
+    used chunks leave first; 0 turns it off. It is one cache per process, so the last value given
+    holds for every connection; by default 256 MiB (or ``ARRAYVIEWS_CHUNK_CACHE_BYTES``).
     """
     if execution not in MODES:
         raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
+    if chunk_cache_bytes is not None:
+        if (
+            isinstance(chunk_cache_bytes, bool)
+            or not isinstance(chunk_cache_bytes, int)
+            or chunk_cache_bytes < 0
+        ):
+            raise ValidationError(
+                f"chunk_cache_bytes must be a number of bytes >= 0, got {chunk_cache_bytes!r}"
+            )
+        process_cache().resize(chunk_cache_bytes)
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     check_folder(location, catalog_uri, create_in_existing_folder)

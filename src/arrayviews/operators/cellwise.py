@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arrayviews.execution.cost import Choice
 from arrayviews.execution.engine import Engine, conform
 from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
 from arrayviews.model.errors import ValidationError
@@ -27,7 +28,7 @@ from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import arrow_type
 from arrayviews.operators.cells import transform_cells
-from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.operators.source import ComputedSource, DeferredSource, Source, StoredBox, stored_box
 from arrayviews.storage import layout
 
 
@@ -51,7 +52,12 @@ def subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> 
             )
         dimensions.append(
             Dimension(
-                dimension.name, new_low, new_high, dimension.chunk_length, dimension.chunk_origin, dimension.scale
+                dimension.name,
+                new_low,
+                new_high,
+                dimension.chunk_length,
+                dimension.chunk_origin,
+                dimension.scale,
             )
         )
     return schema.with_dimensions(dimensions)
@@ -91,8 +97,40 @@ def subarray(source: Source, engine: Engine, box: Mapping[str, tuple[int, int]])
     frame = source.data(engine, ranges)
     function = functools.partial(_subarray_batch, in_schema=source.schema, out_schema=out_schema)
     return ComputedSource(
-        out_schema, engine.map_batches(frame, function, layout.fragment_schema(out_schema)), engine=engine
+        out_schema,
+        engine.map_batches(frame, function, layout.fragment_schema(out_schema)),
+        engine=engine,
+        box=_box_of(source, out_schema),
     )
+
+
+def deferred_subarray(
+    source: Source,
+    choose: Callable[[Source, object], tuple[Engine, Choice]],
+    box: Mapping[str, tuple[int, int]],
+) -> ComputedSource:
+    """``subarray`` of a stored array (or of a subarray of one), its engine chosen by ``choose(source,
+    chunk ranges)`` and its plan made only when something needs them: a dense read of the result
+    takes its chunks from storage without either."""
+    out_schema = subarray_schema(source.schema, box)
+    ranges = subarray_ranges(source.schema, box)
+
+    def build() -> tuple[ComputedSource, Choice]:
+        engine, choice = choose(source, ranges)
+        return subarray(source, engine, box), choice
+
+    return DeferredSource(out_schema, build, box=_box_of(source, out_schema))
+
+
+def _box_of(source: Source, out_schema: ArraySchema) -> StoredBox | None:
+    """The stored box a subarray of ``source`` holds, when ``source`` is stored or a subarray of a
+    stored array (``out_schema``'s ranges are already cut to ``source``'s)."""
+    inner = stored_box(source)
+    if inner is None:
+        return None
+    low = tuple(d.low for d in out_schema.dimensions)
+    high = tuple(d.high for d in out_schema.dimensions)
+    return StoredBox(inner.source, low, high)
 
 
 # -- filter and apply ---------------------------------------------------------------------------

@@ -12,10 +12,12 @@ import pyarrow as pa
 from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.model.schema import ArraySchema, Dimension
+from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
-from arrayviews.operators.source import Source
-from arrayviews.storage import codec, layout
+from arrayviews.operators.source import Source, StoredBox, stored_box
+from arrayviews.storage import chunk_read, codec, layout
+from arrayviews.storage.chunk_cache import ChunkCache, process_cache
+from arrayviews.storage.chunk_read import DIRECT_READ_CELLS
 
 #: to_numpy refuses to build arrays with more cells than this (take a subarray first).
 MAX_DENSE_CELLS = 2**32
@@ -63,6 +65,14 @@ def to_numpy(
         )
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
+    box = stored_box(source)
+    if (
+        box is not None
+        and chunk_read.touched_cells(box.source.schema, box.low, box.high) <= DIRECT_READ_CELLS
+    ):
+        read = box_to_numpy(box, spec, fill, masked)
+        if read is not None:  # None: too many files for the chunk path
+            return read[0]
     table = source.local(columns=_attribute_columns(schema, [attribute]))
     total = int(np.sum(table.column(layout.N_CELLS))) if table.num_rows else 0
     out_dtype = np.result_type(dtype, fill)
@@ -96,6 +106,64 @@ def to_numpy(
     if masked:
         return np.ma.MaskedArray(out, mask=~present)
     return out
+
+
+def box_to_numpy(
+    box: StoredBox, spec: Attribute, fill: object, masked: bool, cache: ChunkCache | None = None
+) -> tuple[np.ndarray, chunk_read.BoxRead] | None:
+    """``to_numpy`` of one attribute over a box of a stored array, decoded chunk by chunk straight
+    into the output (the chunks from the process's chunk cache where it holds them), and what the
+    read cost; None when the box spans too many (file, chunk) pairs for this path."""
+    stored = box.source
+    low = np.asarray(box.low, dtype=np.int64)
+    high = np.asarray(box.high, dtype=np.int64)
+    shape = tuple(int(s) for s in high - low + 1)
+    read = chunk_read.read_box(
+        stored.table, stored.version, spec, box.low, box.high, process_cache() if cache is None else cache
+    )
+    if read is None:
+        return None
+    out_dtype = np.result_type(numpy_dtype(spec.type), fill)
+    complete = len(read.chunks) == read.chunks_touched and all(c.complete for c in read.chunks)
+    out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
+    present = None if complete else np.zeros(shape, dtype=bool)
+    box_low, box_high = list(box.low), list(box.high)
+    for chunk in read.chunks:
+        first = [max(s, lo) for s, lo in zip(chunk.start, box_low, strict=True)]
+        last = [min(s + n - 1, hi) for s, n, hi in zip(chunk.start, chunk.shape, box_high, strict=True)]
+        inner = tuple(slice(f - s, t - s + 1) for f, t, s in zip(first, last, chunk.start, strict=True))
+        outer = tuple(slice(f - lo, t - lo + 1) for f, t, lo in zip(first, last, box_low, strict=True))
+        for part in chunk.parts:
+            if isinstance(part, chunk_read.DenseChunk):
+                _place_block(part, inner, outer, out, present)
+            else:
+                _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
+    if masked:
+        return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
+    return out, read
+
+
+def _place_block(part, inner: tuple, outer: tuple, out: np.ndarray, present: np.ndarray | None) -> None:
+    """Copy the part of a decoded dense chunk inside the box into ``out`` (and mark ``present``)."""
+    if part.valid is None:
+        out[outer] = part.block[inner]
+        if present is not None:
+            present[outer] = True
+        return
+    valid = part.valid[inner]
+    np.copyto(out[outer], part.block[inner], where=valid)
+    present[outer] |= valid
+
+
+def _place_cells(part, chunk_shape, start, low, high, out: np.ndarray, present: np.ndarray | None) -> None:
+    """Copy the cells of a decoded sparse fragment that lie inside the box into ``out``."""
+    coords = np.stack(np.unravel_index(part.offsets, chunk_shape), axis=1) + start
+    keep = np.all((coords >= low) & (coords <= high), axis=1)
+    if part.valid is not None:
+        keep &= part.valid
+    index = tuple((coords[keep] - low).T)
+    out[index] = part.values[keep]
+    present[index] = True
 
 
 def _place_dense(

@@ -4,7 +4,8 @@ still to run; and what reading them costs, from metadata alone."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,16 @@ class StoredSource:
         return self.local(ranges, columns=layout.metadata_columns(self.schema))
 
 
+@dataclass(frozen=True)
+class StoredBox:
+    """A box (inclusive cell corners) of a stored array at one version: what a subarray of a stored
+    array holds, so that reads of it can take its chunks straight from storage."""
+
+    source: StoredSource
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+
+
 @dataclass
 class ComputedSource:
     """Fragments produced by an engine's plan (an operator result not stored yet)."""
@@ -107,6 +118,8 @@ class ComputedSource:
     cost: Estimate | None = None
     #: Which executor runs the plan's last operation, and why.
     choice: Choice | None = None
+    #: When the plan is a subarray of a stored array: that array's version and the box.
+    box: StoredBox | None = None
 
     def __post_init__(self) -> None:
         if self.engine is None:
@@ -138,7 +151,68 @@ class ComputedSource:
         return self.local(ranges, columns=layout.metadata_columns(self.schema))
 
 
+class DeferredSource(ComputedSource):
+    """A computed source whose plan, engine and executor choice are made when first asked for.
+
+    A read that needs none of them (``to_numpy`` of a subarray of a stored array, which takes the
+    box's chunks straight from storage) then pays neither the engine choice nor the plan. ``build``
+    returns the computed source and the choice that placed it; it runs at most once.
+    """
+
+    def __init__(
+        self,
+        schema: ArraySchema,
+        build: Callable[[], tuple[ComputedSource, Choice | None]],
+        box: StoredBox | None = None,
+        scratch: str | None = None,
+    ) -> None:
+        self.schema = schema
+        self.box = box
+        self.scratch = scratch
+        self._build: Callable[[], tuple[ComputedSource, Choice | None]] | None = build
+        self._built: ComputedSource | None = None
+        self._lock = threading.Lock()
+
+    def made(self) -> ComputedSource:
+        """The computed source, built on the first call."""
+        with self._lock:
+            if self._built is None:
+                assert self._build is not None
+                built, choice = self._build()
+                if choice is not None:
+                    built.cost, built.choice = choice.estimate, choice
+                if built.scratch is None:
+                    built.scratch = self.scratch
+                self._built, self._build = built, None
+            return self._built
+
+    @property
+    def plan(self) -> Data:
+        return self.made().plan
+
+    @property
+    def engine(self) -> Engine:
+        return self.made().engine
+
+    @property
+    def cost(self) -> Estimate | None:
+        return self.made().cost
+
+    @property
+    def choice(self) -> Choice | None:
+        return self.made().choice
+
+
 Source = StoredSource | ComputedSource
+
+
+def stored_box(source: Source) -> StoredBox | None:
+    """The stored array, version and box ``source`` holds the cells of (a stored source: all of it),
+    or None when it is computed otherwise."""
+    if isinstance(source, StoredSource):
+        dimensions = source.schema.dimensions
+        return StoredBox(source, tuple(d.low for d in dimensions), tuple(d.high for d in dimensions))
+    return source.box
 
 
 def choose_engine(executors: Executors, source: Source, ranges: ChunkRanges = None) -> tuple[Engine, Choice]:

@@ -14,6 +14,7 @@ from pyiceberg.table import Table
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.expiry import ExpireResult
+from arrayviews.storage.file_bounds import live_bounds
 from arrayviews.storage.files import new_data_file_uri, read_parquet_files
 from arrayviews.storage.versioned import (
     PREFIX,
@@ -127,8 +128,14 @@ class ArrayTable(VersionedTable):
 
     # -- planning --------------------------------------------------------------------------------
     def data_files(self, version: int | None = None, chunk_ranges=None) -> list[StoredFile]:
-        """Data files of a version (current by default) that may hold chunks in ``chunk_ranges``."""
-        return self.live_files(version, chunk_box_filter(self.schema, chunk_ranges))
+        """Data files of a version (current by default) that may hold chunks in ``chunk_ranges``
+        (chosen by the chunk-number bounds of the version's listing, as a planned scan would)."""
+        if chunk_ranges is None:
+            return self.live_files(version)
+        bounds = live_bounds(self, self.current_version() if version is None else version)
+        if bounds is None:
+            return self.live_files(version, chunk_box_filter(self.schema, chunk_ranges))
+        return [bounds.files[k] for k in bounds.overlapping(chunk_ranges)]
 
     def read_metadata(self, version: int | None = None, chunk_ranges=None) -> pa.Table:
         """Per-fragment metadata (chunk numbers, cell counts, bytes, min/max, version) without cell data."""

@@ -1,0 +1,123 @@
+"""A per-process cache of decoded chunks, bounded by bytes: the least recently used entries leave first.
+
+Keys name immutable things only (an Iceberg data file never changes once written, and its path is
+unique), so an entry never goes stale; which files a read may use is decided by the snapshot's file
+listing, checked on every read, not by the cache. Values must not be mutated once put: the readers
+that fill the cache store read-only numpy arrays and copy out of them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+#: The default budget of the process's cache (256 MiB), unless ARRAYVIEWS_CHUNK_CACHE_BYTES says
+#: otherwise or ``connect(chunk_cache_bytes=...)`` sets it.
+DEFAULT_BUDGET = 256 * 1024 * 1024
+BUDGET_VARIABLE = "ARRAYVIEWS_CHUNK_CACHE_BYTES"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counters of a cache since it was made (or cleared)."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int
+    budget: int
+    evictions: int
+
+
+class ChunkCache:
+    """A thread-safe least-recently-used map holding at most ``budget`` bytes of values (as their
+    owners count them); a value larger than the budget is not kept, and a budget of 0 keeps nothing."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._bytes = 0
+        self._budget = _checked_budget(budget)
+        self._hits = self._misses = self._evictions = 0
+
+    @property
+    def budget(self) -> int:
+        return self._budget
+
+    def get(self, key: Hashable) -> object | None:
+        """The value kept under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self._misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self._hits += 1
+            return entry[0]
+
+    def put(self, key: Hashable, value: object, nbytes: int) -> bool:
+        """Keep ``value`` (``nbytes`` bytes) under ``key``, evicting the least recently used entries
+        to stay within the budget; False (nothing kept) when it alone exceeds the budget."""
+        nbytes = max(0, int(nbytes))
+        with self._lock:
+            if nbytes > self._budget:
+                return False
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (value, nbytes)
+            self._bytes += nbytes
+            self._evict()
+            return True
+
+    def resize(self, budget: int) -> None:
+        """Set the budget (bytes), evicting at once down to it."""
+        with self._lock:
+            self._budget = _checked_budget(budget)
+            self._evict()
+
+    def clear(self) -> None:
+        """Forget every entry and reset the counters."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+            self._hits = self._misses = self._evictions = 0
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(
+                self._hits, self._misses, len(self._entries), self._bytes, self._budget, self._evictions
+            )
+
+    def _evict(self) -> None:
+        while self._bytes > self._budget and self._entries:
+            _, (_, nbytes) = self._entries.popitem(last=False)
+            self._bytes -= nbytes
+            self._evictions += 1
+
+
+def _checked_budget(budget: int) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"a chunk cache budget is a number of bytes >= 0, got {budget!r}")
+    return budget
+
+
+def _budget_from_environment() -> int:
+    text = os.environ.get(BUDGET_VARIABLE)
+    if text is None or not text.strip():
+        return DEFAULT_BUDGET
+    try:
+        return _checked_budget(int(text))
+    except ValueError:
+        raise ValueError(f"{BUDGET_VARIABLE} must be a number of bytes >= 0, got {text!r}") from None
+
+
+_PROCESS_CACHE = ChunkCache(_budget_from_environment())
+
+
+def process_cache() -> ChunkCache:
+    """The one cache every array read of this process shares."""
+    return _PROCESS_CACHE
