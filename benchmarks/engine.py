@@ -193,23 +193,22 @@ def _growing(dbs: dict, sides: list[int], repeats: int = 3) -> list[dict]:
 
 def catalog_floor(db, repeats: int) -> float:
     """Best time of the SQL lookup of one table's current metadata location: the least a read that
-    must see another process's commit pays before it touches any file."""
+    must see another process's commit pays before it touches any file (one statement, built once,
+    on a plain connection: no ORM session)."""
     from pyiceberg.catalog.sql import IcebergTables
     from sqlalchemy import select
-    from sqlalchemy.orm import Session
 
     catalog = db.warehouse.catalog
     identifier = db.warehouse._identifier("dem")
+    statement = select(IcebergTables.metadata_location).where(
+        IcebergTables.catalog_name == catalog.name,
+        IcebergTables.table_namespace == identifier[0],
+        IcebergTables.table_name == identifier[-1],
+    )
 
     def lookup() -> str:
-        with Session(catalog.engine) as session:
-            return session.execute(
-                select(IcebergTables.metadata_location).where(
-                    IcebergTables.catalog_name == catalog.name,
-                    IcebergTables.table_namespace == identifier[0],
-                    IcebergTables.table_name == identifier[-1],
-                )
-            ).scalar_one()
+        with catalog.engine.connect() as connection:
+            return connection.execute(statement).scalar_one()
 
     seconds, location = timed(lookup, repeats)
     assert location.endswith(".metadata.json")

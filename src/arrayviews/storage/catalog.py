@@ -62,9 +62,10 @@ class _Catalog(SqlCatalog):
         if not metadata_location or not orm_table.table_namespace or not orm_table.table_name:
             return super()._convert_orm_to_iceberg(orm_table)
         kept = self.__dict__.setdefault("_metadata_kept", {})
-        file = load_file_io(properties=self.properties, location=metadata_location).new_input(
-            metadata_location
-        )
+        io = kept[metadata_location][1] if metadata_location in kept else None
+        if io is None:
+            io = load_file_io(properties=self.properties, location=metadata_location)
+        file = io.new_input(metadata_location)
         # the file must still be there as it was parsed (a lost or truncated metadata file fails
         # the load as it would without the cache, so `check` and listings see it)
         if metadata_location in kept and (not file.exists() or len(file) != kept[metadata_location][2]):
