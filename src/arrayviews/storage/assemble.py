@@ -255,14 +255,17 @@ def _text_segment_range(
 def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, version: int) -> pa.Table:
     """Fragment rows for the chunks in ``selected`` (indices), all encoded sparse, in one pass."""
     counts = np.diff(cells.bounds)[selected]
-    cell_mask = np.repeat(np.isin(np.arange(len(cells.chunks)), selected), np.diff(cells.bounds))
+    if len(selected) == len(cells.chunks):  # every chunk: the columns as they are, without a copy
+        cell_mask = slice(None)
+    else:
+        cell_mask = np.repeat(np.isin(np.arange(len(cells.chunks)), selected), np.diff(cells.bounds))
     sub_bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     columns: dict[str, pa.Array] = {}
     for k, dimension in enumerate(schema.dimension_names):
         columns[layout.chunk_column(dimension)] = pa.array(cells.chunks[selected, k], pa.int64())
     columns[layout.N_CELLS] = pa.array(counts, pa.int64())
     columns[layout.DENSE] = pa.array(np.zeros(len(selected), dtype=bool))
-    offsets = cells.offsets[cell_mask].astype(codec.OFFSET_DTYPE)
+    offsets = cells.offsets[cell_mask].astype(codec.OFFSET_DTYPE, copy=False)
     columns[layout.CELLS] = _binary_array(offsets.view(np.uint8), counts * 8)
     nbytes = counts * 8
     for attribute in schema.attributes:
@@ -326,9 +329,11 @@ def encode_sorted(
         if len(dense_members):
             encoded = [codec.encode(cells.fragment(i), int(cells.volumes[i]), dtypes) for i in dense_members]
             parts.append(layout.encoded_to_table(encoded, schema, version))
-        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:  # rows of one kind come in chunk order already
+            tables.append(parts[0])
+            continue
         sort_keys = [(layout.chunk_column(d), "ascending") for d in schema.dimension_names]
-        tables.append(table.sort_by(sort_keys))
+        tables.append(pa.concat_tables(parts).sort_by(sort_keys))
     return tables
 
 
