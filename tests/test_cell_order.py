@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.storage import assemble
 from arrayviews.storage.assemble import sort_cells
 
 NAMES = ("i", "j", "k")
@@ -59,9 +60,19 @@ def batches(draw: st.DrawFn) -> tuple[ArraySchema, np.ndarray, str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(batches())
-def test_sort_cells_matches_python_reference(batch: tuple[ArraySchema, np.ndarray, str]) -> None:
+@given(batches(), st.booleans())
+def test_sort_cells_matches_python_reference(batch: tuple[ArraySchema, np.ndarray, str], kernels: bool) -> None:
+    """Both the numba kernels (large batches) and the numpy path (small ones) against the reference."""
     schema, coords, _ = batch
+    saved = assemble.KERNEL_MIN_CELLS
+    assemble.KERNEL_MIN_CELLS = 0 if kernels else 1 << 62
+    try:
+        _check_against_reference(schema, coords)
+    finally:
+        assemble.KERNEL_MIN_CELLS = saved
+
+
+def _check_against_reference(schema: ArraySchema, coords: np.ndarray) -> None:
     values = np.arange(len(coords), dtype=np.int64) * 7 + 1
     cells = sort_cells(coords, {"v": values}, {"v": values % 3 == 0}, schema)
     reference = _reference(coords, schema)
@@ -92,6 +103,16 @@ def test_sort_cells_many_chunks_per_cell_uses_the_key_sort() -> None:
     """Cells spread over far more chunks than there are cells (the argsort path), and ranges so wide
     one code per chunk does not fit in int64 (the lexicographic path)."""
     rng = np.random.default_rng(5)
+    saved = assemble.KERNEL_MIN_CELLS
+    try:
+        for kernels in (True, False):
+            assemble.KERNEL_MIN_CELLS = 0 if kernels else 1 << 62
+            _check_wide(rng)
+    finally:
+        assemble.KERNEL_MIN_CELLS = saved
+
+
+def _check_wide(rng: np.random.Generator) -> None:
     for low, high, length in ((0, 10**9, 3), (-(2**40), 2**40, 1)):
         dims = tuple(Dimension(n, low, high, length) for n in NAMES)
         schema = ArraySchema("a", (Attribute("v", "int64"),), dims)

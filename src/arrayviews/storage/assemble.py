@@ -109,6 +109,29 @@ def _decode_chunks(codes: np.ndarray, low: np.ndarray, spans: list[int]) -> np.n
     return chunks
 
 
+#: Batches of fewer cells are ordered with numpy (loading numba's compiled kernels costs about a
+#: second once per process, more than sorting such a batch).
+KERNEL_MIN_CELLS = 1 << 16
+
+
+def _order_small(
+    coords: np.ndarray, grid: ChunkGrid, low: np.ndarray, spans: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_order_by_chunk` for a small batch whose chunk codes fit in int64, in numpy (stable)."""
+    n = len(coords)
+    codes, offsets = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    for k, dimension in enumerate(grid.dimensions):
+        chunk = dimension.chunk_of(coords[:, k])
+        starts, sizes = dimension.chunk_starts(chunk), dimension.chunk_sizes(chunk)
+        offsets = offsets * sizes + (coords[:, k] - starts)
+        codes = codes * spans[k] + (chunk - low[k])
+    order = np.lexsort((offsets, codes))
+    codes = codes[order]
+    first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+    bounds = np.append(first, n).astype(np.int64)
+    return order, offsets[order], _decode_chunks(codes[first], low, spans), bounds
+
+
 def _order_by_chunk(
     coords: np.ndarray, grid: ChunkGrid
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
@@ -136,6 +159,8 @@ def _order_by_chunk(
         stacked = np.stack([c[order] for c in chunks], axis=1)
         first = np.flatnonzero(np.concatenate(([True], np.any(stacked[1:] != stacked[:-1], axis=1))))
         return order, offsets[order], stacked[first], np.append(first, n).astype(np.int64)
+    if n < KERNEL_MIN_CELLS:  # small batch: numpy, without loading the compiled kernels
+        return _order_small(coords, grid, low, spans)
     codes, offsets = cell_order.codes_and_offsets(
         coords, origins, lengths, low, np.asarray(spans, dtype=np.int64), edge_chunk, edge_low, edge_size
     )
