@@ -83,14 +83,15 @@ def _alternating(first, second, repeat: int) -> tuple[float, float, object]:
 
 
 def _warm(db, cells: dict[str, np.ndarray], extent: int) -> None:
-    """Insert 1,000 of the cells into a scratch array first, so the timed insert does not pay the
-    one-time load of the compiled sort kernels (numba's cache, about 0.8 s per process)."""
+    """Insert 2^16 of the cells into a scratch array first (enough for the compiled sort kernels), so
+    the timed insert does not pay the one-time load of those kernels (numba's cache, about 1 s per
+    process)."""
     if "bench_warm" in db.arrays():
         db.drop_array("bench_warm")
     warm = db.create_array(
         f"bench_warm<v:float64>[t=0:{extent - 1}:5000; ra=0:{extent - 1}:5000; dec=0:{extent - 1}:5000]"
     )
-    warm.insert({name: column[:1000][::-1].copy() for name, column in cells.items()})
+    warm.insert({name: column[: 1 << 16][::-1].copy() for name, column in cells.items()})
     db.drop_array("bench_warm")
 
 
