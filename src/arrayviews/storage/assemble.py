@@ -15,7 +15,7 @@ import pyarrow as pa
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import statistics_array
-from arrayviews.storage import codec, layout
+from arrayviews.storage import cell_order, codec, layout
 
 #: Fragment rows are grouped into tables (one Parquet file each) of about this many bytes.
 TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -70,31 +70,120 @@ def local_offsets(coords: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> 
     return offsets
 
 
-def _chunk_codes(chunks: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
-    """A linear code per cell for its chunk (row-major over the batch's chunk ranges), and the code count.
+def _edges(grid: ChunkGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per dimension, the first and last chunk where clipped to the range: chunk, first cell, size.
 
-    None when the ranges are too wide for int64 (then sorting falls back to one key per dimension).
+    Unclipped edges get chunk -1 and size 0 (the kernel then numbers their cells like any chunk's).
     """
-    codes = np.zeros(len(chunks[0]), dtype=np.int64)
-    count = 1
-    for column in chunks:
-        first, last = int(column.min()), int(column.max())
-        span = last - first + 1
-        if count * span >= 2**62:
-            return None
-        codes = codes * span + (column - first)
-        count *= span
-    return codes, count
+    d = len(grid.dimensions)
+    chunk = np.full((d, 2), -1, dtype=np.int64)
+    low = np.zeros((d, 2), dtype=np.int64)
+    size = np.zeros((d, 2), dtype=np.int64)
+    for k, dimension in enumerate(grid.dimensions):
+        for e, edge in enumerate((dimension.first_chunk, dimension.last_chunk)):
+            first, last = dimension.chunk_span(edge)
+            if last - first + 1 < dimension.length:
+                chunk[k, e], low[k, e], size[k, e] = edge, first, last - first + 1
+    return chunk, low, size
+
+
+def _chunk_ranges(coords: np.ndarray, grid: ChunkGrid) -> tuple[np.ndarray, list[int]]:
+    """The lowest chunk number of the batch in each dimension, and the number of chunk numbers spanned."""
+    low, spans = [], []
+    for k, dimension in enumerate(grid.dimensions):
+        column = coords[:, k]
+        first = (int(column.min()) - dimension.origin) // dimension.length
+        last = (int(column.max()) - dimension.origin) // dimension.length
+        low.append(first)
+        spans.append(last - first + 1)
+    return np.asarray(low, dtype=np.int64), spans
+
+
+def _decode_chunks(codes: np.ndarray, low: np.ndarray, spans: list[int]) -> np.ndarray:
+    """Chunk numbers (m, d) of row-major chunk codes over ``low + [0, spans)``."""
+    chunks = np.empty((len(codes), len(spans)), dtype=np.int64)
+    rest = codes.copy()
+    for k in range(len(spans) - 1, -1, -1):
+        rest, digit = np.divmod(rest, spans[k])
+        chunks[:, k] = digit + low[k]
+    return chunks
+
+
+#: Batches of fewer cells are ordered with numpy (loading numba's compiled kernels costs about a
+#: second once per process, more than sorting such a batch).
+KERNEL_MIN_CELLS = 1 << 16
+
+
+def _order_small(
+    coords: np.ndarray, grid: ChunkGrid, low: np.ndarray, spans: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_order_by_chunk` for a small batch whose chunk codes fit in int64, in numpy (stable)."""
+    n = len(coords)
+    codes, offsets = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    for k, dimension in enumerate(grid.dimensions):
+        chunk = dimension.chunk_of(coords[:, k])
+        starts, sizes = dimension.chunk_starts(chunk), dimension.chunk_sizes(chunk)
+        offsets = offsets * sizes + (coords[:, k] - starts)
+        codes = codes * spans[k] + (chunk - low[k])
+    order = np.lexsort((offsets, codes))
+    codes = codes[order]
+    first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+    bounds = np.append(first, n).astype(np.int64)
+    return order, offsets[order], _decode_chunks(codes[first], low, spans), bounds
+
+
+def _order_by_chunk(
+    coords: np.ndarray, grid: ChunkGrid
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """Order of cells by (chunk, local offset): the order (None when the input already is in order),
+    the sorted offsets, the distinct chunks (m, d) and the bounds (m + 1) of their cells.
+
+    Chunks get one row-major code over the batch's chunk ranges when these fit in int64 (nearly
+    always). With at most ``CODES_PER_CELL`` codes per cell, a counting sort on the code orders the
+    batch; otherwise one int64 key (code times chunk volume plus offset) is sorted, or, where even that
+    does not fit, the code and offset lexicographically. Ranges too wide for one code fall back to a
+    lexicographic sort over the chunk numbers and the offset.
+    """
+    n = len(coords)
+    edge_chunk, edge_low, edge_size = _edges(grid)
+    origins = np.array([d.origin for d in grid.dimensions], dtype=np.int64)
+    lengths = np.array([d.length for d in grid.dimensions], dtype=np.int64)
+    low, spans = _chunk_ranges(coords, grid)
+    code_count = math.prod(spans)
+    if code_count >= 2**62:  # one code per chunk does not fit: offsets here, chunk numbers by numpy
+        _, offsets = cell_order.codes_and_offsets(
+            coords, origins, lengths, low, np.zeros(len(spans), np.int64), edge_chunk, edge_low, edge_size
+        )
+        chunks = [grid.dimensions[k].chunk_of(coords[:, k]) for k in range(len(spans))]
+        order = np.lexsort((offsets, *chunks[::-1]))
+        stacked = np.stack([c[order] for c in chunks], axis=1)
+        first = np.flatnonzero(np.concatenate(([True], np.any(stacked[1:] != stacked[:-1], axis=1))))
+        return order, offsets[order], stacked[first], np.append(first, n).astype(np.int64)
+    if n < KERNEL_MIN_CELLS:  # small batch: numpy, without loading the compiled kernels
+        return _order_small(coords, grid, low, spans)
+    codes, offsets = cell_order.codes_and_offsets(
+        coords, origins, lengths, low, np.asarray(spans, dtype=np.int64), edge_chunk, edge_low, edge_size
+    )
+    if cell_order.is_ordered(codes, offsets):
+        bounds = cell_order.runs_of_codes(codes)
+        return None, offsets, _decode_chunks(codes[bounds[:-1]], low, spans), bounds
+    if code_count <= max(cell_order.CODES_PER_CELL * n, 4096):
+        order, offsets, distinct, bounds = cell_order.counting_order(codes, offsets, code_count)
+        return order, offsets, _decode_chunks(distinct, low, spans), bounds
+    volume = math.prod(d.length for d in grid.dimensions)
+    if code_count * volume < 2**62:
+        order = np.argsort(codes * volume + offsets)
+    else:
+        order = np.lexsort((offsets, codes))
+    codes = codes[order]
+    bounds = cell_order.runs_of_codes(codes)
+    return order, offsets[order], _decode_chunks(codes[bounds[:-1]], low, spans), bounds
 
 
 def sort_cells(
     coords: np.ndarray, values: dict[str, np.ndarray], nulls: dict[str, np.ndarray], schema: ArraySchema
 ) -> SortedCells:
-    """Bucket cells (all inside the array range) by chunk and sort them by local offset.
-
-    One int64 sort key (chunk code times the chunk volume plus the local offset) when it fits, which
-    is nearly always; otherwise a lexicographic sort over the chunk numbers and the offset.
-    """
+    """Bucket cells (all inside the array range) by chunk and sort them by local offset."""
     grid = ChunkGrid.of(schema)
     coords = np.asarray(coords, dtype=np.int64).reshape(-1, schema.ndim)
     n = len(coords)
@@ -110,50 +199,23 @@ def sort_cells(
             nulls={k: np.asarray(v, bool) for k, v in nulls.items()},
             volumes=empty,
         )
-    chunks, offsets = [], np.zeros(n, dtype=np.int64)
-    for k, dimension in enumerate(grid.dimensions):
-        shifted = coords[:, k] - dimension.origin if dimension.origin else coords[:, k]
-        chunk = shifted // dimension.length
-        local = shifted - chunk * dimension.length
-        size: np.ndarray | int = dimension.length
-        # Only the first and last chunk of a dimension can be clipped; fix just their cells.
-        first_span, last_span = (
-            dimension.chunk_span(dimension.first_chunk),
-            dimension.chunk_span(dimension.last_chunk),
-        )
-        clipped_first = first_span[1] - first_span[0] + 1 < dimension.length
-        clipped_last = last_span[1] - last_span[0] + 1 < dimension.length
-        if clipped_first or clipped_last:
-            size = np.full(n, dimension.length, dtype=np.int64)
-            for edge, (low, high) in ((dimension.first_chunk, first_span), (dimension.last_chunk, last_span)):
-                at_edge = chunk == edge
-                if at_edge.any():
-                    local[at_edge] = coords[at_edge, k] - low
-                    size[at_edge] = high - low + 1
-        offsets = offsets * size + local
-        chunks.append(chunk)
-    coded = _chunk_codes(chunks)
-    volume = math.prod(d.length for d in grid.dimensions)
-    if coded is not None and coded[1] * volume < 2**62:
-        codes = coded[0]
-        order = np.argsort(codes * volume + offsets)
-        codes = codes[order]
-        first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-    else:
-        order = np.lexsort((offsets, *chunks[::-1]))
-        stacked = np.stack([c[order] for c in chunks], axis=1)
-        first = np.flatnonzero(np.concatenate(([True], np.any(stacked[1:] != stacked[:-1], axis=1))))
-    starts_of_chunks = order[first]
-    chunk_matrix = np.stack([c[starts_of_chunks] for c in chunks], axis=1).reshape(-1, schema.ndim)
+    order, offsets, chunk_matrix, bounds = _order_by_chunk(coords, grid)
     _, sizes = layout.box_geometry(grid, chunk_matrix)
+    if order is None:  # already in order: the columns are used as given
+        order = np.arange(n, dtype=np.int64)
+        sorted_values = {name: np.asarray(column) for name, column in values.items()}
+        sorted_nulls = {name: np.asarray(mask, dtype=bool) for name, mask in nulls.items()}
+    else:
+        sorted_values = {name: np.take(np.asarray(column), order) for name, column in values.items()}
+        sorted_nulls = {name: np.take(np.asarray(mask, dtype=bool), order) for name, mask in nulls.items()}
     return SortedCells(
         chunks=chunk_matrix,
-        bounds=np.append(first, n).astype(np.int64),
-        offsets=offsets[order],
+        bounds=bounds,
+        offsets=offsets,
         unsorted_coords=coords,
         order=order,
-        values={name: np.asarray(column)[order] for name, column in values.items()},
-        nulls={name: np.asarray(mask, dtype=bool)[order] for name, mask in nulls.items()},
+        values=sorted_values,
+        nulls=sorted_nulls,
         volumes=np.prod(sizes, axis=1).astype(np.int64),
     )
 
@@ -218,14 +280,17 @@ def _text_segment_range(
 def _sparse_rows(cells: SortedCells, selected: np.ndarray, schema: ArraySchema, version: int) -> pa.Table:
     """Fragment rows for the chunks in ``selected`` (indices), all encoded sparse, in one pass."""
     counts = np.diff(cells.bounds)[selected]
-    cell_mask = np.repeat(np.isin(np.arange(len(cells.chunks)), selected), np.diff(cells.bounds))
+    if len(selected) == len(cells.chunks):  # every chunk: the columns as they are, without a copy
+        cell_mask = slice(None)
+    else:
+        cell_mask = np.repeat(np.isin(np.arange(len(cells.chunks)), selected), np.diff(cells.bounds))
     sub_bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     columns: dict[str, pa.Array] = {}
     for k, dimension in enumerate(schema.dimension_names):
         columns[layout.chunk_column(dimension)] = pa.array(cells.chunks[selected, k], pa.int64())
     columns[layout.N_CELLS] = pa.array(counts, pa.int64())
     columns[layout.DENSE] = pa.array(np.zeros(len(selected), dtype=bool))
-    offsets = cells.offsets[cell_mask].astype(codec.OFFSET_DTYPE)
+    offsets = cells.offsets[cell_mask].astype(codec.OFFSET_DTYPE, copy=False)
     columns[layout.CELLS] = _binary_array(offsets.view(np.uint8), counts * 8)
     nbytes = counts * 8
     for attribute in schema.attributes:
@@ -289,9 +354,11 @@ def encode_sorted(
         if len(dense_members):
             encoded = [codec.encode(cells.fragment(i), int(cells.volumes[i]), dtypes) for i in dense_members]
             parts.append(layout.encoded_to_table(encoded, schema, version))
-        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:  # rows of one kind come in chunk order already
+            tables.append(parts[0])
+            continue
         sort_keys = [(layout.chunk_column(d), "ascending") for d in schema.dimension_names]
-        tables.append(table.sort_by(sort_keys))
+        tables.append(pa.concat_tables(parts).sort_by(sort_keys))
     return tables
 
 
