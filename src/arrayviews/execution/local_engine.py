@@ -106,7 +106,7 @@ def _groups(table: pa.Table, keys: Sequence[str]) -> dict[tuple, pa.Table]:
     sorted_table = table.take(pa.array(order))
     first_rows = sorted_table.select(list(keys)).take(pa.array(starts[:-1]))
     key_columns = [first_rows.column(k).to_pylist() for k in keys]
-    key_tuples = list(zip(*key_columns)) if keys else [()]
+    key_tuples = list(zip(*key_columns, strict=True)) if keys else [()]
     return {
         key: sorted_table.slice(int(starts[g]), int(starts[g + 1] - starts[g]))
         for g, key in enumerate(key_tuples)
