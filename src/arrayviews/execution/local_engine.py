@@ -69,16 +69,30 @@ def _task() -> Iterator[None]:
         ) from error
 
 
+#: Mixed-radix group codes are re-numbered densely before they could pass this bound.
+_CODE_LIMIT = 2**62
+
+
 def _group_codes(table: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, int]:
-    """Per row, the number of its group (rows sharing every key column), and the group count."""
-    columns = []
+    """Per row, the number of its group (rows sharing every key column, numbered in the
+    lexicographic order of the key values), and the group count: one ``np.unique`` per column,
+    the column codes combined into one integer (mixed radix), no per-row Python."""
+    combined = np.zeros(table.num_rows, np.int64)
+    count = 1
     for key in keys:
         values = table.column(key).to_numpy(zero_copy_only=False)
-        _, codes = np.unique(values, return_inverse=True)
-        columns.append(codes.reshape(-1))
-    stacked = np.stack(columns, axis=1) if columns else np.zeros((table.num_rows, 1), np.int64)
-    unique, codes = np.unique(stacked, axis=0, return_inverse=True)
-    return codes.reshape(-1), len(unique)
+        uniques, codes = np.unique(values, return_inverse=True)
+        radix = max(len(uniques), 1)
+        if count * radix >= _CODE_LIMIT:  # keep the combined code exact: renumber densely first
+            _, combined = np.unique(combined, return_inverse=True)
+            combined = combined.reshape(-1).astype(np.int64)
+            count = int(combined.max()) + 1 if len(combined) else 1
+        combined = combined * radix + codes.reshape(-1).astype(np.int64)
+        count *= radix
+    if not keys:
+        return combined, min(table.num_rows, 1)
+    present, codes = np.unique(combined, return_inverse=True)
+    return codes.reshape(-1), len(present)
 
 
 def _groups(table: pa.Table, keys: Sequence[str]) -> dict[tuple, pa.Table]:
@@ -87,14 +101,16 @@ def _groups(table: pa.Table, keys: Sequence[str]) -> dict[tuple, pa.Table]:
         return {}
     codes, count = _group_codes(table, keys)
     order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(count + 1))
+    sorted_codes = codes[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_codes)) + 1, [len(order)]])
     sorted_table = table.take(pa.array(order))
-    result = {}
-    for g in range(count):
-        part = sorted_table.slice(int(bounds[g]), int(bounds[g + 1] - bounds[g]))
-        key = tuple(part.column(k)[0].as_py() for k in keys)
-        result[key] = part
-    return result
+    first_rows = sorted_table.select(list(keys)).take(pa.array(starts[:-1]))
+    key_columns = [first_rows.column(k).to_pylist() for k in keys]
+    key_tuples = list(zip(*key_columns, strict=True)) if keys else [()]
+    return {
+        key: sorted_table.slice(int(starts[g]), int(starts[g + 1] - starts[g]))
+        for g, key in enumerate(key_tuples)
+    }
 
 
 def _out(result: pa.Table | None, out_schema: pa.Schema) -> pa.Table | None:

@@ -347,8 +347,12 @@ def _validate(
     stats.candidate_pairs += len(ia)
     if len(ia) == 0:
         return RESULT_SCHEMA.empty_table()
-    keys = np.stack([outer_rows.ids[ia], inner_rows.ids[ib]], axis=1)
-    _, first = np.unique(keys, axis=0, return_index=True)
+    left_ids, right_ids = outer_rows.ids[ia], inner_rows.ids[ib]
+    order = np.lexsort((right_ids, left_ids))  # stable: the first of equal pairs stays first
+    left_sorted, right_sorted = left_ids[order], right_ids[order]
+    new_pair = np.ones(len(order), bool)
+    new_pair[1:] = (left_sorted[1:] != left_sorted[:-1]) | (right_sorted[1:] != right_sorted[:-1])
+    first = order[new_pair]
     ia, ib = ia[first], ib[first]
     stats.distinct_pairs += len(ia)
     probabilities, integrals = pair_probabilities(
