@@ -160,7 +160,9 @@ class _Round:
         frame = self.view.conform_columns(frame, part)
         try:
             self.staged[part] = self.view.table.stage(
-                frame.withColumn(PART, F.lit(part).cast("long")), single_part=True
+                frame.withColumn(PART, F.lit(part).cast("long")),
+                single_part=True,
+                input_bytes=choice.estimate.bytes,
             )
         except PySparkException as error:
             raised = _raised_by_query(error)
