@@ -213,3 +213,29 @@ def test_a_handle_behind_a_property_commit_still_commits_and_keeps_the_property(
     assert fresh.current_version() == 2
     assert fresh.properties["note"] == "set elsewhere"
     assert sorted(fresh.files_by_part()) == [0, 1]
+
+
+def test_pyiceberg_runs_inline_for_local_warehouses_and_keeps_threads_once_a_remote_one_opened(
+    monkeypatch,
+) -> None:
+    """A local warehouse runs pyiceberg's metadata work in the calling thread; once a warehouse on
+    a remote file system is opened in the process, pyiceberg keeps its thread pool (network waits
+    overlap there), even if a local one is opened again."""
+    import threading
+
+    from pyiceberg.utils.concurrent import ExecutorFactory
+
+    from arrayviews.storage import inline_executor
+
+    monkeypatch.setattr(inline_executor, "_remote_opened", False)
+    monkeypatch.setattr(ExecutorFactory, "_instance", ExecutorFactory._instance)
+    open_catalog(tempfile.mkdtemp(prefix="inline-"))
+    worker = ExecutorFactory.get_or_create().submit(threading.get_ident).result()
+    assert worker == threading.get_ident()
+    inline_executor.use_threads()  # what open_catalog does for hdfs://, s3://...
+    open_catalog(tempfile.mkdtemp(prefix="inline-"))
+    executor = ExecutorFactory.get_or_create()
+    assert not isinstance(executor, inline_executor.InlineExecutor)
+    assert executor.submit(threading.get_ident).result() != threading.get_ident()
+    inline_executor._remote_opened = False  # restored by monkeypatch too; reinstall for the rest
+    inline_executor.install()

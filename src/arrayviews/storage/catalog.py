@@ -13,6 +13,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from arrayviews.model.faults import checkpoint
+from arrayviews.storage import inline_executor
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.metadata_updates import apply_updates
 
@@ -195,6 +196,10 @@ def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CAT
     inside a local warehouse.
     """
     warehouse_uri = to_uri(warehouse)
+    if warehouse_uri.startswith("file://"):
+        inline_executor.install()
+    else:
+        inline_executor.use_threads()
     fs, path = filesystem(warehouse_uri)
     fs.create_dir(path, recursive=True)
     if catalog_uri is None:
