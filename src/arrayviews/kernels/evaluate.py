@@ -389,7 +389,9 @@ class _Evaluator:
         dtype = sa.DTYPES[self.kind(node)]
         result = _blank(dtype, self.length)
         valid = np.zeros(self.length, dtype=bool)
-        remaining = active.copy()
+        # one flag per cell: ``active`` may be a constant (a CASE under ``false AND ...``), and the
+        # branches narrow it cell by cell
+        remaining = np.array(np.broadcast_to(active, (self.length,)), dtype=bool)
         for index in range(len(node.branches)):
             condition, condition_ok = self.child(node, 2 * index, remaining)
             chosen = remaining & condition_ok & condition.astype(bool, copy=False)
