@@ -70,7 +70,7 @@ class EngineCost:
     per_job: float
     per_cell: float
     per_copy: float = 4.0e-6
-    per_pair: float = 3.0e-8
+    per_pair: float = 1.5e-8
 
     def seconds(self, estimate: Estimate) -> float:
         return (
@@ -100,8 +100,8 @@ class RefreshCost:
 class CostModel:
     """Both engines' costs and the hard limits of the in-process engine."""
 
-    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7, 4.0e-6, 3.0e-8)
-    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7, 2.0e-6, 1.5e-8)
+    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7, 4.0e-6, 1.5e-8)
+    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7, 2.0e-6, 7.5e-9)
     max_local_cells: int = 20_000_000
     max_local_bytes: int = 1 << 30
     calibrated: str | None = None  # when, or None for the defaults
@@ -122,9 +122,10 @@ class CostModel:
     @staticmethod
     def from_json(text: str) -> CostModel:
         data = json.loads(text)
+        default = CostModel()  # files written before the uncertain terms existed get their defaults
         return CostModel(
-            EngineCost(**data["local"]),
-            EngineCost(**data["spark"]),
+            EngineCost(**{**asdict(default.local), **data["local"]}),
+            EngineCost(**{**asdict(default.spark), **data["spark"]}),
             int(data["max_local_cells"]),
             int(data["max_local_bytes"]),
             data.get("calibrated"),
