@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from arrayviews.execution.cost import CostModel, EngineCost
 from arrayviews.storage import uncertain_layout as ul
@@ -121,9 +122,13 @@ def test_choice_follows_the_uncertain_terms_and_is_explained(db) -> None:
         assert a.regrid({"x": 10, "y": 10}, "count(*)").explain()["executor"] == "local"
         join = a.structure_join(b, 1.0, 0.5, outer="left")
         assert join.explain()["executor"] == "spark" and "candidate pairs" in join.choice.reason
+        text = db.sql("EXPLAIN SELECT * FROM structure_join(DA, DB, 1, 0.5, OUTER left)")
+        assert "executor: spark" in text and "candidate pairs" in text and "predicted in-process" in text
     finally:
         db.executors.store_costs(default)
     assert a.structure_join(b, 1.0, 0.5, outer="left").explain()["executor"] == "local"
+    text = db.sql("EXPLAIN SELECT * FROM structure_join(DA, DB, 1, 0.5, OUTER left)")
+    assert "executor: local" in text and "tuple copies" in text
 
 
 def test_old_calibration_files_get_each_engines_default_uncertain_terms() -> None:
@@ -136,3 +141,24 @@ def test_old_calibration_files_get_each_engines_default_uncertain_terms() -> Non
     assert (loaded.local.per_copy, loaded.local.per_pair) == (default.local.per_copy, default.local.per_pair)
     assert (loaded.spark.per_copy, loaded.spark.per_pair) == (default.spark.per_copy, default.spark.per_pair)
     assert default.spark.per_copy != default.local.per_copy  # so the check above can tell them apart
+
+
+@pytest.mark.slow
+def test_calibrate_engines_stores_fitted_uncertain_terms(db) -> None:
+    from arrayviews.execution.cost import load_costs
+    from arrayviews.operators.uncertain_calibration import calibrate_engines
+
+    before = db.uncertain_arrays()
+    calibrated = calibrate_engines(db, sizes=(100, 400), repeats=1)
+    assert db.uncertain_arrays() == before  # the scratch arrays are dropped
+    stored = load_costs(db.executors.warehouse)
+    assert stored == calibrated and stored.calibrated is not None
+    for engine in ("local", "spark"):
+        samples = stored.notes["uncertain"][engine]
+        assert len(samples) == 4  # two operators at two sizes
+        # the regrid reads the outer array alone: its copies grow with the size, and it has no pairs
+        regrid_small, join_small, regrid_large, _ = samples
+        assert regrid_small[1] == 0 and join_small[1] > 0 and regrid_large[0] > regrid_small[0]
+        terms = getattr(stored, engine)
+        assert terms.per_copy > 0 and terms.per_pair > 0
+    assert db.uncertain_arrays() == before
