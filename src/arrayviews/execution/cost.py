@@ -28,6 +28,10 @@ class Estimate:
     bytes: int = 0
     chunks: int = 0
     jobs: int = 1
+    #: Uncertain operators (paper 001): stored tuple copies read, decoded and de-duplicated, and the
+    #: candidate (outer copy, inner copy) pairs a join searches and validates. Array cells stay 0.
+    copies: int = 0
+    pairs: float = 0.0
 
     def __add__(self, other: Estimate) -> Estimate:
         return Estimate(
@@ -35,9 +39,16 @@ class Estimate:
             self.bytes + other.bytes,
             self.chunks + other.chunks,
             self.jobs + other.jobs,
+            self.copies + other.copies,
+            self.pairs + other.pairs,
         )
 
     def text(self) -> str:
+        if self.copies or self.pairs:
+            work = f"{self.copies:,} tuple copies"
+            if self.pairs:
+                work += f", {self.pairs:,.0f} candidate pairs"
+            return f"{work}, {_size(self.bytes)}, {self.chunks} fragment(s)"
         return f"{self.cells:,} cells, {_size(self.bytes)}, {self.chunks} chunk(s)"
 
 
@@ -51,14 +62,24 @@ def _size(nbytes: int) -> str:
 
 @dataclass(frozen=True)
 class EngineCost:
-    """Predicted seconds of an operation on one engine: fixed + per job + per cell."""
+    """Predicted seconds of an operation on one engine: fixed + per job + per cell, and for the
+    uncertain operators per tuple copy and per candidate pair (operators/uncertain_calibration.py
+    ``calibrate_engines`` measures the last two; the defaults were measured on a 2-core machine)."""
 
     fixed: float
     per_job: float
     per_cell: float
+    per_copy: float = 4.0e-6
+    per_pair: float = 1.5e-8
 
     def seconds(self, estimate: Estimate) -> float:
-        return self.fixed + self.per_job * estimate.jobs + self.per_cell * estimate.cells
+        return (
+            self.fixed
+            + self.per_job * estimate.jobs
+            + self.per_cell * estimate.cells
+            + self.per_copy * estimate.copies
+            + self.per_pair * estimate.pairs
+        )
 
 
 @dataclass(frozen=True)
@@ -79,8 +100,8 @@ class RefreshCost:
 class CostModel:
     """Both engines' costs and the hard limits of the in-process engine."""
 
-    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7)
-    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7)
+    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7, 4.0e-6, 1.5e-8)
+    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7, 2.0e-6, 7.5e-9)
     max_local_cells: int = 20_000_000
     max_local_bytes: int = 1 << 30
     calibrated: str | None = None  # when, or None for the defaults
@@ -101,9 +122,10 @@ class CostModel:
     @staticmethod
     def from_json(text: str) -> CostModel:
         data = json.loads(text)
+        default = CostModel()  # files written before the uncertain terms existed get their defaults
         return CostModel(
-            EngineCost(**data["local"]),
-            EngineCost(**data["spark"]),
+            EngineCost(**{**asdict(default.local), **data["local"]}),
+            EngineCost(**{**asdict(default.spark), **data["spark"]}),
             int(data["max_local_cells"]),
             int(data["max_local_bytes"]),
             data.get("calibrated"),
@@ -133,6 +155,8 @@ class Choice:
             "bytes": self.estimate.bytes,
             "chunks": self.estimate.chunks,
             "jobs": self.estimate.jobs,
+            "copies": self.estimate.copies,
+            "pairs": self.estimate.pairs,
             "predicted": self.predicted,
         }
 
@@ -144,7 +168,7 @@ def choose(model: CostModel, estimate: Estimate, mode: str = "auto") -> Choice:
         raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {mode!r}")
     if mode != "auto":
         return Choice(mode, f"forced by execution={mode!r}", estimate, predicted)
-    if estimate.cells > model.max_local_cells or estimate.bytes > model.max_local_bytes:
+    if max(estimate.cells, estimate.copies) > model.max_local_cells or estimate.bytes > model.max_local_bytes:
         return Choice(
             "spark",
             f"{estimate.text()} exceed the in-process limit ({model.max_local_cells:,} cells, "

@@ -70,9 +70,10 @@ def calibrate(executors: Executors, repeats: int = 2) -> CostModel:
     cores = max(1, executors.spark.spark.sparkContext.defaultParallelism)
     spark_per_cell = max(spark_per_cell, local_per_cell / cores)
     default = CostModel()
+    kept = executors.costs  # the uncertain per-copy and per-pair terms (uncertain_calibration.py)
     model = CostModel(
-        EngineCost(local_fixed, 0.0, local_per_cell),
-        EngineCost(0.0, spark_fixed / JOBS_PER_RUN, spark_per_cell),
+        EngineCost(local_fixed, 0.0, local_per_cell, kept.local.per_copy, kept.local.per_pair),
+        EngineCost(0.0, spark_fixed / JOBS_PER_RUN, spark_per_cell, kept.spark.per_copy, kept.spark.per_pair),
         max(default.max_local_cells, min(5 * default.max_local_cells, int(10.0 / local_per_cell))),
         default.max_local_bytes,
     ).stamped({name: [[n, round(t, 6)] for n, t in points] for name, points in measured.items()})

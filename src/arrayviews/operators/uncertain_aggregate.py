@@ -30,7 +30,7 @@ from arrayviews.kernels.exact_sum import ExactSumError
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
 from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
-from arrayviews.operators.uncertain_engine import check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_engine import AGGREGATE_JOBS, check_engine, choose_engine, read_estimate
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
@@ -303,7 +303,7 @@ class UncertainAggregate:
         return cls(array, blocks, kept, names, calls, cls._threshold(schema, threshold), engine)
 
     def _estimate(self):
-        return read_estimate(self.array.table, self.array.version)
+        return read_estimate(self.array.table, self.array.version, jobs=AGGREGATE_JOBS)
 
     def choose(self) -> Choice:
         """Which engine runs the aggregate, and why (from metadata; nothing is read)."""

@@ -9,6 +9,7 @@ bivariate integral and the join pair costs. The scratch arrays are dropped after
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 
@@ -154,3 +155,78 @@ def calibrate(db, seed: int = 0, repeats: int = 5) -> tuple[UnitCosts, dict]:
         "pair_per_candidate": pair_cost,
     }
     return units, raw
+
+
+def calibrate_engines(db, sizes: tuple[int, int] = (1000, 4000), repeats: int = 2, seed: int = 0):
+    """Measure the executor cost model's uncertain terms (``EngineCost.per_copy`` and ``per_pair``)
+    on both engines and store them with the database's calibrated costs (``execution.json``).
+
+    At each of two sizes a scratch store-multiple array (k = 1) and a store-mean array three times
+    larger are regridded and structure-joined on each engine; what the array terms already predict
+    (fixed, per job) is subtracted, and a non-negative least-squares fit of the rest over the
+    estimate's copies and pairs gives the two per-unit costs. The scratch arrays are dropped."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(seed)
+    schema = "{name}<v:float64>[x=0:119:20; y=0:79:20]"
+    samples: dict[str, list[tuple[int, float, float]]] = {"local": [], "spark": []}
+    model = db.executors.costs
+
+    def tuples(n: int) -> dict:
+        sigmas = rng.lognormal(np.log(0.3), 0.6, (n, 2))
+        return {
+            "x": rng.uniform(0, 120, n),
+            "y": rng.uniform(0, 80, n),
+            "x_sigma": sigmas[:, 0],
+            "y_sigma": sigmas[:, 1],
+            "v": rng.normal(size=n),
+        }
+
+    created = []
+    try:
+        for n in sizes:
+            tag = uuid.uuid4().hex[:8]
+            outer = db.create_uncertain_array(
+                schema.format(name=f"calibration_a_{tag}"), scheme="store-multiple", step=1
+            )
+            created.append(outer)
+            outer.insert(tuples(n))
+            inner = db.create_uncertain_array(schema.format(name=f"calibration_b_{tag}"), scheme="store-mean")
+            created.append(inner)
+            inner.insert(tuples(3 * n))
+            operations = (
+                lambda e: outer.regrid({"x": 10, "y": 10}, "count(*)", "sum(v)", engine=e),  # noqa: B023
+                lambda e: outer.structure_join(inner, 1.0, 0.5, engine=e, outer="left"),  # noqa: B023
+            )
+            for make in operations:
+                for engine in ("local", "spark"):
+                    estimate = make(engine).choose().estimate
+                    make(engine).to_arrow()  # warm-up
+                    best = math.inf
+                    for _ in range(repeats):
+                        started = time.perf_counter()
+                        make(engine).to_arrow()
+                        best = min(best, time.perf_counter() - started)
+                    terms = model.local if engine == "local" else model.spark
+                    rest = max(0.0, best - terms.fixed - terms.per_job * estimate.jobs)
+                    samples[engine].append((estimate.copies, estimate.pairs, rest))
+    finally:
+        for array in created:
+            db.drop_uncertain_array(array.name)
+    fitted = {}
+    for engine, points in samples.items():
+        design = np.array([[c, p] for c, p, _ in points], np.float64)
+        (per_copy, per_pair), _ = nnls(design, np.array([t for _, _, t in points]))
+        fitted[engine] = (max(per_copy, 1e-9), max(per_pair, 1e-11))
+    calibrated = replace(
+        model,
+        local=replace(model.local, per_copy=fitted["local"][0], per_pair=fitted["local"][1]),
+        spark=replace(model.spark, per_copy=fitted["spark"][0], per_pair=fitted["spark"][1]),
+    )
+    notes = {
+        **model.notes,
+        "uncertain": {e: [[c, p, round(t, 6)] for c, p, t in s] for e, s in samples.items()},
+    }
+    calibrated = calibrated.stamped(notes)
+    db.executors.store_costs(calibrated)
+    return calibrated

@@ -13,18 +13,28 @@ from arrayviews.model.errors import ValidationError
 ENGINES = ("auto", "spark", "local")
 
 
-def read_estimate(table, version: int, chunk_ranges=None, jobs: int = 1) -> Estimate:
-    """Copies, bytes and fragments a read of ``version`` (``chunk_ranges`` of chunks) touches.
+#: Spark jobs one run of an uncertain operator starts (counted with Spark's status tracker on the
+#: operators' Spark plans: the aggregate maps, groups and collects in one job chain; the structure
+#: join routes the outer side, cogroups with the inner side and collects).
+AGGREGATE_JOBS = 2
+JOIN_JOBS = 3
 
-    The copies are the version's total (the summary property; a bound when ranges are given)."""
+
+def read_estimate(table, version: int, chunk_ranges=None, jobs: int = 1) -> Estimate:
+    """Tuple copies, bytes and fragments a read of ``version`` (``chunk_ranges`` of chunks) touches.
+
+    The copies are the version's total (the summary property; a bound when ranges are given). They
+    are priced per copy (``EngineCost.per_copy``), not as array cells: an uncertain copy costs a
+    decode, a duplicate check and the closed-form kernels, far more than a cell of a dense chunk."""
     if version == 0:
         return Estimate(jobs=jobs)
     files = table.array.data_files(version, chunk_ranges)
     return Estimate(
-        table.copies_at(version),
+        0,
         sum(f.file_size_in_bytes for f in files),
         sum(f.record_count for f in files),
         jobs,
+        copies=table.copies_at(version),
     )
 
 

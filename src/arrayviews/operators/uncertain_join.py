@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,7 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema
-from arrayviews.operators.uncertain_engine import check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, choose_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
 from arrayviews.storage import layout
@@ -218,6 +218,23 @@ def inner_walks_from_metadata(inner: Side) -> tuple[np.ndarray, np.ndarray]:
         low_walk[k] = max(0, int((starts[:, k] + sizes[:, k] - 1 - lowest).max()))
         high_walk[k] = max(0, int((highest - starts[:, k]).max()))
     return low_walk, high_walk
+
+
+def expected_pairs(outer: Side, inner: Side, delta: float) -> float:
+    """Candidate (outer copy, inner copy) pairs the join searches, from metadata only: every outer
+    copy's candidate box (its cell widened by the outer step, or for store-mean by the outer's widest
+    fence walk, Prop. 4.2 / 4.3; then by delta and the inner walks, clipped to the inner domain)
+    times the inner array's copies per cell (uniform density)."""
+    outer_copies = outer.table.copies_at(outer.version) if outer.version else 0
+    inner_copies = inner.table.copies_at(inner.version) if inner.version else 0
+    if outer_copies == 0 or inner_copies == 0:
+        return 0.0
+    own_low, own_high = inner_walks_from_metadata(outer)  # k_A, or the outer's widest fence walk
+    low_walk, high_walk = inner_walks_from_metadata(inner)
+    reach = math.ceil(delta)
+    domain = np.array([d.high - d.low + 1 for d in inner.schema.dimensions], np.float64)
+    box = np.minimum(domain, 1 + own_low + own_high + 2 * reach + low_walk + high_walk)
+    return float(outer_copies * np.prod(box) * inner_copies / np.prod(domain))
 
 
 def candidate_boxes(
@@ -575,9 +592,10 @@ class StructureJoin:
         baselines (``bnl``, ``index``) always run in-process."""
         if self.choice is None:
             outer, inner, _ = self._sides()
-            estimate = read_estimate(outer.table, outer.version) + read_estimate(
+            estimate = read_estimate(outer.table, outer.version, jobs=JOIN_JOBS) + read_estimate(
                 inner.table, inner.version, jobs=0
             )
+            estimate = replace(estimate, pairs=expected_pairs(outer, inner, self.delta))
             if self.method != "sbj":
                 reason = f"method {self.method} is an in-process baseline"
                 self.choice = Choice("local", reason, estimate, {})
