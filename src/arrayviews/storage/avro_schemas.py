@@ -75,6 +75,15 @@ def resolve_reader(
     return found[0]
 
 
+def read_header(self: avro_file.AvroFile):
+    """An Avro file's header, read with one reader tree of the fixed header schema built once
+    (pyiceberg builds it again for every file it opens)."""
+    reader = _kept(
+        ("header",), lambda: avro_file.construct_reader(avro_file.META_SCHEMA, {-1: avro_file.AvroFileHeader})
+    )
+    return reader.read(self.decoder)
+
+
 def _kept(key: tuple, build, *held):
     with _lock:
         found = _writers.get(key)
@@ -116,6 +125,7 @@ def iceberg_to_avro(self: AvroSchemaConversion, schema, schema_name=None):
 def install() -> None:
     """Make pyiceberg's Avro reads and writes in this process use the kept schemas and trees."""
     avro_file.AvroFileHeader.get_schema = get_schema
+    avro_file.AvroFile._read_header = read_header
     avro_file.resolve_reader = resolve_reader
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
@@ -129,6 +139,7 @@ __all__ = [
     "get_schema",
     "install",
     "iceberg_to_avro",
+    "read_header",
     "resolve_reader",
     "resolve_writer",
 ]

@@ -9,8 +9,7 @@ from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import bindparam, event, select, update
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage import inline_executor
@@ -30,6 +29,11 @@ class _Catalog(SqlCatalog):
     commits that do not deep-copy the table's metadata (``storage.metadata_updates``)."""
 
     metadata_loads = 0
+
+    def __init__(self, name: str, **properties: str) -> None:
+        super().__init__(name, **properties)
+        if self.engine.dialect.name == "sqlite":
+            _write_ahead_log(self.engine)
 
     @staticmethod
     def _write_metadata(metadata, io, metadata_path: str) -> None:
@@ -111,16 +115,24 @@ class _Catalog(SqlCatalog):
 
     def load_tables(self, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:
         """Every table of ``namespace`` loaded with one catalog query (not one per table): each
-        identifier with its table, or the error that loading it raised (a broken table)."""
-        if not self.namespace_exists(namespace):
+        identifier with its table, or the error that loading it raised (a broken table). The
+        statement is built once, run on a plain connection (no ORM session), and the namespace
+        is looked up only when it holds no table (every maintenance pass lists its namespace)."""
+        statement = self.__dict__.get("_namespace_statement")
+        if statement is None:
+            statement = select(
+                IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
+            ).where(
+                IcebergTables.catalog_name == bindparam("catalog"),
+                IcebergTables.table_namespace == bindparam("namespace"),
+            )
+            if (type_filter := self._iceberg_type_filter()) is not None:
+                statement = statement.where(type_filter)
+            self.__dict__["_namespace_statement"] = statement
+        with self.engine.connect() as connection:
+            rows = connection.execute(statement, {"catalog": self.name, "namespace": namespace}).all()
+        if not rows and not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"Namespace does not exist: {namespace}")
-        statement = select(IcebergTables).where(
-            IcebergTables.catalog_name == self.name, IcebergTables.table_namespace == namespace
-        )
-        if (type_filter := self._iceberg_type_filter()) is not None:
-            statement = statement.where(type_filter)
-        with Session(self.engine) as session:
-            rows = list(session.scalars(statement))
         found: list[tuple[tuple[str, ...], Table | Exception]] = []
         for row in rows:
             identifier = Catalog.identifier_to_tuple(row.table_namespace) + (row.table_name,)
@@ -186,6 +198,31 @@ class _Catalog(SqlCatalog):
             staged.io.delete(staged.metadata_location)
             return None
         return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
+
+
+def _write_ahead_log(engine) -> None:
+    """SQLite catalog connections in write-ahead-log mode with normal synchronisation.
+
+    A commit then appends to the log file instead of rewriting the database through a rollback
+    journal, and readers (another process listing tables, say) read the last committed state while
+    a writer works instead of waiting on its lock. Normal synchronisation does not flush to the
+    disk at every commit: a committed swap survives the committing process being killed at any
+    point (it is in the operating system's hands once the commit returns), and only an operating
+    system crash or power loss can lose the last swaps, which then roll back whole, as the data and
+    metadata files written before them (never flushed by their writers either) may be lost too.
+    The log needs shared memory beside the database file, so every process of one SQLite catalog
+    runs on one machine (a shared catalog across machines is a SQL server: ``catalog_uri``)."""
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(connection, _record) -> None:
+        cursor = connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    engine.dispose()  # connections made while creating the catalog's tables lack the settings
 
 
 def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:

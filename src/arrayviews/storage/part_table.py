@@ -39,6 +39,7 @@ from pyspark.sql import types as T
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
+from arrayviews.storage import recent_parts
 from arrayviews.storage.catalog import ensure_namespace, load_tables
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.expiry import ExpireResult
@@ -237,11 +238,13 @@ STAGED_SCHEMA = pa.schema(
 
 
 def part_writer(
-    directory: str, arrow_schema: pa.Schema, token: str, target_bytes: int
+    directory: str, arrow_schema: pa.Schema, token: str, target_bytes: int, keep_rows: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The task function of staging (here and in Spark tasks): rows arrive sorted by part; each run
     of one part becomes a file (split past ``target_bytes``). Reports (uri, part, rows, bytes) per
-    file and one row with a null uri counting the rows that had no part."""
+    file and one row with a null uri counting the rows that had no part. With ``keep_rows`` (staging
+    in the process that will read the parts next) the rows written stay in memory
+    (``storage.recent_parts``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         reports: list[tuple[str | None, int | None, int, int]] = []
@@ -254,6 +257,8 @@ def part_writer(
             table = pa.concat_tables(pending)
             uri = new_data_file_uri(directory, prefix=f"{token}-")
             reports.append((uri, pending_part, table.num_rows, write_parquet(table, uri)))
+            if keep_rows:
+                recent_parts.remember(uri, table)
 
         for batch in batches:
             table = conform(batch, arrow_schema)
@@ -557,7 +562,7 @@ class PartTable(VersionedTable):
         files, one part per file, in this process: no Spark job for a small batch. Same files,
         checks and cleanup as staging by Spark (``execution.part_jobs``)."""
         token = uuid.uuid4().hex[:12]
-        run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes)
+        run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes, keep_rows=True)
         ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
         try:
             reports = pa.Table.from_batches(list(run(iter(ordered.to_batches()))), schema=STAGED_SCHEMA)

@@ -12,6 +12,7 @@ import pyarrow as pa
 from arrayviews.execution.local_sql import CannotRunLocally, run_sql
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import PartQuery
+from arrayviews.storage import recent_parts
 from arrayviews.storage.files import read_parquet_files
 from arrayviews.storage.part_table import PartTable, StagedFile
 from arrayviews.streams import exact_sums
@@ -28,7 +29,10 @@ class Input:
 
 
 def read_input(source: Input) -> pa.Table:
-    rows = read_parquet_files(list(source.uris), schema=source.table.arrow_schema)
+    schema = source.table.arrow_schema
+    rows = recent_parts.recall(source.uris, schema)
+    if rows is None:
+        rows = read_parquet_files(list(source.uris), schema=schema)
     return rows if source.keep_part else rows.drop_columns([PART])
 
 
