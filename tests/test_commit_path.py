@@ -99,6 +99,11 @@ def _pyiceberg_alone(monkeypatch) -> None:
     (for a reference decode)."""
     monkeypatch.setattr(avro_file.AvroFileHeader, "get_schema", _original_get_schema)
     monkeypatch.setattr(avro_file, "resolve_reader", avro_schemas._resolve_reader)
+    monkeypatch.setattr(avro_file.AvroFile, "_read_header", _original_read_header)
+
+
+def _original_read_header(self):
+    return avro_file.construct_reader(avro_file.META_SCHEMA, {-1: avro_file.AvroFileHeader}).read(self.decoder)
 
 
 def _original_get_schema(header):
@@ -239,3 +244,27 @@ def test_pyiceberg_runs_inline_for_local_warehouses_and_keeps_threads_once_a_rem
     assert executor.submit(threading.get_ident).result() != threading.get_ident()
     inline_executor._remote_opened = False  # restored by monkeypatch too; reinstall for the rest
     inline_executor.install()
+
+
+def test_a_catalog_reads_while_another_connection_holds_the_write_lock() -> None:
+    """The SQLite catalog runs in write-ahead-log mode: a writer in the middle of a commit does not
+    block a reader (with a rollback journal the load below waits out the busy timeout and fails
+    with "database is locked")."""
+    import sqlite3
+    import time
+
+    table = _create()
+    table.commit(table.stage_local(_rows([0], 0)), operation="add", expected_version=0)
+    writer = sqlite3.connect(f"{WAREHOUSE}/catalog.db", timeout=0.1)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("UPDATE iceberg_tables SET previous_metadata_location = previous_metadata_location")
+        started = time.perf_counter()
+        reader = PartTable.open(CATALOGS[1], "views", table.name)
+        assert reader.current_version() == 1
+        assert time.perf_counter() - started < 2.0
+    finally:
+        writer.rollback()
+        writer.close()
+    with CATALOGS[0].engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

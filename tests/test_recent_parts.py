@@ -1,0 +1,151 @@
+"""Rows of part files this process wrote are served from memory (storage/recent_parts.py) only when
+they equal what the file holds, read back by pyarrow; otherwise the file is read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import tempfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import types as T
+
+from arrayviews.model.names import PART
+from arrayviews.storage import recent_parts
+from arrayviews.storage.catalog import open_catalog
+from arrayviews.storage.files import filesystem
+from arrayviews.storage.part_table import PartTable
+from arrayviews.streams.local_step import Input, read_input
+
+WAREHOUSE = tempfile.mkdtemp(prefix="recent-parts-")
+CATALOG = open_catalog(WAREHOUSE)
+SCHEMA = T.StructType(
+    [
+        T.StructField("ts", T.TimestampType()),
+        T.StructField("k", T.IntegerType()),
+        T.StructField("v", T.DoubleType()),
+        T.StructField("s", T.StringType()),
+    ]
+)
+NAMES = itertools.count()
+
+
+def _create() -> PartTable:
+    name = f"recent_{next(NAMES)}"
+    return PartTable.create(CATALOG, "views", name, SCHEMA, 60, "viewdf", {"definition": "SELECT 1"})
+
+
+def _from_file(uri: str, schema: pa.Schema) -> pa.Table:
+    """The reference: the file as pyarrow reads it back, in the table's schema."""
+    fs, path = filesystem(uri)
+    return pq.read_table(path, filesystem=fs, schema=schema)
+
+
+values = st.floats(allow_nan=True, allow_infinity=True) | st.none()
+texts = st.text(max_size=8) | st.none()
+times = st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2200, 1, 1)) | st.none()
+ints = st.integers(-(2**31), 2**31 - 1) | st.none()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(times, ints, values, texts, st.integers(0, 3)), min_size=1, max_size=40))
+def test_rows_kept_for_each_staged_file_equal_the_file_read_back(rows) -> None:
+    table = _create()
+    schema = table.arrow_schema
+    batch = pa.table(
+        {
+            "ts": pa.array(
+                [None if r[0] is None else r[0].replace(tzinfo=dt.timezone.utc) for r in rows],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "k": pa.array([r[1] for r in rows], pa.int32()),
+            "v": pa.array([r[2] for r in rows], pa.float64()),
+            "s": pa.array([r[3] for r in rows], pa.string()),
+            PART: pa.array([r[4] for r in rows], pa.int64()),
+        }
+    )
+    staged = table.stage_local(batch)
+    assert sorted({s.part for s in staged}) == sorted({r[4] for r in rows})
+    for file in staged:
+        kept = recent_parts.recall([file.uri], schema)
+        assert kept is not None
+        assert kept.equals(_from_file(file.uri, schema))
+    uris = [s.uri for s in staged]
+    together = recent_parts.recall(uris, schema)
+    assert together.equals(pa.concat_tables([_from_file(u, schema) for u in uris]))
+    # what a maintenance step reads: the kept rows, the part column dropped as the file read would
+    source = Input(table, tuple(uris))
+    assert read_input(source).equals(together.drop_columns([PART]))
+    table.discard(staged)
+
+
+def test_files_this_process_did_not_write_lately_are_read_from_the_files() -> None:
+    table = _create()
+    rows = pa.table(
+        {
+            "ts": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+            "k": pa.array([1, 2], pa.int32()),
+            "v": pa.array([0.5, None], pa.float64()),
+            "s": pa.array(["a", None], pa.string()),
+            PART: pa.array([3, 4], pa.int64()),
+        }
+    )
+    staged = table.stage_local(rows)
+    uris = tuple(s.uri for s in staged)
+    recent_parts.forget()
+    misses = recent_parts.misses
+    assert recent_parts.recall(uris, table.arrow_schema) is None
+    read = read_input(Input(table, uris, keep_part=True))
+    assert recent_parts.misses == misses + 2
+    assert read.equals(pa.concat_tables([_from_file(u, table.arrow_schema) for u in uris]))
+    # one file kept and one not: the whole read goes to the files
+    more = table.stage_local(rows.slice(0, 1))
+    assert recent_parts.recall((more[0].uri, uris[0]), table.arrow_schema) is None
+    table.discard([*staged, *more])
+
+
+def test_a_read_in_another_schema_goes_to_the_file() -> None:
+    table = _create()
+    rows = pa.table(
+        {
+            "ts": pa.array([None], pa.timestamp("us", tz="UTC")),
+            "k": pa.array([1], pa.int32()),
+            "v": pa.array([0.5], pa.float64()),
+            "s": pa.array(["a"], pa.string()),
+            PART: pa.array([3], pa.int64()),
+        }
+    )
+    (staged,) = table.stage_local(rows)
+    other = table.arrow_schema.set(1, pa.field("k", pa.int64()))
+    assert recent_parts.recall([staged.uri], other) is None
+    assert recent_parts.recall([staged.uri], table.arrow_schema) is not None
+    table.discard([staged])
+
+
+def test_the_kept_rows_stay_within_their_byte_budget(monkeypatch) -> None:
+    monkeypatch.setattr(recent_parts, "KEPT_BYTES", 40_000)
+    monkeypatch.setattr(recent_parts, "LARGEST_KEPT", 20_000)
+    recent_parts.forget()
+    table = _create()
+    staged = []
+    for part in range(12):
+        n = 300
+        rows = pa.table(
+            {
+                "ts": pa.array([None] * n, pa.timestamp("us", tz="UTC")),
+                "k": pa.array(range(n), pa.int32()),
+                "v": pa.array([float(part)] * n, pa.float64()),
+                "s": pa.array(["x"] * n, pa.string()),
+                PART: pa.array([part] * n, pa.int64()),
+            }
+        )
+        staged.extend(table.stage_local(rows))
+        assert recent_parts._kept_bytes <= 40_000
+    kept = [s for s in staged if recent_parts.recall([s.uri], table.arrow_schema) is not None]
+    assert 0 < len(kept) < len(staged)
+    assert kept == staged[-len(kept) :]  # the newest are kept, the oldest dropped first
+    recent_parts.forget()
+    table.discard(staged)
