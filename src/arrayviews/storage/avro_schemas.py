@@ -84,6 +84,24 @@ def read_header(self: avro_file.AvroFile):
     return reader.read(self.decoder)
 
 
+def write_header(self: avro_file.AvroOutputFile) -> None:
+    """pyiceberg's header of an Avro file written, with the JSON of its schema made once per
+    schema (pyiceberg serializes it again for every file)."""
+    from pyiceberg.table import TableProperties
+
+    codec = self.metadata.get(avro_file.AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
+    codec = avro_file.CODEC_MAPPING_ICEBERG_TO_AVRO.get(codec) or codec
+    schema, name = self.file_schema, self.schema_name
+    text = _kept(
+        ("json", id(schema), name),
+        lambda: json.dumps(AvroSchemaConversion().iceberg_to_avro(schema, schema_name=name)),
+        schema,
+    )
+    meta = {**self.metadata, _SCHEMA_KEY: text, avro_file.AVRO_CODEC_KEY: codec}
+    header = avro_file.AvroFileHeader(avro_file.MAGIC, meta, self.sync_bytes)
+    construct_writer(avro_file.META_SCHEMA).write(self.encoder, header)
+
+
 def _kept(key: tuple, build, *held):
     with _lock:
         found = _writers.get(key)
@@ -126,6 +144,7 @@ def install() -> None:
     """Make pyiceberg's Avro reads and writes in this process use the kept schemas and trees."""
     avro_file.AvroFileHeader.get_schema = get_schema
     avro_file.AvroFile._read_header = read_header
+    avro_file.AvroOutputFile._write_header = write_header
     avro_file.resolve_reader = resolve_reader
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
@@ -142,4 +161,5 @@ __all__ = [
     "read_header",
     "resolve_reader",
     "resolve_writer",
+    "write_header",
 ]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.io import load_file_io
-from pyiceberg.serializers import FromInputFile
+from pyiceberg.serializers import Compressor, FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
+from pyiceberg.utils.config import Config
 from sqlalchemy import bindparam, event, select, update
 
 from arrayviews.model.faults import checkpoint
@@ -37,7 +40,11 @@ class _Catalog(SqlCatalog):
 
     @staticmethod
     def _write_metadata(metadata, io, metadata_path: str) -> None:
-        SqlCatalog._write_metadata(metadata, io, metadata_path)
+        # pyiceberg's writer, with its configuration read once per process (pyiceberg reads its
+        # configuration file and environment again for every metadata file it writes)
+        text = metadata.model_dump_json(exclude_none=not _legacy_snapshot_id()).encode("utf-8")
+        with io.new_output(metadata_path).create(overwrite=False) as stream:
+            stream.write(Compressor.get_compressor(metadata_path).bytes_compressor()(text))
         checkpoint("catalog.metadata-written")
 
     def _update_and_stage_table(self, current_table, table_identifier, requirements, updates) -> StagedTable:
@@ -142,11 +149,13 @@ class _Catalog(SqlCatalog):
                 found.append((identifier, error))
         return found
 
-    def _keep(self, metadata_location: str, metadata, size: int) -> None:
+    def _keep(self, metadata_location: str, metadata, size: int, io=None) -> None:
         kept = self.__dict__.setdefault("_metadata_kept", {})
         if len(kept) >= METADATA_KEPT:
             kept.pop(next(iter(kept)))
-        kept[metadata_location] = (metadata, self._load_file_io(metadata.properties, metadata_location), size)
+        if io is None:
+            io = self._load_file_io(metadata.properties, metadata_location)
+        kept[metadata_location] = (metadata, io, size)
 
     def commit_table(self, table, requirements, updates):
         # The metadata this process just wrote is kept as written, so the next load of the table
@@ -155,8 +164,10 @@ class _Catalog(SqlCatalog):
         if response is None:
             response = super().commit_table(table, requirements, updates)
         location = response.metadata_location
-        file = load_file_io(properties=self.properties, location=location).new_input(location)
-        self._keep(location, response.metadata, len(file))
+        # the table's file IO serves the new metadata too unless the commit changed its properties
+        same_io = response.metadata.properties == table.metadata.properties
+        io = table.io if same_io else self._load_file_io(response.metadata.properties, location)
+        self._keep(location, response.metadata, len(io.new_input(location)), io)
         return response
 
     def _commit_on_loaded(self, table, requirements, updates) -> CommitTableResponse | None:
@@ -182,22 +193,41 @@ class _Catalog(SqlCatalog):
         name = Catalog.table_name_from(identifier)
         staged = self._update_and_stage_table(table, identifier, requirements, updates)
         self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
-        swap = (
-            update(IcebergTables)
-            .where(
-                IcebergTables.catalog_name == self.name,
-                IcebergTables.table_namespace == namespace,
-                IcebergTables.table_name == name,
-                IcebergTables.metadata_location == location,
+        swap = self.__dict__.get("_swap_statement")
+        if swap is None:
+            swap = (
+                update(IcebergTables)
+                .where(
+                    IcebergTables.catalog_name == bindparam("catalog"),
+                    IcebergTables.table_namespace == bindparam("namespace"),
+                    IcebergTables.table_name == bindparam("name"),
+                    IcebergTables.metadata_location == bindparam("expected"),
+                )
+                .values(
+                    metadata_location=bindparam("location"), previous_metadata_location=bindparam("expected")
+                )
             )
-            .values(metadata_location=staged.metadata_location, previous_metadata_location=location)
-        )
+            self.__dict__["_swap_statement"] = swap
+        values = {
+            "catalog": self.name,
+            "namespace": namespace,
+            "name": name,
+            "expected": location,
+            "location": staged.metadata_location,
+        }
         with self.engine.begin() as connection:
-            swapped = connection.execute(swap).rowcount
+            swapped = connection.execute(swap, values).rowcount
         if swapped < 1:
             staged.io.delete(staged.metadata_location)
             return None
         return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
+
+
+@functools.cache
+def _legacy_snapshot_id() -> bool:
+    """pyiceberg's ``legacy-current-snapshot-id`` setting (a table without a snapshot written with
+    ``current-snapshot-id: -1``), read once per process."""
+    return bool(Config().get_bool("legacy-current-snapshot-id"))
 
 
 def _write_ahead_log(engine) -> None:
