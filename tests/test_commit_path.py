@@ -268,3 +268,57 @@ def test_a_catalog_reads_while_another_connection_holds_the_write_lock() -> None
         writer.close()
     with CATALOGS[0].engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+class _NoMerging:
+    """A snapshot producer stand-in that fails the test if the merge manager writes a manifest."""
+
+    snapshot_id = 1
+
+    def spec(self, spec_id):
+        raise AssertionError("pyiceberg merged")
+
+    def new_manifest_writer(self, spec):
+        raise AssertionError("pyiceberg merged")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4_000), st.sampled_from([0, 0, 0, 1])), min_size=1, max_size=60),
+    st.integers(2, 70),
+    st.sampled_from([5_000, 20_000, 200_000]),
+)
+def test_merge_is_skipped_only_when_pyiceberg_would_return_the_manifests_unchanged(
+    manifests, min_count, target
+) -> None:
+    """``snapshots.merge_keeps`` against pyiceberg's own merge manager: whenever it says the
+    manifests stay as they are, pyiceberg's merging returns exactly them, in their order, without
+    writing a manifest."""
+    from pyiceberg.manifest import ManifestContent, ManifestFile
+    from pyiceberg.table.update.snapshot import _ManifestMergeManager
+
+    from arrayviews.storage.snapshots import merge_keeps
+
+    data = [
+        ManifestFile.from_args(
+            manifest_path=f"m{i}.avro",
+            manifest_length=length,
+            partition_spec_id=spec,
+            content=ManifestContent.DATA,
+            sequence_number=i,
+            min_sequence_number=i,
+            added_snapshot_id=i,
+        )
+        for i, (length, spec) in enumerate(manifests)
+    ]
+    manager = _ManifestMergeManager(target, min_count, True, _NoMerging())
+    if merge_keeps(data, target, min_count, True):
+        assert [m.manifest_path for m in manager.merge_manifests(data)] == [m.manifest_path for m in data]
+    elif (
+        len({spec for _, spec in manifests}) == 1
+        and len(data) >= min_count
+        and sum(length for length, _ in manifests) <= target
+    ):
+        with pytest.raises(AssertionError, match="pyiceberg merged"):
+            manager.merge_manifests(data)  # one bin of min_count or more manifests is merged
+    assert merge_keeps(data, target, min_count, False)

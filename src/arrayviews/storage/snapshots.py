@@ -12,6 +12,7 @@ state (cheap for arrayviews' writes) or gives up with CommitConflictError naming
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 
@@ -164,13 +165,47 @@ def _bound_manifests(producer, transaction: Transaction) -> None:
         snapshot_producer=producer,
     )
 
-    def merged(manifests):
-        data = [m for m in manifests if m.content == ManifestContent.DATA]
-        deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
-        return manager.merge_manifests(data) + deletes
-
     producer._existing_manifests = live_existing
-    producer._process_manifests = merged
+    producer._process_manifests = functools.partial(_merged, manager)
+
+
+def _merged(manager: _ManifestMergeManager, manifests: list) -> list:
+    """The manifests of a new snapshot after ``manager``'s merging (data manifests, then delete
+    manifests, as pyiceberg orders them), without asking it when it would merge nothing."""
+    data = [m for m in manifests if m.content == ManifestContent.DATA]
+    deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
+    if merge_keeps(data, manager._target_size_bytes, manager._min_count_to_merge, manager._merge_enabled):
+        return data + deletes
+    return manager.merge_manifests(data) + deletes
+
+
+def merge_keeps(data: list, target_size_bytes: int, min_count_to_merge: int, merge_enabled: bool) -> bool:
+    """Whether pyiceberg's manifest merging (``_ManifestMergeManager.merge_manifests``) returns
+    the data manifests ``data`` as they are: merging is off, or they share one partition spec and
+    fit one bin of the target size (so its packing makes one bin, which holds the new manifest,
+    and such a bin is merged only from ``min_count_to_merge`` manifests up). Its packing and
+    grouping cost more than a step's other manifest work, for a merge that happens once in a
+    hundred commits."""
+    if not merge_enabled or not data:
+        return True
+    return (
+        len({m.partition_spec_id for m in data}) == 1
+        and len(data) < min_count_to_merge
+        and sum(m.manifest_length for m in data) <= target_size_bytes
+    )
+
+
+def _append_producer(update):
+    """pyiceberg's merging append, which asks its merge manager only when it would merge."""
+    producer = update.merge_append()
+    manager = _ManifestMergeManager(
+        target_size_bytes=producer._target_size_bytes,
+        min_count_to_merge=producer._min_count_to_merge,
+        merge_enabled=producer._merge_enabled,
+        snapshot_producer=producer,
+    )
+    producer._process_manifests = functools.partial(_merged, manager)
+    return producer
 
 
 class _Transaction(Transaction):
@@ -261,7 +296,7 @@ def stage_snapshot(
         _serialize_evaluators(producer)
         _bound_manifests(producer, transaction)
     else:
-        producer = update.merge_append()
+        producer = _append_producer(update)
     with producer as snapshot:
         for data_file in removed:
             snapshot.delete_data_file(data_file)
