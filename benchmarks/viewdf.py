@@ -220,13 +220,14 @@ def naive_local(bench: Bench, stream, newest: int, scope: int, into=None) -> flo
 
     from arrayviews.execution.local_sql import run_sql
     from arrayviews.model.names import PART
-    from arrayviews.storage.files import read_parquet_files
+    from arrayviews.streams.local_step import Input, read_input
     from arrayviews.streams.part_files import part_files
 
     start = time.perf_counter()
     table = stream.table
     files = part_files(table, newest - scope + 1, newest)
-    rows = read_parquet_files([f.uri for f in files], schema=table.arrow_schema)
+    # read as a ViewDF step reads: rows this process wrote lately come from memory
+    rows = read_input(Input(table, tuple(f.uri for f in files), keep_part=True))
     result = run_sql(naive_pattern_sql(newest, scope), {"rows": rows})
     if into is None:
         pq.write_table(result, bench.scratch + "/naive_local.parquet")

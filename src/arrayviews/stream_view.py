@@ -18,6 +18,7 @@ from arrayviews.model.names import HELPER_SUFFIX, check_identifier
 from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
+from arrayviews.streams.bounded_history import KEEP_VERSIONS
 from arrayviews.streams.columns import check_update_columns
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.history import maintenance_history
@@ -307,6 +308,17 @@ class StreamView:
                 value=parts,
             )
         self._handle.table.set_properties(**{rel.LATENESS: str(parts)})
+
+    def set_keep_versions(self, versions: int) -> None:
+        """Change how many of its newest versions the view keeps (100 by default): older ones are
+        expired after a maintenance pass once it holds half as many again (``streams.bounded_history``)."""
+        if isinstance(versions, bool) or not isinstance(versions, int) or versions < 1:
+            raise ValidationError(
+                f"view {self.name}: the versions kept are a number >= 1, got {versions!r}",
+                array=self.name,
+                value=versions,
+            )
+        self._handle.table.set_properties(**{KEEP_VERSIONS: str(versions)})
 
     def status(self) -> dict[str, object]:
         state = self.state()

@@ -48,7 +48,9 @@ def blank(dtype: np.dtype, count: int) -> np.ndarray:
 
 def text_array(column: np.ndarray | pa.Array) -> pa.Array:
     """Strings as an Arrow string array without nulls (a None, where one slipped in, becomes "")."""
-    array = column if isinstance(column, pa.Array) else pa.array(np.asarray(column, dtype=object), pa.string())
+    array = (
+        column if isinstance(column, pa.Array) else pa.array(np.asarray(column, dtype=object), pa.string())
+    )
     if pa.types.is_large_string(array.type):
         array = array.cast(pa.string())
     return array.fill_null("") if array.null_count else array

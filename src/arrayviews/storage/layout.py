@@ -355,7 +355,8 @@ def _sparse_group_to_cells(
         data, off = binary_parts(batch.column(value_column(attribute.name)))
         if codec.is_text(dtype):  # variable width: one Arrow array per fragment, joined
             pieces = [
-                codec.text_arrow(data[off[row] : off[row + 1]], int(count)) for row, count in enumerate(n_cells)
+                codec.text_arrow(data[off[row] : off[row + 1]], int(count))
+                for row, count in enumerate(n_cells)
             ]
             values[attribute.name] = pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
         else:

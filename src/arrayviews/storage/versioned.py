@@ -23,6 +23,7 @@ from pyiceberg.table.snapshots import Snapshot
 from arrayviews.model.errors import NotFoundError
 from arrayviews.storage.catalog import kept_listing, kept_plans
 from arrayviews.storage.expiry import ExpireResult, expire_table
+from arrayviews.storage.snapshot_index import snapshots_after
 from arrayviews.storage.snapshots import BaseMovedError, commit_snapshot, update_properties
 
 #: Every key arrayviews writes (table properties and snapshot summaries) starts with this.
@@ -135,13 +136,8 @@ class VersionedTable:
         """``record`` of every versioned snapshot still held (only those after version ``after``),
         oldest version first. Snapshots at or before ``after`` are skipped before they are read
         into records, so asking for what changed lately does not grow with the history held."""
-        held = []
-        for snapshot in self.table.metadata.snapshots:
-            summary = snapshot.summary.additional_properties if snapshot.summary is not None else {}
-            number = summary.get(VERSION_KEY)
-            if number is not None and int(number) > after:
-                held.append((int(number), _record(snapshot)))
-        return [v for _, s in sorted(held, key=lambda pair: pair[0]) if (v := record(s)) is not None]
+        found = snapshots_after(self.table.metadata, VERSION_KEY, after)
+        return [v for snapshot in found if (v := record(_record(snapshot))) is not None]
 
     def snapshot_of(self, version: int) -> int | None:
         """Snapshot id of ``version`` (None for version 0); NotFoundError if it is unknown or expired."""

@@ -25,6 +25,7 @@ from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import history, planning
+from arrayviews.streams.bounded_history import bound_histories
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.local_step import Input, build_part
 from arrayviews.streams.part_files import PartFile, part_files
@@ -428,4 +429,5 @@ def maintain_all(
             handle.clear_failure()
         if result is not None:  # its commit left the world's handle of the view at the new version
             results.append(result)
+    bound_histories(world, [r.view for r in results if r.error is None])
     return results
