@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
+import arrayviews
+from arrayviews.model.errors import ValidationError
+from arrayviews.storage.expiry import live_files, table_files
 from test_translated_views import (
     PATTERN_VIEW,
     SCHEMA,
@@ -17,10 +21,6 @@ from test_translated_views import (
     window_reference,
     with_parts,
 )
-
-import arrayviews
-from arrayviews.model.errors import ValidationError
-from arrayviews.storage.expiry import live_files, table_files
 
 KEEP = 3
 

@@ -103,7 +103,9 @@ def _pyiceberg_alone(monkeypatch) -> None:
 
 
 def _original_read_header(self):
-    return avro_file.construct_reader(avro_file.META_SCHEMA, {-1: avro_file.AvroFileHeader}).read(self.decoder)
+    return avro_file.construct_reader(avro_file.META_SCHEMA, {-1: avro_file.AvroFileHeader}).read(
+        self.decoder
+    )
 
 
 def _original_get_schema(header):
@@ -322,3 +324,88 @@ def test_merge_is_skipped_only_when_pyiceberg_would_return_the_manifests_unchang
         with pytest.raises(AssertionError, match="pyiceberg merged"):
             manager.merge_manifests(data)  # one bin of min_count or more manifests is merged
     assert merge_keeps(data, target, min_count, False)
+
+
+def _versions_after_by_scan(metadata, after: int) -> list[int]:
+    """The reference: every snapshot's version above ``after`` by walking the list, in version
+    order (ties in list order), as versioned() did before the index."""
+    found = []
+    for position, snapshot in enumerate(metadata.snapshots):
+        number = snapshot.summary.additional_properties.get("arrayviews.version")
+        if number is not None and int(number) > after:
+            found.append((int(number), position, snapshot.snapshot_id))
+    return [snapshot_id for _, _, snapshot_id in sorted(found)]
+
+
+def test_snapshot_lookups_through_the_kept_index_equal_a_scan_of_the_list() -> None:
+    """Appends, replacements, drops, an expiry, a load by another catalog (new objects) and a
+    repair that moves the current snapshot back (versions then repeat): at every step, lookups by
+    id and by version equal a walk of the snapshot list."""
+    import pyiceberg.table.metadata as table_metadata
+
+    from arrayviews.storage import snapshot_index
+
+    table = _create()
+    extended = {"count": 0}
+    original = snapshot_index._Index._extended
+
+    def counting(self, key):
+        extended["count"] += 1
+        return original(self, key)
+
+    def check(handle: PartTable) -> None:
+        metadata = handle.table.metadata
+        for snapshot in metadata.snapshots:
+            assert metadata.snapshot_by_id(snapshot.snapshot_id) is snapshot
+        assert metadata.snapshot_by_id(12345) is None
+        assert (
+            snapshot_index._scan_by_id(metadata, metadata.current_snapshot_id)
+            is handle.table.current_snapshot()
+        )
+        held = [int(s.summary.additional_properties["arrayviews.version"]) for s in metadata.snapshots]
+        for after in range(-1, max(held) + 2):
+            assert [
+                s.snapshot_id for s in snapshot_index.snapshots_after(metadata, "arrayviews.version", after)
+            ] == (_versions_after_by_scan(metadata, after))
+
+    assert table_metadata.TableMetadataCommonFields.snapshot_by_id is snapshot_index.snapshot_by_id
+    snapshot_index._Index._extended = counting
+    try:
+        _commit_and_check(table, check, extended)
+    finally:
+        snapshot_index._Index._extended = original
+
+
+def _commit_and_check(table, check, extended) -> None:
+    import datetime as dt
+
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
+    version = 0
+    for step in range(12):
+        parts = [step] if step % 3 else [step, step - 1]
+        version = table.commit(
+            table.stage_local(_rows(parts, step)),
+            replace_parts=parts,
+            drop_below=step - 4 if step % 4 == 0 else None,
+            operation="add",
+            expected_version=version,
+        )
+        if step % 2:
+            check(PartTable.open(CATALOGS[1], "views", table.name))  # parsed from the file: new objects
+        check(table)  # the next commit's metadata extends this one's index
+    assert extended["count"] >= 4  # lookups after a commit extended the index before it
+    now = dt.datetime.now(dt.UTC)
+    table.expire(now + dt.timedelta(seconds=1), now - dt.timedelta(hours=1), keep_after=version - 5)
+    check(table)
+    # a repair: the current snapshot moved back; the next commits repeat versions of abandoned ones
+    older = [s for s in table.table.metadata.snapshots][-3]
+    transaction = table.table.transaction()
+    ManageSnapshots(transaction).set_current_snapshot(older.snapshot_id).commit()
+    table.table = transaction.commit_transaction()
+    version = table.current_version()
+    for step in range(12, 15):
+        version = table.commit(
+            table.stage_local(_rows([step], step)), operation="add", expected_version=version
+        )
+        check(table)

@@ -58,7 +58,7 @@ def test_rows_kept_for_each_staged_file_equal_the_file_read_back(rows) -> None:
     batch = pa.table(
         {
             "ts": pa.array(
-                [None if r[0] is None else r[0].replace(tzinfo=dt.timezone.utc) for r in rows],
+                [None if r[0] is None else r[0].replace(tzinfo=dt.UTC) for r in rows],
                 pa.timestamp("us", tz="UTC"),
             ),
             "k": pa.array([r[1] for r in rows], pa.int32()),

@@ -12,6 +12,7 @@ its index is kept.
 from __future__ import annotations
 
 import bisect
+import operator
 import threading
 from collections import OrderedDict
 
@@ -26,42 +27,106 @@ _scan_by_id = TableMetadataCommonFields.snapshot_by_id
 
 
 class _Index:
-    """The snapshots of one metadata object by id, and (built when first asked) by version."""
+    """The snapshots of one metadata object by id and by version, each built when first asked,
+    from the index of the metadata this one was committed on when it only adds snapshots to it."""
 
-    def __init__(self, metadata) -> None:
+    def __init__(self, metadata, base: _Index | None) -> None:
         self.metadata = metadata
-        self.by_id = {snapshot.snapshot_id: snapshot for snapshot in metadata.snapshots}
+        # extend the base's own base while it has one: every index points at one without a base,
+        # so no chain of metadata objects is kept (this metadata extends that one too)
+        while base is not None and base._base is not None:
+            base = base._base
+        self._base = base if base is not None and self._extends(base.metadata) else None
+        self._by_id: dict | None = None
         self.versions: dict[str, tuple[list[int], list]] = {}
+
+    def _release(self) -> None:
+        """Forget the base once the lookups a step asks for (by id, by version) are built."""
+        if self._by_id is not None and self.versions:
+            self._base = None
+
+    def _extends(self, older) -> bool:
+        """Whether this metadata holds ``older``'s snapshots (the same objects: a commit shares
+        them) in the same places and only adds after them (one identity check per snapshot)."""
+        old, new = older.snapshots, self.metadata.snapshots
+        return (
+            older is not self.metadata
+            and 0 < len(old) <= len(new)
+            and not any(map(operator.is_not, new, old))
+        )
+
+    def _added(self) -> list:
+        return self.metadata.snapshots[len(self._base.metadata.snapshots) :]
+
+    @property
+    def by_id(self) -> dict:
+        if self._by_id is None:
+            if self._base is not None:
+                ids = dict(self._base.by_id)
+                ids.update((snapshot.snapshot_id, snapshot) for snapshot in self._added())
+            else:
+                ids = {snapshot.snapshot_id: snapshot for snapshot in self.metadata.snapshots}
+            self._by_id = ids
+            self._release()
+        return self._by_id
 
     def by_version(self, key: str) -> tuple[list[int], list]:
         """(versions ascending, snapshots in that order) of the snapshots whose summary names a
         version under ``key``; snapshots of one version stay in the metadata's order."""
         found = self.versions.get(key)
         if found is None:
-            numbered = []
-            for position, snapshot in enumerate(self.metadata.snapshots):
-                summary = snapshot.summary.additional_properties if snapshot.summary is not None else {}
-                number = summary.get(key)
-                if number is not None:
-                    numbered.append((int(number), position, snapshot))
-            numbered.sort(key=lambda item: (item[0], item[1]))
-            found = ([n for n, _, _ in numbered], [s for _, _, s in numbered])
+            found = self._extended(key) if self._base is not None else self._built(key)
             self.versions[key] = found
+            self._release()
         return found
+
+    def _built(self, key: str) -> tuple[list[int], list]:
+        numbered = [
+            (number, position, snapshot)
+            for position, snapshot in enumerate(self.metadata.snapshots)
+            if (number := _version(snapshot, key)) is not None
+        ]
+        numbered.sort(key=lambda item: (item[0], item[1]))
+        return [n for n, _, _ in numbered], [s for _, _, s in numbered]
+
+    def _extended(self, key: str) -> tuple[list[int], list]:
+        versions, snapshots = self._base.by_version(key)
+        versions, snapshots = list(versions), list(snapshots)
+        for snapshot in self._added():
+            number = _version(snapshot, key)
+            if number is not None:  # after every snapshot of its version already indexed
+                at = bisect.bisect_right(versions, number)
+                versions.insert(at, number)
+                snapshots.insert(at, snapshot)
+        return versions, snapshots
+
+
+def _version(snapshot, key: str) -> int | None:
+    summary = snapshot.summary.additional_properties if snapshot.summary is not None else {}
+    number = summary.get(key)
+    return None if number is None else int(number)
+
+
+#: The index asked for last for each table (by uuid): the next metadata of the table extends it.
+_latest: dict[str, _Index] = {}
 
 
 def index_of(metadata) -> _Index:
     key = id(metadata)
     with _lock:
         found = _kept.get(key)
+        table = str(metadata.table_uuid)
         if found is not None and found.metadata is metadata:
             _kept.move_to_end(key)
+            _latest[table] = found
             return found
-    found = _Index(metadata)
-    with _lock:
+        found = _Index(metadata, _latest.get(table))
         _kept[key] = found
+        _latest[table] = found
         while len(_kept) > KEPT:
             _kept.popitem(last=False)
+        while len(_latest) > KEPT:
+            _latest.pop(next(iter(_latest)))
     return found
 
 
