@@ -124,20 +124,29 @@ def box_to_numpy(
     if read is None:
         return None
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
-    complete = len(read.chunks) == read.chunks_touched and all(c.complete for c in read.chunks)
+    chunks = read.chunks
+    complete = len(chunks) == read.chunks_touched and all(c.complete for c in chunks)
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
     present = None if complete else np.zeros(shape, dtype=bool)
-    box_low, box_high = list(box.low), list(box.high)
-    for chunk in read.chunks:
-        first = [max(s, lo) for s, lo in zip(chunk.start, box_low, strict=True)]
-        last = [min(s + n - 1, hi) for s, n, hi in zip(chunk.start, chunk.shape, box_high, strict=True)]
-        inner = tuple(slice(f - s, t - s + 1) for f, t, s in zip(first, last, chunk.start, strict=True))
-        outer = tuple(slice(f - lo, t - lo + 1) for f, t, lo in zip(first, last, box_low, strict=True))
-        for part in chunk.parts:
-            if isinstance(part, chunk_read.DenseChunk):
-                _place_block(part, inner, outer, out, present)
-            else:
-                _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
+    if chunks:
+        # the slices of every chunk at once: its part inside the box, in the chunk and in ``out``
+        ndim = len(shape)
+        geometry = np.array([c.start + c.shape for c in chunks], dtype=np.int64).reshape(
+            len(chunks), 2 * ndim
+        )
+        starts = geometry[:, :ndim]
+        first = np.maximum(starts, low)
+        stop = np.minimum(starts + geometry[:, ndim:], high + 1)
+        plan = np.concatenate([first - starts, stop - starts, first - low, stop - low], axis=1).tolist()
+        two, three = 2 * ndim, 3 * ndim
+        for chunk, row in zip(chunks, plan, strict=True):
+            inner = tuple(map(slice, row[:ndim], row[ndim:two]))
+            outer = tuple(map(slice, row[two:three], row[three:]))
+            for part in chunk.parts:
+                if isinstance(part, chunk_read.DenseChunk):
+                    _place_block(part, inner, outer, out, present)
+                else:
+                    _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
     if masked:
         return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
     return out, read
