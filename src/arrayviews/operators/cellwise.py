@@ -113,10 +113,9 @@ def deferred_subarray(
     chunk ranges)`` and its plan made only when something needs them: a dense read of the result
     takes its chunks from storage without either."""
     out_schema = subarray_schema(source.schema, box)
-    ranges = subarray_ranges(source.schema, box)
 
     def build() -> tuple[ComputedSource, Choice]:
-        engine, choice = choose(source, ranges)
+        engine, choice = choose(source, subarray_ranges(source.schema, box))
         return subarray(source, engine, box), choice
 
     return DeferredSource(out_schema, build, box=_box_of(source, out_schema))

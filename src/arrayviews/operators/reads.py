@@ -17,7 +17,6 @@ from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import Source, StoredBox, stored_box
 from arrayviews.storage import chunk_read, codec, layout
 from arrayviews.storage.chunk_cache import ChunkCache, process_cache
-from arrayviews.storage.chunk_read import DIRECT_READ_CELLS
 
 #: to_numpy refuses to build arrays with more cells than this (take a subarray first).
 MAX_DENSE_CELLS = 2**32
@@ -66,12 +65,9 @@ def to_numpy(
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
     box = stored_box(source)
-    if (
-        box is not None
-        and chunk_read.touched_cells(box.source.schema, box.low, box.high) <= DIRECT_READ_CELLS
-    ):
+    if box is not None:
         read = box_to_numpy(box, spec, fill, masked)
-        if read is not None:  # None: too many files for the chunk path
+        if read is not None:  # None: too many cells or files for the chunk path
             return read[0]
     table = source.local(columns=_attribute_columns(schema, [attribute]))
     total = int(np.sum(table.column(layout.N_CELLS))) if table.num_rows else 0
@@ -113,7 +109,8 @@ def box_to_numpy(
 ) -> tuple[np.ndarray, chunk_read.BoxRead] | None:
     """``to_numpy`` of one attribute over a box of a stored array, decoded chunk by chunk straight
     into the output (the chunks from the process's chunk cache where it holds them), and what the
-    read cost; None when the box spans too many (file, chunk) pairs for this path."""
+    read cost; None when the box's chunks hold more than DIRECT_READ_CELLS cells or span too many
+    (file, chunk) pairs for this path."""
     stored = box.source
     low = np.asarray(box.low, dtype=np.int64)
     high = np.asarray(box.high, dtype=np.int64)
@@ -131,9 +128,7 @@ def box_to_numpy(
     if chunks:
         # the slices of every chunk at once: its part inside the box, in the chunk and in ``out``
         ndim = len(shape)
-        geometry = np.array([c.start + c.shape for c in chunks], dtype=np.int64).reshape(
-            len(chunks), 2 * ndim
-        )
+        geometry = read.geometry
         starts = geometry[:, :ndim]
         first = np.maximum(starts, low)
         stop = np.minimum(starts + geometry[:, ndim:], high + 1)
@@ -142,6 +137,11 @@ def box_to_numpy(
         for chunk, row in zip(chunks, plan, strict=True):
             inner = tuple(map(slice, row[:ndim], row[ndim:two]))
             outer = tuple(map(slice, row[two:three], row[three:]))
+            if chunk.complete:  # one dense part, every cell present
+                out[outer] = chunk.parts[0].block[inner]
+                if present is not None:
+                    present[outer] = True
+                continue
             for part in chunk.parts:
                 if isinstance(part, chunk_read.DenseChunk):
                     _place_block(part, inner, outer, out, present)

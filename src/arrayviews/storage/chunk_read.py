@@ -99,6 +99,29 @@ class BoxRead:
     hits: int = 0
     misses: int = 0
 
+    @property
+    def geometry(self) -> np.ndarray:
+        """Per chunk of ``chunks`` its clipped start, then its shape: an (n, 2 * ndim) int64 array."""
+        if self._geometry is None:
+            ndim = len(self.chunks[0].start) if self.chunks else 0
+            rows = [c.start + c.shape for c in self.chunks]
+            self._geometry = np.array(rows, dtype=np.int64).reshape(len(rows), 2 * ndim)
+        return self._geometry
+
+    _geometry: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class _BoxPlan:
+    """What a box of chunks resolved to at one snapshot, for one attribute (kept in the cache's
+    derived map under the box's chunk ranges): its chunks with cells, the cache keys they are made
+    of, their geometry, and the live files the box's ranges kept."""
+
+    chunks: tuple[ChunkParts, ...]
+    keys: tuple
+    geometry: np.ndarray
+    files_kept: int
+
 
 def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
     """Cells of the chunks the box ``[low, high]`` overlaps (what a chunk read decodes at most)."""
@@ -125,8 +148,9 @@ def read_box(
     """The parts of every chunk overlapping the box ``[low, high]`` (inclusive cell coordinates) in
     the files live at ``version``, for one attribute; chunks with no cell are left out. Decoded chunks
     come from ``cache`` where it holds them and are put there otherwise (strings are not cached).
-    None when the box's files times its chunks exceed MAX_FILE_CHUNKS: a read of many fragments
-    spread over many files is left to the bulk reader.
+    None when the box's chunks hold more than DIRECT_READ_CELLS cells, or its files times its chunks
+    exceed MAX_FILE_CHUNKS: a read that large, or of many fragments spread over many files, is left
+    to the bulk reader.
 
     A chunk whose parts all came from (or went into) the cache is remembered, with the cache keys it
     was made of, in the cache's derived map of the snapshot and attribute: the next read of that
@@ -138,29 +162,42 @@ def read_box(
     ranges = grid.chunk_ranges_overlapping(low, high)
     if ranges is None:
         return result
+    cells = _cells_of_ranges(grid, ranges)
+    if cells > DIRECT_READ_CELLS:
+        return None
     result.chunks_touched = math.prod(last - first + 1 for first, last in ranges)
     bounds = live_bounds(table, version)
     if bounds is None:
         raise ValueError(f"{table.label} is not laid out as chunk fragments")
     result.files_live = len(bounds.files)
-    kept = bounds.overlapping(ranges)
-    result.files_kept = len(kept)
-    if len(kept) * result.chunks_touched > MAX_FILE_CHUNKS:
-        return None
     dtype = numpy_dtype(attribute.type)
     if cache is not None and (codec.is_text(dtype) or cache.budget == 0):
         cache = None
-    if cache is not None and _cells_of_ranges(grid, ranges) * dtype.itemsize > cache.budget // 2:
-        cache_puts = False  # a read this large would only push out what smaller reads reuse
-    else:
-        cache_puts = cache is not None
-    chunks = list(itertools.product(*(range(f, t + 1) for f, t in ranges)))
     derived_key = (
         None
         if cache is None or bounds.snapshot is None
         else (*bounds.snapshot, attribute.name, attribute.type)
     )
     generation, resolved = (0, {}) if derived_key is None else cache.derived(derived_key)
+    plan = resolved.get(ranges)
+    if plan is not None:  # this box of chunks was resolved at this snapshot, its parts all cached
+        result.files_kept = plan.files_kept
+        if plan.files_kept * result.chunks_touched > MAX_FILE_CHUNKS:
+            return None
+        cache.touch(plan.keys)
+        result.hits = len(plan.keys)
+        result.chunks = list(plan.chunks)
+        result._geometry = plan.geometry
+        return result
+    kept = bounds.overlapping(ranges)
+    result.files_kept = len(kept)
+    if len(kept) * result.chunks_touched > MAX_FILE_CHUNKS:
+        return None
+    if cache is not None and cells * dtype.itemsize > cache.budget // 2:
+        cache_puts = False  # a read this large would only push out what smaller reads reuse
+    else:
+        cache_puts = cache is not None
+    chunks = list(itertools.product(*(range(f, t + 1) for f, t in ranges)))
     found: dict[tuple[int, ...], ChunkParts | None] = {}
     todo = []
     used: list = []
@@ -174,14 +211,18 @@ def read_box(
     if used:
         cache.touch(used)
         result.hits += len(used)
+    remember = {}
     if todo:
         made = _resolve(todo, bounds, kept, ranges, schema, attribute, grid, cache, cache_puts, result)
         found.update((chunk, parts) for chunk, (parts, _) in made.items())
-        if derived_key is not None:
-            remember = {chunk: entry for chunk, entry in made.items() if entry[1] is not None}
-            if remember:
-                cache.add_derived(derived_key, generation, remember)
+        remember = {chunk: entry for chunk, entry in made.items() if entry[1] is not None}
     result.chunks = [parts for parts in (found[chunk] for chunk in chunks) if parts is not None]
+    if derived_key is not None and len(remember) == len(todo):  # every chunk's parts are cached
+        for chunk in todo:
+            used += remember[chunk][1]
+        remember[ranges] = _BoxPlan(tuple(result.chunks), tuple(used), result.geometry, len(kept))
+    if remember:
+        cache.add_derived(derived_key, generation, remember)
     return result
 
 
