@@ -266,3 +266,22 @@ def test_random_reads_and_commits(mdb, spark, data) -> None:
             got, _ = read(target, box, cache)
             assert_matches(got, expected_box(want, box))
             assert_derived_only_refers_to_held(cache)
+
+
+def test_kept_subarray_schemas_refuse_what_a_fresh_cut_refuses(mdb) -> None:
+    from arrayviews.model.errors import SchemaError, ValidationError
+
+    data = reference(24, 1.0)
+    array = stored(mdb, data)
+    for _ in range(2):  # the second time from the kept schemas
+        np.testing.assert_array_equal(array.subarray(i=(1, 3), j=(2, 8)).to_numpy(), data.data[1:4, 2:9])
+        np.testing.assert_array_equal(array.subarray(i=[1, 3]).to_numpy(), data.data[1:4, :])
+        # equal to (1, 3) as keys go, but not integers
+        with pytest.raises(SchemaError, match="must be an integer, got 1.0"):
+            array.subarray(i=(1.0, 3.0), j=(2, 8))
+        with pytest.raises(SchemaError, match="must be an integer, got True"):
+            array.subarray(i=(True, 3), j=(2, 8))
+        with pytest.raises(ValidationError, match="is empty"):
+            array.subarray(i=(3, 1))
+        with pytest.raises(SchemaError, match="no dimension 'k'"):
+            array.subarray(k=(1, 2))

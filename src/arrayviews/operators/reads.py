@@ -122,7 +122,7 @@ def box_to_numpy(
         return None
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
     chunks = read.chunks
-    complete = len(chunks) == read.chunks_touched and all(c.complete for c in chunks)
+    complete = read.complete
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
     present = None if complete else np.zeros(shape, dtype=bool)
     if chunks:

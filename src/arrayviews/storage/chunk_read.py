@@ -108,7 +108,15 @@ class BoxRead:
             self._geometry = np.array(rows, dtype=np.int64).reshape(len(rows), 2 * ndim)
         return self._geometry
 
+    @property
+    def complete(self) -> bool:
+        """True when every chunk the box overlaps is one dense part with every cell, none null."""
+        if self._complete is None:
+            self._complete = len(self.chunks) == self.chunks_touched and all(c.complete for c in self.chunks)
+        return self._complete
+
     _geometry: np.ndarray | None = field(default=None, repr=False)
+    _complete: bool | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,7 @@ class _BoxPlan:
     keys: tuple
     geometry: np.ndarray
     files_kept: int
+    complete: bool
 
 
 def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
@@ -187,7 +196,7 @@ def read_box(
         cache.touch(plan.keys)
         result.hits = len(plan.keys)
         result.chunks = list(plan.chunks)
-        result._geometry = plan.geometry
+        result._geometry, result._complete = plan.geometry, plan.complete
         return result
     kept = bounds.overlapping(ranges)
     result.files_kept = len(kept)
@@ -220,7 +229,9 @@ def read_box(
     if derived_key is not None and len(remember) == len(todo):  # every chunk's parts are cached
         for chunk in todo:
             used += remember[chunk][1]
-        remember[ranges] = _BoxPlan(tuple(result.chunks), tuple(used), result.geometry, len(kept))
+        remember[ranges] = _BoxPlan(
+            tuple(result.chunks), tuple(used), result.geometry, len(kept), result.complete
+        )
     if remember:
         cache.add_derived(derived_key, generation, remember)
     return result
