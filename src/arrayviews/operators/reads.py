@@ -121,35 +121,48 @@ def box_to_numpy(
     if read is None:
         return None
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
-    chunks = read.chunks
     complete = read.complete
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
     present = None if complete else np.zeros(shape, dtype=bool)
-    if chunks:
-        # the slices of every chunk at once: its part inside the box, in the chunk and in ``out``
-        ndim = len(shape)
-        geometry = read.geometry
-        starts = geometry[:, :ndim]
-        first = np.maximum(starts, low)
-        stop = np.minimum(starts + geometry[:, ndim:], high + 1)
-        plan = np.concatenate([first - starts, stop - starts, first - low, stop - low], axis=1).tolist()
-        two, three = 2 * ndim, 3 * ndim
-        for chunk, row in zip(chunks, plan, strict=True):
-            inner = tuple(map(slice, row[:ndim], row[ndim:two]))
-            outer = tuple(map(slice, row[two:three], row[three:]))
-            if chunk.complete:  # one dense part, every cell present
-                out[outer] = chunk.parts[0].block[inner]
-                if present is not None:
-                    present[outer] = True
-                continue
-            for part in chunk.parts:
-                if isinstance(part, chunk_read.DenseChunk):
-                    _place_block(part, inner, outer, out, present)
-                else:
-                    _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
+    slices = read.slices
+    copies = None if slices is None else slices.get((box.low, box.high))
+    if copies is None:
+        copies = _copy_slices(read, low, high)
+        if slices is not None and len(slices) < chunk_read.SLICES_KEPT:
+            slices[box.low, box.high] = copies
+    for chunk, inner, outer in copies:
+        if chunk.complete:  # one dense part, every cell present
+            out[outer] = chunk.parts[0].block[inner]
+            if present is not None:
+                present[outer] = True
+            continue
+        for part in chunk.parts:
+            if isinstance(part, chunk_read.DenseChunk):
+                _place_block(part, inner, outer, out, present)
+            else:
+                _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
     if masked:
         return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
     return out, read
+
+
+def _copy_slices(read: chunk_read.BoxRead, low: np.ndarray, high: np.ndarray) -> list[tuple]:
+    """Per chunk read, the slices of its part inside the box ``[low, high]``: in the chunk and in
+    the output (whose first cell is ``low``), planned for every chunk at once."""
+    chunks = read.chunks
+    if not chunks:
+        return []
+    ndim = len(low)
+    geometry = read.geometry
+    starts = geometry[:, :ndim]
+    first = np.maximum(starts, low)
+    stop = np.minimum(starts + geometry[:, ndim:], high + 1)
+    plan = np.concatenate([first - starts, stop - starts, first - low, stop - low], axis=1).tolist()
+    two, three = 2 * ndim, 3 * ndim
+    return [
+        (chunk, tuple(map(slice, row[:ndim], row[ndim:two])), tuple(map(slice, row[two:three], row[three:])))
+        for chunk, row in zip(chunks, plan, strict=True)
+    ]
 
 
 def _place_block(part, inner: tuple, outer: tuple, out: np.ndarray, present: np.ndarray | None) -> None:

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 DIRECT_READ_CELLS = 1 << 22
 #: ... and whose live files times touched chunks (the (file, chunk) pairs looked up) are at most this.
 MAX_FILE_CHUNKS = 1024
+#: Cell boxes whose copy slices a kept box plan holds.
+SLICES_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class BoxRead:
 
     _geometry: np.ndarray | None = field(default=None, repr=False)
     _complete: bool | None = field(default=None, repr=False)
+    #: the kept plan's map of exact boxes to their copy slices (None: no plan kept), see _BoxPlan
+    slices: dict | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,9 @@ class _BoxPlan:
     geometry: np.ndarray
     files_kept: int
     complete: bool
+    #: (low, high) of a cell box within these chunks -> what its reader planned to copy (at most
+    #: SLICES_KEPT boxes; the reader's to fill)
+    slices: dict = field(default_factory=dict, compare=False)
 
 
 def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
@@ -196,7 +203,7 @@ def read_box(
         cache.touch(plan.keys)
         result.hits = len(plan.keys)
         result.chunks = list(plan.chunks)
-        result._geometry, result._complete = plan.geometry, plan.complete
+        result._geometry, result._complete, result.slices = plan.geometry, plan.complete, plan.slices
         return result
     kept = bounds.overlapping(ranges)
     result.files_kept = len(kept)
@@ -229,9 +236,9 @@ def read_box(
     if derived_key is not None and len(remember) == len(todo):  # every chunk's parts are cached
         for chunk in todo:
             used += remember[chunk][1]
-        remember[ranges] = _BoxPlan(
-            tuple(result.chunks), tuple(used), result.geometry, len(kept), result.complete
-        )
+        plan = _BoxPlan(tuple(result.chunks), tuple(used), result.geometry, len(kept), result.complete)
+        remember[ranges] = plan
+        result.slices = plan.slices
     if remember:
         cache.add_derived(derived_key, generation, remember)
     return result
