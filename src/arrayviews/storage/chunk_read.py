@@ -6,7 +6,9 @@ Freshness: the files a read may use come from the listing of the version's snaps
 just asked the catalog which snapshot is current). Data files are immutable and their paths unique,
 so what is cached under a path (its chunk index, its decoded chunks) never goes stale; a file that
 is no longer live (replaced by a delete, an insert with replace, a compaction) is simply not asked
-for again and ages out of the cache.
+for again and ages out of the cache. What a read resolved (a chunk's cached parts, a box of chunks
+with its geometry and copy slices) is kept in the cache's derived map of (table, snapshot,
+attribute): a snapshot's live files never change, and another snapshot is another map.
 """
 
 from __future__ import annotations
@@ -139,14 +141,8 @@ class _BoxPlan:
     slices: dict = field(default_factory=dict, compare=False)
 
 
-def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
-    """Cells of the chunks the box ``[low, high]`` overlaps (what a chunk read decodes at most)."""
-    grid = ChunkGrid.of(schema)
-    ranges = grid.chunk_ranges_overlapping(low, high)
-    return 0 if ranges is None else _cells_of_ranges(grid, ranges)
-
-
 def _cells_of_ranges(grid: ChunkGrid, ranges: Sequence[tuple[int, int]]) -> int:
+    """Cells of the chunks within per-dimension (first, last) chunk ranges (what a read decodes at most)."""
     return math.prod(
         g.chunk_span(last)[1] - g.chunk_span(first)[0] + 1
         for g, (first, last) in zip(grid.dimensions, ranges, strict=True)
@@ -170,8 +166,10 @@ def read_box(
 
     A chunk whose parts all came from (or went into) the cache is remembered, with the cache keys it
     was made of, in the cache's derived map of the snapshot and attribute: the next read of that
-    chunk at the same snapshot takes it from there without looking up its files one by one (the
-    entries are still marked used, and the map is dropped once anything leaves the cache)."""
+    chunk at the same snapshot takes it from there without looking up its files one by one. When
+    every chunk of the box is so remembered, the box's chunks, keys and geometry are kept under its
+    chunk ranges too, and a read of the same ranges is answered from them alone. Entries used
+    either way are still marked used in the cache; the map is dropped once anything leaves it."""
     schema = table.schema
     grid = ChunkGrid.of(schema)
     result = BoxRead()
