@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import arrayviews
 from arrayviews.operators import reads
 from arrayviews.operators.source import stored_box
-from arrayviews.storage import chunk_read
+from arrayviews.storage import chunk_cache, chunk_read
 from arrayviews.storage.chunk_cache import DERIVED_KEPT, ChunkCache
 
 _names = itertools.count()
@@ -118,6 +118,27 @@ def test_derived_maps_are_bounded_in_number() -> None:
     assert len(cache._derived) == DERIVED_KEPT
     assert cache.derived(DERIVED_KEPT + 4)[1] == {"n": DERIVED_KEPT + 4}
     assert cache.derived(0)[1] == {}  # the least recently asked for left first
+
+
+def test_derived_entries_are_bounded_in_all(monkeypatch) -> None:
+    monkeypatch.setattr(chunk_cache, "DERIVED_ENTRIES_KEPT", 10)
+    cache = ChunkCache(100)
+    for n in range(3):
+        generation, _ = cache.derived(n)
+        assert cache.add_derived(n, generation, {k: k for k in range(3)})
+    assert sum(len(m) for m in cache._derived.values()) == 9
+    generation, _ = cache.derived(0)
+    cache.add_derived(0, generation, {"more": 1, "again": 2})  # 11 entries: every map is dropped
+    assert not cache._derived and cache._derived_entries == 0
+    generation, _ = cache.derived("m")
+    cache.add_derived("m", generation, {"x": 1})
+    assert cache.derived("m")[1] == {"x": 1}
+    # maps leaving by number give their entries back
+    monkeypatch.setattr(chunk_cache, "DERIVED_KEPT", 2)
+    for n in range(4):
+        generation, _ = cache.derived(n)
+        cache.add_derived(n, generation, {n: n})
+    assert len(cache._derived) == 2 and cache._derived_entries == 2
 
 
 def test_touch_counts_hits_and_keeps_the_touched_entries() -> None:

@@ -25,6 +25,9 @@ DEFAULT_BUDGET = 256 * 1024 * 1024
 BUDGET_VARIABLE = "ARRAYVIEWS_CHUNK_CACHE_BYTES"
 #: Derived maps kept (the least recently asked for leave first).
 DERIVED_KEPT = 64
+#: Entries kept in all derived maps together (beyond it every map is dropped): their small objects
+#: are not counted in the byte budget, so their number is bounded instead.
+DERIVED_ENTRIES_KEPT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class ChunkCache:
         #: bumped whenever an entry leaves; derived maps made before then are dropped
         self._generation = 0
         self._derived: OrderedDict[Hashable, dict] = OrderedDict()
+        self._derived_entries = 0
 
     @property
     def budget(self) -> int:
@@ -84,9 +88,7 @@ class ChunkCache:
         with self._lock:
             kept = self._derived.get(key)
             if kept is None:
-                kept = self._derived[key] = {}
-                while len(self._derived) > DERIVED_KEPT:
-                    self._derived.popitem(last=False)
+                kept = self._new_derived(key)
             else:
                 self._derived.move_to_end(key)
             return self._generation, kept
@@ -100,11 +102,22 @@ class ChunkCache:
                 return False
             kept = self._derived.get(key)
             if kept is None:
-                kept = self._derived[key] = {}
-                while len(self._derived) > DERIVED_KEPT:
-                    self._derived.popitem(last=False)
+                kept = self._new_derived(key)
+            before = len(kept)
             kept.update(items)
+            self._derived_entries += len(kept) - before
+            if self._derived_entries > DERIVED_ENTRIES_KEPT:
+                self._derived.clear()
+                self._derived_entries = 0
             return True
+
+    def _new_derived(self, key: Hashable) -> dict:
+        """An empty derived map under ``key`` (the lock is held), the oldest maps leaving beyond DERIVED_KEPT."""
+        kept = self._derived[key] = {}
+        while len(self._derived) > DERIVED_KEPT:
+            _, old = self._derived.popitem(last=False)
+            self._derived_entries -= len(old)
+        return kept
 
     def put(self, key: Hashable, value: object, nbytes: int) -> bool:
         """Keep ``value`` (``nbytes`` bytes) under ``key``, evicting the least recently used entries
@@ -153,6 +166,7 @@ class ChunkCache:
         """An entry left (the lock is held): drop every derived map, as it may refer to that entry."""
         self._generation += 1
         self._derived.clear()
+        self._derived_entries = 0
 
 
 def _checked_budget(budget: int) -> int:
