@@ -133,6 +133,9 @@ def test_derived_entries_are_bounded_in_all(monkeypatch) -> None:
     generation, _ = cache.derived("m")
     cache.add_derived("m", generation, {"x": 1})
     assert cache.derived("m")[1] == {"x": 1}
+    generation, _ = cache.derived("heavy")
+    cache.add_derived("heavy", generation, {"plan": 1}, weight=10)  # one item counted as ten: 11
+    assert not cache._derived and cache._derived_entries == 0
     # maps leaving by number give their entries back
     monkeypatch.setattr(chunk_cache, "DERIVED_KEPT", 2)
     for n in range(4):

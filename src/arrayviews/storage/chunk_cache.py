@@ -55,6 +55,7 @@ class ChunkCache:
         #: bumped whenever an entry leaves; derived maps made before then are dropped
         self._generation = 0
         self._derived: OrderedDict[Hashable, dict] = OrderedDict()
+        self._weights: dict[Hashable, int] = {}  # entries each derived map counts as
         self._derived_entries = 0
 
     @property
@@ -93,9 +94,10 @@ class ChunkCache:
                 self._derived.move_to_end(key)
             return self._generation, kept
 
-    def add_derived(self, key: Hashable, generation: int, items: dict) -> bool:
+    def add_derived(self, key: Hashable, generation: int, items: dict, weight: int | None = None) -> bool:
         """Merge ``items`` (referring only to values got from or put into this cache since
-        ``generation``) into the derived map under ``key``; False (nothing kept) when an entry left
+        ``generation``) into the derived map under ``key``, counting them as ``weight`` entries
+        (default: one each) against DERIVED_ENTRIES_KEPT; False (nothing kept) when an entry left
         the cache since then, as the items may refer to it."""
         with self._lock:
             if generation != self._generation or self._budget == 0:
@@ -103,11 +105,13 @@ class ChunkCache:
             kept = self._derived.get(key)
             if kept is None:
                 kept = self._new_derived(key)
-            before = len(kept)
             kept.update(items)
-            self._derived_entries += len(kept) - before
+            weight = len(items) if weight is None else weight
+            self._weights[key] = self._weights.get(key, 0) + weight
+            self._derived_entries += weight
             if self._derived_entries > DERIVED_ENTRIES_KEPT:
                 self._derived.clear()
+                self._weights.clear()
                 self._derived_entries = 0
             return True
 
@@ -115,8 +119,8 @@ class ChunkCache:
         """An empty derived map under ``key`` (the lock is held), the oldest maps leaving beyond DERIVED_KEPT."""
         kept = self._derived[key] = {}
         while len(self._derived) > DERIVED_KEPT:
-            _, old = self._derived.popitem(last=False)
-            self._derived_entries -= len(old)
+            old, _ = self._derived.popitem(last=False)
+            self._derived_entries -= self._weights.pop(old, 0)
         return kept
 
     def put(self, key: Hashable, value: object, nbytes: int) -> bool:
@@ -166,6 +170,7 @@ class ChunkCache:
         """An entry left (the lock is held): drop every derived map, as it may refer to that entry."""
         self._generation += 1
         self._derived.clear()
+        self._weights.clear()
         self._derived_entries = 0
 
 

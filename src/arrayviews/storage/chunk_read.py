@@ -238,7 +238,9 @@ def read_box(
         remember[ranges] = plan
         result.slices = plan.slices
     if remember:
-        cache.add_derived(derived_key, generation, remember)
+        # a box plan counts as its chunks times the copy slices it may come to hold
+        weight = len(remember) + (len(result.chunks) * SLICES_KEPT if ranges in remember else 0)
+        cache.add_derived(derived_key, generation, remember, weight)
     return result
 
 
