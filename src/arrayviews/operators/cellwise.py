@@ -34,7 +34,23 @@ from arrayviews.storage import layout
 
 # -- subarray -----------------------------------------------------------------------------------
 def subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> ArraySchema:
-    """The schema of ``schema`` cut to ``box`` (dimensions not named keep their range)."""
+    """The schema of ``schema`` cut to ``box`` (dimensions not named keep their range); the schemas
+    of boxes already cut are kept (a box that is refused is not)."""
+    try:
+        # the bounds' types are part of the key: 1.0 and True equal 1 but are refused where 1 is not
+        key = tuple((name, type(low), low, type(high), high) for name, (low, high) in box.items())
+        hash((schema, key))
+    except (TypeError, ValueError):  # unhashable or malformed bounds: cut afresh, raising as it does
+        return _subarray_schema(schema, box)
+    return _kept_subarray_schema(schema, key)
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_subarray_schema(schema: ArraySchema, key: tuple) -> ArraySchema:
+    return _subarray_schema(schema, {name: (low, high) for name, _, low, _, high in key})
+
+
+def _subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) -> ArraySchema:
     for name in box:
         schema.dimension(name)  # raises SchemaError naming the array's dimensions
     dimensions = []
@@ -113,10 +129,9 @@ def deferred_subarray(
     chunk ranges)`` and its plan made only when something needs them: a dense read of the result
     takes its chunks from storage without either."""
     out_schema = subarray_schema(source.schema, box)
-    ranges = subarray_ranges(source.schema, box)
 
     def build() -> tuple[ComputedSource, Choice]:
-        engine, choice = choose(source, ranges)
+        engine, choice = choose(source, subarray_ranges(source.schema, box))
         return subarray(source, engine, box), choice
 
     return DeferredSource(out_schema, build, box=_box_of(source, out_schema))

@@ -17,7 +17,6 @@ from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import Source, StoredBox, stored_box
 from arrayviews.storage import chunk_read, codec, layout
 from arrayviews.storage.chunk_cache import ChunkCache, process_cache
-from arrayviews.storage.chunk_read import DIRECT_READ_CELLS
 
 #: to_numpy refuses to build arrays with more cells than this (take a subarray first).
 MAX_DENSE_CELLS = 2**32
@@ -66,12 +65,9 @@ def to_numpy(
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
     box = stored_box(source)
-    if (
-        box is not None
-        and chunk_read.touched_cells(box.source.schema, box.low, box.high) <= DIRECT_READ_CELLS
-    ):
+    if box is not None:
         read = box_to_numpy(box, spec, fill, masked)
-        if read is not None:  # None: too many files for the chunk path
+        if read is not None:  # None: too many cells or files for the chunk path
             return read[0]
     table = source.local(columns=_attribute_columns(schema, [attribute]))
     total = int(np.sum(table.column(layout.N_CELLS))) if table.num_rows else 0
@@ -113,7 +109,8 @@ def box_to_numpy(
 ) -> tuple[np.ndarray, chunk_read.BoxRead] | None:
     """``to_numpy`` of one attribute over a box of a stored array, decoded chunk by chunk straight
     into the output (the chunks from the process's chunk cache where it holds them), and what the
-    read cost; None when the box spans too many (file, chunk) pairs for this path."""
+    read cost; None when the box's chunks hold more than DIRECT_READ_CELLS cells or span too many
+    (file, chunk) pairs for this path."""
     stored = box.source
     low = np.asarray(box.low, dtype=np.int64)
     high = np.asarray(box.high, dtype=np.int64)
@@ -124,15 +121,21 @@ def box_to_numpy(
     if read is None:
         return None
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
-    complete = len(read.chunks) == read.chunks_touched and all(c.complete for c in read.chunks)
+    complete = read.complete
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
     present = None if complete else np.zeros(shape, dtype=bool)
-    box_low, box_high = list(box.low), list(box.high)
-    for chunk in read.chunks:
-        first = [max(s, lo) for s, lo in zip(chunk.start, box_low, strict=True)]
-        last = [min(s + n - 1, hi) for s, n, hi in zip(chunk.start, chunk.shape, box_high, strict=True)]
-        inner = tuple(slice(f - s, t - s + 1) for f, t, s in zip(first, last, chunk.start, strict=True))
-        outer = tuple(slice(f - lo, t - lo + 1) for f, t, lo in zip(first, last, box_low, strict=True))
+    slices = read.slices
+    copies = None if slices is None else slices.get((box.low, box.high))
+    if copies is None:
+        copies = _copy_slices(read, low, high)
+        if slices is not None and len(slices) < chunk_read.SLICES_KEPT:
+            slices[box.low, box.high] = copies
+    for chunk, inner, outer in copies:
+        if chunk.complete:  # one dense part, every cell present
+            out[outer] = chunk.parts[0].block[inner]
+            if present is not None:
+                present[outer] = True
+            continue
         for part in chunk.parts:
             if isinstance(part, chunk_read.DenseChunk):
                 _place_block(part, inner, outer, out, present)
@@ -141,6 +144,25 @@ def box_to_numpy(
     if masked:
         return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
     return out, read
+
+
+def _copy_slices(read: chunk_read.BoxRead, low: np.ndarray, high: np.ndarray) -> list[tuple]:
+    """Per chunk read, the slices of its part inside the box ``[low, high]``: in the chunk and in
+    the output (whose first cell is ``low``), planned for every chunk at once."""
+    chunks = read.chunks
+    if not chunks:
+        return []
+    ndim = len(low)
+    geometry = read.geometry
+    starts = geometry[:, :ndim]
+    first = np.maximum(starts, low)
+    stop = np.minimum(starts + geometry[:, ndim:], high + 1)
+    plan = np.concatenate([first - starts, stop - starts, first - low, stop - low], axis=1).tolist()
+    two, three = 2 * ndim, 3 * ndim
+    return [
+        (chunk, tuple(map(slice, row[:ndim], row[ndim:two])), tuple(map(slice, row[two:three], row[three:])))
+        for chunk, row in zip(chunks, plan, strict=True)
+    ]
 
 
 def _place_block(part, inner: tuple, outer: tuple, out: np.ndarray, present: np.ndarray | None) -> None:

@@ -4,6 +4,11 @@ Keys name immutable things only (an Iceberg data file never changes once written
 unique), so an entry never goes stale; which files a read may use is decided by the snapshot's file
 listing, checked on every read, not by the cache. Values must not be mutated once put: the readers
 that fill the cache store read-only numpy arrays and copy out of them.
+
+Beside the entries the cache keeps *derived* maps (a reader's lookups already resolved, e.g. chunk ->
+decoded parts for one snapshot): they may refer only to values the cache holds, so every one is
+dropped as soon as any entry leaves (evicted, replaced, cleared); the bytes bound thus holds for
+them too.
 """
 
 from __future__ import annotations
@@ -18,6 +23,11 @@ from dataclasses import dataclass
 #: otherwise or ``connect(chunk_cache_bytes=...)`` sets it.
 DEFAULT_BUDGET = 256 * 1024 * 1024
 BUDGET_VARIABLE = "ARRAYVIEWS_CHUNK_CACHE_BYTES"
+#: Derived maps kept (the least recently asked for leave first).
+DERIVED_KEPT = 64
+#: Entries kept in all derived maps together (beyond it every map is dropped): their small objects
+#: are not counted in the byte budget, so their number is bounded instead.
+DERIVED_ENTRIES_KEPT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,11 @@ class ChunkCache:
         self._bytes = 0
         self._budget = _checked_budget(budget)
         self._hits = self._misses = self._evictions = 0
+        #: bumped whenever an entry leaves; derived maps made before then are dropped
+        self._generation = 0
+        self._derived: OrderedDict[Hashable, dict] = OrderedDict()
+        self._weights: dict[Hashable, int] = {}  # entries each derived map counts as
+        self._derived_entries = 0
 
     @property
     def budget(self) -> int:
@@ -58,6 +73,56 @@ class ChunkCache:
             self._hits += 1
             return entry[0]
 
+    def touch(self, keys: list) -> None:
+        """Count a hit on each of ``keys`` and make it the most recently used (one lock for all): what
+        a reader calls for the entries it used through a derived map. Keys no longer held are skipped."""
+        with self._lock:
+            entries = self._entries
+            for key in keys:
+                if key in entries:
+                    entries.move_to_end(key)
+                    self._hits += 1
+
+    def derived(self, key: Hashable) -> tuple[int, dict]:
+        """The cache's generation now and the derived map kept under ``key`` (made empty if none).
+        Read it freely; add to it only through :meth:`add_derived` with that generation."""
+        with self._lock:
+            kept = self._derived.get(key)
+            if kept is None:
+                kept = self._new_derived(key)
+            else:
+                self._derived.move_to_end(key)
+            return self._generation, kept
+
+    def add_derived(self, key: Hashable, generation: int, items: dict, weight: int | None = None) -> bool:
+        """Merge ``items`` (referring only to values got from or put into this cache since
+        ``generation``) into the derived map under ``key``, counting them as ``weight`` entries
+        (default: one each) against DERIVED_ENTRIES_KEPT; False (nothing kept) when an entry left
+        the cache since then, as the items may refer to it."""
+        with self._lock:
+            if generation != self._generation or self._budget == 0:
+                return False
+            kept = self._derived.get(key)
+            if kept is None:
+                kept = self._new_derived(key)
+            kept.update(items)
+            weight = len(items) if weight is None else weight
+            self._weights[key] = self._weights.get(key, 0) + weight
+            self._derived_entries += weight
+            if self._derived_entries > DERIVED_ENTRIES_KEPT:
+                self._derived.clear()
+                self._weights.clear()
+                self._derived_entries = 0
+            return True
+
+    def _new_derived(self, key: Hashable) -> dict:
+        """An empty derived map under ``key`` (the lock is held), the oldest maps leaving beyond DERIVED_KEPT."""
+        kept = self._derived[key] = {}
+        while len(self._derived) > DERIVED_KEPT:
+            old, _ = self._derived.popitem(last=False)
+            self._derived_entries -= self._weights.pop(old, 0)
+        return kept
+
     def put(self, key: Hashable, value: object, nbytes: int) -> bool:
         """Keep ``value`` (``nbytes`` bytes) under ``key``, evicting the least recently used entries
         to stay within the budget; False (nothing kept) when it alone exceeds the budget."""
@@ -68,6 +133,7 @@ class ChunkCache:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
+                self._forget_derived()
             self._entries[key] = (value, nbytes)
             self._bytes += nbytes
             self._evict()
@@ -83,6 +149,7 @@ class ChunkCache:
         """Forget every entry and reset the counters."""
         with self._lock:
             self._entries.clear()
+            self._forget_derived()
             self._bytes = 0
             self._hits = self._misses = self._evictions = 0
 
@@ -97,6 +164,14 @@ class ChunkCache:
             _, (_, nbytes) = self._entries.popitem(last=False)
             self._bytes -= nbytes
             self._evictions += 1
+            self._forget_derived()
+
+    def _forget_derived(self) -> None:
+        """An entry left (the lock is held): drop every derived map, as it may refer to that entry."""
+        self._generation += 1
+        self._derived.clear()
+        self._weights.clear()
+        self._derived_entries = 0
 
 
 def _checked_budget(budget: int) -> int:

@@ -6,11 +6,14 @@ Freshness: the files a read may use come from the listing of the version's snaps
 just asked the catalog which snapshot is current). Data files are immutable and their paths unique,
 so what is cached under a path (its chunk index, its decoded chunks) never goes stale; a file that
 is no longer live (replaced by a delete, an insert with replace, a compaction) is simply not asked
-for again and ages out of the cache.
+for again and ages out of the cache. What a read resolved (a chunk's cached parts, a box of chunks
+with its geometry and copy slices) is kept in the cache's derived map of (table, snapshot,
+attribute): a snapshot's live files never change, and another snapshot is another map.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 DIRECT_READ_CELLS = 1 << 22
 #: ... and whose live files times touched chunks (the (file, chunk) pairs looked up) are at most this.
 MAX_FILE_CHUNKS = 1024
+#: Cell boxes whose copy slices a kept box plan holds.
+SLICES_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class ChunkParts:
     shape: tuple[int, ...]
     parts: tuple[Part, ...]
 
-    @property
+    @functools.cached_property
     def complete(self) -> bool:
         """True when one dense part holds every cell, none null."""
         return len(self.parts) == 1 and isinstance(self.parts[0], DenseChunk) and self.parts[0].valid is None
@@ -98,13 +103,46 @@ class BoxRead:
     hits: int = 0
     misses: int = 0
 
+    @property
+    def geometry(self) -> np.ndarray:
+        """Per chunk of ``chunks`` its clipped start, then its shape: an (n, 2 * ndim) int64 array."""
+        if self._geometry is None:
+            ndim = len(self.chunks[0].start) if self.chunks else 0
+            rows = [c.start + c.shape for c in self.chunks]
+            self._geometry = np.array(rows, dtype=np.int64).reshape(len(rows), 2 * ndim)
+        return self._geometry
 
-def touched_cells(schema: ArraySchema, low: Sequence[int], high: Sequence[int]) -> int:
-    """Cells of the chunks the box ``[low, high]`` overlaps (what a chunk read decodes at most)."""
-    ranges = ChunkGrid.of(schema).chunk_ranges_overlapping(low, high)
-    if ranges is None:
-        return 0
-    grid = ChunkGrid.of(schema)
+    @property
+    def complete(self) -> bool:
+        """True when every chunk the box overlaps is one dense part with every cell, none null."""
+        if self._complete is None:
+            self._complete = len(self.chunks) == self.chunks_touched and all(c.complete for c in self.chunks)
+        return self._complete
+
+    _geometry: np.ndarray | None = field(default=None, repr=False)
+    _complete: bool | None = field(default=None, repr=False)
+    #: the kept plan's map of exact boxes to their copy slices (None: no plan kept), see _BoxPlan
+    slices: dict | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class _BoxPlan:
+    """What a box of chunks resolved to at one snapshot, for one attribute (kept in the cache's
+    derived map under the box's chunk ranges): its chunks with cells, the cache keys they are made
+    of, their geometry, and the live files the box's ranges kept."""
+
+    chunks: tuple[ChunkParts, ...]
+    keys: tuple
+    geometry: np.ndarray
+    files_kept: int
+    complete: bool
+    #: (low, high) of a cell box within these chunks -> what its reader planned to copy (at most
+    #: SLICES_KEPT boxes; the reader's to fill)
+    slices: dict = field(default_factory=dict, compare=False)
+
+
+def _cells_of_ranges(grid: ChunkGrid, ranges: Sequence[tuple[int, int]]) -> int:
+    """Cells of the chunks within per-dimension (first, last) chunk ranges (what a read decodes at most)."""
     return math.prod(
         g.chunk_span(last)[1] - g.chunk_span(first)[0] + 1
         for g, (first, last) in zip(grid.dimensions, ranges, strict=True)
@@ -122,59 +160,146 @@ def read_box(
     """The parts of every chunk overlapping the box ``[low, high]`` (inclusive cell coordinates) in
     the files live at ``version``, for one attribute; chunks with no cell are left out. Decoded chunks
     come from ``cache`` where it holds them and are put there otherwise (strings are not cached).
-    None when the box's files times its chunks exceed MAX_FILE_CHUNKS: a read of many fragments
-    spread over many files is left to the bulk reader."""
+    None when the box's chunks hold more than DIRECT_READ_CELLS cells, or its files times its chunks
+    exceed MAX_FILE_CHUNKS: a read that large, or of many fragments spread over many files, is left
+    to the bulk reader.
+
+    A chunk whose parts all came from (or went into) the cache is remembered, with the cache keys it
+    was made of, in the cache's derived map of the snapshot and attribute: the next read of that
+    chunk at the same snapshot takes it from there without looking up its files one by one. When
+    every chunk of the box is so remembered, the box's chunks, keys and geometry are kept under its
+    chunk ranges too, and a read of the same ranges is answered from them alone. Entries used
+    either way are still marked used in the cache; the map is dropped once anything leaves it."""
     schema = table.schema
     grid = ChunkGrid.of(schema)
     result = BoxRead()
     ranges = grid.chunk_ranges_overlapping(low, high)
     if ranges is None:
         return result
+    cells = _cells_of_ranges(grid, ranges)
+    if cells > DIRECT_READ_CELLS:
+        return None
     result.chunks_touched = math.prod(last - first + 1 for first, last in ranges)
     bounds = live_bounds(table, version)
     if bounds is None:
         raise ValueError(f"{table.label} is not laid out as chunk fragments")
     result.files_live = len(bounds.files)
-    kept = bounds.overlapping(ranges)
-    result.files_kept = len(kept)
     dtype = numpy_dtype(attribute.type)
     if cache is not None and (codec.is_text(dtype) or cache.budget == 0):
         cache = None
-    if cache is not None and touched_cells(schema, low, high) * dtype.itemsize > cache.budget // 2:
+    derived_key = (
+        None
+        if cache is None or bounds.snapshot is None
+        else (*bounds.snapshot, attribute.name, attribute.type)
+    )
+    generation, resolved = (0, {}) if derived_key is None else cache.derived(derived_key)
+    plan = resolved.get(ranges)
+    if plan is not None:  # this box of chunks was resolved at this snapshot, its parts all cached
+        result.files_kept = plan.files_kept
+        if plan.files_kept * result.chunks_touched > MAX_FILE_CHUNKS:
+            return None
+        cache.touch(plan.keys)
+        result.hits = len(plan.keys)
+        result.chunks = list(plan.chunks)
+        result._geometry, result._complete, result.slices = plan.geometry, plan.complete, plan.slices
+        return result
+    kept = bounds.overlapping(ranges)
+    result.files_kept = len(kept)
+    if len(kept) * result.chunks_touched > MAX_FILE_CHUNKS:
+        return None
+    if cache is not None and cells * dtype.itemsize > cache.budget // 2:
         cache_puts = False  # a read this large would only push out what smaller reads reuse
     else:
         cache_puts = cache is not None
-    if len(kept) * result.chunks_touched > MAX_FILE_CHUNKS:
-        return None
-    paths = [bounds.files[k].file_path for k in kept]
-    chunks = [tuple(c) for c in itertools.product(*(range(f, t + 1) for f, t in ranges))]
-    found: dict[tuple[int, ...], list[Part]] = {}
+    chunks = list(itertools.product(*(range(f, t + 1) for f, t in ranges)))
+    found: dict[tuple[int, ...], ChunkParts | None] = {}
+    todo = []
+    used: list = []
+    for chunk in chunks:
+        entry = resolved.get(chunk)
+        if entry is None:
+            todo.append(chunk)
+        else:
+            found[chunk] = entry[0]
+            used += entry[1]
+    if used:
+        cache.touch(used)
+        result.hits += len(used)
+    remember = {}
+    if todo:
+        made = _resolve(todo, bounds, kept, ranges, schema, attribute, grid, cache, cache_puts, result)
+        found.update((chunk, parts) for chunk, (parts, _) in made.items())
+        remember = {chunk: entry for chunk, entry in made.items() if entry[1] is not None}
+    result.chunks = [parts for parts in (found[chunk] for chunk in chunks) if parts is not None]
+    if derived_key is not None and len(remember) == len(todo):  # every chunk's parts are cached
+        for chunk in todo:
+            used += remember[chunk][1]
+        plan = _BoxPlan(tuple(result.chunks), tuple(used), result.geometry, len(kept), result.complete)
+        remember[ranges] = plan
+        result.slices = plan.slices
+    if remember:
+        # a box plan counts as its chunks times the copy slices it may come to hold
+        weight = len(remember) + (len(result.chunks) * SLICES_KEPT if ranges in remember else 0)
+        cache.add_derived(derived_key, generation, remember, weight)
+    return result
+
+
+def _resolve(
+    chunks: list[tuple[int, ...]],
+    bounds,
+    kept: np.ndarray,
+    ranges: Sequence[tuple[int, int]],
+    schema: ArraySchema,
+    attribute: Attribute,
+    grid: ChunkGrid,
+    cache: ChunkCache | None,
+    cache_puts: bool,
+    result: BoxRead,
+) -> dict[tuple[int, ...], tuple[ChunkParts | None, tuple | None]]:
+    """Per chunk its parts (None: no cell) from the kept files whose chunk bounds contain it, each
+    (file, chunk) from ``cache`` or decoded (and put there when ``cache_puts``), and the cache keys
+    it was made of (None when some part is not in the cache)."""
+    cells = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), grid.ndim)
+    covering = bounds.covering(kept, cells) if len(kept) else np.zeros((len(chunks), 0), dtype=bool)
+    paths = [bounds.files[k].file_path for k in kept.tolist()]
+    key_tail = (attribute.name, attribute.type)
+    # per chunk, per covering file: the cached parts, or None until decoded below
+    held: list[list[tuple[str, tuple | None]]] = []
     missing: set[tuple[str, tuple[int, ...]]] = set()
-    for path in paths:
-        for chunk in chunks:
+    for chunk, row in zip(chunks, covering.tolist(), strict=True):
+        of_chunk = []
+        for path, covers in zip(paths, row, strict=True):
+            if not covers:
+                continue
             # an empty tuple is kept too: the file holds nothing of that chunk
-            parts = None if cache is None else cache.get((path, chunk, attribute.name, attribute.type))
+            parts = None if cache is None else cache.get((path, chunk, *key_tail))
             if parts is None:
                 missing.add((path, chunk))
                 result.misses += 1
             else:
                 result.hits += 1
-                if parts:
-                    found.setdefault(chunk, []).extend(parts)
+            of_chunk.append((path, parts))
+        held.append(of_chunk)
+    decoded = {}
+    refused = set()  # (file, chunk) pairs decoded but not kept by the cache
     if missing:
         decoded = _read_chunks(missing, ranges, schema, attribute, grid, copy=cache_puts, result=result)
-        for path, chunk in missing:
+        if not cache_puts:
+            refused = missing
+        for path, chunk in missing if cache_puts else ():
             parts = decoded.get((path, chunk), ())
-            if cache_puts:
-                nbytes = 64 + sum(p.nbytes for p in parts)
-                cache.put((path, chunk, attribute.name, attribute.type), parts, nbytes)
-            if parts:
-                found.setdefault(chunk, []).extend(parts)
-    if found:
-        starts, sizes = layout.box_geometry(grid, np.asarray(list(found), dtype=np.int64))
-        for (chunk, parts), start, shape in zip(found.items(), starts.tolist(), sizes.tolist(), strict=True):
-            result.chunks.append(ChunkParts(chunk, tuple(start), tuple(shape), tuple(parts)))
-    return result
+            if not cache.put((path, chunk, *key_tail), parts, 64 + sum(p.nbytes for p in parts)):
+                refused.add((path, chunk))
+    starts, sizes = layout.box_geometry(grid, cells)
+    made = {}
+    for chunk, of_chunk, start, size in zip(chunks, held, starts.tolist(), sizes.tolist(), strict=True):
+        parts = []
+        for path, got in of_chunk:
+            parts.extend(decoded.get((path, chunk), ()) if got is None else got)
+        in_cache = cache is not None and all((path, chunk) not in refused for path, _ in of_chunk)
+        keys = tuple((path, chunk, *key_tail) for path, _ in of_chunk) if in_cache else None
+        made[chunk] = (ChunkParts(chunk, tuple(start), tuple(size), tuple(parts)) if parts else None, keys)
+    return made
 
 
 # -- which rows -------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ class FileBounds:
     files: tuple[StoredFile, ...]
     low: np.ndarray
     high: np.ndarray
+    #: (table uuid, snapshot id) the files are live at; None for a version with no snapshot
+    snapshot: tuple[str, int] | None = None
 
     def overlapping(self, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
         """Positions of the files that may hold a chunk within per-dimension (first, last) ranges
@@ -38,6 +40,13 @@ class FileBounds:
         first = np.asarray([r[0] for r in ranges], dtype=np.int64)
         last = np.asarray([r[1] for r in ranges], dtype=np.int64)
         return np.flatnonzero(np.all((self.high >= first) & (self.low <= last), axis=1))
+
+    def covering(self, files: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+        """Which of the files at positions ``files`` may hold each chunk of ``chunks`` (n, d): an
+        (n, len(files)) boolean matrix (a file's bounds contain every chunk it holds)."""
+        low, high = self.low[files][None, :, :], self.high[files][None, :, :]
+        inside = chunks[:, None, :]
+        return np.all((low <= inside) & (inside <= high), axis=2)
 
 
 _lock = threading.Lock()
@@ -74,7 +83,7 @@ def live_bounds(table: ArrayTable, version: int) -> FileBounds | None:
                 low[row, k] = int.from_bytes(lower[field_id], "little", signed=True)
             if len(upper.get(field_id, b"")) == 8:
                 high[row, k] = int.from_bytes(upper[field_id], "little", signed=True)
-    bounds = FileBounds(tuple(files), low, high)
+    bounds = FileBounds(tuple(files), low, high, key)
     with _lock:
         _kept[key] = bounds
         while len(_kept) > BOUNDS_KEPT:
