@@ -80,8 +80,13 @@ class _Catalog(SqlCatalog):
         file = io.new_input(metadata_location)
         # the file must still be there as it was parsed (a lost or truncated metadata file fails
         # the load as it would without the cache, so `check` and listings see it)
-        if metadata_location in kept and (not file.exists() or len(file) != kept[metadata_location][2]):
-            del kept[metadata_location]
+        if metadata_location in kept:
+            try:
+                size = len(file)  # one look at the file (it raises FileNotFoundError when it is gone)
+            except FileNotFoundError:
+                size = None
+            if size != kept[metadata_location][2]:
+                del kept[metadata_location]
         if metadata_location not in kept:
             self._keep(metadata_location, FromInputFile.table_metadata(file), len(file))
             self.metadata_loads = getattr(self, "metadata_loads", 0) + 1
