@@ -147,33 +147,6 @@ def test_old_calibration_files_get_each_engines_default_uncertain_terms() -> Non
     assert default.spark.per_copy != default.local.per_copy  # so the check above can tell them apart
 
 
-@pytest.mark.slow
-def test_calibrate_engines_stores_fitted_uncertain_terms(db) -> None:
-    from arrayviews.execution.cost import load_costs
-    from arrayviews.operators.uncertain_calibration import calibrate_engines
-
-    before = db.uncertain_arrays()
-    calibrated = calibrate_engines(db, sizes=(100, 300, 600), repeats=1)
-    assert db.uncertain_arrays() == before  # the scratch arrays are dropped
-    stored = load_costs(db.executors.warehouse)
-    assert stored == calibrated and stored.calibrated is not None
-    for engine in ("local", "spark"):
-        samples = stored.notes["uncertain"][engine]
-        operations = ["regrid", "group_by"] + (
-            ["join_block", "join_routed"] if engine == "local" else ["join"]
-        )
-        assert sorted(p["operation"] for p in samples) == sorted(operations * 3)  # three sizes
-        by = {(p["operation"], p["tuples"]): p for p in samples}
-        # the regrid reads the outer array alone: its copies grow with the size, and it has no pairs
-        assert by["regrid", 100]["pairs"] == 0 and by["regrid", 600]["copies"] > by["regrid", 100]["copies"]
-        # grouping by both dimensions: many more block contributions per tuple than 10 x 10 blocks
-        assert by["group_by", 300]["contributions"] > 5 * by["regrid", 300]["contributions"]
-        check_fitted_terms(getattr(stored, engine), samples, engine)
-    assert (
-        stored.local.per_routed_pair > 0 and stored.spark.per_routed_pair == CostModel().spark.per_routed_pair
-    )
-
-
 def _bounded_fit(points: list[dict], columns: list[str], offsets: dict[str, float]) -> np.ndarray:
     """The non-negative least-squares fit by another solver (scipy's bounded lsq_linear)."""
     design = np.array([[p[c] for c in columns] for p in points])
@@ -319,3 +292,73 @@ def test_join_plan_follows_the_costs_and_both_plans_match_brute_force(db, left) 
     assert estimates["routed"].routed_pairs == join.choice.estimate.pairs and estimates["routed"].pairs == 0
     base = join.choice.estimate
     assert plan_estimates(*join._sides()[:2], 1.0, base) == estimates
+
+
+@pytest.mark.slow
+def test_db_calibrate_stores_the_uncertain_terms_and_the_next_connect_uses_them(db, spark) -> None:
+    import arrayviews
+    from arrayviews.execution.cost import calibration_uri
+
+    rng = np.random.default_rng(15)
+    a = db.create_uncertain_array(SCHEMA.format(name="KA"), scheme="store-multiple", step=1)
+    a.insert(_tuples(rng, 300))
+    b = db.create_uncertain_array(SCHEMA.format(name="KB"), scheme="store-mean")
+    b.insert(_tuples(rng, 600))
+    returned = db.calibrate(repeats=1, uncertain_sizes=(100, 300, 600))
+    assert db.uncertain_arrays() == ["KA", "KB"]  # the scratch arrays are dropped
+    uri = calibration_uri(db.executors.warehouse)
+    path = urlparse(uri).path if uri.startswith("file:") else uri
+    with open(path) as stream:
+        stored = json.load(stream)
+    # one file: the array terms (the line through the two window timings) and the uncertain terms
+    # (the fits of their samples), each engine's as returned
+    assert {"local", "spark", "uncertain"} <= set(stored["notes"]) and stored["calibrated"]
+    (n1, t1), (n2, t2) = stored["notes"]["local"]
+    assert stored["local"]["per_cell"] == pytest.approx(max((t2 - t1) / (n2 - n1), 1e-12), rel=1e-3)
+    for engine in ("local", "spark"):
+        assert stored[engine] == returned[engine]
+        samples = stored["notes"]["uncertain"][engine]
+        operations = ["regrid", "group_by"] + (
+            ["join_block", "join_routed"] if engine == "local" else ["join"]
+        )
+        assert sorted(p["operation"] for p in samples) == sorted(operations * 3)  # three sizes
+        by = {(p["operation"], p["tuples"]): p for p in samples}
+        # the regrid reads the outer array alone: its copies grow with the size, and it has no pairs
+        assert by["regrid", 100]["pairs"] == 0 and by["regrid", 600]["copies"] > by["regrid", 100]["copies"]
+        # grouping by both dimensions: many more block contributions per tuple than 10 x 10 blocks
+        assert by["group_by", 300]["contributions"] > 5 * by["regrid", 300]["contributions"]
+        check_fitted_terms(EngineCost(**stored[engine]), samples, engine)
+    assert stored["local"]["per_routed_pair"] > 0 and stored["spark"]["per_routed_pair"] == 0.0
+
+    def reconnect(**patch: float):
+        for name, value in patch.items():
+            stored["local"][name] = value
+        with open(path, "w") as stream:
+            json.dump(stored, stream)
+        return arrayviews.connect(db.executors.warehouse, spark=spark)
+
+    # the next connect prices with the stored terms (worked out here from the file's numbers)
+    again = reconnect()
+    aggregate = again.uncertain_array("KA").aggregate("count(*)", by=["x", "y"])
+    work, local = aggregate.choose().estimate, stored["local"]
+    by_hand = (
+        local["fixed"]
+        + local["per_job"] * work.jobs
+        + local["per_copy"] * work.copies
+        + local["per_aggregate"]
+        + local["per_contribution"] * work.contributions
+    )
+    assert aggregate.choice.predicted["local"] == pytest.approx(by_hand, rel=1e-12)
+    assert "calibrated costs" in aggregate.choice.reason
+    # a stored term patched high moves the next connect's choice, and EXPLAIN says why
+    patched = reconnect(per_contribution=10.0)
+    plan = patched.uncertain_array("KA").aggregate("count(*)", by=["x", "y"]).explain()
+    assert plan["executor"] == "spark" and "block contributions" in plan["reason"]
+    assert "calibrated costs" in plan["reason"]
+    query = "EXPLAIN SELECT * FROM structure_join(KA, KB, 1, 0.5, OUTER left)"
+    fitted = {term: stored["local"][term] for term in ("per_block", "per_group")}
+    for term, plan_name in (("per_group", "block"), ("per_block", "routed")):
+        patched = reconnect(**{**fitted, term: 100.0})
+        text = patched.sql(query)
+        assert "executor: local" in text and f"plan: {plan_name}" in text
+        assert "calibrated costs" in text and "predicted block plan" in text

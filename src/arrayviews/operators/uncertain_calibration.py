@@ -262,7 +262,8 @@ def calibrate_engines(db, sizes: tuple[int, ...] = (500, 1500, 4000), repeats: i
                         estimate = chosen.choose().estimate
                         if plan is not None:
                             estimate = chosen.plan.estimates[plan]
-                        operation().to_arrow()  # warm-up
+                        if n == sizes[0]:
+                            operation().to_arrow()  # warm-up (Python workers, numba compilation)
                         best = math.inf
                         for _ in range(repeats):
                             started = time.perf_counter()
