@@ -276,6 +276,12 @@ def test_join_plan_follows_the_costs_and_both_plans_match_brute_force(db, left) 
                 )
                 check_join(join.to_pandas(), join_reference(a, b, delta), threshold)
                 assert (join.statistics.blocks == -1) == (plan == "routed")  # the plan that ran
+                report = join.statistics.as_dict()
+                assert (
+                    report["plan"] == plan
+                    and report["executor"] == "local"
+                    and "routed plan" in report["reason"]
+                )
                 results[plan, delta] = join.to_arrow()
             text = db.sql("EXPLAIN SELECT * FROM structure_join(pa, pb, 1, 0.5, OUTER left)")
             assert f"plan: {plan}" in text and "routed plan" in text and "block plan" in text

@@ -667,11 +667,7 @@ class StructureJoin:
             else "per inner chunk",
             "executor": choice.executor,
             "reason": choice.reason,
-            **(
-                {"plan": self.plan.plan, "plan_reason": self.plan.reason}
-                if self.plan is not None and choice.executor == "local"
-                else {}
-            ),
+            **({"plan": self.plan.plan} if self.plan is not None and choice.executor == "local" else {}),
         }
 
     def to_arrow(self) -> pa.Table:
@@ -695,6 +691,11 @@ class StructureJoin:
 
                 engine = self.left._db.executors.engine(self.choose().executor)
                 parts = sbj_routed(engine, outer, inner, self.delta, self.threshold, structure, stats)
+            if self.method == "sbj" and self.choice is not None:
+                # the run's report: which executor and plan ran, and why
+                stats.extra["executor"] = self.choice.executor
+                stats.extra["plan"] = self.plan.plan if self.choice.executor == "local" else "routed"
+                stats.extra["reason"] = self.choice.reason
             self._result = _finish(parts, swapped, stats)
             stats.seconds = time.perf_counter() - started
             self.statistics = stats
