@@ -101,6 +101,20 @@ def test_estimate_counts_match_brute_force(db) -> None:
     # so within 30% of the exact count on uniformly placed tuples
     assert brute > 0 and 0.85 <= join.pairs / brute <= 1.3, (join.pairs, brute)
 
+    # the routed plan's work: every outer copy goes to each inner chunk (8 x 8 cells) its candidate
+    # box (the copy's cell +- reach, clipped to the domain) overlaps; the chunks co-grouped are those
+    # holding inner copies
+    plans = a.structure_join(b, delta, 0.5, outer="left", engine="local")
+    plans.choose()
+    routed = plans.plan.estimates["routed"]
+    sent = sum(
+        ((min(59, x + reach) // 8) - (max(0, x - reach) // 8) + 1)
+        * ((min(39, y + reach) // 8) - (max(0, y - reach) // 8) + 1)
+        for x, y in _stored_copy_cells(a)
+    )
+    assert 0.85 <= routed.routed / sent <= 1.3, (routed.routed, sent)  # edges are not clipped
+    assert routed.groups == len({(x // 8, y // 8) for x, y in inner_cells})
+
 
 def test_choice_follows_the_uncertain_terms_and_is_explained(db) -> None:
     rng = np.random.default_rng(12)
@@ -368,3 +382,31 @@ def test_db_calibrate_stores_the_uncertain_terms_and_the_next_connect_uses_them(
         text = patched.sql(query)
         assert "executor: local" in text and f"plan: {plan_name}" in text
         assert "calibrated costs" in text and "predicted block plan" in text
+
+
+def test_block_plan_with_many_outer_blocks_prices_the_inner_rereads(db, monkeypatch) -> None:
+    from arrayviews.operators import uncertain_join
+
+    rng = np.random.default_rng(34)
+    a, b = catalog(rng, 200, heavy=12.0), catalog(rng, 500)
+    outer = db.create_uncertain_array(CATALOG_SCHEMA.format(name="ra"), scheme="store-multiple", step=1)
+    inner = db.create_uncertain_array(CATALOG_SCHEMA.format(name="rb"), scheme="store-mean")
+    outer.insert(a)
+    inner.insert(b)
+    monkeypatch.setattr(uncertain_join, "BLOCK_COPIES", 40)  # a small memory quota: many outer blocks
+    try:
+        for plan in ("block", "routed"):
+            db.executors.store_costs(_join_plan_costs(plan))
+            join = outer.structure_join(inner, 1.5, 0.3, engine="local", outer="left")
+            check_join(join.to_pandas(), join_reference(a, b, 1.5), 0.3)
+            assert join.explain()["plan"] == plan
+            if plan == "block":
+                block, stats = join.plan.estimates["block"], join.statistics
+                assert block.blocks == stats.blocks > 3
+                # the estimate reads each block's slab of the inner array (a superset of the union of
+                # its cells' regions that the plan reads): at least what was read, within 2x
+                read = stats.outer_copies_read + stats.inner_copies_read
+                base = join.choice.estimate.copies
+                assert read > base and read <= block.copies <= 2 * read, (read, block.copies, base)
+    finally:
+        db.executors.store_costs(CostModel())
