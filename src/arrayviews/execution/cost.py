@@ -3,8 +3,11 @@ calibration (``execution.json`` in the warehouse folder).
 
 An operation's predicted time on an engine is ``fixed + per_cell * cells + per_job * jobs`` (the
 engine's start-up cost of a job dominates small work on Spark; the per-cell cost dominates large
-work in-process, which has one core). The in-process engine is also refused above a hard limit of
-cells or bytes, so the driver never reads more than that, whatever the prediction says.
+work in-process, which has one core), plus for the uncertain operators (paper 001) a cost per tuple
+copy and per candidate pair, per aggregate run and per block contribution, and the in-process
+structure join's plan terms (per outer block; per copy routed, inner chunk co-grouped and pair).
+The in-process engine is also refused above a hard limit of cells or bytes, so the driver never
+reads more than that, whatever the prediction says.
 """
 
 from __future__ import annotations
