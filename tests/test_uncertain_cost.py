@@ -15,6 +15,7 @@ import pytest
 from scipy.optimize import lsq_linear
 
 from arrayviews.execution.cost import CostModel, EngineCost
+from arrayviews.model.errors import ValidationError
 from arrayviews.storage import uncertain_layout as ul
 from test_uncertain import SCHEMA as CATALOG_SCHEMA
 from test_uncertain import catalog, check_join, join_reference
@@ -303,6 +304,8 @@ def test_join_plan_follows_the_costs_and_both_plans_match_brute_force(db, left) 
         db.executors.store_costs(CostModel())
     for delta in (1.0, 2.5):
         assert results["block", delta].equals(results["routed", delta])
+    with pytest.raises(ValidationError, match="plan must be 'block' or 'routed', got 'nested'"):
+        outer.structure_join(inner, 1.0, 0.5).force_plan("nested")
     # the plans' work from metadata: one outer block (150 tuples); the routed plan sends every outer
     # copy to each inner chunk its candidate box overlaps, counted here from the stored copies
     join = outer.structure_join(inner, 1.0, 0.5, engine="local", outer="left")

@@ -90,7 +90,8 @@ def expected_contributions(table, version: int, blocks: np.ndarray) -> float:
     reaches the blocks within mean +- REACH sigma along every dimension with a block size (1 along a
     dimension aggregated away), an interval of L cells meeting L / b + 1 blocks of b cells on
     average. A fragment's tuples are taken to have the geometric mean of its smallest and largest
-    sigma (the fragment statistics); each fragment counts with its share of the stored copies."""
+    sigma (the fragment statistics); each fragment counts with its share of the stored copies. A
+    threshold above 0 keeps fewer contributions: the count is then a bound (the kernel visits all)."""
     if version == 0:
         return 0.0
     tuples = table.tuples_at(version)
