@@ -2,8 +2,10 @@
 join, in-process vs Spark through the execution interface vs the previous Spark code path (its
 partial sums grouped with Spark SQL ``F.sum``; its join deduplicated with ``groupBy``/``first``),
 all in the same run; and the executor cost model's predicted seconds against measured ones for
-regrid, aggregate and structure join on both engines at two sizes (default and calibrated uncertain
-terms, and the previous copies-as-cells estimate). Run: ``python -m benchmarks.run uncertain_engine [--quick]``."""
+regrid, aggregate and structure join on both engines at two sizes, with default and calibrated terms,
+next to what the previous model (per copy and per pair only: no aggregate, contribution or join-plan
+terms) predicts for the same work; and the in-process join's two plans against its cost-based choice.
+Run: ``python -m benchmarks.run uncertain_engine [--quick]``."""
 
 from __future__ import annotations
 
@@ -124,24 +126,37 @@ def _old_join(join) -> pa.Table:
     return uj._finish([jobs.collect(distinct, uj.RESULT_SCHEMA)], swapped, uj.JoinStatistics())
 
 
-def _routed_local(join, db) -> pa.Table:
-    """The routed structure join (the Spark plan) run on the in-process engine, finished as
-    ``StructureJoin.to_arrow`` finishes the block join."""
-    from arrayviews.operators.uncertain_join import JoinStatistics, _finish, pair_structure
-    from arrayviews.operators.uncertain_join_routed import sbj_routed
+def _before_terms(costs, samples: dict | None = None) -> dict:
+    """The previous model's uncertain terms (round 7: per copy and per pair only, no aggregate,
+    contribution or join-plan terms): its defaults, or its fit (per copy and per pair by one
+    non-negative least squares over the regrid and join samples) of this run's calibration samples."""
+    from dataclasses import replace
 
-    outer, inner, swapped = join._sides()
-    stats = JoinStatistics()
-    structure = pair_structure(outer.schema, inner.schema)
-    engine = db.executors.engine("local")
-    return _finish(
-        sbj_routed(engine, outer, inner, join.delta, join.threshold, structure, stats), swapped, stats
-    )
+    from scipy.optimize import nnls
+
+    from arrayviews.execution.cost import EngineCost
+
+    before = {}
+    for engine in ("local", "spark"):
+        terms = getattr(costs, engine)
+        per_copy, per_pair = {"local": (4.0e-6, 1.5e-8), "spark": (2.0e-6, 7.5e-9)}[engine]
+        if samples is not None:
+            points = [p for p in samples[engine] if p["operation"] in ("regrid", "join", "join_block")]
+            design = np.array([[p["copies"], p["pairs"]] for p in points])
+            (per_copy, per_pair), _ = nnls(design, np.array([p["seconds"] for p in points]))
+            per_copy, per_pair = max(per_copy, 1e-9), max(per_pair, 1e-11)
+        kept = {f: getattr(terms, f) for f in ("fixed", "per_job", "per_cell")}
+        before[engine] = replace(EngineCost(**kept), per_copy=per_copy, per_pair=per_pair, per_aggregate=0.0,
+                                 per_contribution=0.0)  # fmt: skip
+    return before
 
 
-def _predictions(db, rng, n: int, repeats: int) -> list[dict]:
+def _predictions(db, rng, n: int, repeats: int, before: dict) -> list[dict]:
     """Predicted (cost model, metadata only) vs measured seconds of regrid, aggregate and the
-    structure join on both engines over ``n`` outer and ``3 n`` inner tuples, with the load."""
+    structure join on both engines over ``n`` outer and ``3 n`` inner tuples, with the load; and
+    what the previous model (``before``: per-copy and per-pair terms only) predicted."""
+    from dataclasses import replace
+
     outer = db.create_uncertain_array(SCHEMA.format(name=f"pred_ua_{n}"), scheme="store-multiple", step=1)
     outer.insert(_tuples(rng, n))
     inner = db.create_uncertain_array(SCHEMA.format(name=f"pred_ub_{n}"), scheme="store-mean")
@@ -160,27 +175,30 @@ def _predictions(db, rng, n: int, repeats: int) -> list[dict]:
                 make(engine).to_arrow()  # warm-up
                 measured, _ = timed(lambda: make(engine).to_arrow(), repeats)  # noqa: B023
                 predicted = choice.predicted[engine]
-                # the previous estimate: the stored copies passed off as array cells, one Spark job
-                terms = getattr(db.executors.costs, engine)
-                old = terms.fixed + terms.per_job + terms.per_cell * choice.estimate.copies
+                # the previous model: copies and pairs only (the join's block plan, no aggregate terms)
+                work = replace(choice.estimate, aggregates=0, contributions=0.0)
+                old = before[engine].seconds(work)
+                plan = operation.plan.plan if name == "structure_join" and engine == "local" else None
                 row = {
                     "operation": name,
                     "engine": engine,
                     "outer_tuples": n,
                     "copies": choice.estimate.copies,
                     "pairs": choice.estimate.pairs,
+                    "contributions": choice.estimate.contributions,
+                    "plan": plan,
                     "predicted_seconds": predicted,
                     "measured_seconds": measured,
                     "measured_over_predicted": measured / predicted,
-                    "old_model_predicted_seconds": old,
-                    "measured_over_old_model": measured / old,
+                    "before_predicted_seconds": old,
+                    "measured_over_before": measured / old,
                     "load": os.getloadavg()[0],
                 }
                 rows.append(row)
                 print(
-                    f"{name} {engine} n={n}: predicted {predicted:.3f} s, measured {measured:.3f} s "
-                    f"(measured/predicted {measured / predicted:.2f}x; previous model {old:.3f} s, "
-                    f"{measured / old:.2f}x); load {row['load']:.2f}"
+                    f"{name} {engine}{f' ({plan} plan)' if plan else ''} n={n}: measured {measured:.3f} s; "
+                    f"predicted {predicted:.3f} s ({measured / predicted:.2f}x), before {old:.3f} s "
+                    f"({measured / old:.2f}x); load {row['load']:.2f}"
                 )
     finally:
         db.drop_uncertain_array(outer.name)
@@ -189,7 +207,7 @@ def _predictions(db, rng, n: int, repeats: int) -> list[dict]:
 
 
 def run(db, quick: bool = False) -> dict:
-    repeats = 2 if quick else 3
+    repeats = 3  # best of three: the machine is shared, single runs spike
     n = 2000 if quick else 4000
     rng = np.random.default_rng(7)
     outer_data, inner_data = _tuples(rng, n), _tuples(rng, 3 * n)
@@ -226,9 +244,10 @@ def run(db, quick: bool = False) -> dict:
     join = {}
     for label, run_ in [
         ("local", lambda: joined("local").to_arrow()),
+        ("block_local", lambda: joined("local").force_plan("block").to_arrow()),
         ("spark", lambda: joined("spark").to_arrow()),
         ("old_spark", lambda: _old_join(joined("spark"))),
-        ("routed_local", lambda: _routed_local(joined("local"), db)),
+        ("routed_local", lambda: joined("local").force_plan("routed").to_arrow()),
     ]:
         run_()
         join[label], answers[label] = timed(run_, repeats)
@@ -236,46 +255,49 @@ def run(db, quick: bool = False) -> dict:
     results["join_same_pairs"] = answers["local"].equals(answers["spark"]) and answers["spark"].equals(
         answers["old_spark"]
     )
-    results["join_routed_local_same_pairs"] = answers["routed_local"].equals(answers["local"])
-    results["join_routed_local_over_block_local"] = join["routed_local"] / join["local"]
+    results["join_routed_local_same_pairs"] = answers["routed_local"].equals(answers["block_local"])
+    results["join_routed_local_over_block_local"] = join["routed_local"] / join["block_local"]
+    chosen = joined("local")
+    chosen.choose()
+    results["join_local_plan"] = {"plan": chosen.plan.plan, "predicted": chosen.plan.predicted}
     print(
-        f"join in-process: routed plan {join['routed_local']:.3f} s, block join (Alg. 1) {join['local']:.3f} s "
-        f"({join['routed_local'] / join['local']:.2f}x); load {os.getloadavg()[0]:.2f}"
+        f"join in-process: routed plan {join['routed_local']:.3f} s, block plan (Alg. 1) {join['block_local']:.3f} s "
+        f"({join['routed_local'] / join['block_local']:.2f}x); cost-based choice {chosen.plan.plan} "
+        f"(predicted {chosen.plan.predicted['routed']:.3f} s and {chosen.plan.predicted['block']:.3f} s), "
+        f"{join['local']:.3f} s; load {os.getloadavg()[0]:.2f}"
     )
     results["join_auto_choice"] = outer.structure_join(inner, 1.0, 0.5).choose().as_dict()
     results["predictions"] = [
         row
         for size in ((1000, 4000) if quick else (2000, 8000))
-        for row in _predictions(db, rng, size, repeats)
+        for row in _predictions(db, rng, size, repeats, _before_terms(db.executors.costs))
     ]
-    ratios = [r["measured_over_predicted"] for r in results["predictions"]]
-    results["predictions_worst_ratio"] = max(max(ratios), 1 / min(ratios))
-    print(
-        f"predictions (default costs): worst factor off {results['predictions_worst_ratio']:.2f}x (goal 3x)"
-    )
+    _worst(results, "predictions", "default costs")
     # the per-copy and per-pair terms measured on this machine (at other sizes than the predictions)
     from arrayviews.operators.uncertain_calibration import calibrate_engines
 
     previous = db.executors.costs
     try:
         started = time.perf_counter()
-        calibrated = calibrate_engines(db, (500, 2000) if quick else (1000, 4000), repeats=repeats)
+        calibrated = calibrate_engines(
+            db, (500, 1500, 4000) if quick else (1000, 3000, 8000), repeats=repeats
+        )
         results["calibration_seconds"] = time.perf_counter() - started
+        uncertain_terms = ("per_copy", "per_pair", "per_aggregate", "per_contribution", "per_block", "per_route",
+                           "per_group", "per_routed_pair")  # fmt: skip
         results["calibrated_terms"] = {
-            e: {"per_copy": getattr(calibrated, e).per_copy, "per_pair": getattr(calibrated, e).per_pair}
-            for e in ("local", "spark")
+            e: {t: getattr(getattr(calibrated, e), t) for t in uncertain_terms} for e in ("local", "spark")
         }
+        before = _before_terms(calibrated, calibrated.notes["uncertain"])
         print(f"calibrated uncertain terms: {results['calibrated_terms']}; load {os.getloadavg()[0]:.2f}")
         results["predictions_calibrated"] = [
             row
             for size in ((1000, 4000) if quick else (2000, 8000))
-            for row in _predictions(db, rng, size, repeats)
+            for row in _predictions(db, rng, size, repeats, before)
         ]
     finally:
         db.executors.store_costs(previous)
-    ratios = [r["measured_over_predicted"] for r in results["predictions_calibrated"]]
-    results["predictions_calibrated_worst_ratio"] = max(max(ratios), 1 / min(ratios))
-    print(f"predictions (calibrated): worst factor off {results['predictions_calibrated_worst_ratio']:.2f}x")
+    _worst(results, "predictions_calibrated", "calibrated costs")
     results["load_after"] = os.getloadavg()
     for name in ("regrid", "join"):
         t = results[name]
@@ -290,6 +312,17 @@ def run(db, quick: bool = False) -> dict:
             f"Spark/in-process {t['spark'] / t['local']:.1f}x); load {load[0]:.2f}"
         )
     return results
+
+
+def _worst(results: dict, key: str, label: str) -> None:
+    """The worst factor off of the model and of the previous one, over all rows and per row kind."""
+    for model, ratio in (("", "measured_over_predicted"), ("_before", "measured_over_before")):
+        ratios = [r[ratio] for r in results[key]]
+        results[f"{key}{model}_worst_ratio"] = max(max(ratios), 1 / min(ratios))
+    print(
+        f"predictions ({label}): worst factor off {results[f'{key}_worst_ratio']:.2f}x (goal 3x), "
+        f"previous model {results[f'{key}_before_worst_ratio']:.2f}x"
+    )
 
 
 def report(results: dict, quick: bool) -> None:

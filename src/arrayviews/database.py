@@ -31,6 +31,7 @@ from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
 from arrayviews.operators.calibration import calibrate
 from arrayviews.operators.source import StoredSource, choose_engine
+from arrayviews.operators.uncertain_calibration import calibrate_engines
 from arrayviews.operators.writes import WriteResult
 from arrayviews.operators.xarray_block import xarray_block
 from arrayviews.similarity_join import similarity_join
@@ -400,10 +401,15 @@ class Database:
         )
 
     # -- execution ---------------------------------------------------------------------------------
-    def calibrate(self, repeats: int = 2) -> dict:
+    def calibrate(self, repeats: int = 2, uncertain_sizes: tuple[int, ...] = (500, 1500, 4000)) -> dict:
         """Time both executors on this machine and store the fitted costs in the warehouse
-        (``execution.json``); ``execution="auto"`` uses them from now on. Returns the model."""
-        return dataclasses.asdict(calibrate(self.executors, repeats))
+        (``execution.json``); ``execution="auto"`` uses them from now on. Returns the model.
+
+        First the array terms (a window operation at two sizes), then the uncertain operators'
+        terms (regrid, group-by and both structure-join plans over scratch uncertain arrays of
+        ``uncertain_sizes`` tuples, dropped afterwards), stored together."""
+        calibrate(self.executors, repeats)
+        return dataclasses.asdict(calibrate_engines(self, uncertain_sizes, repeats=repeats))
 
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:

@@ -3,15 +3,18 @@ calibration (``execution.json`` in the warehouse folder).
 
 An operation's predicted time on an engine is ``fixed + per_cell * cells + per_job * jobs`` (the
 engine's start-up cost of a job dominates small work on Spark; the per-cell cost dominates large
-work in-process, which has one core). The in-process engine is also refused above a hard limit of
-cells or bytes, so the driver never reads more than that, whatever the prediction says.
+work in-process, which has one core), plus for the uncertain operators (paper 001) a cost per tuple
+copy and per candidate pair, per aggregate run and per block contribution, and the in-process
+structure join's plan terms (per outer block; per copy routed, inner chunk co-grouped and pair).
+The in-process engine is also refused above a hard limit of cells or bytes, so the driver never
+reads more than that, whatever the prediction says.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from arrayviews.model.errors import ValidationError
 from arrayviews.storage.files import filesystem
@@ -32,22 +35,28 @@ class Estimate:
     #: candidate (outer copy, inner copy) pairs a join searches and validates. Array cells stay 0.
     copies: int = 0
     pairs: float = 0.0
+    #: Uncertain aggregates (Appendix A): operator runs (each pays a set-up cost) and the (tuple,
+    #: block) contributions the block-probability kernel computes and sums exactly.
+    aggregates: int = 0
+    contributions: float = 0.0
+    #: The in-process structure join's plan: outer blocks of the block plan (Alg. 1), or the outer
+    #: copies routed to inner chunks, the inner chunks co-grouped and the candidate pairs searched
+    #: chunk by chunk by the routed plan (its pairs are counted here, not in ``pairs``).
+    blocks: int = 0
+    routed: float = 0.0
+    groups: int = 0
+    routed_pairs: float = 0.0
 
     def __add__(self, other: Estimate) -> Estimate:
-        return Estimate(
-            self.cells + other.cells,
-            self.bytes + other.bytes,
-            self.chunks + other.chunks,
-            self.jobs + other.jobs,
-            self.copies + other.copies,
-            self.pairs + other.pairs,
-        )
+        return Estimate(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Estimate)))
 
     def text(self) -> str:
-        if self.copies or self.pairs:
+        if self.copies or self.pairs or self.routed_pairs:
             work = f"{self.copies:,} tuple copies"
-            if self.pairs:
-                work += f", {self.pairs:,.0f} candidate pairs"
+            if self.pairs or self.routed_pairs:
+                work += f", {self.pairs + self.routed_pairs:,.0f} candidate pairs"
+            if self.contributions:
+                work += f", {self.contributions:,.0f} block contributions"
             return f"{work}, {_size(self.bytes)}, {self.chunks} fragment(s)"
         return f"{self.cells:,} cells, {_size(self.bytes)}, {self.chunks} chunk(s)"
 
@@ -71,6 +80,16 @@ class EngineCost:
     per_cell: float
     per_copy: float = 4.0e-6
     per_pair: float = 1.5e-8
+    #: The uncertain aggregate's set-up (seconds per run) and its cost per block contribution.
+    per_aggregate: float = 0.04
+    per_contribution: float = 1.0e-6
+    #: The in-process structure join's plan terms: per outer block of the block plan; per outer copy
+    #: routed, per inner chunk co-grouped and per candidate pair of the routed plan (0 on Spark,
+    #: which prices its routed plan per copy and per pair).
+    per_block: float = 0.0
+    per_route: float = 0.0
+    per_group: float = 0.0
+    per_routed_pair: float = 0.0
 
     def seconds(self, estimate: Estimate) -> float:
         return (
@@ -79,6 +98,12 @@ class EngineCost:
             + self.per_cell * estimate.cells
             + self.per_copy * estimate.copies
             + self.per_pair * estimate.pairs
+            + self.per_aggregate * estimate.aggregates
+            + self.per_contribution * estimate.contributions
+            + self.per_block * estimate.blocks
+            + self.per_route * estimate.routed
+            + self.per_group * estimate.groups
+            + self.per_routed_pair * estimate.routed_pairs
         )
 
 
@@ -100,8 +125,10 @@ class RefreshCost:
 class CostModel:
     """Both engines' costs and the hard limits of the in-process engine."""
 
-    local: EngineCost = EngineCost(0.002, 0.0, 2.0e-7, 4.0e-6, 1.5e-8)
-    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7, 2.0e-6, 7.5e-9)
+    local: EngineCost = EngineCost(
+        0.002, 0.0, 2.0e-7, 4.0e-6, 1.5e-8, 0.015, 2.0e-6, 0.01, 3.0e-7, 1.5e-3, 1.2e-8
+    )
+    spark: EngineCost = EngineCost(0.05, 0.45, 1.0e-7, 2.0e-6, 7.5e-9, 0.0, 1.0e-6)
     max_local_cells: int = 20_000_000
     max_local_bytes: int = 1 << 30
     calibrated: str | None = None  # when, or None for the defaults
@@ -157,13 +184,23 @@ class Choice:
             "jobs": self.estimate.jobs,
             "copies": self.estimate.copies,
             "pairs": self.estimate.pairs,
+            "aggregates": self.estimate.aggregates,
+            "contributions": self.estimate.contributions,
+            "blocks": self.estimate.blocks,
+            "routed": self.estimate.routed,
+            "groups": self.estimate.groups,
+            "routed_pairs": self.estimate.routed_pairs,
             "predicted": self.predicted,
         }
 
 
-def choose(model: CostModel, estimate: Estimate, mode: str = "auto") -> Choice:
-    """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local)."""
-    predicted = {"local": model.seconds("local", estimate), "spark": model.seconds("spark", estimate)}
+def choose(
+    model: CostModel, estimate: Estimate, mode: str = "auto", local_estimate: Estimate | None = None
+) -> Choice:
+    """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local);
+    ``local_estimate`` prices the in-process engine when its plan differs from Spark's."""
+    local = estimate if local_estimate is None else local_estimate
+    predicted = {"local": model.seconds("local", local), "spark": model.seconds("spark", estimate)}
     if mode not in MODES:
         raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {mode!r}")
     if mode != "auto":

@@ -4,11 +4,12 @@ both engines at two sizes, fitted to ``fixed + per_job * jobs + per_cell * cells
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.execution.cost import CostModel, EngineCost
+from arrayviews.execution.cost import CostModel
 from arrayviews.execution.engine import Engine
 from arrayviews.execution.executors import Executors
 from arrayviews.model.schema_parser import parse_schema
@@ -72,8 +73,8 @@ def calibrate(executors: Executors, repeats: int = 2) -> CostModel:
     default = CostModel()
     kept = executors.costs  # the uncertain per-copy and per-pair terms (uncertain_calibration.py)
     model = CostModel(
-        EngineCost(local_fixed, 0.0, local_per_cell, kept.local.per_copy, kept.local.per_pair),
-        EngineCost(0.0, spark_fixed / JOBS_PER_RUN, spark_per_cell, kept.spark.per_copy, kept.spark.per_pair),
+        replace(kept.local, fixed=local_fixed, per_job=0.0, per_cell=local_per_cell),
+        replace(kept.spark, fixed=0.0, per_job=spark_fixed / JOBS_PER_RUN, per_cell=spark_per_cell),
         max(default.max_local_cells, min(5 * default.max_local_cells, int(10.0 / local_per_cell))),
         default.max_local_bytes,
     ).stamped({name: [[n, round(t, 6)] for n, t in points] for name, points in measured.items()})

@@ -18,6 +18,7 @@ files and tasks: both engines give the same bits.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
 from arrayviews.kernels.aggregates import merge_states, pack_states, partial_states, unpack_states
-from arrayviews.kernels.block_probabilities import block_contributions
+from arrayviews.kernels.block_probabilities import REACH, block_contributions
 from arrayviews.kernels.exact_sum import ExactSumError
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
 from arrayviews.model.errors import RangeError, ValidationError
@@ -82,6 +83,33 @@ def expected_values(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> n
 #: kernel's REACH cut-off leaves per tuple, and it bounds the binary orders the exact sums span (a
 #: product of d Gaussian tails can be as small as 1e-300, which would need more components).
 WEIGHT_GRID = 2.0**-120
+
+
+def expected_contributions(table, version: int, blocks: np.ndarray) -> float:
+    """(tuple, block) contributions ``block_contributions`` computes, from metadata only: each tuple
+    reaches the blocks within mean +- REACH sigma along every dimension with a block size (1 along a
+    dimension aggregated away), an interval of L cells meeting L / b + 1 blocks of b cells on
+    average. A fragment's tuples are taken to have the geometric mean of its smallest and largest
+    sigma (the fragment statistics); each fragment counts with its share of the stored copies. A
+    threshold above 0 keeps fewer contributions: the count is then a bound (the kernel visits all)."""
+    if version == 0:
+        return 0.0
+    tuples = table.tuples_at(version)
+    metadata = ul.home_fragments(table.metadata(version))
+    if tuples == 0 or metadata.num_rows == 0:
+        return 0.0
+    rows = np.asarray(metadata.column(layout.N_CELLS), np.float64)
+    per_tuple = np.ones(metadata.num_rows)
+    for k, dimension in enumerate(table.schema.dimensions):
+        block = int(blocks[k])
+        if block == 0:
+            continue
+        low = np.asarray(metadata.column(layout.min_column(ul.sigma_column(dimension.name))), np.float64)
+        high = np.asarray(metadata.column(layout.max_column(ul.sigma_column(dimension.name))), np.float64)
+        sigma = np.where(low > 0, np.sqrt(np.maximum(low, 0) * high), high / 2)
+        count = -(-dimension.extent // block)
+        per_tuple *= np.minimum(count, 2 * REACH * np.nan_to_num(sigma) / block + 1)
+    return float(tuples * (rows * per_tuple).sum() / max(1.0, rows.sum()))
 
 
 def _state_column(position: int) -> str:
@@ -303,7 +331,13 @@ class UncertainAggregate:
         return cls(array, blocks, kept, names, calls, cls._threshold(schema, threshold), engine)
 
     def _estimate(self):
-        return read_estimate(self.array.table, self.array.version, jobs=AGGREGATE_JOBS)
+        table, version = self.array.table, self.array.version
+        estimate = read_estimate(table, version, jobs=AGGREGATE_JOBS)
+        if version == 0:
+            return estimate
+        return replace(
+            estimate, aggregates=1, contributions=expected_contributions(table, version, self.blocks)
+        )
 
     def choose(self) -> Choice:
         """Which engine runs the aggregate, and why (from metadata; nothing is read)."""

@@ -157,19 +157,70 @@ def calibrate(db, seed: int = 0, repeats: int = 5) -> tuple[UnitCosts, dict]:
     return units, raw
 
 
-def calibrate_engines(db, sizes: tuple[int, int] = (1000, 4000), repeats: int = 2, seed: int = 0):
-    """Measure the executor cost model's uncertain terms (``EngineCost.per_copy`` and ``per_pair``)
-    on both engines and store them with the database's calibrated costs (``execution.json``).
+#: The work of an estimate the uncertain terms price (``Estimate`` fields), kept with each sample.
+WORK = ("copies", "pairs", "aggregates", "contributions", "blocks", "routed", "groups", "routed_pairs")
+#: The ``EngineCost`` term pricing each kind of work.
+TERMS = {
+    "copies": "per_copy",
+    "pairs": "per_pair",
+    "aggregates": "per_aggregate",
+    "contributions": "per_contribution",
+    "blocks": "per_block",
+    "routed": "per_route",
+    "groups": "per_group",
+    "routed_pairs": "per_routed_pair",
+}
 
-    At each of two sizes a scratch store-multiple array (k = 1) and a store-mean array three times
-    larger are regridded and structure-joined on each engine; what the array terms already predict
-    (fixed, per job) is subtracted, and a non-negative least-squares fit of the rest over the
-    estimate's copies and pairs gives the two per-unit costs. The scratch arrays are dropped."""
+
+def _fit(points: list[dict], columns: tuple[str, ...], offsets: dict[str, float]) -> dict[str, float]:
+    """Non-negative least squares of the samples' seconds, less what ``offsets`` already price, over
+    the work ``columns``: the seconds per unit of each."""
+    if not points:
+        return {}
+    design = np.array([[p[c] for c in columns] for p in points], np.float64)
+    target = np.array([p["seconds"] - sum(t * p[c] for c, t in offsets.items()) for p in points])
+    scale = np.maximum(design.max(axis=0), 1e-300)  # columns span 1 to 1e8: fit in scaled units
+    solution, _ = nnls(design / scale, np.maximum(target, 0.0))
+    return {c: float(v) for c, v in zip(columns, solution / scale, strict=True)}
+
+
+def fit_uncertain_terms(points: list[dict], local: bool) -> dict[str, float]:
+    """``EngineCost`` uncertain terms from timed samples (``calibrate_engines``), in three stages so
+    each term is fitted where it varies: the aggregates give the cost per copy, per aggregate run
+    and per block contribution; the block join (on Spark, the Spark join) then the cost per outer
+    block and per candidate pair; the routed in-process join the cost per inner chunk co-grouped,
+    per outer copy routed and per pair searched within a chunk."""
+    aggregates = [p for p in points if p["operation"] in ("regrid", "group_by")]
+    terms = _fit(aggregates, ("copies", "aggregates", "contributions"), {})
+    terms["copies"] = max(terms.get("copies", 0.0), 1e-9)
+    terms["contributions"] = max(terms.get("contributions", 0.0), 1e-10)
+    copies = {"copies": terms["copies"]}
+    joins = [p for p in points if p["operation"] in ("join", "join_block")]
+    terms.update(_fit(joins, ("blocks", "pairs") if local else ("pairs",), copies))
+    terms["pairs"] = max(terms.get("pairs", 0.0), 1e-11)
+    if local:
+        routed = [p for p in points if p["operation"] == "join_routed"]
+        terms.update(_fit(routed, ("groups", "routed", "routed_pairs"), copies))
+        terms["routed_pairs"] = max(terms.get("routed_pairs", 0.0), 1e-11)
+    return {TERMS[name]: value for name, value in terms.items()}
+
+
+def calibrate_engines(db, sizes: tuple[int, ...] = (500, 1500, 4000), repeats: int = 2, seed: int = 0):
+    """Measure the executor cost model's uncertain terms (``EngineCost.per_copy``, ``per_pair``,
+    ``per_aggregate``, ``per_contribution`` and the in-process join plans' ``per_block``,
+    ``per_route``, ``per_group``, ``per_routed_pair``) on both engines and store them with the
+    database's calibrated costs (``execution.json``).
+
+    At each size a scratch store-multiple array (k = 1) and a store-mean array three times larger
+    are regridded (10 x 10 blocks), grouped by both dimensions (many contributions per tuple) and
+    structure-joined on each engine, the in-process join with each of its plans; what the array
+    terms already predict (fixed, per job) is subtracted and ``fit_uncertain_terms`` fits the rest
+    over the estimates' work (metadata only, as the choice sees it). The scratch arrays are dropped."""
     from dataclasses import replace
 
     rng = np.random.default_rng(seed)
     schema = "{name}<v:float64>[x=0:119:20; y=0:79:20]"
-    samples: dict[str, list[tuple[int, float, float]]] = {"local": [], "spark": []}
+    samples: dict[str, list[dict]] = {"local": [], "spark": []}
     model = db.executors.costs
 
     def tuples(n: int) -> dict:
@@ -194,39 +245,48 @@ def calibrate_engines(db, sizes: tuple[int, int] = (1000, 4000), repeats: int = 
             inner = db.create_uncertain_array(schema.format(name=f"calibration_b_{tag}"), scheme="store-mean")
             created.append(inner)
             inner.insert(tuples(3 * n))
-            operations = (
-                lambda e: outer.regrid({"x": 10, "y": 10}, "count(*)", "sum(v)", engine=e),  # noqa: B023
-                lambda e: outer.structure_join(inner, 1.0, 0.5, engine=e, outer="left"),  # noqa: B023
-            )
-            for make in operations:
+            operations = {
+                "regrid": lambda e: outer.regrid({"x": 10, "y": 10}, "count(*)", "sum(v)", engine=e),  # noqa: B023
+                "group_by": lambda e: outer.aggregate("count(*)", "sum(v)", by=["x", "y"], engine=e),  # noqa: B023
+                "join": lambda e: outer.structure_join(inner, 1.0, 0.5, engine=e, outer="left"),  # noqa: B023
+            }
+            for name, make in operations.items():
                 for engine in ("local", "spark"):
-                    estimate = make(engine).choose().estimate
-                    make(engine).to_arrow()  # warm-up
-                    best = math.inf
-                    for _ in range(repeats):
-                        started = time.perf_counter()
-                        make(engine).to_arrow()
-                        best = min(best, time.perf_counter() - started)
-                    terms = model.local if engine == "local" else model.spark
-                    rest = max(0.0, best - terms.fixed - terms.per_job * estimate.jobs)
-                    samples[engine].append((estimate.copies, estimate.pairs, rest))
+                    for plan in ("block", "routed") if name == "join" and engine == "local" else (None,):
+
+                        def operation(make=make, engine=engine, plan=plan):
+                            op = make(engine)
+                            return op if plan is None else op.force_plan(plan)
+
+                        chosen = operation()
+                        estimate = chosen.choose().estimate
+                        if plan is not None:
+                            estimate = chosen.plan.estimates[plan]
+                        if n == sizes[0]:
+                            operation().to_arrow()  # warm-up (Python workers, numba compilation)
+                        best = math.inf
+                        for _ in range(repeats):
+                            started = time.perf_counter()
+                            operation().to_arrow()
+                            best = min(best, time.perf_counter() - started)
+                        terms = model.local if engine == "local" else model.spark
+                        samples[engine].append(
+                            {
+                                "operation": name if plan is None else f"{name}_{plan}",
+                                "tuples": n,
+                                **{w: float(getattr(estimate, w)) for w in WORK},
+                                "seconds": max(0.0, best - terms.fixed - terms.per_job * estimate.jobs),
+                                "measured": best,
+                            }
+                        )
     finally:
         for array in created:
             db.drop_uncertain_array(array.name)
-    fitted = {}
-    for engine, points in samples.items():
-        design = np.array([[c, p] for c, p, _ in points], np.float64)
-        (per_copy, per_pair), _ = nnls(design, np.array([t for _, _, t in points]))
-        fitted[engine] = (max(per_copy, 1e-9), max(per_pair, 1e-11))
     calibrated = replace(
         model,
-        local=replace(model.local, per_copy=fitted["local"][0], per_pair=fitted["local"][1]),
-        spark=replace(model.spark, per_copy=fitted["spark"][0], per_pair=fitted["spark"][1]),
+        local=replace(model.local, **fit_uncertain_terms(samples["local"], local=True)),
+        spark=replace(model.spark, **fit_uncertain_terms(samples["spark"], local=False)),
     )
-    notes = {
-        **model.notes,
-        "uncertain": {e: [[c, p, round(t, 6)] for c, p, t in s] for e, s in samples.items()},
-    }
-    calibrated = calibrated.stamped(notes)
+    calibrated = calibrated.stamped({**model.notes, "uncertain": samples})
     db.executors.store_costs(calibrated)
     return calibrated

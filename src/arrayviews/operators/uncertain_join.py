@@ -23,13 +23,14 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
+from arrayviews.execution.cost import choose as choose_executor
 from arrayviews.kernels.join_pairs import all_pairs, pair_probabilities, pairs_in_boxes
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN, StorageLayout
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema
-from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
 from arrayviews.storage import layout
@@ -548,6 +549,9 @@ class StructureJoin:
         self.statistics: JoinStatistics | None = None
         #: Which engine runs the join, and why (set when first asked or run).
         self.choice: Choice | None = None
+        #: The in-process plan (block or routed) of the subarray-based join, and why.
+        self.plan = None
+        self._forced_plan: str | None = None
         self._result: pa.Table | None = None
 
     @classmethod
@@ -587,6 +591,14 @@ class StructureJoin:
         right = Side(self.right.table, self.right.version, self.right.layout)
         return (left, right, False) if self.outer_side == "left" else (right, left, True)
 
+    def force_plan(self, plan: str) -> StructureJoin:
+        """Run the in-process subarray-based join with ``plan`` (block or routed) whatever the costs
+        say (calibration times each plan); returns the join."""
+        if plan not in ("block", "routed"):
+            raise ValidationError(f"structure join: plan must be 'block' or 'routed', got {plan!r}")
+        self._forced_plan, self.choice, self.plan = plan, None, None
+        return self
+
     def choose(self) -> Choice:
         """Which engine runs the join, and why, from both sides' metadata (nothing is read). The
         baselines (``bnl``, ``index``) always run in-process."""
@@ -600,7 +612,19 @@ class StructureJoin:
                 reason = f"method {self.method} is an in-process baseline"
                 self.choice = Choice("local", reason, estimate, {})
             else:
-                _, self.choice = choose_engine(self.left._db, estimate, self.engine)
+                from arrayviews.operators.uncertain_join_plans import choose_plan, plan_estimates
+
+                executors = self.left._db.executors
+                self.plan = choose_plan(
+                    executors.costs, plan_estimates(outer, inner, self.delta, estimate), self._forced_plan
+                )
+                mode = executors.mode if self.engine == "auto" else self.engine
+                choice = choose_executor(executors.costs, estimate, mode, self.plan.estimates[self.plan.plan])
+                if choice.executor == "local":
+                    choice = replace(
+                        choice, reason=f"{choice.reason}; {self.plan.plan} plan: {self.plan.reason}"
+                    )
+                self.choice = choice
         return self.choice
 
     def explain(self) -> dict:
@@ -639,10 +663,11 @@ class StructureJoin:
                 for d, lo, hi in zip(inner.schema.dimension_names, walks[0], walks[1], strict=True)
             },
             "outer_blocks": len(_outer_blocks(outer))
-            if self.method != "sbj" or choice.executor == "local"
+            if self.method != "sbj" or (choice.executor == "local" and self.plan.plan == "block")
             else "per inner chunk",
             "executor": choice.executor,
             "reason": choice.reason,
+            **({"plan": self.plan.plan} if self.plan is not None and choice.executor == "local" else {}),
         }
 
     def to_arrow(self) -> pa.Table:
@@ -657,15 +682,20 @@ class StructureJoin:
                 parts = bnl_local(outer, inner, self.delta, self.threshold, structure, stats)
             elif self.method == "index":
                 parts = index_local(outer, inner, self.delta, self.threshold, structure, stats)
-            elif self.choose().executor == "local":
-                # in-process: Alg. 1 in outer blocks under the memory quota (much faster in one
-                # process than routing rows to every inner chunk and co-grouping them)
+            elif self.choose().executor == "local" and self.plan.plan == "block":
+                # in-process, the block plan: Alg. 1 in outer blocks under the memory quota
                 parts = sbj_local(outer, inner, self.delta, self.threshold, structure, stats)
             else:
+                # the routed plan: on Spark, or in-process when the cost model prices it lower
                 from arrayviews.operators.uncertain_join_routed import sbj_routed
 
-                engine = self.left._db.executors.engine("spark")
+                engine = self.left._db.executors.engine(self.choose().executor)
                 parts = sbj_routed(engine, outer, inner, self.delta, self.threshold, structure, stats)
+            if self.method == "sbj" and self.choice is not None:
+                # the run's report: which executor and plan ran, and why
+                stats.extra["executor"] = self.choice.executor
+                stats.extra["plan"] = self.plan.plan if self.choice.executor == "local" else "routed"
+                stats.extra["reason"] = self.choice.reason
             self._result = _finish(parts, swapped, stats)
             stats.seconds = time.perf_counter() - started
             self.statistics = stats
