@@ -1,9 +1,9 @@
 """ViewDF maintenance steps over a long stream history (issue 11: "its planning work does not grow
 with the stream's history"): one pattern view (a helper and a final view) maintained in-process
-after each of 200 minute batches (10**4 pairs per part; 10**3 with --quick).
+after each of 800 minute batches (10**4 pairs per part; 100 batches of 10**3 with --quick).
 
-Per history depth (about steps 10, 50, 100, 150 and 200: the median of five steps there) it reports the wall
-time of a step and the Python function calls it makes (counted by cProfile over the same five steps
+Per history depth (about steps 10, 50, 100, 200, 400 and 800: the median of five steps there) it
+reports the wall time of a step and the Python function calls it makes (counted by cProfile over the same five steps
 run again under the profiler; a count does not depend on the machine's load, which wall times on a
 shared machine do). The baseline is the step at depth 10, measured in the same run: the figures are
 the ratios of each depth to it. Naive recomputation in-process over the last 5 parts (DuckDB over
@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks.common import RESULTS, write_results
 from benchmarks.viewdf import SCHEMA, Bench, _pattern_views, _set_execution, minute_batch, naive_local
 
-DEPTHS = (10, 50, 100, 150, 200)
+DEPTHS = (10, 50, 100, 200, 400, 800)
 
 
 def run(db, quick: bool = False) -> dict:
