@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -157,12 +158,33 @@ class SparkPartTable(PartTable):
 TABLE_INDEX = "table_index"
 
 
-def stage_together(pairs: list[tuple[SparkPartTable, DataFrame]]) -> list[list[StagedFile]]:
+@contextmanager
+def _computed_once(frames: Iterable[DataFrame]) -> Iterator[None]:
+    """Compute each of ``frames`` once in the action run inside, however many branches of its plan
+    read it: each is cached (lazily: its blocks are stored by the first task that computes them and
+    read back by the others, in the same job) and uncached after. Exchange reuse cannot do this
+    when the branches read different columns: the optimizer prunes each branch's copy of the
+    shared plan to its own columns, and the pruned copies are no longer the same plan."""
+    frames = list(frames)
+    for frame in frames:
+        frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield
+    finally:
+        for frame in frames:
+            frame.unpersist()
+
+
+def stage_together(
+    pairs: list[tuple[SparkPartTable, DataFrame]], shared: Iterable[DataFrame] = ()
+) -> list[list[StagedFile]]:
     """Stage the rows of several tables' frames (user columns and ``_part``, one part each, small:
     one task holds them) with one Spark action: the frames are unioned, each under a struct column
     of its own (the others null there), and one task splits each batch by that column and writes
-    each table's rows to its own files. Returns each table's staged files, in the order given; if
-    the action fails, every file of it is deleted and the error raised (nothing is staged)."""
+    each table's rows to its own files. ``shared``: frames that several of them are built from
+    (a helper's new rows read by its reader's query), computed once. Returns each table's staged
+    files, in the order given; if the action fails, every file of it is deleted and the error
+    raised (nothing is staged)."""
     if not pairs:
         return []
     spark = pairs[0][1].sparkSession
@@ -202,7 +224,7 @@ def stage_together(pairs: list[tuple[SparkPartTable, DataFrame]]) -> list[list[S
                 yield pa.RecordBatch.from_arrays([*report.columns, index], schema=report_schema)
 
     try:
-        with _one_job(spark):
+        with _one_job(spark), _computed_once(shared):
             found = union.coalesce(1).mapInArrow(run, spark_schema(report_schema)).collect()
     except BaseException:
         for table, _ in pairs:

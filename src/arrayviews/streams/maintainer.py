@@ -264,6 +264,8 @@ class _Fusion:
 
         def frame_of(found: tuple) -> DataFrame:
             relation, table, files, reads_new = found
+            if reads_new and not files:  # only the new part: the helper's rows, no empty scan
+                return helper_frame.select(*[n for n in table.read_schema.names if n != PART])
             frame = table.read_files(self.spark, [f.uri for f in files])
             if relation == self.consumer:
                 return frame
@@ -280,7 +282,8 @@ class _Fusion:
                 [
                     (helper_table, helper_frame.withColumn(PART, F.lit(part).cast("long"))),
                     (consumer.table, frame.withColumn(PART, F.lit(part).cast("long"))),
-                ]
+                ],
+                shared=[helper_frame],
             )
         except (PySparkException, ArrayViewsError):
             return None  # each view is built on its own: a failing consumer fails only its step
