@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import contextlib
 
+import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 import arrayviews
 import arrayviews.streams.maintainer as maintainer
+from arrayviews.execution.part_jobs import SparkPartTable, stage_together
 from arrayviews.model.faults import InjectedFault, inject, interleave
 from test_stream_views import (
     M0,
@@ -130,3 +134,57 @@ def test_a_failing_reader_does_not_block_the_helper_it_is_fused_with(spark, tmp_
             failed = minute
     assert failed is not None, "the reader never failed: the test does not test anything"
     assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 7)
+
+
+def _staged_rows(staged) -> list[tuple]:
+    rows = []
+    for found in staged:
+        table = pq.read_table(found.uri.removeprefix("file:"))
+        rows.extend(tuple(r.values()) for r in table.to_pylist())
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_frame_both_staged_frames_are_built_from_is_computed_once(spark, tmp_path, shared) -> None:
+    """Two tables staged in one action from one grouped frame, each reading other columns of it (as
+    a reader's query reads some of its helper's columns): with the frame shared it is computed once
+    (a Python function in it sees each key once), not once per branch (the optimizer prunes each
+    branch's copy of the frame to that branch's columns, so the exchange is not reused); both
+    tables get the rows of a plain-Python reference, in one Spark job."""
+    db = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="spark")
+    catalog = db.warehouse.catalog
+    wide = T.StructType([T.StructField(n, T.LongType()) for n in ("k", "n", "total", "seen")])
+    narrow = T.StructType([T.StructField(n, T.LongType()) for n in ("k", "n", "seen")])
+    tables = [
+        SparkPartTable.create(catalog, "streams", name, schema, 60, "viewdf", {"definition": "test"})
+        for name, schema in (("wide", wide), ("narrow", narrow))
+    ]
+    calls = spark.sparkContext.accumulator(0)
+
+    def seen(key):
+        calls.add(1)
+        return key * 10
+
+    values = [(k % 7, k) for k in range(200)]
+    rows = spark.createDataFrame(values, "k long, v long")
+    grouped = rows.groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+    base = grouped.withColumn("seen", F.udf(seen, "long")("k"))
+    part = F.lit(5).cast("long").alias("_part")
+    frames = [base.select("k", "n", "total", "seen", part), base.select("k", "n", "seen", part)]
+    group = f"shared-{shared}"
+    spark.sparkContext.setJobGroup(group, "stage together")
+    try:
+        staged = stage_together(list(zip(tables, frames, strict=True)), shared=[base] if shared else [])
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == 1
+    counts: dict[int, list[int]] = {}
+    for key, value in values:
+        counts.setdefault(key, []).append(value)
+    reference = {k: (len(v), sum(v), k * 10) for k, v in counts.items()}
+    assert _staged_rows(staged[0]) == sorted((k, n, t, s, 5) for k, (n, t, s) in reference.items())
+    assert _staged_rows(staged[1]) == sorted((k, n, s, 5) for k, (n, _, s) in reference.items())
+    # each key's row computed once when shared; once per branch when not (what the fused step did)
+    assert calls.value == (7 if shared else 14)
+    for table, files in zip(tables, staged, strict=True):
+        table.discard(files)
