@@ -34,7 +34,8 @@ FUSED = "built in one Spark job with the helper it reads"
 
 @pytest.fixture
 def fused(monkeypatch):
-    """Steps fusing a view's part with its reader's (off by default: not yet faster, see maintainer)."""
+    """Steps fusing a view's part with its reader's (the default; set here so the tests do not
+    depend on it)."""
     monkeypatch.setattr(maintainer, "FUSE_READER_PARTS", True)
 
 
@@ -47,12 +48,21 @@ def _pattern(spark, path, execution: str, truth: Truth):
     return db, stream
 
 
+def _persisted(spark) -> int:
+    """How many RDDs the session keeps cached."""
+    return spark.sparkContext._jsc.getPersistentRDDs().size()
+
+
+@pytest.mark.parametrize("fuse", [True, False])
 def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_executors(
-    spark, tmp_path, fused
+    spark, tmp_path, monkeypatch, fuse
 ) -> None:
     """Helper (a left join of the new minute with the helper's previous part: a shuffle and a join)
-    and View2 over it, one minute a step: one Spark job a step for both views' parts; the contents
-    equal the same steps run in-process and the plain-Python run-length reference."""
+    and View2 over it, one minute a step: one Spark job a step for both views' parts (two with
+    fusion off); nothing stays cached after a step; the contents equal the same steps run
+    in-process and the plain-Python run-length reference."""
+    monkeypatch.setattr(maintainer, "FUSE_READER_PARTS", fuse)
+    cached = _persisted(spark)
     truth = Truth()
     db, stream = _pattern(spark, tmp_path / "spark", "spark", truth)
     local, local_stream = _pattern(spark, tmp_path / "local", "local", Truth())
@@ -61,7 +71,7 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
     jobs = []
     for minute in range(2, 8):
         rows = truth.add(network([minute]))
-        group = f"one-job-step-{minute}"
+        group = f"one-job-step-{fuse}-{minute}"
         spark.sparkContext.setJobGroup(group, "a stream step")
         try:
             result = stream.append(rows)
@@ -72,10 +82,11 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
             ("helper", [M0 + minute], "spark"),
             ("view2", [M0 + minute], "spark"),
         ]
-        assert FUSED in result.maintenance[1].executor_reason
+        assert (FUSED in result.maintenance[1].executor_reason) == fuse
+        assert _persisted(spark) == cached  # the helper's rows shared by the fused job are uncached
         jobs.append(len(tracker.getJobIdsForGroup(group)))
     # before: 3 a step (adaptive shuffle stage and broadcast each a job), then 2 (one per view part)
-    assert jobs == [1] * 6
+    assert jobs == [1 if fuse else 2] * 6
     assert spark.conf.get("spark.sql.adaptive.enabled") == adaptive  # the session's setting is back
     reference = run_lengths(truth.rows(), M0 + 1, M0 + 7)
     assert contents(db, "Helper") == reference == contents(local, "Helper")
