@@ -53,7 +53,7 @@ def _persisted(spark) -> int:
     return spark.sparkContext._jsc.getPersistentRDDs().size()
 
 
-@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("fuse", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_executors(
     spark, tmp_path, monkeypatch, fuse
 ) -> None:
@@ -94,6 +94,7 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
     assert contents(db, "View2")  # not trivially empty
 
 
+@pytest.mark.slow  # about 12 Spark part builds
 def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(spark, tmp_path, fused) -> None:
     """The process "dies" after the helper's commit, as View2 is about to commit the part staged in
     the fused job: the helper holds the new part, View2 does not (its staged files are gone), and the
@@ -127,6 +128,7 @@ def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(spark, tmp
     assert M0 + 6 in contents(db, "View2")
 
 
+@pytest.mark.slow  # about 14 Spark part builds
 def test_a_failing_reader_does_not_block_the_helper_it_is_fused_with(spark, tmp_path, fused) -> None:
     """A reader whose query fails on Spark (assert_true once a run reaches 5) fails the fused job;
     the helper is then built alone and committed, and only the reader is marked failed."""
