@@ -207,7 +207,8 @@ class _Fusion:
 
     While the helper builds its one new part on Spark, the consumer's next part is built from the
     helper's DataFrame (not its staged files) and both are staged by one Spark action
-    (execution/part_jobs.py ``stage_together``). Each view still commits on its own, as before:
+    (execution/part_jobs.py ``stage_together``), the helper's rows computed once for both
+    branches of that action (shared). Each view still commits on its own, as before:
     the helper first; the consumer's step takes its pre-staged part only when its own plan is that
     one part and nothing it read changed since (the helper's commit is the one that staged it, its
     other sources and itself are at the versions read), else the files are discarded and the part
