@@ -321,7 +321,7 @@ class _Fusion:
 
 #: Whether a view and its one reader build their new parts in one Spark job (_Fusion). On: with the
 #: helper's rows computed once for both branches (part_jobs ``stage_together(shared=...)``), the
-#: fused step (1 job) measured 0.69-0.80x the time of the two jobs built apart, steps interleaved
+#: fused step (1 job) measured 0.69-0.82x the time of the two jobs built apart, steps interleaved
 #: in one run on the 2-core machine under load (r8-fuse report). Off builds each part in its own job.
 FUSE_READER_PARTS = True
 
