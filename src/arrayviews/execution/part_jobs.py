@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -153,4 +154,91 @@ class SparkPartTable(PartTable):
         return None
 
 
-__all__ = ["SparkPartTable"]
+#: The column of a fused write's reports naming the table (its position in the call) a file belongs to.
+TABLE_INDEX = "table_index"
+
+
+@contextmanager
+def _computed_once(frames: Iterable[DataFrame]) -> Iterator[None]:
+    """Compute each of ``frames`` once in the action run inside, however many branches of its plan
+    read it: each is cached (lazily: its blocks are stored by the first task that computes them and
+    read back by the others, in the same job) and uncached after. Exchange reuse cannot do this
+    when the branches read different columns: the optimizer prunes each branch's copy of the
+    shared plan to its own columns, and the pruned copies are no longer the same plan."""
+    frames = list(frames)
+    for frame in frames:
+        frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield
+    finally:
+        for frame in frames:
+            frame.unpersist()
+
+
+def stage_together(
+    pairs: list[tuple[SparkPartTable, DataFrame]], shared: Iterable[DataFrame] = ()
+) -> list[list[StagedFile]]:
+    """Stage the rows of several tables' frames (user columns and ``_part``, one part each, small:
+    one task holds them) with one Spark action: the frames are unioned, each under a struct column
+    of its own (the others null there), and one task splits each batch by that column and writes
+    each table's rows to its own files. ``shared``: frames that several of them are built from
+    (a helper's new rows read by its reader's query), computed once. Returns each table's staged
+    files, in the order given; if the action fails, every file of it is deleted and the error
+    raised (nothing is staged)."""
+    if not pairs:
+        return []
+    spark = pairs[0][1].sparkSession
+    token = uuid.uuid4().hex[:12]
+    keys = [f"t{number}" for number in range(len(pairs))]
+    structs = [F.struct(*[F.col(f"`{name}`") for name in table.arrow_schema.names]) for table, _ in pairs]
+    types = [
+        frame.select(struct.alias("s")).schema["s"].dataType
+        for (_, frame), struct in zip(pairs, structs, strict=True)
+    ]
+    union = None
+    for number, (_, frame) in enumerate(pairs):
+        columns = [
+            (structs[number] if other == number else F.lit(None).cast(types[other])).alias(keys[other])
+            for other in range(len(pairs))
+        ]
+        selected = frame.select(*columns)
+        union = selected if union is None else union.unionByName(selected)
+    writers = [  # only picklable things: the task function is shipped to the executors
+        (key, part_writer(table.data_directory, table.arrow_schema, token, TARGET_FILE_BYTES))
+        for key, (table, _) in zip(keys, pairs, strict=True)
+    ]
+    report_schema = pa.schema([*STAGED_SCHEMA, pa.field(TABLE_INDEX, pa.int32())])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tune_allocator()
+        rows: list[list[pa.RecordBatch]] = [[] for _ in writers]
+        for batch in batches:
+            for number, (key, _) in enumerate(writers):
+                column = batch.column(key)
+                present = column.filter(column.is_valid())
+                if len(present):
+                    rows[number].append(pa.RecordBatch.from_struct_array(present))
+        for number, (_, write) in enumerate(writers):
+            for report in write(iter(rows[number])):
+                index = pa.array([number] * report.num_rows, type=pa.int32())
+                yield pa.RecordBatch.from_arrays([*report.columns, index], schema=report_schema)
+
+    try:
+        with _one_job(spark), _computed_once(shared):
+            found = union.coalesce(1).mapInArrow(run, spark_schema(report_schema)).collect()
+    except BaseException:
+        for table, _ in pairs:
+            delete_token_files(table.data_directory, token)
+        raise
+    staged: list[list[StagedFile]] = []
+    try:
+        for number, (table, _) in enumerate(pairs):
+            staged.append(table.staged_from(r for r in found if r[TABLE_INDEX] == number))
+    except BaseException:
+        for number, (table, _) in enumerate(pairs):
+            table.discard(table.staged_from(r for r in found if r[TABLE_INDEX] == number and r["uri"]))
+        raise
+    return staged
+
+
+__all__ = ["SparkPartTable", "stage_together"]
