@@ -152,6 +152,20 @@ def _spark_sql_over_every_kind_and_errors(db, tmp_path) -> None:
     assert db.stream_view("Totals").lateness_parts == 7
     with pytest.raises(ValidationError, match="belongs to stream views"):
         db.sql("ALTER VIEW N SET LATENESS 1 PARTS")
+    # ... and how many versions it keeps (stream_views/bounded_history.py)
+    db.sql("ALTER VIEW Totals SET KEEP 12 VERSIONS")
+    assert db.stream_view("Totals")._handle.table.properties["arrayviews.viewdf.keep-versions"] == "12"
+    with pytest.raises(ValidationError, match="set for stream views"):
+        db.sql("ALTER VIEW N SET KEEP 3 VERSIONS")
+    for bad, found in (
+        ("ALTER VIEW Totals SET KEEP 0 VERSIONS", "at least 1, got '0'"),
+        ("ALTER VIEW Totals SET KEEP 3 PARTS", "counted in VERSIONS, got 'PARTS'"),
+        ("ALTER VIEW Totals SET HOLD 3 VERSIONS", "LATENESS or KEEP, got 'HOLD'"),
+    ):
+        with pytest.raises(ParseError, match=found) as error:
+            db.sql(bad)
+        assert "line 1" in str(error.value)
+    assert db.stream_view("Totals")._handle.table.properties["arrayviews.viewdf.keep-versions"] == "12"
 
     # EXPLAIN of a stream view, of an array query
     assert "final view" in db.sql(

@@ -646,6 +646,7 @@ stream_statements = st.one_of(
     _window_views(),
     st.builds(ast.DropStream, _stream_names),
     st.builds(ast.AlterViewLateness, _stream_names, st.integers(0, 10**6)),
+    st.builds(ast.AlterViewKeepVersions, _stream_names, st.integers(1, 10**6)),
     st.sampled_from([ast.ShowRelations(kind) for kind in ast.RELATION_KINDS]),
     _queries,
 )

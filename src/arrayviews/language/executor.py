@@ -28,7 +28,7 @@ structure_join(A, B, delta, p)
 INSERT / LOAD / DELETE               the WriteResult (an array or uncertain array) or AppendResult
 REFRESH VIEW                         the RefreshResult (``str()`` is its message)
 VERIFY VIEW                          bool (True when the stored view equals a recomputation)
-ALTER VIEW ... SET LATENESS          None
+ALTER VIEW ... SET LATENESS / KEEP   None
 EXPLAIN statement                    the explanation text
 ===================================  =============================================================
 

@@ -288,6 +288,7 @@ _STATEMENTS: dict[type, Callable] = {
     ast.CreatePatternView: _create_pattern_view,
     ast.CreateWindowView: _create_window_view,
     ast.AlterViewLateness: lambda s: f"ALTER VIEW {s.name} SET LATENESS {s.lateness} PARTS",
+    ast.AlterViewKeepVersions: lambda s: f"ALTER VIEW {s.name} SET KEEP {s.versions} VERSIONS",
     ast.CreateArray: _create_array,
     ast.CreateUncertainArray: _create_uncertain_array,
     ast.DropArray: lambda s: f"DROP ARRAY {s.name}",

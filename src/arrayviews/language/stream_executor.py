@@ -103,6 +103,18 @@ def _alter_view(db: Database, s: ast.AlterViewLateness) -> None:
     db.stream_view(s.name).set_lateness(s.lateness)
 
 
+@statement_runner(ast.AlterViewKeepVersions)
+def _alter_view_versions(db: Database, s: ast.AlterViewKeepVersions) -> None:
+    kind = relations.kind_of(db, s.name)
+    if kind != relations.STREAM_VIEW:
+        if kind is None:
+            raise relations.unknown(db, s.name)
+        raise ValidationError(
+            f"{s.name} is an {kind}: the versions kept are set for stream views", array=s.name
+        )
+    db.stream_view(s.name).set_keep_versions(s.versions)
+
+
 # -- rows and queries ---------------------------------------------------------------------------
 def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.Table:
     """The rows of INSERT ... VALUES for ``stream``, one value per column in the stream's order.

@@ -38,6 +38,7 @@ _INTEGER = re.compile(r"[0-9]+")
 _PATTERN_FUNCTIONS = ("sum",)
 _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _PARTS = ("part", "parts")
+_VERSIONS = ("version", "versions")
 
 
 def sql_expression(source: Source, start: int, end: int, condition: bool = False) -> exp.Expression:
@@ -195,7 +196,26 @@ class StreamStatements:
 
     def alter_view(self, tree: Tree) -> ast.Statement:
         name = self.name(tree.children[2], "the view's name")
-        return ast.AlterViewLateness(name, self.lateness(tree.children[5:7]))
+        setting, amount, unit = tree.children[4:7]
+        if setting.type == "LATENESS":
+            return ast.AlterViewLateness(name, self.lateness([amount, unit]))
+        if str(setting).lower() != "keep":
+            raise self.source.error(
+                f"ALTER VIEW ... SET sets LATENESS or KEEP, got {str(setting)!r}",
+                setting.start_pos,
+                ("LATENESS", "KEEP"),
+            )
+        if not _INTEGER.fullmatch(amount) or int(amount) < 1:
+            raise self.source.error(
+                f"the versions a view keeps are a number of at least 1, got {str(amount)!r}", amount.start_pos
+            )
+        if str(unit).lower() not in _VERSIONS:
+            raise self.source.error(
+                f"the versions a view keeps are counted in VERSIONS, got {str(unit)!r}",
+                unit.start_pos,
+                ("VERSIONS",),
+            )
+        return ast.AlterViewKeepVersions(name, int(amount))
 
     # -- hand-written ViewDFs ----------------------------------------------------------------
     def viewdf(self, node: Tree, name: str, text: str) -> ViewDFDefinition:

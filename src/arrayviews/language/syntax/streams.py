@@ -136,8 +136,23 @@ class AlterViewLateness(Statement):
             raise ValueError("ALTER VIEW ... SET LATENESS needs a number of parts")
 
 
+@dataclass(frozen=True)
+class AlterViewKeepVersions(Statement):
+    """``ALTER VIEW V SET KEEP n VERSIONS``: how many of its newest versions a stream view keeps
+    (older ones are forgotten after maintenance, ``streams.bounded_history``)."""
+
+    name: str
+    versions: int
+
+    def __post_init__(self) -> None:
+        _identifier(self.name, "view")
+        if isinstance(self.versions, bool) or not isinstance(self.versions, int) or self.versions < 1:
+            raise ValueError("ALTER VIEW ... SET KEEP needs a number of versions of at least 1")
+
+
 __all__ = [
     "TIME_UNITS",
+    "AlterViewKeepVersions",
     "AlterViewLateness",
     "CreatePatternView",
     "CreateStream",
