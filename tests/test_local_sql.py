@@ -4,9 +4,12 @@ mode, or is refused: each difference between the engines, against plain-Python r
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery, run_sql
 from arrayviews.streams import exact_sums
@@ -96,3 +99,70 @@ def test_exact_float_sums_in_process() -> None:
     )
     assert found == [{"total": math.fsum(values)}]
     assert math.fsum(values) != sum(values)
+
+
+GROUPED = (
+    "SELECT n.g AS g, sum(n.v) AS total, count(p.g) AS matched FROM new AS n "
+    "LEFT OUTER JOIN prev AS p ON n.g = p.g GROUP BY n.g"
+)
+
+
+def _grouped_reference(new: pa.Table, prev: pa.Table) -> dict:
+    """Plain Python: per group of ``new``, the sum of v over its rows times the matches in prev,
+    and the count of matched prev rows (a left join, then grouping)."""
+    found: dict = {}
+    prev_groups = prev.column("g").to_pylist()
+    for g, v in zip(new.column("g").to_pylist(), new.column("v").to_pylist(), strict=True):
+        matches = prev_groups.count(g)
+        total, matched = found.get(g, (0, 0))
+        found[g] = (total + v * max(matches, 1), matched + matches)
+    return found
+
+
+def _result(rows: list[dict]) -> dict:
+    return {r["g"]: (r["total"], r["matched"]) for r in rows}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(-50, 50)), max_size=300),
+            st.lists(st.sampled_from("abcdefgh"), max_size=40),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_query_run_again_on_new_rows_reads_the_new_rows(runs) -> None:
+    """The prepared form of a query is kept between runs (by thread and input shape) while its
+    inputs' rows change: every run answers for the rows it was given, of every size, and for
+    string or integer group keys (another input schema, another prepared query)."""
+    for rows, prev_groups, as_numbers in runs:
+        kind = pa.int64() if as_numbers else pa.string()
+        cast = (lambda g: "abcdefgh".index(g)) if as_numbers else (lambda g: g)
+        new = pa.table(
+            {"g": pa.array([cast(g) for g, _ in rows], kind), "v": pa.array([v for _, v in rows], pa.int64())}
+        )
+        prev = pa.table({"g": pa.array([cast(g) for g in prev_groups], kind)})
+        assert _result(_run(GROUPED, new=new, prev=prev)) == _grouped_reference(new, prev)
+
+
+def test_threads_running_one_query_on_their_own_rows() -> None:
+    def one(seed: int) -> bool:
+        new = pa.table({"g": [f"g{seed % 3}", "x"], "v": pa.array([seed, 1], pa.int64())})
+        prev = pa.table({"g": [f"g{seed % 3}"] * (seed % 4)})
+        return all(
+            _result(_run(GROUPED, new=new, prev=prev)) == _grouped_reference(new, prev) for _ in range(20)
+        )
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(16)))
+
+
+def test_a_query_that_raised_runs_again() -> None:
+    query = "SELECT coalesce(try_add(a, 1), raise_error('overflow')) AS s FROM t"
+    with pytest.raises(RaisedByQuery):
+        _run(query, t=pa.table({"a": pa.array([BIG], pa.int64())}))
+    assert _run(query, t=pa.table({"a": pa.array([1, 2], pa.int64())})) == [{"s": 2}, {"s": 3}]
