@@ -155,7 +155,7 @@ def _spark_sql_over_every_kind_and_errors(db, tmp_path) -> None:
     # ... and how many versions it keeps (stream_views/bounded_history.py)
     db.sql("ALTER VIEW Totals SET KEEP 12 VERSIONS")
     assert db.stream_view("Totals")._handle.table.properties["arrayviews.viewdf.keep-versions"] == "12"
-    with pytest.raises(ValidationError, match="set for stream views"):
+    with pytest.raises(ValidationError, match="number of versions kept belongs to stream views"):
         db.sql("ALTER VIEW N SET KEEP 3 VERSIONS")
     for bad, found in (
         ("ALTER VIEW Totals SET KEEP 0 VERSIONS", "at least 1, got '0'"),

@@ -75,9 +75,7 @@ def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
 @statement_runner(ast.CreatePatternView)
 @statement_runner(ast.CreateWindowView)
 def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
-    return db.create_stream_view(
-        translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness
-    )
+    return db.create_stream_view(translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness)
 
 
 @explainer(ast.CreateViewDF)
@@ -91,28 +89,24 @@ def _explain_translated(db: Database, s: ast.CreatePatternView | ast.CreateWindo
     return explain(s, _stream_length(db, s), types=_stream_types(db, s))
 
 
-@statement_runner(ast.AlterViewLateness)
-def _alter_view(db: Database, s: ast.AlterViewLateness) -> None:
-    kind = relations.kind_of(db, s.name)
+def _stream_view(db: Database, name: str, setting: str):
+    """The stream view ``name`` an ALTER VIEW sets ``setting`` of (an error for any other kind)."""
+    kind = relations.kind_of(db, name)
     if kind != relations.STREAM_VIEW:
         if kind is None:
-            raise relations.unknown(db, s.name)
-        raise ValidationError(
-            f"{s.name} is an {kind}: the lateness allowance belongs to stream views", array=s.name
-        )
-    db.stream_view(s.name).set_lateness(s.lateness)
+            raise relations.unknown(db, name)
+        raise ValidationError(f"{name} is an {kind}: {setting} belongs to stream views", array=name)
+    return db.stream_view(name)
+
+
+@statement_runner(ast.AlterViewLateness)
+def _alter_view(db: Database, s: ast.AlterViewLateness) -> None:
+    _stream_view(db, s.name, "the lateness allowance").set_lateness(s.lateness)
 
 
 @statement_runner(ast.AlterViewKeepVersions)
 def _alter_view_versions(db: Database, s: ast.AlterViewKeepVersions) -> None:
-    kind = relations.kind_of(db, s.name)
-    if kind != relations.STREAM_VIEW:
-        if kind is None:
-            raise relations.unknown(db, s.name)
-        raise ValidationError(
-            f"{s.name} is an {kind}: the versions kept are set for stream views", array=s.name
-        )
-    db.stream_view(s.name).set_keep_versions(s.versions)
+    _stream_view(db, s.name, "the number of versions kept").set_keep_versions(s.versions)
 
 
 # -- rows and queries ---------------------------------------------------------------------------

@@ -99,24 +99,32 @@ class _Catalog(SqlCatalog):
             catalog=self,
         )
 
-    def load_table(self, identifier) -> Table:
-        """pyiceberg's load, with one plain SQL query for the table's row, its statement built once
-        (no ORM session; building the statement each time cost as much as running it: every fresh
-        read of a table pays this lookup)."""
-        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
-        name = Catalog.table_name_from(identifier)
-        statement = self.__dict__.get("_row_statement")
+    def _rows_statement(self, by_name: bool):
+        """The query of the tables' rows of one namespace (``by_name``: of one table), with bound
+        parameters, built once per catalog object."""
+        key = "_row_statement" if by_name else "_namespace_statement"
+        statement = self.__dict__.get(key)
         if statement is None:
             statement = select(
                 IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
             ).where(
                 IcebergTables.catalog_name == bindparam("catalog"),
                 IcebergTables.table_namespace == bindparam("namespace"),
-                IcebergTables.table_name == bindparam("name"),
             )
+            if by_name:
+                statement = statement.where(IcebergTables.table_name == bindparam("name"))
             if (type_filter := self._iceberg_type_filter()) is not None:
                 statement = statement.where(type_filter)
-            self.__dict__["_row_statement"] = statement
+            self.__dict__[key] = statement
+        return statement
+
+    def load_table(self, identifier) -> Table:
+        """pyiceberg's load, with one plain SQL query for the table's row, its statement built once
+        (no ORM session; building the statement each time cost as much as running it: every fresh
+        read of a table pays this lookup)."""
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        statement = self._rows_statement(by_name=True)
         with self.engine.connect() as connection:
             row = connection.execute(
                 statement, {"catalog": self.name, "namespace": namespace, "name": name}
@@ -130,17 +138,7 @@ class _Catalog(SqlCatalog):
         identifier with its table, or the error that loading it raised (a broken table). The
         statement is built once, run on a plain connection (no ORM session), and the namespace
         is looked up only when it holds no table (every maintenance pass lists its namespace)."""
-        statement = self.__dict__.get("_namespace_statement")
-        if statement is None:
-            statement = select(
-                IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
-            ).where(
-                IcebergTables.catalog_name == bindparam("catalog"),
-                IcebergTables.table_namespace == bindparam("namespace"),
-            )
-            if (type_filter := self._iceberg_type_filter()) is not None:
-                statement = statement.where(type_filter)
-            self.__dict__["_namespace_statement"] = statement
+        statement = self._rows_statement(by_name=False)
         with self.engine.connect() as connection:
             rows = connection.execute(statement, {"catalog": self.name, "namespace": namespace}).all()
         if not rows and not self.namespace_exists(namespace):
