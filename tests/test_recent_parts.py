@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
@@ -38,6 +39,13 @@ def _create() -> PartTable:
     return PartTable.create(CATALOG, "views", name, SCHEMA, 60, "viewdf", {"definition": "SELECT 1"})
 
 
+def _cells(table: pa.Table) -> tuple:
+    """The table's schema and rows, floats by their repr (NaN equals NaN, -0.0 is not 0.0), for a
+    comparison that Table.equals cannot make (it finds NaN unequal to itself)."""
+    rows = [tuple(repr(v) if isinstance(v, float) else v for v in row.values()) for row in table.to_pylist()]
+    return table.schema, rows
+
+
 def _from_file(uri: str, schema: pa.Schema) -> pa.Table:
     """The reference: the file as pyarrow reads it back, in the table's schema."""
     fs, path = filesystem(uri)
@@ -52,6 +60,7 @@ ints = st.integers(-(2**31), 2**31 - 1) | st.none()
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(times, ints, values, texts, st.integers(0, 3)), min_size=1, max_size=40))
+@example([(None, None, math.nan, None, 0)])  # found in CI: NaN is not equal to itself in Table.equals
 def test_rows_kept_for_each_staged_file_equal_the_file_read_back(rows) -> None:
     table = _create()
     schema = table.arrow_schema
@@ -72,13 +81,13 @@ def test_rows_kept_for_each_staged_file_equal_the_file_read_back(rows) -> None:
     for file in staged:
         kept = recent_parts.recall([file.uri], schema)
         assert kept is not None
-        assert kept.equals(_from_file(file.uri, schema))
+        assert _cells(kept) == _cells(_from_file(file.uri, schema))
     uris = [s.uri for s in staged]
     together = recent_parts.recall(uris, schema)
-    assert together.equals(pa.concat_tables([_from_file(u, schema) for u in uris]))
+    assert _cells(together) == _cells(pa.concat_tables([_from_file(u, schema) for u in uris]))
     # what a maintenance step reads: the kept rows, the part column dropped as the file read would
     source = Input(table, tuple(uris))
-    assert read_input(source).equals(together.drop_columns([PART]))
+    assert _cells(read_input(source)) == _cells(together.drop_columns([PART]))
     table.discard(staged)
 
 
@@ -100,7 +109,7 @@ def test_files_this_process_did_not_write_lately_are_read_from_the_files() -> No
     assert recent_parts.recall(uris, table.arrow_schema) is None
     read = read_input(Input(table, uris, keep_part=True))
     assert recent_parts.misses == misses + 2
-    assert read.equals(pa.concat_tables([_from_file(u, table.arrow_schema) for u in uris]))
+    assert _cells(read) == _cells(pa.concat_tables([_from_file(u, table.arrow_schema) for u in uris]))
     # one file kept and one not: the whole read goes to the files
     more = table.stage_local(rows.slice(0, 1))
     assert recent_parts.recall((more[0].uri, uris[0]), table.arrow_schema) is None
