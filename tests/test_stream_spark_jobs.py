@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import arrayviews
-import arrayviews.streams.maintainer as maintainer
+import arrayviews.streams.fusion as fusion
 from arrayviews.execution.part_jobs import SparkPartTable, stage_together
 from arrayviews.model.faults import InjectedFault, inject, interleave
 from test_stream_views import (
@@ -36,7 +36,7 @@ FUSED = "built in one Spark job with the helper it reads"
 def fused(monkeypatch):
     """Steps fusing a view's part with its reader's (the default; set here so the tests do not
     depend on it)."""
-    monkeypatch.setattr(maintainer, "FUSE_READER_PARTS", True)
+    monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
 
 
 def _pattern(spark, path, execution: str, truth: Truth):
@@ -61,7 +61,7 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
     and View2 over it, one minute a step: one Spark job a step for both views' parts (two with
     fusion off); nothing stays cached after a step; the contents equal the same steps run
     in-process and the plain-Python run-length reference."""
-    monkeypatch.setattr(maintainer, "FUSE_READER_PARTS", fuse)
+    monkeypatch.setattr(fusion, "FUSE_READER_PARTS", fuse)
     cached = _persisted(spark)
     truth = Truth()
     db, stream = _pattern(spark, tmp_path / "spark", "spark", truth)

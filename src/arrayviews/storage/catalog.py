@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
@@ -42,7 +44,7 @@ class _Catalog(SqlCatalog):
     def _write_metadata(metadata, io, metadata_path: str) -> None:
         # pyiceberg's writer, with its configuration read once per process (pyiceberg reads its
         # configuration file and environment again for every metadata file it writes)
-        text = metadata.model_dump_json(exclude_none=not _legacy_snapshot_id()).encode("utf-8")
+        text = metadata_json(metadata, exclude_none=not _legacy_snapshot_id()).encode("utf-8")
         with io.new_output(metadata_path).create(overwrite=False) as stream:
             stream.write(Compressor.get_compressor(metadata_path).bytes_compressor()(text))
         checkpoint("catalog.metadata-written")
@@ -224,6 +226,44 @@ class _Catalog(SqlCatalog):
             staged.io.delete(staged.metadata_location)
             return None
         return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
+
+
+#: Snapshots whose JSON text is kept (all tables together), by object: see :func:`metadata_json`.
+SNAPSHOT_TEXTS_KEPT = 8192
+_snapshot_texts: OrderedDict[tuple[int, bool], tuple[object, str]] = OrderedDict()
+_snapshot_texts_lock = threading.Lock()
+
+
+def metadata_json(metadata, exclude_none: bool) -> str:
+    """The JSON text of table metadata, as pyiceberg writes it, but with the text of each snapshot
+    kept from the last time it was written.
+
+    Every commit writes a metadata file listing every snapshot the table holds (a hundred for a
+    stream view, say), and pyiceberg serializes each snapshot through a Python hook; a snapshot never
+    changes, and the metadata objects of one table's successive commits share their snapshot
+    objects, so each is serialized once. The text differs from pyiceberg's only in the place of the
+    ``snapshots`` member (last), which JSON readers do not see."""
+    snapshots = metadata.snapshots
+    if not snapshots:
+        return metadata.model_dump_json(exclude_none=exclude_none)
+    head = metadata.model_dump_json(exclude={"snapshots"}, exclude_none=exclude_none)
+    texts = []
+    with _snapshot_texts_lock:
+        for snapshot in snapshots:
+            kept = _snapshot_texts.get((id(snapshot), exclude_none))
+            if kept is not None and kept[0] is snapshot:
+                texts.append(kept[1])
+            else:
+                texts.append(None)
+    for number, snapshot in enumerate(snapshots):
+        if texts[number] is None:
+            texts[number] = snapshot.model_dump_json(exclude_none=exclude_none)
+            with _snapshot_texts_lock:
+                _snapshot_texts[(id(snapshot), exclude_none)] = (snapshot, texts[number])
+                while len(_snapshot_texts) > SNAPSHOT_TEXTS_KEPT:
+                    _snapshot_texts.popitem(last=False)
+    separator = "," if head != "{}" else ""
+    return f'{head[:-1]}{separator}"snapshots":[{",".join(texts)}]}}'
 
 
 @functools.cache

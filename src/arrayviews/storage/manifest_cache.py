@@ -14,7 +14,9 @@ commit assigned those (a manifest merged in the commit that wrote it) inherits o
 the same manifest read afterwards, so the key is the manifest's path *and* those values.
 
 A snapshot's manifest list is read the same way: pyiceberg decodes it again each time a snapshot's
-manifests are asked for (five times in one stream view's step); it is kept here by its path.
+manifests are asked for (five times in one stream view's step); it is kept here by its path. A
+manifest list this process writes is kept as written (the records the writer encoded, with the
+sequence numbers it assigned), so the step after a commit does not read back the list it just wrote.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections import OrderedDict
 
 import pyiceberg.table.snapshots
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile
+from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, ManifestListWriter
 
 #: Manifests whose entries are kept (a part table's manifest holds a few hundred small entries).
 MANIFESTS_KEPT = 512
@@ -36,6 +38,7 @@ _kept: OrderedDict[tuple, tuple[ManifestEntry, ...]] = OrderedDict()
 _lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
 _decode = ManifestFile.fetch_manifest_entry
 _decode_list = pyiceberg.table.snapshots._manifests
+_close_list_writer = ManifestListWriter.__exit__
 
 
 def _key(manifest: ManifestFile) -> tuple:
@@ -73,11 +76,30 @@ def manifest_list(io: FileIO, location: str) -> tuple[ManifestFile, ...]:
             _lists.move_to_end(location)
             return manifests
     manifests = tuple(_decode_list(io, location))
+    _keep_list(location, manifests)
+    return manifests
+
+
+def _keep_list(location: str, manifests: tuple[ManifestFile, ...]) -> None:
     with _lock:
         _lists[location] = manifests
         while len(_lists) > LISTS_KEPT:
             _lists.popitem(last=False)
-    return manifests
+
+
+def _add_manifests(self: ManifestListWriter, manifest_files: list[ManifestFile]) -> ManifestListWriter:
+    """pyiceberg's ``ManifestListWriter.add_manifests``, remembering the records it encodes."""
+    prepared = [self.prepare_manifest(manifest_file) for manifest_file in manifest_files]
+    self._writer.write_block(prepared)
+    self.__dict__.setdefault("_arrayviews_written", []).extend(prepared)
+    return self
+
+
+def _close_and_keep(self: ManifestListWriter, exc_type, exc_value, traceback) -> None:
+    """pyiceberg's ``ManifestListWriter.__exit__``; a list written whole is kept as written."""
+    _close_list_writer(self, exc_type, exc_value, traceback)
+    if exc_type is None:
+        _keep_list(self._output_file.location, tuple(self.__dict__.get("_arrayviews_written", ())))
 
 
 def forget() -> None:
@@ -92,6 +114,8 @@ def install() -> None:
     ``ManifestFile.fetch_manifest_entry``) use what is kept here."""
     ManifestFile.fetch_manifest_entry = fetch_manifest_entry
     pyiceberg.table.snapshots._manifests = manifest_list
+    ManifestListWriter.add_manifests = _add_manifests
+    ManifestListWriter.__exit__ = _close_and_keep
 
 
 __all__ = ["LISTS_KEPT", "MANIFESTS_KEPT", "fetch_manifest_entry", "forget", "install", "manifest_list"]

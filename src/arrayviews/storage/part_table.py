@@ -10,12 +10,15 @@ summaries alone.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import functools
 import json
 import logging
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -80,6 +83,14 @@ PART_TABLE_PROPERTIES = {
     "write.metadata.metrics.default": "none",
     f"write.metadata.metrics.column.{PART}": "full",
 }
+
+#: Snapshots whose files sorted by part are kept (all part tables together; ``_files_of_range``).
+BY_PART_KEPT = 256
+_by_part: OrderedDict[tuple[str, int], tuple[list[int], list]] = OrderedDict()
+_by_part_lock = threading.Lock()
+#: The part of each data file seen (a file holds one part for good), and how many are kept.
+PARTS_BY_PATH_KEPT = 1 << 18
+_part_by_path: dict[str, int] = {}
 
 #: Files bigger than this are split (each still holding one part).
 TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -519,16 +530,47 @@ class PartTable(VersionedTable):
         files = self.live_files(version)
         return files if keep is None else [f for f in files if keep(_part_of(f))]
 
+    def _files_of_range(self, low: int, high: int, version: int | None = None) -> list[StoredFile]:
+        """The data files of parts ``low`` to ``high`` (inclusive) of a version (current by default),
+        in part order: a bisection of the snapshot's files sorted by part, which is kept per
+        snapshot, so a step's reads of a view holding many parts do not filter all of them."""
+        snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
+        if snapshot_id is None:
+            return []
+        key = (str(self.table.metadata.table_uuid), snapshot_id)
+        with _by_part_lock:
+            found = _by_part.get(key)
+            if found is not None:
+                _by_part.move_to_end(key)
+        if found is None:
+            listing = self._listed(snapshot_id)
+            parts = [_part_by_path.get(path) for path in listing]
+            files = list(listing.values())
+            for number, part in enumerate(parts):
+                if part is None:  # a file not seen yet (its part never changes: paths are not reused)
+                    parts[number] = _part_by_path[files[number].file_path] = _part_of(files[number])
+            if len(_part_by_path) > PARTS_BY_PATH_KEPT:
+                _part_by_path.clear()
+            order = sorted(range(len(files)), key=parts.__getitem__)  # stable: listing order within a part
+            found = ([parts[i] for i in order], [files[i] for i in order])
+            with _by_part_lock:
+                _by_part[key] = found
+                while len(_by_part) > BY_PART_KEPT:
+                    _by_part.popitem(last=False)
+        parts, files = found
+        return files[bisect.bisect_left(parts, low) : bisect.bisect_right(parts, high)]
+
     def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
-        """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by default)."""
-        return [f.file_path for f in self._live_files(lambda p: low <= p <= high, version)]
+        """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by
+        default), in part order."""
+        return [f.file_path for f in self._files_of_range(low, high, version)]
 
     def sized_files_of_parts(self, low: int, high: int) -> list[tuple[str, int, int, int]]:
-        """(uri, part, rows, bytes) of the data files of parts ``low`` to ``high`` now, from the
-        manifests (no data is read)."""
+        """(uri, part, rows, bytes) of the data files of parts ``low`` to ``high`` now, in part
+        order, from the manifests (no data is read)."""
         return [
             (f.file_path, _part_of(f), f.record_count, f.file_size_in_bytes)
-            for f in self._live_files(lambda p: low <= p <= high)
+            for f in self._files_of_range(low, high)
         ]
 
     def files_by_part(self, version: int | None = None) -> dict[int, list[str]]:

@@ -19,19 +19,24 @@ from pyspark.sql import functions as F
 
 from arrayviews.execution.cost import Choice, Estimate, choose
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
-from arrayviews.execution.part_jobs import stage_together
 from arrayviews.model.errors import ArrayViewsError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
-from arrayviews.storage.part_table import TARGET_FILE_BYTES
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import history, planning
 from arrayviews.streams.bounded_history import bound_histories
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
+from arrayviews.streams.fusion import Fusion, fusion_for
 from arrayviews.streams.local_step import Input, build_part
 from arrayviews.streams.part_files import PartFile, part_files
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
+
+#: What a step's report says of a part built together with the helper's (streams/fusion.py).
+FUSED_REASONS = {
+    "spark": "built in one Spark job with the helper it reads",
+    "local": "built in-process while the helper it reads committed",
+}
 
 
 class MaintenanceError(ArrayViewsError):
@@ -69,7 +74,7 @@ class _Round:
     result says which executor built its parts and why."""
 
     def __init__(
-        self, spark: SparkSession, view, state: ViewState | None, world, fusion: _Fusion | None = None
+        self, spark: SparkSession, view, state: ViewState | None, world, fusion: Fusion | None = None
     ) -> None:
         self.spark = spark
         self.fusion = fusion
@@ -135,10 +140,10 @@ class _Round:
         definition = self.view.definition
         query = definition.initialize if initialize else definition.update
         fused = self.fusion.take(self.view.name, part) if self.fusion is not None else None
-        if fused is not None:  # staged by the job of the helper this view reads (see _Fusion)
-            self.staged[part], estimate = fused
-            self._record("spark", "built in one Spark job with the helper it reads")
-            return choose(self.world.costs, estimate, self.world.execution), "spark"
+        if fused is not None:  # staged with the new part of the helper this view reads (streams/fusion.py)
+            self.staged[part], estimate, executor = fused
+            self._record(executor, FUSED_REASONS[executor])
+            return choose(self.world.costs, estimate, self.world.execution), executor
         inputs = []
         for reference in query.references:
             relation = reference.relation
@@ -161,6 +166,10 @@ class _Round:
             try:
                 self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
                 self._record("local", reason)
+                if self.fusion is not None and self.fusion.wants(
+                    self.view.name, part, self.state, initialize
+                ):
+                    self.fusion.start_local(part, self.staged[part])
                 return choice, "local"
             except CannotRunLocally as refused:
                 reason = f"not in-process ({refused}); {reason}"
@@ -203,141 +212,6 @@ class _Round:
         return [s for files in self.staged.values() for s in files]
 
 
-class _Fusion:
-    """One Spark job for a helper's new part and its consumer's new part (issue 11).
-
-    While the helper builds its one new part on Spark, the consumer's next part is built from the
-    helper's DataFrame (not its staged files) and both are staged by one Spark action
-    (execution/part_jobs.py ``stage_together``), the helper's rows computed once for both
-    branches of that action (shared). Each view still commits on its own, as before:
-    the helper first; the consumer's step takes its pre-staged part only when its own plan is that
-    one part and nothing it read changed since (the helper's commit is the one that staged it, its
-    other sources and itself are at the versions read), else the files are discarded and the part
-    built as usual. A fused job that fails stages nothing, and the helper is built alone (so a
-    failing consumer fails its own step only); staged files not taken are discarded by
-    ``maintain_all``; a kill between the commits leaves the consumer one part behind, which its
-    next step builds from the helper's committed files."""
-
-    def __init__(self, spark: SparkSession, world, helper: str, consumer: str) -> None:
-        self.spark, self.world, self.helper, self.consumer = spark, world, helper, consumer
-        self.pending: tuple | None = None  # (part, staged files, estimate, versions read)
-        self.helper_version: int | None = None  # the helper's commit holding the fused part
-        self.registered: list[str] = []
-
-    def wants(self, view: str, part: int, state: ViewState | None, initialize: bool) -> bool:
-        if view != self.helper or initialize or state is None or self.pending is not None:
-            return False
-        consumer = self.world.view(self.consumer)
-        consumer_state = consumer.state()
-        if consumer_state is None or consumer_state.next != part or consumer.failure() is not None:
-            return False
-        definition = consumer.definition
-        for relation in definition.sources():
-            if self.world.relation(relation).version != consumer_state.seen.get(relation, 0):
-                return False  # the consumer has changes to catch up on: it is planned on its own
-        newest = {r: self.world.relation(r).newest for r in definition.sources()}
-        newest[self.helper] = part
-        return planning.newest_buildable(definition.update, newest, definition.name) == part
-
-    def stage(self, helper_frame: DataFrame, part: int, helper_estimate: Estimate) -> list | None:
-        """Stage the helper's part and the consumer's part in one job; the helper's staged files,
-        or None when the two are better built apart (large inputs, or the job failed)."""
-        consumer = self.world.view(self.consumer)
-        query = consumer.definition.update
-        inputs = []
-        for reference in query.references:
-            low, high = reference.low.at(part), reference.high.at(part)
-            relation = reference.relation
-            table = consumer.table if relation == self.consumer else self.world.table(relation)
-            files = (
-                part_files(table, low, high)
-                if relation == self.consumer
-                else self.world.files_of(relation, low, high)
-            )
-            inputs.append((relation, table, files, low <= part <= high and relation == self.helper))
-        estimate = Estimate(
-            cells=sum(f.rows * (len(t.arrow_schema) - 1) for _, t, files, _ in inputs for f in files),
-            bytes=sum(f.nbytes for _, _, files, _ in inputs for f in files),
-            chunks=sum(len(files) for _, _, files, _ in inputs),
-            jobs=2,
-        )
-        if max(estimate.bytes, helper_estimate.bytes) >= TARGET_FILE_BYTES:
-            return None  # one task writes a fused job: only for small parts
-
-        def frame_of(found: tuple) -> DataFrame:
-            relation, table, files, reads_new = found
-            if reads_new and not files:  # only the new part: the helper's rows, no empty scan
-                return helper_frame.select(*[n for n in table.read_schema.names if n != PART])
-            frame = table.read_files(self.spark, [f.uri for f in files])
-            if relation == self.consumer:
-                return frame
-            frame = frame.drop(PART)
-            return frame.unionByName(helper_frame.select(*frame.columns)) if reads_new else frame
-
-        frames = iter([frame_of(found) for found in inputs])
-        versions = self._versions()
-        try:
-            frame = run_part_query(self.spark, query, part, lambda *_: next(frames), self.registered)
-            frame = consumer.conform_columns(frame, part)
-            helper_table = self.world.table(self.helper)
-            staged_helper, staged_consumer = stage_together(
-                [
-                    (helper_table, helper_frame.withColumn(PART, F.lit(part).cast("long"))),
-                    (consumer.table, frame.withColumn(PART, F.lit(part).cast("long"))),
-                ],
-                shared=[helper_frame],
-            )
-        except (PySparkException, ArrayViewsError):
-            return None  # each view is built on its own: a failing consumer fails only its step
-        self.pending = (part, staged_consumer, estimate, versions)
-        return staged_helper
-
-    def _versions(self) -> dict[str, int]:
-        """The versions of what the consumer reads besides the helper, and of the consumer itself."""
-        definition = self.world.view(self.consumer).definition
-        names = [r for r in definition.sources() if r != self.helper]
-        found = {r: self.world.relation(r).version for r in names}
-        found[self.consumer] = self.world.view(self.consumer).table.current_version()
-        return found
-
-    def take(self, view: str, part: int) -> tuple[list, Estimate] | None:
-        """The consumer's pre-staged part, when it is still what its step would build."""
-        if view != self.consumer or self.pending is None or self.pending[0] != part:
-            return None
-        _, staged, estimate, versions = self.pending
-        if self.helper_version is None or self.world.relation(self.helper).version != self.helper_version:
-            return None
-        if self._versions() != versions:
-            return None
-        self.pending = None
-        return staged, estimate
-
-    def discard(self) -> None:
-        """Delete pre-staged files no step took."""
-        if self.pending is not None:
-            self.world.view(self.consumer).table.discard(self.pending[1])
-            self.pending = None
-        drop_temporary_views(self.spark, self.registered)
-
-
-#: Whether a view and its one reader build their new parts in one Spark job (_Fusion). On: with the
-#: helper's rows computed once for both branches (part_jobs ``stage_together(shared=...)``), the
-#: fused step (1 job) measured 0.69-0.82x the time of the two jobs built apart, steps interleaved
-#: in one run on the 2-core machine under load (r8-fuse report). Off builds each part in its own job.
-FUSE_READER_PARTS = True
-
-
-def _fusion_for(spark: SparkSession, world, name: str, order: list[str]) -> _Fusion | None:
-    """A fusion of view ``name`` (a pattern's helper, say) with the one later view reading it, on a
-    Spark-only world."""
-    if not FUSE_READER_PARTS or world.execution != "spark":
-        return None
-    readers = [c.name for c in consumers_of(name, world.definitions())]
-    if len(readers) != 1 or readers[0] not in order[order.index(name) + 1 :]:
-        return None
-    return _Fusion(spark, world, name, readers[0])
-
-
 def _raised_by_query(error: PySparkException) -> str | None:
     """The message of a ``raise_error(...)`` in a view's query (a pattern view's sum overflow, say),
     or None for any other Spark error."""
@@ -347,7 +221,7 @@ def _raised_by_query(error: PySparkException) -> str | None:
 
 
 def maintain_view(
-    spark: SparkSession, world, name: str, fusion: _Fusion | None = None
+    spark: SparkSession, world, name: str, fusion: Fusion | None = None
 ) -> MaintenanceResult | None:
     """One maintenance step of view ``name``; None when there was nothing to do."""
     started = time.perf_counter()
@@ -522,7 +396,7 @@ MAX_ATTEMPTS = 8
 
 
 def _maintain_replanned(
-    spark: SparkSession, world, name: str, fusion: _Fusion | None = None
+    spark: SparkSession, world, name: str, fusion: Fusion | None = None
 ) -> MaintenanceResult | None:
     """One maintenance step of ``name``; when another process committed to the view first (it
     maintains the same views after its own appends), planned again from the view's new state,
@@ -551,7 +425,7 @@ def maintain_all(
     a view named in ``raise_for`` (views being created: their first build must work).
     """
     order = list(world.view_order())
-    fusions: list[_Fusion] = []
+    fusions: list[Fusion] = []
     try:
         return _maintain_in_order(spark, world, order, retry_failed, raise_for, fusions)
     finally:
@@ -565,7 +439,7 @@ def _maintain_in_order(
     order: list[str],
     retry_failed: bool,
     raise_for: frozenset[str],
-    fusions: list[_Fusion],
+    fusions: list[Fusion],
 ) -> list[MaintenanceResult]:
     results = []
     blocked: dict[str, str] = {}
@@ -584,7 +458,7 @@ def _maintain_in_order(
             continue
         fusion = next((f for f in fusions if f.consumer == name), None)
         if fusion is None:
-            fusion = _fusion_for(spark, world, name, order)
+            fusion = fusion_for(spark, world, name, order)
             if fusion is not None:
                 fusions.append(fusion)
         try:
