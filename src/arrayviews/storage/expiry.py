@@ -83,6 +83,48 @@ def live_files(table: Table) -> set[str]:
     return {_normal(uri) for uri in needed}
 
 
+def expired_only_files(table: Table, doomed: list[Snapshot]) -> tuple[set[str], set[str]] | None:
+    """(data files, metadata files) that only the snapshots ``doomed`` of ``table`` (its metadata
+    from before they were expired) referenced, when the table's snapshots form one line (each one's
+    parent is the one before it) of which ``doomed`` is the oldest part; None otherwise.
+
+    In one line of history a file, once removed, never comes back (Iceberg names every file once).
+    So a data file live in an expired snapshot and in none that remain was removed by one of the
+    expired snapshots after the oldest, or by the first snapshot kept; each snapshot records the
+    files it removes as deleted entries of the manifests it adds. And a manifest or manifest list
+    of an expired snapshot that no remaining snapshot lists is one the first snapshot kept does not
+    list. Files the oldest expired snapshot removed were removed by the first kept snapshot of an
+    earlier expiry, whose files went then."""
+    line = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
+    for before, after in zip(line, line[1:], strict=False):
+        if after.parent_snapshot_id != before.snapshot_id:
+            return None
+    if (
+        not doomed
+        or len(doomed) >= len(line)
+        or {s.snapshot_id for s in line[: len(doomed)]} != {s.snapshot_id for s in doomed}
+    ):
+        return None
+    first_kept = line[len(doomed)]
+    io = table.io
+    kept = {m.manifest_path for m in first_kept.manifests(io)}
+    data: set[str] = set()
+    metadata: set[str] = set()
+    for snapshot in line[: len(doomed)]:
+        metadata.add(_normal(snapshot.manifest_list))
+        metadata.update(
+            _normal(m.manifest_path) for m in snapshot.manifests(io) if m.manifest_path not in kept
+        )
+    for snapshot in line[1 : len(doomed) + 1]:
+        for manifest in snapshot.manifests(io):
+            if manifest.added_snapshot_id != snapshot.snapshot_id or manifest.deleted_files_count == 0:
+                continue
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                if entry.status == ManifestEntryStatus.DELETED and entry.snapshot_id == snapshot.snapshot_id:
+                    data.add(_normal(entry.data_file.file_path))
+    return data, metadata
+
+
 def table_files(table: Table) -> dict[str, float]:
     """Every file under the table's folder, with its modification time (seconds)."""
     location = table.location().rstrip("/")
@@ -110,12 +152,19 @@ def expire_table(
     version_of: Callable[[Snapshot], int | None],
     keep: Callable[[Snapshot], bool] = lambda snapshot: False,
     properties: Callable[[Table, list[Snapshot]], dict[str, str]] | None = None,
+    sweep_orphans: bool = True,
 ) -> tuple[Table, ExpireResult]:
     """Expire the snapshots of ``table`` committed before ``older_than`` (never the current one, nor
     those ``keep`` asks for), in one metadata commit that also sets ``properties(table, expired)``; then
     delete every file under the table's folder the remaining metadata does not need: at once when
     an expired snapshot referenced it, after ``orphans_before`` otherwise (a concurrent writer may
-    own a file it has staged but not committed yet)."""
+    own a file it has staged but not committed yet).
+
+    Without ``sweep_orphans`` only the files the expired snapshots referenced are looked at, and
+    when the snapshots form one line of history with the expired ones its oldest part, they are
+    found from the expired snapshots' own manifests and the first one kept
+    (:func:`expired_only_files`), without reading what every remaining snapshot references or
+    listing the folder (the routine expiry of a view's oldest versions)."""
     cutoff_ms = older_than.timestamp() * 1000
     for _ in range(20):
         table = table.refresh()
@@ -140,6 +189,13 @@ def expire_table(
             continue
     else:
         raise CommitConflictError(f"table {table.name()}: expiry kept losing to other commits")
+    if doomed and not sweep_orphans:
+        found = expired_only_files(table, doomed)
+        if found is not None:
+            data, metadata = found
+            delete_files(sorted(data) + sorted(metadata))
+            versions = sorted(v for v in (version_of(s) for s in doomed) if v is not None)
+            return table.refresh(), ExpireResult(versions, len(data), len(metadata))
     data, metadata = snapshots_files(table, doomed, live_only=False)
     referenced_by_expired = {_normal(u) for u in data | metadata}
     table = table.refresh()

@@ -31,7 +31,7 @@ from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile,
 #: Manifests whose entries are kept (a part table's manifest holds a few hundred small entries).
 MANIFESTS_KEPT = 512
 #: Manifest lists kept (one per snapshot read lately).
-LISTS_KEPT = 256
+LISTS_KEPT = 1024
 
 _lock = threading.Lock()
 _kept: OrderedDict[tuple, tuple[ManifestEntry, ...]] = OrderedDict()

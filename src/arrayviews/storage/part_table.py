@@ -711,12 +711,17 @@ class PartTable(VersionedTable):
         return {p: files for p, files in sorted(small.items()) if len(files) > 1}
 
     def expire(
-        self, older_than: dt.datetime, orphans_before: dt.datetime, keep_after: int | None = None
+        self,
+        older_than: dt.datetime,
+        orphans_before: dt.datetime,
+        keep_after: int | None = None,
+        sweep_orphans: bool = True,
     ) -> ExpireResult:
         """Forget the versions committed before ``older_than`` (never the current one, nor those
         after ``keep_after``: versions a view reading this table has not seen yet) and delete every
-        file no remaining version needs. Batch ids of the versions forgotten are kept in a table
-        property, so those batches stay appended exactly once."""
+        file no remaining version needs (without ``sweep_orphans``: every file only the forgotten
+        versions needed). Batch ids of the versions forgotten are kept in a table property, so
+        those batches stay appended exactly once."""
 
         def keep(snapshot: SnapshotRecord) -> bool:
             return keep_after is not None and snapshot.version is not None and snapshot.version > keep_after
@@ -729,7 +734,9 @@ class PartTable(VersionedTable):
                     added[snapshot.summary[BATCH_KEY]] = snapshot.version
             return {EXPIRED_BATCHES_PROPERTY: json.dumps({**known, **added})} if added else {}
 
-        return super().expire(older_than, orphans_before, keep=keep, properties=archived_batches)
+        return super().expire(
+            older_than, orphans_before, keep=keep, properties=archived_batches, sweep_orphans=sweep_orphans
+        )
 
     def all_files(self, version: int | None = None) -> list[str]:
         """URIs of every data file of a version (current by default)."""

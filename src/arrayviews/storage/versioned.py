@@ -288,10 +288,12 @@ class VersionedTable:
         orphans_before: dt.datetime,
         keep: Callable[[SnapshotRecord], bool] = lambda snapshot: False,
         properties: Callable[[dict[str, str], list[SnapshotRecord]], dict[str, str]] | None = None,
+        sweep_orphans: bool = True,
     ) -> ExpireResult:
         """Forget the snapshots committed before ``older_than`` (never the current one, nor those
         ``keep`` asks for), setting ``properties(table properties, forgotten)`` in the same commit,
-        and delete every file no remaining snapshot needs (see ``storage.expiry``)."""
+        and delete every file no remaining snapshot needs (see ``storage.expiry``; without
+        ``sweep_orphans``, only files the forgotten snapshots referenced)."""
 
         def version_of(snapshot: Snapshot) -> int | None:
             return _record(snapshot).version
@@ -306,6 +308,7 @@ class VersionedTable:
             version_of,
             keep=lambda snapshot: keep(_record(snapshot)),
             properties=None if properties is None else properties_of,
+            sweep_orphans=sweep_orphans,
         )
         return result
 

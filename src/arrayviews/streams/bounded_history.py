@@ -6,10 +6,12 @@ Every maintenance step of a view commits a snapshot, and Iceberg's metadata file
 snapshot held: left alone, a view maintained once a minute carries a day's snapshots in every
 commit (about 1.4 KB each, written and parsed again per commit and per fresh load). A view keeps
 its newest ``keep`` versions (``arrayviews.viewdf.keep-versions``, 100 by default); once it holds
-half as many again, the older ones are expired together, so the cost of expiry (listing the
-table's files) is paid once in ``keep // 2`` steps. Files only expired versions needed are
-deleted at once; files nothing names are deleted after an hour's grace (another process may be
-about to commit them). Reading an expired version raises NotFoundError naming the versions held.
+half as many again, the older ones are expired together, so the cost of expiry is paid once in
+``keep // 2`` steps. Files only expired versions needed are deleted at once, found from the expired
+versions' own manifests (storage/expiry.py ``expired_only_files``); files nothing names (left by a
+writer killed before its commit) are swept by ``expire_versions``, which lists the view's folder
+and deletes them after an hour's grace. Reading an expired version raises NotFoundError naming the
+versions held.
 Streams are left to ``Stream.expire_versions`` (their versions record the batches appended).
 """
 
@@ -53,7 +55,9 @@ def bound_histories(world, names: list[str]) -> dict[str, list[int]]:
         if seen is not None:
             keep_after = min(keep_after, seen)
         try:
-            result = table.expire(*cutoffs(None, ORPHAN_GRACE), keep_after=keep_after)
+            # only what the forgotten versions referenced: the whole folder is swept by the
+            # user's expire_versions (a step should not list every file the view holds)
+            result = table.expire(*cutoffs(None, ORPHAN_GRACE), keep_after=keep_after, sweep_orphans=False)
         except InjectedFault:
             raise
         except (ArrayViewsError, OSError) as error:
