@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +24,9 @@ SCHEMA = T.StructType([T.StructField("src", T.StringType()), T.StructField("n", 
 
 
 def _table(db, name: str) -> PartTable:
-    return PartTable.create(db.warehouse.catalog, "testing", name, SCHEMA, 60, "viewdf", {"definition": "test"})
+    return PartTable.create(
+        db.warehouse.catalog, "testing", name, SCHEMA, 60, "viewdf", {"definition": "test"}
+    )
 
 
 def _rows(part: int, count: int = 4) -> pa.Table:
@@ -77,14 +80,31 @@ def test_files_only_expired_snapshots_referenced_equal_the_set_difference(db, se
     iceberg = table.table.refresh()
     line = sorted(iceberg.metadata.snapshots, key=lambda s: s.sequence_number)
     for k in sorted({1, rng.randint(1, len(line) - 1), len(line) - 1}):
-        assert expiry.expired_only_files(iceberg, line[:k]) == _reference(iceberg, line, k)
+        assert expiry.expired_only_files(iceberg.metadata, iceberg.io, line[:k]) == _reference(
+            iceberg, line, k
+        )
     # the expiry itself: the table still holds every live part's rows, and nothing it needs is gone
     before = table.current_version()
+    orphan = _orphan(table)
     table.expire(*expiry.cutoffs(None, dt.timedelta(hours=1)), keep_after=before - 2, sweep_orphans=False)
+    assert os.path.exists(orphan)  # found from the manifests: the folder was not swept
     table.refresh()
     assert all(_exists(uri) for uri in expiry.live_files(table.table))
     assert {p: sum(f[2] for f in table.sized_files_of_parts(p, p)) for p in live} == live
     assert table.part_range() == (min(live), max(live))
+    table.expire(*expiry.cutoffs(None, dt.timedelta(hours=1)), keep_after=before - 1)
+    assert not os.path.exists(orphan)  # the full expiry sweeps files nothing names after the grace
+
+
+def _orphan(table: PartTable) -> str:
+    """A file in the table's data folder no snapshot names, written two hours ago (a crashed writer's)."""
+    folder = table.data_directory.removeprefix("file://").removeprefix("file:")
+    path = os.path.join(folder, "orphan-from-a-crash.parquet")
+    with open(path, "wb") as handle:
+        handle.write(b"PAR1")
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    return path
 
 
 def test_a_history_that_is_not_one_line_is_left_to_the_full_expiry(db) -> None:
@@ -98,6 +118,6 @@ def test_a_history_that_is_not_one_line_is_left_to_the_full_expiry(db) -> None:
     iceberg = table.table.refresh()
     line = sorted(iceberg.metadata.snapshots, key=lambda s: s.sequence_number)
     # the expired snapshots must be the oldest part of the line
-    assert expiry.expired_only_files(iceberg, line[1:2]) is None
-    assert expiry.expired_only_files(iceberg, line) is None
-    assert expiry.expired_only_files(iceberg, line[:2]) is not None
+    assert expiry.expired_only_files(iceberg.metadata, iceberg.io, line[1:2]) is None
+    assert expiry.expired_only_files(iceberg.metadata, iceberg.io, line) is None
+    assert expiry.expired_only_files(iceberg.metadata, iceberg.io, line[:2]) is not None

@@ -83,10 +83,11 @@ def live_files(table: Table) -> set[str]:
     return {_normal(uri) for uri in needed}
 
 
-def expired_only_files(table: Table, doomed: list[Snapshot]) -> tuple[set[str], set[str]] | None:
-    """(data files, metadata files) that only the snapshots ``doomed`` of ``table`` (its metadata
-    from before they were expired) referenced, when the table's snapshots form one line (each one's
-    parent is the one before it) of which ``doomed`` is the oldest part; None otherwise.
+def expired_only_files(metadata, io, doomed: list[Snapshot]) -> tuple[set[str], set[str]] | None:
+    """(data files, metadata files) that only the snapshots ``doomed`` of a table referenced
+    (``metadata``: the table's metadata from before they were expired; ``io`` reads its files), when
+    the table's snapshots form one line (each one's parent is the one before it) of which ``doomed``
+    is the oldest part; None otherwise.
 
     In one line of history a file, once removed, never comes back (Iceberg names every file once).
     So a data file live in an expired snapshot and in none that remain was removed by one of the
@@ -95,7 +96,7 @@ def expired_only_files(table: Table, doomed: list[Snapshot]) -> tuple[set[str], 
     of an expired snapshot that no remaining snapshot lists is one the first snapshot kept does not
     list. Files the oldest expired snapshot removed were removed by the first kept snapshot of an
     earlier expiry, whose files went then."""
-    line = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
+    line = sorted(metadata.snapshots, key=lambda s: s.sequence_number)
     for before, after in zip(line, line[1:], strict=False):
         if after.parent_snapshot_id != before.snapshot_id:
             return None
@@ -106,15 +107,12 @@ def expired_only_files(table: Table, doomed: list[Snapshot]) -> tuple[set[str], 
     ):
         return None
     first_kept = line[len(doomed)]
-    io = table.io
     kept = {m.manifest_path for m in first_kept.manifests(io)}
     data: set[str] = set()
-    metadata: set[str] = set()
+    listed: set[str] = set()
     for snapshot in line[: len(doomed)]:
-        metadata.add(_normal(snapshot.manifest_list))
-        metadata.update(
-            _normal(m.manifest_path) for m in snapshot.manifests(io) if m.manifest_path not in kept
-        )
+        listed.add(_normal(snapshot.manifest_list))
+        listed.update(_normal(m.manifest_path) for m in snapshot.manifests(io) if m.manifest_path not in kept)
     for snapshot in line[1 : len(doomed) + 1]:
         for manifest in snapshot.manifests(io):
             if manifest.added_snapshot_id != snapshot.snapshot_id or manifest.deleted_files_count == 0:
@@ -122,7 +120,7 @@ def expired_only_files(table: Table, doomed: list[Snapshot]) -> tuple[set[str], 
             for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
                 if entry.status == ManifestEntryStatus.DELETED and entry.snapshot_id == snapshot.snapshot_id:
                     data.add(_normal(entry.data_file.file_path))
-    return data, metadata
+    return data, listed
 
 
 def table_files(table: Table) -> dict[str, float]:
@@ -168,6 +166,7 @@ def expire_table(
     cutoff_ms = older_than.timestamp() * 1000
     for _ in range(20):
         table = table.refresh()
+        before = table.metadata  # the commit below gives ``table`` the metadata after it
         current = table.metadata.current_snapshot_id
         doomed = [
             s
@@ -190,7 +189,7 @@ def expire_table(
     else:
         raise CommitConflictError(f"table {table.name()}: expiry kept losing to other commits")
     if doomed and not sweep_orphans:
-        found = expired_only_files(table, doomed)
+        found = expired_only_files(before, table.io, doomed)
         if found is not None:
             data, metadata = found
             delete_files(sorted(data) + sorted(metadata))
