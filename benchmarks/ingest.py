@@ -332,7 +332,7 @@ def _report_dense(results: dict, quick: bool) -> None:
     dense = results["dense"]
     bar_plot(
         name,
-        f"dense {dense['cells']:,} cells: arrayviews vs plain Parquet (pyarrow), same run",
+        f"dense {dense['cells']:,} cells vs Parquet (pyarrow), same run",
         ["dense write", "dense read"],
         {
             "arrayviews (s)": [dense["arrayviews_write_s"], dense["arrayviews_read_s"]],
