@@ -4,7 +4,10 @@ subarray pruning; read time after many small batches, before and after compactio
 Run: ``.venv/bin/python -m benchmarks.run ingest`` (``--quick`` for a small smoke run). With
 ``ARRAYVIEWS_INGEST_SPARSE=1`` only the sparse case runs (10^6 cells with ``--quick``, 10^7 without;
 ``ARRAYVIEWS_INGEST_SPARSE_CELLS=n`` sets the number), its reads timed alternately with the baseline's
-(best of five each, so both see the same load), to ingest-sparse.json / .png.
+(best of five each, so both see the same load), to ingest-sparse.json / .png. With
+``ARRAYVIEWS_INGEST_DENSE=1`` only the dense case runs (a 2000^2 grid with ``--quick``, 10^4^2
+without): writes into fresh arrays alternating with the baseline's Parquet writes, reads likewise
+(best of ``ARRAYVIEWS_INGEST_DENSE_REPEAT``, default 3, each), to ingest-dense.json / .png.
 """
 
 from __future__ import annotations
@@ -29,6 +32,25 @@ def _parquet_dense(data: np.ndarray, folder: Path) -> tuple[float, float]:
     read_time, back = timed(lambda: pq.read_table(path).column("v").to_numpy().reshape(data.shape))
     assert np.array_equal(back, data)
     return write_time, read_time
+
+
+def _parquet_plain_write(data: np.ndarray, folder: Path) -> float:
+    """A stricter write baseline: the same Parquet column without pyarrow's default dictionary
+    encoding, which random float64 values defeat (pyarrow hashes values until the dictionary page
+    overflows, then falls back to plain encoding), the way arrayviews writes its value payloads."""
+    path = folder / "dense-plain.parquet"
+    seconds, _ = timed(lambda: pq.write_table(pa.table({"v": data.reshape(-1)}), path, use_dictionary=False))
+    path.unlink()
+    return seconds
+
+
+def _plain_row(write: float, plain_writes: list[float]) -> dict:
+    """The dense write against the stricter baseline (no dictionary encoding)."""
+    return {
+        "parquet_no_dictionary_write_s": min(plain_writes),
+        "parquet_no_dictionary_write_s_each": plain_writes,
+        "write_ratio_no_dictionary": write / min(plain_writes),
+    }
 
 
 def _sparse_row(cells: dict, extent: int, write: tuple[float, float], read: tuple[float, float]) -> dict:
@@ -123,9 +145,68 @@ def sparse_only(db, quick: bool) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _dense_row(cells: int, write: tuple[float, float], read: tuple[float, float]) -> dict:
+    """The dense case's figures: (arrayviews, plain Parquet) seconds of the write and of the read."""
+    return {
+        "cells": cells,
+        "arrayviews_write_s": write[0],
+        "parquet_write_s": write[1],
+        "write_ratio": write[0] / write[1],
+        "arrayviews_read_s": read[0],
+        "parquet_read_s": read[1],
+        "read_ratio": read[0] / read[1],
+    }
+
+
+def dense_only(db, quick: bool) -> dict:
+    """The dense case alone: writes into fresh arrays and full reads, each alternating with plain
+    Parquet's (so both see the same load); the first write's time is kept apart (one-time costs)."""
+    rng = np.random.default_rng(42)
+    scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
+    side = 2000 if quick else 10000
+    chunk = 500 if quick else 1000
+    repeat = int(os.environ.get("ARRAYVIEWS_INGEST_DENSE_REPEAT") or 3)
+    data = rng.normal(size=(side, side))
+    path = scratch / "dense.parquet"
+    schema = f"<v:float64>[i=0:{side - 1}:{chunk}; j=0:{side - 1}:{chunk}]"
+    try:
+        load = os.getloadavg()[0]
+        writes, base_writes, plain_writes = [], [], []
+        for attempt in range(repeat):
+            name = f"bench_dense_{attempt}"
+            if name in db.arrays():
+                db.drop_array(name)
+            dense = db.create_array(name + schema)
+            seconds, _ = timed(lambda dense=dense: dense.write_dense(data))
+            writes.append(seconds)
+            seconds, _ = timed(lambda: pq.write_table(pa.table({"v": data.reshape(-1)}), path))
+            base_writes.append(seconds)
+            plain_writes.append(_parquet_plain_write(data, scratch))
+            if attempt < repeat - 1:
+                db.drop_array(name)
+        read_time, base_read, back = _alternating(
+            lambda: dense.to_numpy(),
+            lambda: pq.read_table(path).column("v").to_numpy().reshape(side, side),
+            repeat,
+        )
+        assert np.array_equal(back, data)
+        row = _dense_row(side * side, (min(writes), min(base_writes)), (read_time, base_read))
+        row.update(
+            write_s_each=writes,
+            parquet_write_s_each=base_writes,
+            **_plain_row(min(writes), plain_writes),
+            load_1min=[load, os.getloadavg()[0]],
+        )
+        return {"dense": row}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def run(db, quick: bool = False) -> dict:
     if os.environ.get("ARRAYVIEWS_INGEST_SPARSE"):
         return sparse_only(db, quick)
+    if os.environ.get("ARRAYVIEWS_INGEST_DENSE"):
+        return dense_only(db, quick)
     rng = np.random.default_rng(42)
     scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
     results: dict[str, dict] = {}
@@ -138,10 +219,12 @@ def run(db, quick: bool = False) -> dict:
             if name in db.arrays():
                 db.drop_array(name)
         dense = db.create_array(f"bench_dense<v:float64>[i=0:{side - 1}:{chunk}; j=0:{side - 1}:{chunk}]")
+        load = os.getloadavg()[0]
         write_time, _ = timed(lambda: dense.write_dense(data))
         read_time, back = timed(lambda: dense.to_numpy(), repeat=2)
         assert np.array_equal(back, data)
         base_write, base_read = _parquet_dense(data, scratch)
+        plain_write = _parquet_plain_write(data, scratch)
         results["dense"] = {
             "cells": side * side,
             "arrayviews_write_s": write_time,
@@ -150,6 +233,8 @@ def run(db, quick: bool = False) -> dict:
             "arrayviews_read_s": read_time,
             "parquet_read_s": base_read,
             "read_ratio": read_time / base_read,
+            **_plain_row(write_time, [plain_write]),
+            "load_1min": load,
         }
         # subarray of a 1% box, not aligned to chunks
         edge = side // 10
@@ -177,11 +262,13 @@ def run(db, quick: bool = False) -> dict:
         sparse = db.create_array(
             f"bench_sparse<v:float64>[t=0:{extent - 1}:5000; ra=0:{extent - 1}:5000; dec=0:{extent - 1}:5000]"
         )
+        load = os.getloadavg()[0]
         write_time, _ = timed(lambda: sparse.insert(cells))
         read_time, table = timed(lambda: sparse.to_arrow(sort=False), repeat=2)
         assert table.num_rows == len(cells["v"])
         base_write, base_read = _parquet_sparse(cells, scratch)
         results["sparse"] = _sparse_row(cells, extent, (write_time, base_write), (read_time, base_read))
+        results["sparse"]["load_1min"] = [load, os.getloadavg()[0]]
 
         # 3. many small batches, then compaction -----------------------------------------------------
         batches = 50 if quick else 500
@@ -239,9 +326,38 @@ def _report_sparse(results: dict, quick: bool) -> None:
     )
 
 
+def _report_dense(results: dict, quick: bool) -> None:
+    name = "ingest-dense_quick" if quick else "ingest-dense"
+    write_results(name, {"quick": quick, "results": results})
+    dense = results["dense"]
+    bar_plot(
+        name,
+        f"dense {dense['cells']:,} cells vs Parquet (pyarrow), same run",
+        ["dense write", "dense read"],
+        {
+            "arrayviews (s)": [dense["arrayviews_write_s"], dense["arrayviews_read_s"]],
+            "plain Parquet (s)": [dense["parquet_write_s"], dense["parquet_read_s"]],
+            "Parquet, no dictionary (s)": [dense["parquet_no_dictionary_write_s"], 0],
+        },
+        "seconds",
+    )
+    print(
+        f"dense {dense['cells']} cells: write {dense['arrayviews_write_s']:.3f} s vs "
+        f"{dense['parquet_write_s']:.3f} s (ratio {dense['write_ratio']:.2f}; each "
+        f"{', '.join(f'{a:.2f}/{b:.2f}' for a, b in zip(dense['write_s_each'], dense['parquet_write_s_each'], strict=True))}); "
+        f"read {dense['arrayviews_read_s']:.3f} s vs {dense['parquet_read_s']:.3f} s (ratio {dense['read_ratio']:.2f}); "
+        f"write vs Parquet without dictionary {dense['parquet_no_dictionary_write_s']:.3f} s "
+        f"(ratio {dense['write_ratio_no_dictionary']:.2f}); "
+        f"load {dense['load_1min'][0]:.1f} -> {dense['load_1min'][1]:.1f}"
+    )
+
+
 def report(results: dict, quick: bool) -> None:
-    if "dense" not in results:
+    if "sparse" in results and "dense" not in results:
         _report_sparse(results, quick)
+        return
+    if "dense" in results and "sparse" not in results:
+        _report_dense(results, quick)
         return
     name = "ingest_quick" if quick else "ingest"
     write_results(name, {"quick": quick, "results": results})
@@ -273,12 +389,14 @@ def report(results: dict, quick: bool) -> None:
     print(
         f"dense {dense['cells']} cells: write {dense['arrayviews_write_s']:.2f} s vs Parquet {dense['parquet_write_s']:.2f} s "
         f"(ratio {dense['write_ratio']:.2f}); read {dense['arrayviews_read_s']:.2f} s vs {dense['parquet_read_s']:.2f} s "
-        f"(ratio {dense['read_ratio']:.2f})"
+        f"(ratio {dense['read_ratio']:.2f}); write vs Parquet without dictionary "
+        f"{dense['parquet_no_dictionary_write_s']:.2f} s (ratio {dense['write_ratio_no_dictionary']:.2f}); "
+        f"load {dense['load_1min']:.1f}"
     )
     print(
         f"sparse {sparse['cells']} cells in 10^15: write {sparse['arrayviews_write_s']:.2f} s vs {sparse['parquet_write_s']:.2f} s "
         f"(ratio {sparse['write_ratio']:.2f}); read {sparse['arrayviews_read_s']:.2f} s vs {sparse['parquet_read_s']:.2f} s "
-        f"(ratio {sparse['read_ratio']:.2f})"
+        f"(ratio {sparse['read_ratio']:.2f}); load {sparse['load_1min'][0]:.1f} -> {sparse['load_1min'][1]:.1f}"
     )
     sub = results["subarray_1pct"]
     print(
