@@ -13,6 +13,7 @@ from pyiceberg.table import Table
 
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
+from arrayviews.storage.catalog import current_metadata_location
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.file_bounds import live_bounds
 from arrayviews.storage.files import new_data_file_uri, read_parquet_files
@@ -116,6 +117,16 @@ class ArrayTable(VersionedTable):
 
     def new_file_uri(self) -> str:
         return new_data_file_uri(self.data_directory)
+
+    def refresh(self) -> ArrayTable:
+        """Follow the array's newest metadata (returns self): the catalog is asked for the table's
+        metadata location on every call, and only when it names other metadata than the table
+        holds is the table loaded again (a metadata file is never rewritten in place, so the same
+        location is the same metadata; a commit by any process moves the location)."""
+        location = current_metadata_location(self.table.catalog, self.table.name())
+        if location is None or location != self.table.metadata_location:
+            super().refresh()
+        return self
 
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:
