@@ -128,6 +128,27 @@ class ArrayTable(VersionedTable):
             super().refresh()
         return self
 
+    def current_version(self) -> int:
+        return self._current_of()[0]
+
+    def snapshot_of(self, version: int) -> int | None:
+        current_version, snapshot_id = self._current_of()
+        if version == current_version and version != 0:
+            return snapshot_id
+        return super().snapshot_of(version)
+
+    def _current_of(self) -> tuple[int, int | None]:
+        """The current version and its snapshot id, worked out once per metadata object held (the
+        metadata models are immutable: a refresh or a commit puts a new object in its place)."""
+        metadata = self.table.metadata
+        kept = self.__dict__.get("_current_kept")
+        if kept is not None and kept[0] is metadata:
+            return kept[1], kept[2]
+        version = super().current_version()
+        snapshot = self.table.current_snapshot()
+        self._current_kept = (metadata, version, None if snapshot is None else snapshot.snapshot_id)
+        return version, self._current_kept[2]
+
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:
         """Every version still held, oldest first (version 0, the empty array, has no snapshot)."""
