@@ -124,7 +124,12 @@ def _reduce_rows(
         chunk_shape = out_grid.chunk_shape(chunk)
         keys = np.ravel_multi_index(tuple((out_cells[rows] - np.asarray(chunk_low)).T), chunk_shape)
         mask = present[rows]
-        repeated = np.repeat(keys, mask.sum(axis=1)).astype(np.int64)
+        full = bool(mask.all())  # every block of the chunk whole: its rows as they are, no gather
+
+        def picked(array: np.ndarray, rows=rows, mask=mask, full=full) -> np.ndarray:
+            return array[rows].reshape(-1) if full else array[rows][mask]
+
+        repeated = np.repeat(keys, mask.shape[1] if full else mask.sum(axis=1)).astype(np.int64)
         states = {}
         for attribute in {call.attribute for call in calls}:
             needs = set().union(*(needs_for(c.function) for c in calls if c.attribute == attribute))
@@ -134,7 +139,7 @@ def _reduce_rows(
             values, valid = inputs[attribute]
             try:
                 states[attribute] = partial_states(
-                    repeated, values[rows][mask], needs, valid=None if valid is None else valid[rows][mask]
+                    repeated, picked(values), needs, valid=None if valid is None else picked(valid)
                 )
             except ExactSumError as error:
                 raise sum_error(
