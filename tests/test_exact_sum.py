@@ -104,6 +104,48 @@ def test_sums_of_lists(lists) -> None:
         check_state(sums, row, terms)
 
 
+# small integers and halves (their running sums round at no step: the one-pass path), now and then a
+# term that makes a running sum round (1e16, 2**53 + 2, 0.1) or is not finite (the expansion path)
+representable = st.one_of(
+    st.integers(-1000, 1000).map(float),
+    st.integers(-1000, 1000).map(lambda n: n / 2),
+    st.sampled_from([0.0, -0.0, 1e16, 2.0**53 + 2, -(2.0**53), 0.1, 1e308, INF, -INF, NAN]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(representable, max_size=20), max_size=10))
+def test_sums_of_lists_with_exact_running_sums(lists) -> None:
+    flat = np.array([v for values in lists for v in values], np.float64)
+    offsets = np.cumsum([0] + [len(values) for values in lists])
+    try:
+        sums = FloatSums.of_lists(flat, offsets)
+    except ExactSumError:  # only where fsum itself overflows
+        assert any(_fsum_overflows(terms) for terms in lists)
+        return
+    for row, terms in enumerate(lists):
+        check_state(sums, row, terms)
+        if sums.parts[row, 0] == 0.0:  # a zero sum is +0.0, whichever path summed it
+            assert math.copysign(1.0, sums.parts[row, 0]) == 1.0
+
+
+def _fsum_overflows(terms: list[float]) -> bool:
+    try:
+        math.fsum([t for t in terms if math.isfinite(t)])
+    except OverflowError:
+        return True
+    return False
+
+
+def test_zero_sums_are_positive_zero_on_both_paths() -> None:
+    # one-pass: [-0.0], [1, -1], [-0.0, -0.0]; expansion: [1e16, 1, -1e16, -1] (1e16 + 1 rounds)
+    lists = [[-0.0], [1.0, -1.0], [-0.0, -0.0], [1e16, 1.0, -1e16, -1.0]]
+    flat = np.array([v for terms in lists for v in terms])
+    sums = FloatSums.of_lists(flat, np.cumsum([0] + [len(t) for t in lists]))
+    assert sums.parts.tolist() == [[0.0] * K] * len(lists)
+    assert all(math.copysign(1.0, p) == 1.0 for p in sums.parts[:, 0])
+
+
 def test_the_issue_cases() -> None:
     # a cell whose neighbours are 1e16 and 1.0 holds 1.0 after the 1e16 neighbour leaves
     state = FloatSums.of_lists(np.array([1e16, 1.0]), np.array([0, 2]))

@@ -220,12 +220,37 @@ def _combine_float(parts, nonfinite, signs, order, groups, starts, out_parts, ou
             return
 
 
+@numba.njit(cache=True, inline="always")
+def _exact_running_sum(values, start, stop):
+    """(s, True) when every step of the running float sum of ``values[start:stop]`` was exact (its
+    Two-Sum error zero, every term and partial sum finite): ``s`` is then the exact sum of the list,
+    and its canonical form is ``s`` alone. (anything, False) otherwise."""
+    s = 0.0
+    exact = True
+    for p in range(start, stop):
+        x = values[p]
+        hi = s + x
+        b = hi - s
+        # Two-Sum (Knuth): the rounding error of s + x; NaN when a term or the sum is not finite
+        exact = exact and (s - (hi - b)) + (x - b) == 0.0
+        s = hi
+    return s, exact and s - s == 0.0
+
+
 @numba.njit(cache=True)
 def _sum_lists(values, offsets, out_parts, out_nonfinite, status):
-    """Per list ``values[offsets[i]:offsets[i + 1]]``, its exact sum."""
+    """Per list ``values[offsets[i]:offsets[i + 1]]``, its exact sum. A list whose running sum
+    rounds at no step (integer-valued data, few terms) is summed in one cheap pass; the others grow
+    an expansion term by term."""
     partials = np.empty(CAPACITY, dtype=np.float64)
     scratch = np.empty(CAPACITY, dtype=np.float64)
     for i in range(offsets.size - 1):
+        s, exact = _exact_running_sum(values, offsets[i], offsets[i + 1])
+        if exact:
+            out_parts[i, 0] = s + 0.0  # +0.0 for a zero sum, as the expansion's empty sum
+            for c in range(1, out_parts.shape[1]):
+                out_parts[i, c] = 0.0
+            continue
         n = 0
         for p in range(offsets[i], offsets[i + 1]):
             x = values[p]

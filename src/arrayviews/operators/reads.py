@@ -112,14 +112,12 @@ def box_to_numpy(
     read cost; None when the box's chunks hold more than DIRECT_READ_CELLS cells or span too many
     (file, chunk) pairs for this path."""
     stored = box.source
-    low = np.asarray(box.low, dtype=np.int64)
-    high = np.asarray(box.high, dtype=np.int64)
-    shape = tuple(int(s) for s in high - low + 1)
     read = chunk_read.read_box(
         stored.table, stored.version, spec, box.low, box.high, process_cache() if cache is None else cache
     )
     if read is None:
         return None
+    shape = tuple(h - lo + 1 for lo, h in zip(box.low, box.high, strict=True))
     out_dtype = np.result_type(numpy_dtype(spec.type), fill)
     complete = read.complete
     out = np.empty(shape, dtype=out_dtype) if complete else np.full(shape, fill, dtype=out_dtype)
@@ -127,20 +125,24 @@ def box_to_numpy(
     slices = read.slices
     copies = None if slices is None else slices.get((box.low, box.high))
     if copies is None:
-        copies = _copy_slices(read, low, high)
+        copies = _copy_slices(read, np.asarray(box.low, dtype=np.int64), np.asarray(box.high, dtype=np.int64))
         if slices is not None and len(slices) < chunk_read.SLICES_KEPT:
             slices[box.low, box.high] = copies
-    for chunk, inner, outer in copies:
-        if chunk.complete:  # one dense part, every cell present
-            out[outer] = chunk.parts[0].block[inner]
-            if present is not None:
+    if complete:  # every chunk one dense part, every cell present: one copy per chunk
+        for _, _, outer, inside in copies:
+            out[outer] = inside
+    else:
+        low, high = np.asarray(box.low, dtype=np.int64), np.asarray(box.high, dtype=np.int64)
+        for chunk, inner, outer, inside in copies:
+            if inside is not None:  # one dense part, every cell present
+                out[outer] = inside
                 present[outer] = True
-            continue
-        for part in chunk.parts:
-            if isinstance(part, chunk_read.DenseChunk):
-                _place_block(part, inner, outer, out, present)
-            else:
-                _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
+                continue
+            for part in chunk.parts:
+                if isinstance(part, chunk_read.DenseChunk):
+                    _place_block(part, inner, outer, out, present)
+                else:
+                    _place_cells(part, chunk.shape, np.asarray(chunk.start), low, high, out, present)
     if masked:
         return np.ma.MaskedArray(out, mask=np.zeros(shape, bool) if present is None else ~present), read
     return out, read
@@ -148,7 +150,9 @@ def box_to_numpy(
 
 def _copy_slices(read: chunk_read.BoxRead, low: np.ndarray, high: np.ndarray) -> list[tuple]:
     """Per chunk read, the slices of its part inside the box ``[low, high]``: in the chunk and in
-    the output (whose first cell is ``low``), planned for every chunk at once."""
+    the output (whose first cell is ``low``), planned for every chunk at once; and for a chunk of
+    one complete dense part, that part's block inside the box (a read-only view of the cached
+    block, which the plan keeping these slices keeps alive), else None."""
     chunks = read.chunks
     if not chunks:
         return []
@@ -159,10 +163,12 @@ def _copy_slices(read: chunk_read.BoxRead, low: np.ndarray, high: np.ndarray) ->
     stop = np.minimum(starts + geometry[:, ndim:], high + 1)
     plan = np.concatenate([first - starts, stop - starts, first - low, stop - low], axis=1).tolist()
     two, three = 2 * ndim, 3 * ndim
-    return [
-        (chunk, tuple(map(slice, row[:ndim], row[ndim:two])), tuple(map(slice, row[two:three], row[three:])))
-        for chunk, row in zip(chunks, plan, strict=True)
-    ]
+    copies = []
+    for chunk, row in zip(chunks, plan, strict=True):
+        inner = tuple(map(slice, row[:ndim], row[ndim:two]))
+        inside = chunk.parts[0].block[inner] if chunk.complete else None
+        copies.append((chunk, inner, tuple(map(slice, row[two:three], row[three:])), inside))
+    return copies
 
 
 def _place_block(part, inner: tuple, outer: tuple, out: np.ndarray, present: np.ndarray | None) -> None:

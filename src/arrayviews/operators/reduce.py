@@ -37,7 +37,7 @@ from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators import regrid_dense
-from arrayviews.operators.source import ComputedSource, Source
+from arrayviews.operators.source import ComputedSource, Source, stored_box
 from arrayviews.storage import codec, layout
 from arrayviews.storage.assemble import sort_cells
 
@@ -291,7 +291,21 @@ def regrid(
         two_stage=two_stage,
         sum_error=sum_error,
     )
-    frame = engine.map_batches(source.data(engine), dense, layout.fragment_schema(out_schema))
+    fragments = layout.fragment_schema(out_schema)
+    box = stored_box(source)
+    if box is None:
+        return ComputedSource(
+            out_schema, engine.map_batches(source.data(engine), dense, fragments), engine=engine
+        )
+
+    def from_chunks(_: pa.Table) -> pa.Table:
+        """The regrid from the box's chunks (the chunk cache), else from the fragments read."""
+        done = regrid_dense.regrid_box(box, out_schema, tuple(int(b) for b in blocks), calls, sum_error)
+        if done is not None:
+            return done
+        return engine.collect(engine.map_batches(source.data(engine), dense, fragments), fragments)
+
+    frame = engine.map_batches(engine.one_task_each(pa.table({"regrid": [0]})), from_chunks, fragments)
     return ComputedSource(out_schema, frame, engine=engine)
 
 

@@ -13,6 +13,7 @@ from pyiceberg.table import Table
 
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
+from arrayviews.storage.catalog import current_metadata_location
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.file_bounds import live_bounds
 from arrayviews.storage.files import new_data_file_uri, read_parquet_files
@@ -116,6 +117,37 @@ class ArrayTable(VersionedTable):
 
     def new_file_uri(self) -> str:
         return new_data_file_uri(self.data_directory)
+
+    def refresh(self) -> ArrayTable:
+        """Follow the array's newest metadata (returns self): the catalog is asked for the table's
+        metadata location on every call, and only when it names other metadata than the table
+        holds is the table loaded again (a metadata file is never rewritten in place, so the same
+        location is the same metadata; a commit by any process moves the location)."""
+        location = current_metadata_location(self.table.catalog, self.table.name())
+        if location is None or location != self.table.metadata_location:
+            super().refresh()
+        return self
+
+    def current_version(self) -> int:
+        return self._current_of()[0]
+
+    def snapshot_of(self, version: int) -> int | None:
+        current_version, snapshot_id = self._current_of()
+        if version == current_version and version != 0:
+            return snapshot_id
+        return super().snapshot_of(version)
+
+    def _current_of(self) -> tuple[int, int | None]:
+        """The current version and its snapshot id, worked out once per metadata object held (the
+        metadata models are immutable: a refresh or a commit puts a new object in its place)."""
+        metadata = self.table.metadata
+        kept = self.__dict__.get("_current_kept")
+        if kept is not None and kept[0] is metadata:
+            return kept[1], kept[2]
+        version = super().current_version()
+        snapshot = self.table.current_snapshot()
+        self._current_kept = (metadata, version, None if snapshot is None else snapshot.snapshot_id)
+        return version, self._current_kept[2]
 
     # -- versions --------------------------------------------------------------------------------
     def versions(self) -> list[VersionInfo]:

@@ -355,3 +355,55 @@ def load_tables(catalog: Catalog, namespace: str) -> list[tuple[tuple[str, ...],
         except Exception as error:  # noqa: BLE001 - the caller reports a broken table
             found.append((identifier, error))
     return found
+
+
+def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> str | None:
+    """The metadata location the catalog holds now for the table ``identifier`` (None: no such table,
+    or a catalog other than arrayviews' own, which cannot be asked this alone). It is what a load
+    asks first, and all a reader needs to tell whether the table it holds is still current.
+
+    On a SQLite catalog the query runs on a plain ``sqlite3`` connection of this thread and process
+    (in autocommit, so each query sees every commit made before it, by any process) with the load's
+    statement compiled once; on any other database, on a pooled connection as the load does."""
+    if not isinstance(catalog, _Catalog):
+        return None
+    namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+    parameters = {
+        "catalog": catalog.name,
+        "namespace": namespace,
+        "name": Catalog.table_name_from(identifier),
+    }
+    statement = catalog._rows_statement(by_name=True)
+    reader = _sqlite_reader(catalog)
+    if reader is None:
+        with catalog.engine.connect() as connection:
+            row = connection.execute(statement, parameters).first()
+        return None if row is None else row.metadata_location
+    connection, sql, names, fixed = reader
+    row = connection.execute(sql, [parameters[n] if n in parameters else fixed[n] for n in names]).fetchone()
+    return None if row is None else row[2]
+
+
+def _sqlite_reader(catalog: _Catalog):
+    """(sqlite3 connection, SQL, parameter names in order, fixed parameter values) of the table-row
+    query on this thread's own connection to the catalog's SQLite file; None for another database
+    or an in-memory one. A connection is never shared across threads or a fork."""
+    import os  # here, not at the top: this file's head belongs to the commit path
+    import sqlite3
+    import threading
+
+    url = catalog.engine.url
+    if catalog.engine.dialect.name != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    local = catalog.__dict__.get("_sqlite_readers")
+    if local is None:
+        local = catalog.__dict__.setdefault("_sqlite_readers", threading.local())
+    reader = getattr(local, "reader", None)
+    if reader is not None and reader[0] == os.getpid():
+        return reader[1]
+    compiled = catalog._rows_statement(by_name=True).compile(dialect=catalog.engine.dialect)
+    names = list(compiled.positiontup or ())
+    fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace", "name")}
+    connection = sqlite3.connect(url.database, isolation_level=None, check_same_thread=True)
+    local.reader = (os.getpid(), (connection, str(compiled), names, fixed))
+    return local.reader[1]
