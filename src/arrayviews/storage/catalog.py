@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sqlite3
 import threading
 from collections import OrderedDict
 
@@ -388,10 +390,6 @@ def _sqlite_reader(catalog: _Catalog):
     """(sqlite3 connection, SQL, parameter names in order, fixed parameter values) of the table-row
     query on this thread's own connection to the catalog's SQLite file; None for another database
     or an in-memory one. A connection is never shared across threads or a fork."""
-    import os  # here, not at the top: this file's head belongs to the commit path
-    import sqlite3
-    import threading
-
     url = catalog.engine.url
     if catalog.engine.dialect.name != "sqlite" or not url.database or url.database == ":memory:":
         return None
