@@ -508,7 +508,9 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
                 value=str(value.dtype),
             )
         data = np.ma.getdata(value)
-        misfit = first_misfit(target, data.reshape(-1), ~np.ma.getmaskarray(value).reshape(-1))
+        # a mask only for masked blocks (two block-sized boolean arrays otherwise, for nothing)
+        valid = ~np.ma.getmaskarray(value).reshape(-1) if np.ma.isMaskedArray(value) else None
+        misfit = first_misfit(target, data.reshape(-1), valid)
         if misfit is not None:
             index = np.unravel_index(misfit, data.shape)
             element = data.reshape(-1)[misfit].item()
