@@ -98,9 +98,10 @@ class Fusion:
         newest[self.helper] = part
         return planning.newest_buildable(definition.update, newest, definition.name) == part
 
-    def _inputs(self, part: int) -> tuple[list[tuple], Estimate]:
+    def _inputs(self, part: int, helper_new: Sequence = ()) -> tuple[list[tuple], Estimate]:
         """What the consumer's part reads: (relation, table, committed files, reads the helper's new
-        part) per reference of its query, and the estimate of that input."""
+        part) per reference of its query, and the estimate of that input, the helper's new part
+        (``helper_new``: its staged files, with their rows and bytes) counted where it is read."""
         consumer = self.world.view(self.consumer)
         inputs = []
         for reference in consumer.definition.update.references:
@@ -113,10 +114,11 @@ class Fusion:
                 else self.world.files_of(relation, low, high)
             )
             inputs.append((relation, table, files, low <= part <= high and relation == self.helper))
+        read = [(t, [*files, *(helper_new if new else ())]) for _, t, files, new in inputs]
         estimate = Estimate(
-            cells=sum(f.rows * (len(t.arrow_schema) - 1) for _, t, files, _ in inputs for f in files),
-            bytes=sum(f.nbytes for _, _, files, _ in inputs for f in files),
-            chunks=sum(len(files) for _, _, files, _ in inputs),
+            cells=sum(f.rows * (len(t.arrow_schema) - 1) for t, files in read for f in files),
+            bytes=sum(f.nbytes for _, files in read for f in files),
+            chunks=sum(len(files) for _, files in read),
             jobs=2,
         )
         return inputs, estimate
@@ -156,6 +158,7 @@ class Fusion:
             )
         except (PySparkException, ArrayViewsError):
             return None  # each view is built on its own: a failing consumer fails only its step
+        _, estimate = self._inputs(part, staged_helper)  # the helper's new part, now its size is known
         self.pending = (part, staged_consumer, estimate, "spark", versions)
         return staged_helper
 
@@ -164,7 +167,7 @@ class Fusion:
         helper's staged (not yet committed) part ``part``; only when the cost model would build
         the consumer's part in-process too."""
         consumer = self.world.view(self.consumer)
-        inputs, estimate = self._inputs(part)
+        inputs, estimate = self._inputs(part, helper_staged)
         if choose(self.world.costs, estimate, self.world.execution).executor != "local":
             return
         sources = []
