@@ -12,12 +12,15 @@ state (cheap for arrayviews' writes) or gives up with CommitConflictError naming
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Sequence
 
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io.pyarrow import (
+    MetricModeTypes,
+    MetricsMode,
     _check_pyarrow_schema_compatible,
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
@@ -190,7 +193,10 @@ def _entries(manifest) -> int:
 
 def fits_one_bin(data: list, target_size_bytes: int) -> bool:
     """Whether data manifests share one partition spec and fit one bin of the target size."""
-    return len({m.partition_spec_id for m in data}) == 1 and sum(m.manifest_length for m in data) <= target_size_bytes
+    return (
+        len({m.partition_spec_id for m in data}) == 1
+        and sum(m.manifest_length for m in data) <= target_size_bytes
+    )
 
 
 def merge_run(entries: Sequence[int]) -> int:
@@ -270,6 +276,14 @@ def _data_file(io, metadata, uri: str) -> DataFile:
     statistics = data_file_statistics_from_parquet_metadata(
         parquet_metadata=written.footer, stats_columns=plan, parquet_column_mapping=mapping
     )
+    # pyiceberg records every column's size before it looks at the column's metrics mode; Iceberg's
+    # reference implementation keeps none for a column whose mode is "none" (part tables: all but _part)
+    sizes = {
+        field_id: size
+        for field_id, size in statistics.column_sizes.items()
+        if plan[field_id].mode != _NO_METRICS
+    }
+    statistics = dataclasses.replace(statistics, column_sizes=sizes)
     return DataFile.from_args(
         content=DataFileContent.DATA,
         file_path=uri,
@@ -284,6 +298,7 @@ def _data_file(io, metadata, uri: str) -> DataFile:
     )
 
 
+_NO_METRICS = MetricsMode(MetricModeTypes.NONE)
 _checked_schemas: set[tuple] = set()
 _plans: dict[tuple, tuple] = {}
 
