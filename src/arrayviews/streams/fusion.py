@@ -77,7 +77,8 @@ class Fusion:
 
     def __init__(self, spark: SparkSession, world, helper: str, consumer: str) -> None:
         self.spark, self.world, self.helper, self.consumer = spark, world, helper, consumer
-        #: (part, staged files or the future of the in-process build, estimate, executor, versions read)
+        #: (part, staged files or the future of the in-process build, estimate, executor, versions read,
+        #: the helper's staged files it read)
         self.pending: tuple | None = None
         self.helper_version: int | None = None  # the helper's commit holding the fused part
         self.registered: list[str] = []
@@ -159,7 +160,7 @@ class Fusion:
         except (PySparkException, ArrayViewsError):
             return None  # each view is built on its own: a failing consumer fails only its step
         _, estimate = self._inputs(part, staged_helper)  # the helper's new part, now its size is known
-        self.pending = (part, staged_consumer, estimate, "spark", versions)
+        self.pending = (part, staged_consumer, estimate, "spark", versions, _uris(staged_helper))
         return staged_helper
 
     def start_local(self, part: int, helper_staged: Sequence) -> None:
@@ -179,7 +180,7 @@ class Fusion:
         versions = self._versions()
         query, table, name = consumer.definition.update, consumer.table, consumer.name
         future = _background().submit(build_part, query, part, sources, table, name)
-        self.pending = (part, future, estimate, "local", versions)
+        self.pending = (part, future, estimate, "local", versions, _uris(helper_staged))
 
     def _versions(self) -> dict[str, int]:
         """The versions of what the consumer reads besides the helper, and of the consumer itself."""
@@ -200,7 +201,11 @@ class Fusion:
         )
         if not fresh or self._versions() != self.pending[4]:
             return None
-        _, staged, estimate, executor, _ = self.pending
+        # the helper's part as committed must be the one read (a helper step planned again after
+        # losing its commit to another process stages another part, perhaps from other rows)
+        if _uris(self.world.table(self.helper).files_of_parts(part, part)) != self.pending[5]:
+            return None
+        _, staged, estimate, executor, _, _ = self.pending
         self.pending = None
         if isinstance(staged, concurrent.futures.Future):
             try:
@@ -221,3 +226,8 @@ class Fusion:
                     staged = []
             self.world.view(self.consumer).table.discard(staged)
         drop_temporary_views(self.spark, self.registered)
+
+
+def _uris(files: Sequence) -> frozenset[str]:
+    """The URIs of staged files (or of URIs themselves)."""
+    return frozenset(f if isinstance(f, str) else f.uri for f in files)
