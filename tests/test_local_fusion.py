@@ -306,3 +306,35 @@ def test_a_fused_reader_over_the_in_process_limit_goes_to_spark_as_without_fusio
     plain = _auto_executors(spark, tmp_path / "plain", False, monkeypatch)
     assert plain[-1] == ("local", "spark")  # the limit sends the reader, not the helper, to Spark
     assert _auto_executors(spark, tmp_path / "fused", True, monkeypatch) == plain
+
+
+ROUNDED_READER = """CREATE VIEW Rounded AS
+INITIALIZE Rounded[i] AS SELECT src, dest, ct, bround(sum_loss / 4, 0) AS q FROM Helper[i]
+UPDATE Rounded[j] AS SELECT src, dest, ct, bround(sum_loss / 4, 0) AS q FROM Helper[j]
+PARTITION LENGTH 60"""
+
+
+def test_a_reader_the_worker_cannot_run_is_built_on_spark_by_its_own_step(
+    spark, tmp_path, monkeypatch
+) -> None:
+    """bround has no in-process meaning: the worker's build is refused, so the reader's step builds
+    its part on Spark and says why; values against Python's half-even round of the reference; no
+    staged file left."""
+    monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
+    truth = Truth()
+    db, stream = _pattern(spark, tmp_path / "w", truth, ROUNDED_READER)
+    started = _recorded(monkeypatch, "start_local")
+    for minute in range(2, 5):
+        result = stream.append(truth.add(network([minute])))
+        helper, reader = result.maintenance
+        assert (helper.executor, reader.executor, reader.error) == ("local", "spark", None)
+        assert "not in-process" in reader.executor_reason and "bround" in reader.executor_reason
+        assert FUSED_LOCAL not in reader.executor_reason
+    assert [pending for _, pending in started] == [True] * 3  # the worker was asked each step
+    reference = run_lengths(truth.rows(), M0 + 1, M0 + 4)
+    expected = {
+        p: sorted((s, d, c, float(round(t / 4))) for s, d, c, t in rows) for p, rows in reference.items()
+    }
+    found = contents(db, "Rounded", (["src", "dest", "ct", "q"], ["ct"]))
+    assert {p: sorted((s, d, c, float(q)) for s, d, c, q in rows) for p, rows in found.items()} == expected
+    _no_staged_file_left(db, "Helper", "Rounded")
