@@ -236,12 +236,6 @@ def test_a_crash_of_the_helper_while_the_worker_builds_is_repaired_by_the_next_p
     _no_staged_file_left(db, "Helper", "View2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Fusion._inputs lists the helper's committed files only, so the estimate of a fused "
-    "reader's part (start_local's executor choice, and the choice the reader's step reports) "
-    "leaves out the helper's new part it reads: View2 over Helper[j] is estimated at 0 cells, 0 bytes",
-)
 def test_a_fused_readers_estimate_counts_the_helpers_new_part(spark, tmp_path, monkeypatch) -> None:
     """The estimate the reader's step is chosen and reported with equals the one of the same step
     without fusion (the reader reads the same rows either way)."""
@@ -295,11 +289,6 @@ def _auto_executors(spark, path, fuse: bool, monkeypatch) -> list[tuple[str, str
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="start_local chooses the reader's executor from an estimate without the helper's new "
-    "part (Fusion._inputs), so a reader over the in-process limit is built in-process when fused",
-)
 def test_a_fused_reader_over_the_in_process_limit_goes_to_spark_as_without_fusion(
     spark, tmp_path, monkeypatch
 ) -> None:
@@ -338,3 +327,44 @@ def test_a_reader_the_worker_cannot_run_is_built_on_spark_by_its_own_step(
     found = contents(db, "Rounded", (["src", "dest", "ct", "q"], ["ct"]))
     assert {p: sorted((s, d, c, float(q)) for s, d, c, q in rows) for p, rows in found.items()} == expected
     _no_staged_file_left(db, "Helper", "Rounded")
+
+
+def test_a_helper_step_planned_again_after_losing_its_commit_is_not_read_from_the_early_part(
+    spark, tmp_path, monkeypatch
+) -> None:
+    """The helper's first commit of minute 6 loses to another process, which meanwhile appended the
+    minute's missing C reading; the helper's step is planned again and commits a part holding it.
+    The reader's part built from the first attempt read the part without it, so it is not taken:
+    View2 equals the reference with the late reading (C's run goes on through minute 6)."""
+    from arrayviews.storage.part_table import PartTable
+    from arrayviews.storage.snapshots import BaseMovedError
+    from test_stream_views import PAIRS, late_c
+
+    monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
+    truth = Truth()
+    db, stream = _pattern(spark, tmp_path / "w", truth)
+    other = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="local").stream("M")
+    for minute in range(2, 6):
+        stream.append(truth.add(network([minute])))
+    real_commit = PartTable.commit
+    lost = []
+
+    def commit(self, added, **options):
+        if self.name == "helper" and options.get("operation") == "maintain" and not lost:
+            lost.append(True)
+            other.append(truth.add(late_c(6)), maintain=False)  # another process's late reading
+            raise BaseMovedError("stream view helper", "another process committed first (test)")
+        return real_commit(self, added, **options)
+
+    monkeypatch.setattr(PartTable, "commit", commit)
+    taken = _recorded(monkeypatch, "take")
+    result = stream.append(truth.add(network([6], missing=(6,))))
+    assert lost and [r.error for r in result.maintenance] == [None, None]
+    assert taken and all(found is None for _, found in taken)  # the early part was refused
+    stream.append(truth.add(network([7])))
+    reference = run_lengths(truth.rows(), M0 + 1, M0 + 7)
+    c_pair = tuple(PAIRS["C"])
+    assert any(tuple(row[:2]) == c_pair for row in reference[M0 + 6])  # the late reading counts
+    assert contents(db, "Helper") == reference
+    assert contents(db, "View2") == at_least(reference)
+    _no_staged_file_left(db, "Helper", "View2")

@@ -95,7 +95,8 @@ def _check(table: PartTable, live: dict[str, int], part_field_id: int) -> None:
     for _manifest, entries in _entries_of(table):
         for entry in entries:
             data_file = entry.data_file
-            for metric in (  # column sizes: see the xfail test below
+            for metric in (
+                data_file.column_sizes,
                 data_file.value_counts,
                 data_file.null_value_counts,
                 data_file.nan_value_counts,
@@ -187,12 +188,6 @@ def test_a_part_table_over_many_mixed_commits_matches_a_plain_reference(
     assert set(reopened.all_files()) == set(live)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pyiceberg's data_file_statistics_from_parquet_metadata records column_sizes of every "
-    "column before it looks at the metrics mode, so 'write.metadata.metrics.default: none' leaves "
-    "one column_sizes entry per column in every manifest entry",
-)
 def test_a_new_part_table_keeps_column_sizes_of_part_only(db):
     table = PartTable.create(db.warehouse.catalog, "benchmark", "sizes", SCHEMA, 60, "viewdf", {})
     part_field_id = table.table.schema().find_field(PART).field_id
