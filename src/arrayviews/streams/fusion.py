@@ -14,8 +14,8 @@ rows before the helper commits:
 
 Each view still commits on its own, the helper first. The consumer's step takes its pre-staged part
 only when its own plan is that one part and nothing it read changed since (the helper's commit is
-the one that staged it, its other sources and itself are at the versions read); otherwise the files
-are discarded and the part built as usual. A fused build that fails stages nothing, and each view is
+the one that holds the part it read, file for file; its other sources and itself are at the versions
+read); otherwise the files are discarded and the part built as usual. A fused build that fails stages nothing, and each view is
 built on its own (so a failing consumer fails its own step only); staged files not taken are
 discarded by ``maintain_all``; a kill between the commits leaves the consumer one part behind, which
 its next step builds from the helper's committed files.
