@@ -74,6 +74,8 @@ def test_a_spark_refresh_runs_at_most_two_jobs_for_every_view_kind(spark, tmp_pa
             assert result.strategy == strategy
             assert 1 <= len(jobs) <= 2, (name, strategy, added, removed, sorted(jobs))
             assert dbs["local"].view(f"{name}_local").refresh(strategy).executor == "local"
-            got = {mode: cells(db.view(f"{name}_{mode}").to_pandas(), COLUMNS[name]) for mode, db in dbs.items()}
+            got = {
+                mode: cells(db.view(f"{name}_{mode}").to_pandas(), COLUMNS[name]) for mode, db in dbs.items()
+            }
             assert got["spark"] == expected[name], (name, strategy)
             assert got["local"] == got["spark"], (name, strategy)
