@@ -79,3 +79,34 @@ def test_a_spark_refresh_runs_at_most_two_jobs_for_every_view_kind(spark, tmp_pa
             }
             assert got["spark"] == expected[name], (name, strategy)
             assert got["local"] == got["spark"], (name, strategy)
+
+
+@pytest.mark.parametrize("columns", [1, 2, 3])
+def test_where_keys_by_filter_keeps_and_drops_the_rows_a_set_of_tuples_names(spark, columns) -> None:
+    """The filter that selects small key sets (and the broadcast join past FILTER_KEYS) against
+    plain-Python set membership, keeping and dropping, with duplicate and absent keys."""
+    import pyarrow as pa
+
+    from arrayviews.execution import spark_engine
+    from arrayviews.execution.spark_engine import SparkEngine
+
+    rng = np.random.default_rng(columns)
+    names = [f"c{k}" for k in range(columns)]
+    rows = rng.integers(-3, 3, (200, columns))
+    keys = np.vstack([rows[rng.integers(0, 200, 25)], rng.integers(-5, 5, (10, columns))])
+    wanted = {tuple(int(v) for v in k) for k in keys}
+    engine = SparkEngine(spark)
+    table = pa.table({n: rows[:, k] for k, n in enumerate(names)} | {"row": np.arange(200)})
+    data = engine.from_arrow(table, table.schema)
+    expected = {True: set(), False: set()}
+    for number, row in enumerate(rows):
+        expected[tuple(int(v) for v in row) in wanted].add(number)
+    for limit in (spark_engine.FILTER_KEYS, 0):  # the filter, then the broadcast join
+        spark_engine.FILTER_KEYS, saved = limit, spark_engine.FILTER_KEYS
+        try:
+            for keep in (True, False):
+                got = engine.where_keys(data, names, keys, keep=keep).toArrow().column("row").to_pylist()
+                assert sorted(got) == sorted(expected[keep]), (limit, keep)
+        finally:
+            spark_engine.FILTER_KEYS = saved
+    assert engine.where_keys(data, names, np.zeros((0, columns), np.int64)).count() == 0
