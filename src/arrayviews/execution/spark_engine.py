@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 import pyarrow as pa
@@ -183,7 +184,7 @@ class SparkEngine(Engine):
     def read_cell_files(self, path: str, schema, file_format: str | None = None) -> DataFrame:
         return spark_cells.read_cell_files(self.spark, path, schema, file_format)
 
-    def one_job(self, cells: int | None = None):
+    def one_job(self, cells: int | None = None) -> AbstractContextManager[None]:
         """Actions planned inside run as one job each: adaptive execution and broadcast joins off.
         Without adaptive coalescing every shuffle partition is a task (a Python worker's call per
         group), so the shuffles get one partition per CELLS_PER_TASK of the ``cells`` planned, at
