@@ -21,6 +21,7 @@ BENCHMARKS = (
     "uncertain",
     "uncertain_engine",
     "engine",
+    "refresh_jobs",
 )
 
 

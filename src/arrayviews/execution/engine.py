@@ -14,6 +14,7 @@ Spark's workers, and the local engine calls them in-process, so they behave alik
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -179,3 +180,9 @@ class Engine(abc.ABC):
     def jobs_run(self) -> int:
         """How many jobs this engine has run so far (reports count the jobs of an operation)."""
         return 0
+
+    def one_job(self, cells: int | None = None) -> contextlib.AbstractContextManager[None]:
+        """Run each action started inside as one job (``cells``: the cells the plan will move, which
+        sizes its shuffles); nothing to do where no action is split into jobs."""
+        del cells
+        return contextlib.nullcontext()

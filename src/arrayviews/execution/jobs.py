@@ -8,7 +8,8 @@ pickled with the job, so the same code runs in local mode and on a cluster).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +29,30 @@ BatchFunction = Callable[[pa.Table], pa.Table | None]
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """The Spark schema matching an Arrow schema (all fields nullable, as Spark reads them)."""
     return from_arrow_schema(arrow_schema)
+
+
+#: Settings under which an action runs as one Spark job: adaptive execution runs each shuffle stage
+#: as a job of its own (it re-plans between stages), and a broadcast join collects its small side in
+#: a job of its own too (joins shuffle inside the one job instead).
+ONE_JOB_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Plan the queries started inside under ``settings``; the session's own are restored after
+    (settings are read when a query is planned; the session is used by one thread)."""
+    conf = spark.conf
+    before = {key: conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def read_files(spark: SparkSession, uris: list[str], arrow_schema: pa.Schema) -> DataFrame:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arrayviews.execution import jobs, spark_cells
@@ -27,6 +28,33 @@ from arrayviews.storage.files import delete_files, read_parquet_files
 
 #: Collected results with payload columns larger than this travel through scratch files.
 DIRECT_COLLECT_BYTES = 8 * 1024 * 1024
+
+
+#: Cells a shuffle partition of a one-job action takes (about 64 MB of Arrow rows, the size adaptive
+#: execution coalesces small partitions to).
+CELLS_PER_TASK = 1_000_000
+#: Key sets up to this size select rows by a filter expression; larger ones by a broadcast join.
+FILTER_KEYS = 4096
+
+
+def _any_key(columns: list[str], keys: np.ndarray) -> Column:
+    """Whether a row's ``columns`` equal one of the rows of ``keys``: the first column's values
+    (``isin``) where there is one column; else, per value of the first column, the rest matched
+    the same way, OR-ed as a balanced tree (the depth of the expression grows as the logarithm of
+    the keys, not with them)."""
+    if len(keys) == 0:
+        return F.lit(False)
+    if len(columns) == 1:
+        return F.col(columns[0]).isin([int(k) for k in keys[:, 0]])
+    terms = []
+    for first in np.unique(keys[:, 0]):
+        rest = keys[keys[:, 0] == first][:, 1:]
+        terms.append((F.col(columns[0]) == F.lit(int(first))) & _any_key(columns[1:], rest))
+    while len(terms) > 1:
+        terms = [a | b for a, b in zip(terms[::2], terms[1::2], strict=False)] + (
+            [terms[-1]] if len(terms) % 2 else []
+        )
+    return terms[0]
 
 
 class SparkEngine(Engine):
@@ -76,6 +104,10 @@ class SparkEngine(Engine):
         return data.where(condition)
 
     def where_keys(self, data: DataFrame, columns, keys: np.ndarray, keep: bool = True) -> DataFrame:
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, len(columns))
+        if len(keys) <= FILTER_KEYS:  # a filter: no broadcast, so no job of its own to collect the keys
+            found = _any_key(list(columns), np.unique(keys, axis=0))
+            return data.where(F.coalesce(found, F.lit(False)) if keep else ~F.coalesce(found, F.lit(False)))
         wanted = self.spark.createDataFrame(key_table(columns, keys))
         return data.join(F.broadcast(wanted), on=list(columns), how="left_semi" if keep else "left_anti")
 
@@ -151,6 +183,17 @@ class SparkEngine(Engine):
 
     def read_cell_files(self, path: str, schema, file_format: str | None = None) -> DataFrame:
         return spark_cells.read_cell_files(self.spark, path, schema, file_format)
+
+    def one_job(self, cells: int | None = None) -> AbstractContextManager[None]:
+        """Actions planned inside run as one job each: adaptive execution and broadcast joins off.
+        Without adaptive coalescing every shuffle partition is a task (a Python worker's call per
+        group), so the shuffles get one partition per CELLS_PER_TASK of the ``cells`` planned, at
+        least one and at most twice the parallelism, as coalescing would have left them."""
+        settings = dict(jobs.ONE_JOB_CONF)
+        if cells is not None:
+            partitions = min(max(1, -(-int(cells) // CELLS_PER_TASK)), 2 * self.parallelism())
+            settings["spark.sql.shuffle.partitions"] = str(partitions)
+        return jobs.session_settings(self.spark, settings)
 
     def jobs_run(self) -> int:
         return len(self.spark.sparkContext.statusTracker().getJobIdsForGroup())

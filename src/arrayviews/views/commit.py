@@ -46,11 +46,13 @@ def replace_chunks(
     info: CommitInfo,
     timings: dict[str, float] | None = None,
     annotate: Callable[[dict[str, float]], dict[str, str]] | None = None,
+    cells: int | None = None,
 ) -> int:
     """Replace the view chunks in ``affected`` (None: every chunk) by ``new_fragments``; one snapshot.
 
     ``timings`` receives the seconds of the write (which runs the computation) and of the commit;
-    ``annotate`` adds properties to the commit from the timings measured before it."""
+    ``annotate`` adds properties to the commit from the timings measured before it. The computation
+    and write run as one job of the engine; ``cells``, the cells the plan reads, sizes its shuffles."""
     timings = {} if timings is None else timings
     started = time.perf_counter()
     schema = view.schema
@@ -71,7 +73,8 @@ def replace_chunks(
     try:
         if frames:  # one job writes the new chunks and the copied ones
             frame = frames[0] if len(frames) == 1 else engine.union(frames)
-            written = write_view_files(engine, frame, view.data_directory, schema)
+            with engine.one_job(cells):
+                written = write_view_files(engine, frame, view.data_directory, schema)
         checkpoint("refresh.written")
         timings["write"] = time.perf_counter() - started
         checkpoint("refresh.before-commit")

@@ -376,7 +376,8 @@ def baseline_refresh(
     )
     loses = left_delta.minus.num_rows or right_delta.minus.num_rows
     if loses and any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates):
-        stale = find_stale_cells(engine, state, old_frame, definition, stored)
+        cells = plan.base_cells + plan.delta_cells
+        stale = find_stale_cells(engine, state, old_frame, definition, stored, cells)
         plan.cells_recomputed = stale.num_rows
         if stale.num_rows:
             fresh = fresh_extremes(engine, spec, definition, stored, stale, left_new, right_new)
@@ -393,15 +394,17 @@ def _stale(old_rows: pa.Table, delta_rows: pa.Table, definition, stored) -> pa.T
 
 
 def find_stale_cells(
-    engine: Engine, state: Data, old_view: Data, definition, stored: ArraySchema
+    engine: Engine, state: Data, old_view: Data, definition, stored: ArraySchema, cells: int | None = None
 ) -> pa.Table:
-    """The view cells whose stored min/max may have left with this change (coordinates, on the driver)."""
+    """The view cells whose stored min/max may have left with this change (coordinates, on the driver),
+    found by one job (``cells``: the cells the plan reads, which size its shuffles)."""
     keyed = _with_view_chunks(engine, state, stored)
     keys = [VIEW_CHUNK_PREFIX + d for d in stored.dimension_names]
     renamed = _fragments_with_view_chunks(engine, old_view, stored)
     schema = pa.schema([pa.field(d, pa.int64()) for d in stored.dimension_names])
     function = functools.partial(_stale, definition=definition, stored=stored)
-    return engine.collect(engine.cogroup(renamed, keyed, keys, function, schema), schema)
+    with engine.one_job(cells):
+        return engine.collect(engine.cogroup(renamed, keyed, keys, function, schema), schema)
 
 
 def fresh_extremes(

@@ -601,6 +601,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
             CommitInfo("refresh", properties=properties),
             timings=timings,
             annotate=report,
+            cells=chosen.estimate.cells,
         )
     except BaseMovedError:
         table.refresh()
