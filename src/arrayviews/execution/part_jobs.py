@@ -11,7 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arrayviews.execution.jobs import spark_schema
+from arrayviews.execution.jobs import ONE_JOB_CONF, session_settings, spark_schema
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.storage.part_table import (
     PART,
@@ -28,30 +28,11 @@ from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 COMPACT_ATTEMPTS = 8
 
 
-#: Settings under which a part's write runs as one Spark job: adaptive execution runs each shuffle
-#: stage as a job of its own, and a broadcast join collects its small side in a job of its own.
-ONE_JOB_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
-
-
-@contextmanager
-def _one_job(spark: SparkSession) -> Iterator[None]:
-    """Plan the queries started inside as one Spark job each: adaptive query execution runs every
-    shuffle stage as a job of its own (it re-plans between stages), which for a part's write is a
-    fixed cost per stage; a broadcast join collects its small side in a job of its own too, so
-    broadcast joins are off (joins shuffle inside the one job). Only the queries planned inside are
-    affected; the session's settings are restored after (the session is used by one thread)."""
-    conf = spark.conf
-    before = {key: conf.get(key, None) for key in ONE_JOB_CONF}
-    for key, value in ONE_JOB_CONF.items():
-        conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                conf.unset(key)
-            else:
-                conf.set(key, value)
+def _one_job(spark: SparkSession):
+    """Plan the queries started inside as one Spark job each (``jobs.ONE_JOB_CONF``: adaptive
+    execution, which runs every shuffle stage as a job of its own, and broadcast joins, which
+    collect their small side in a job of its own, are off for those queries only)."""
+    return session_settings(spark, ONE_JOB_CONF)
 
 
 class SparkPartTable(PartTable):
