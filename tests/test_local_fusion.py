@@ -29,6 +29,14 @@ from test_stream_views import (
 )
 
 FUSED_LOCAL = "built in-process while the helper it reads committed"
+
+
+@pytest.fixture(autouse=True)
+def in_process_fusion(monkeypatch):
+    """The in-process path is off by default (streams/fusion.py ``FUSE_IN_PROCESS``): on here."""
+    monkeypatch.setattr(fusion, "FUSE_IN_PROCESS", True)
+
+
 #: A reader failing (through raise_error, which both executors raise) once a run reaches 5.
 FRAGILE = VIEW2.replace("View2", "Fragile").replace(
     "SELECT src, dest, ct, sum_loss\n  FROM Helper[j]",

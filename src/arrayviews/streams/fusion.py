@@ -7,10 +7,11 @@ rows before the helper commits:
 - **on Spark**, from the helper's DataFrame (not its staged files), both parts staged by one Spark
   action (execution/part_jobs.py ``stage_together``), the helper's rows computed once for both
   branches of that action (shared);
-- **in-process**, in a worker thread that starts once the helper's part is staged (its rows are then
-  in memory, storage/recent_parts.py) and runs the consumer's query while this thread commits the
-  helper. DuckDB and the Parquet writer release the interpreter lock, so on two cores the
-  consumer's query and the helper's commit (Python, mostly) overlap.
+- **in-process** (when ``FUSE_IN_PROCESS`` is set; off by default, see there), in a worker thread
+  that starts once the helper's part is staged (its rows are then in memory,
+  storage/recent_parts.py) and runs the consumer's query while this thread commits the helper.
+  DuckDB and the Parquet writer release the interpreter lock, so the consumer's query and the
+  helper's commit (Python, mostly) can overlap.
 
 Each view still commits on its own, the helper first. The consumer's step takes its pre-staged part
 only when its own plan is that one part and nothing it read changed since (the helper's commit is
@@ -47,6 +48,14 @@ from arrayviews.streams.relations import ViewState, consumers_of
 #: (1 job) measured 0.69-0.82x the time of the two jobs built apart (r8-fuse report). Off builds each
 #: part on its own, one after the other.
 FUSE_READER_PARTS = True
+
+#: Whether the in-process path is taken. Off: on the 2-core machine it measured no faster than
+#: building the two parts one after the other (step medians 27-32 ms either way over three
+#: alternating runs of 160 steps at 10^4 pairs a part) and used 2-3 ms more CPU a step; the reader's
+#: query there is ~1 ms, too little to hide the helper's commit behind, and the two threads contend
+#: for the interpreter. It is kept, tested, for readers whose queries are heavier than their helper's
+#: commit and for machines with cores to spare.
+FUSE_IN_PROCESS = False
 
 _worker: concurrent.futures.ThreadPoolExecutor | None = None
 _worker_lock = threading.Lock()

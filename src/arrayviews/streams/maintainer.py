@@ -24,6 +24,7 @@ from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
+from arrayviews.streams import fusion as fusion_module
 from arrayviews.streams import history, planning
 from arrayviews.streams.bounded_history import bound_histories
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
@@ -166,8 +167,10 @@ class _Round:
             try:
                 self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
                 self._record("local", reason)
-                if self.fusion is not None and self.fusion.wants(
-                    self.view.name, part, self.state, initialize
+                if (
+                    self.fusion is not None
+                    and fusion_module.FUSE_IN_PROCESS
+                    and self.fusion.wants(self.view.name, part, self.state, initialize)
                 ):
                     self.fusion.start_local(part, self.staged[part])
                 return choice, "local"
