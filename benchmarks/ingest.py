@@ -304,20 +304,29 @@ def run(db, quick: bool = False) -> dict:
     return results
 
 
-def _report_sparse(results: dict, quick: bool) -> None:
-    name = "ingest-sparse_quick" if quick else "ingest-sparse"
+def _report_case(results: dict, quick: bool, case: str, title: str, extra: dict[str, list[float]]) -> None:
+    """The JSON and plot of a run of one case (``sparse`` or ``dense``): write and read against
+    plain Parquet, plus ``extra`` series."""
+    name = f"ingest-{case}_quick" if quick else f"ingest-{case}"
     write_results(name, {"quick": quick, "results": results})
-    sparse = results["sparse"]
+    found = results[case]
     bar_plot(
         name,
-        f"sparse {sparse['cells']:,} cells: arrayviews vs plain Parquet (pyarrow), same run",
-        ["sparse write", "sparse read"],
+        title,
+        [f"{case} write", f"{case} read"],
         {
-            "arrayviews (s)": [sparse["arrayviews_write_s"], sparse["arrayviews_read_s"]],
-            "plain Parquet (s)": [sparse["parquet_write_s"], sparse["parquet_read_s"]],
+            "arrayviews (s)": [found["arrayviews_write_s"], found["arrayviews_read_s"]],
+            "plain Parquet (s)": [found["parquet_write_s"], found["parquet_read_s"]],
+            **extra,
         },
         "seconds",
     )
+
+
+def _report_sparse(results: dict, quick: bool) -> None:
+    sparse = results["sparse"]
+    title = f"sparse {sparse['cells']:,} cells: arrayviews vs plain Parquet (pyarrow), same run"
+    _report_case(results, quick, "sparse", title, {})
     print(
         f"sparse {sparse['cells']} cells in 10^15: write {sparse['arrayviews_write_s']:.3f} s vs "
         f"{sparse['parquet_write_s']:.3f} s (ratio {sparse['write_ratio']:.2f}); read "
@@ -327,19 +336,14 @@ def _report_sparse(results: dict, quick: bool) -> None:
 
 
 def _report_dense(results: dict, quick: bool) -> None:
-    name = "ingest-dense_quick" if quick else "ingest-dense"
-    write_results(name, {"quick": quick, "results": results})
     dense = results["dense"]
-    bar_plot(
-        name,
-        f"dense {dense['cells']:,} cells vs Parquet (pyarrow), same run",
-        ["dense write", "dense read"],
-        {
-            "arrayviews (s)": [dense["arrayviews_write_s"], dense["arrayviews_read_s"]],
-            "plain Parquet (s)": [dense["parquet_write_s"], dense["parquet_read_s"]],
-            "Parquet, no dictionary (s)": [dense["parquet_no_dictionary_write_s"], 0],
-        },
-        "seconds",
+    title = f"dense {dense['cells']:,} cells vs Parquet (pyarrow), same run"
+    _report_case(
+        results,
+        quick,
+        "dense",
+        title,
+        {"Parquet, no dictionary (s)": [dense["parquet_no_dictionary_write_s"], 0]},
     )
     print(
         f"dense {dense['cells']} cells: write {dense['arrayviews_write_s']:.3f} s vs "
