@@ -89,7 +89,7 @@ BY_PART_KEPT = 256
 _by_part: OrderedDict[tuple[str, int], tuple[list[int], list]] = OrderedDict()
 _by_part_lock = threading.Lock()
 #: The part of each data file seen (a file holds one part for good), and how many are kept.
-PARTS_BY_PATH_KEPT = 1 << 18
+PARTS_BY_PATH_KEPT = 1 << 16
 _part_by_path: dict[str, int] = {}
 
 #: Files bigger than this are split (each still holding one part).
