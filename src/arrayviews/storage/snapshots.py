@@ -17,6 +17,7 @@ import functools
 import threading
 from collections.abc import Sequence
 
+import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io.pyarrow import (
     MetricModeTypes,
@@ -24,7 +25,6 @@ from pyiceberg.io.pyarrow import (
     _check_pyarrow_schema_compatible,
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
-    parquet_file_to_data_file,
     parquet_path_to_id_mapping,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
@@ -34,7 +34,7 @@ from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from arrayviews.model.errors import CommitConflictError
 from arrayviews.model.faults import checkpoint
-from arrayviews.storage.files import delete_files, written_footer
+from arrayviews.storage.files import WrittenFooter, delete_files, written_footer
 from arrayviews.storage.metadata_updates import apply_updates
 
 #: Table properties every arrayviews table carries (set at creation; older tables get them on
@@ -262,28 +262,28 @@ class _Transaction(Transaction):
 
 def _data_file(io, metadata, uri: str) -> DataFile:
     """The Iceberg data file record of Parquet file ``uri``: from the footer this process kept
-    when it wrote the file, or (a file written elsewhere, a Spark task say) read from the file."""
-    written = written_footer(uri)
-    if written is None:
-        return parquet_file_to_data_file(io, metadata, uri)
+    when it wrote the file, or (a file written elsewhere, a Spark task say) read from the file.
+
+    pyiceberg records every column's size before it looks at the column's metrics mode; Iceberg's
+    reference implementation keeps none for a column whose mode is "none" (in part tables, every
+    column but ``_part``), and so do the records made here, on both paths."""
     schema = metadata.schema()
-    _check_schema(
-        metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
-    )
     plan, mapping = _statistics_plan(
         metadata.table_uuid, metadata.current_schema_id, schema, metadata.properties
+    )
+    written = written_footer(uri)
+    if written is None:  # pyiceberg's parquet_file_to_data_file, with the sizes below
+        input_file = io.new_input(uri)
+        with input_file.open() as stream:
+            footer = pq.read_metadata(stream)
+        written = WrittenFooter(footer, len(input_file), footer.schema.to_arrow_schema())
+    _check_schema(
+        metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
     )
     statistics = data_file_statistics_from_parquet_metadata(
         parquet_metadata=written.footer, stats_columns=plan, parquet_column_mapping=mapping
     )
-    # pyiceberg records every column's size before it looks at the column's metrics mode; Iceberg's
-    # reference implementation keeps none for a column whose mode is "none" (part tables: all but _part)
-    sizes = {
-        field_id: size
-        for field_id, size in statistics.column_sizes.items()
-        if plan[field_id].mode != _NO_METRICS
-    }
-    statistics = dataclasses.replace(statistics, column_sizes=sizes)
+    statistics = dataclasses.replace(statistics, column_sizes=_measured_sizes(statistics.column_sizes, plan))
     return DataFile.from_args(
         content=DataFileContent.DATA,
         file_path=uri,
@@ -296,6 +296,15 @@ def _data_file(io, metadata, uri: str) -> DataFile:
         key_metadata=None,
         **statistics.to_serialized_dict(),
     )
+
+
+def _measured_sizes(sizes: dict[int, int], plan: dict) -> dict[int, int]:
+    """Column sizes of the columns whose metrics mode is not none."""
+    return {
+        field_id: size
+        for field_id, size in sizes.items()
+        if field_id not in plan or plan[field_id].mode != _NO_METRICS
+    }
 
 
 _NO_METRICS = MetricsMode(MetricModeTypes.NONE)
