@@ -55,9 +55,12 @@ def _plain_row(write: float, plain_writes: list[float]) -> dict:
 
 def _sparse_row(cells: dict, extent: int, write: tuple[float, float], read: tuple[float, float]) -> dict:
     """The sparse case's figures: (arrayviews, plain Parquet) seconds of the write and of the read."""
+    return {"cells": len(cells["v"]), "domain_cells": extent**3, **_timings(write, read)}
+
+
+def _timings(write: tuple[float, float], read: tuple[float, float]) -> dict:
+    """(arrayviews, plain Parquet) seconds of a write and of a read, and their ratios."""
     return {
-        "cells": len(cells["v"]),
-        "domain_cells": extent**3,
         "arrayviews_write_s": write[0],
         "parquet_write_s": write[1],
         "write_ratio": write[0] / write[1],
@@ -147,15 +150,7 @@ def sparse_only(db, quick: bool) -> dict:
 
 def _dense_row(cells: int, write: tuple[float, float], read: tuple[float, float]) -> dict:
     """The dense case's figures: (arrayviews, plain Parquet) seconds of the write and of the read."""
-    return {
-        "cells": cells,
-        "arrayviews_write_s": write[0],
-        "parquet_write_s": write[1],
-        "write_ratio": write[0] / write[1],
-        "arrayviews_read_s": read[0],
-        "parquet_read_s": read[1],
-        "read_ratio": read[0] / read[1],
-    }
+    return {"cells": cells, **_timings(write, read)}
 
 
 def dense_only(db, quick: bool) -> dict:
