@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.common import bar_plot, timed, write_results
+from benchmarks.common import bar_plot, scratch_dir, timed, write_results
 
 
 def _parquet_dense(data: np.ndarray, folder: Path) -> tuple[float, float]:
@@ -123,7 +122,7 @@ def _warm(db, cells: dict[str, np.ndarray], extent: int) -> None:
 def sparse_only(db, quick: bool) -> dict:
     """The sparse case alone: insert, then full reads alternating with plain Parquet's."""
     rng = np.random.default_rng(42)
-    scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
+    scratch = Path(scratch_dir("arrayviews-bench-"))
     n = int(os.environ.get("ARRAYVIEWS_INGEST_SPARSE_CELLS") or (1_000_000 if quick else 10_000_000))
     extent = 100_000
     try:
@@ -157,7 +156,7 @@ def dense_only(db, quick: bool) -> dict:
     """The dense case alone: writes into fresh arrays and full reads, each alternating with plain
     Parquet's (so both see the same load); the first write's time is kept apart (one-time costs)."""
     rng = np.random.default_rng(42)
-    scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
+    scratch = Path(scratch_dir("arrayviews-bench-"))
     side = 2000 if quick else 10000
     chunk = 500 if quick else 1000
     repeat = int(os.environ.get("ARRAYVIEWS_INGEST_DENSE_REPEAT") or 3)
@@ -203,7 +202,7 @@ def run(db, quick: bool = False) -> dict:
     if os.environ.get("ARRAYVIEWS_INGEST_DENSE"):
         return dense_only(db, quick)
     rng = np.random.default_rng(42)
-    scratch = Path(tempfile.mkdtemp(prefix="arrayviews-bench-"))
+    scratch = Path(scratch_dir("arrayviews-bench-"))
     results: dict[str, dict] = {}
     try:
         # 1. dense grid ------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ Run: ``.venv/bin/python -m benchmarks.run layout``.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from arrayviews.model.schema_parser import parse_schema
 from arrayviews.operators import staging
 from arrayviews.storage import assemble, codec, layout
 from arrayviews.storage.files import write_parquet
-from benchmarks.common import bar_plot, timed, write_results
+from benchmarks.common import bar_plot, scratch_dir, timed, write_results
 
 
 def _write_chunked(cells, schema, folder: Path, force_sparse: bool) -> tuple[float, Path]:
@@ -150,7 +149,7 @@ def _measure(cells, schema, box, folder: Path) -> dict:
 def run(db, quick: bool = False) -> dict:
     del db  # layout measurements use pyarrow only
     rng = np.random.default_rng(7)
-    folder = Path(tempfile.mkdtemp(prefix="arrayviews-layout-"))
+    folder = Path(scratch_dir("arrayviews-layout-"))
     try:
         side = 1000 if quick else 4000
         grid = np.indices((side, side)).reshape(2, -1)

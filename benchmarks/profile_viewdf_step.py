@@ -5,14 +5,14 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import tempfile
 
 import arrayviews
+from benchmarks.common import scratch_dir
 from benchmarks.viewdf import SCHEMA, Bench, _pattern_views, _set_execution, minute_batch
 
 
 def main(steps: int = 12, pairs: int = 1_000) -> None:
-    db = arrayviews.connect(tempfile.mkdtemp(prefix="viewdf-profile-"))
+    db = arrayviews.connect(scratch_dir("viewdf-profile-"))
     bench = Bench(db)
     _set_execution(db, "local")
     stream = db.create_stream("m", SCHEMA, 60, "ts")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import shutil
-import tempfile
+
+from benchmarks.common import scratch_dir
 
 BENCHMARKS = (
     "ingest",
@@ -34,7 +35,7 @@ def main() -> None:
     import arrayviews
 
     module = importlib.import_module(f"benchmarks.{arguments.name}")
-    folder = arguments.warehouse or tempfile.mkdtemp(prefix="arrayviews-warehouse-")
+    folder = arguments.warehouse or scratch_dir("arrayviews-warehouse-")
     db = arrayviews.connect(folder)
     try:
         results = module.run(db, quick=arguments.quick)

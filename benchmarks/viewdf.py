@@ -14,7 +14,6 @@ not maintain); the naive time computes the same part from the stream's last part
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 import uuid
 
@@ -23,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from arrayviews.datasets.network import minute_batch
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, scratch_dir, write_results
 
 SCHEMA = "ts timestamp, src string, dest string, loss int"
 
@@ -91,7 +90,7 @@ class Bench:
 
     def __init__(self, db) -> None:
         self.db = db
-        self.scratch = tempfile.mkdtemp(prefix="viewdf-naive-")
+        self.scratch = scratch_dir("viewdf-naive-")
 
     def reset(self) -> None:
         for view in self.db.stream_views():
@@ -509,7 +508,7 @@ def report(results: dict, quick: bool) -> None:
 if __name__ == "__main__":
     import arrayviews
 
-    folder = tempfile.mkdtemp(prefix="arrayviews-warehouse-")
+    folder = scratch_dir("arrayviews-warehouse-")
     database = arrayviews.connect(folder)
     try:
         write_results("viewdf_scope", run_scope(database))
