@@ -452,6 +452,25 @@ class _PatternTranslation:
         start = self.machine.edge(0, 1)
         return exp.select(*outputs).from_(self.new_rows(references)).where(start.condition())
 
+    def advancing_rows(self, references: _References) -> exp.Expression:
+        """``new_rows`` without the groups whose row no edge can take: a group's row advances or
+        starts a match only along an edge whose every predicate holds, so it must satisfy, for some
+        edge, the predicates that read the row alone (not ``Prev``). Those rows would leave the
+        step with an empty state set (no Helper row); filtered first, they are not joined."""
+        alone: dict[str, exp.Expression] = {}  # by text: edges often share their predicates
+        for edge in self.machine.edges:
+            own = [p for p in edge.predicates if all(c.table == NEW for c in p.find_all(exp.Column))]
+            if not own:  # this edge may be taken whatever the row holds: nothing to filter by
+                return self.new_rows(references)
+            condition = exp.and_(*(p.copy() for p in own), copy=False)
+            alone.setdefault(condition.sql(dialect="spark"), condition)
+        return (
+            exp.select(exp.Star())
+            .from_(self.new_rows(references))
+            .where(exp.or_(*alone.values(), copy=False))
+            .subquery(NEW)
+        )
+
     def helper_update(self, references: _References) -> exp.Expression:
         """Every active state of the group's previous Helper row advanced by the part's row: the
         state set of the partial matches that can take it, plus a match starting with it."""
@@ -486,7 +505,7 @@ class _PatternTranslation:
                 )
         stepped = (
             exp.select(*step)
-            .from_(self.new_rows(references))
+            .from_(self.advancing_rows(references))
             .join(
                 exp.alias_(references.part(self.helper, -1), PREVIOUS, table=True),
                 on=_same_groups(group_by, NEW, PREVIOUS),
