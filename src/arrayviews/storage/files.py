@@ -49,6 +49,8 @@ def conform(table: pa.Table | pa.RecordBatch, arrow_schema: pa.Schema) -> pa.Tab
     """``table`` with exactly the columns, order and types of ``arrow_schema``."""
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
+    if table.schema.equals(arrow_schema):
+        return table
     return table.select(arrow_schema.names).cast(arrow_schema)
 
 

@@ -534,9 +534,19 @@ class PartTable(VersionedTable):
         """The data files of parts ``low`` to ``high`` (inclusive) of a version (current by default),
         in part order: a bisection of the snapshot's files sorted by part, which is kept per
         snapshot, so a step's reads of a view holding many parts do not filter all of them."""
+        parts, files = self._part_index(version)
+        return files[bisect.bisect_left(parts, low) : bisect.bisect_right(parts, high)]
+
+    def lowest_part(self, version: int | None = None) -> int | None:
+        """The lowest part with data files in a version (current by default); None when none has."""
+        parts, _ = self._part_index(version)
+        return parts[0] if parts else None
+
+    def _part_index(self, version: int | None) -> tuple[list[int], list[StoredFile]]:
+        """The data files of a version sorted by part, with their parts (kept per snapshot)."""
         snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
         if snapshot_id is None:
-            return []
+            return [], []
         key = (str(self.table.metadata.table_uuid), snapshot_id)
         with _by_part_lock:
             found = _by_part.get(key)
@@ -557,8 +567,7 @@ class PartTable(VersionedTable):
                 _by_part[key] = found
                 while len(_by_part) > BY_PART_KEPT:
                     _by_part.popitem(last=False)
-        parts, files = found
-        return files[bisect.bisect_left(parts, low) : bisect.bisect_right(parts, high)]
+        return found
 
     def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
         """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by
@@ -615,7 +624,12 @@ class PartTable(VersionedTable):
         checks and cleanup as staging by Spark (``execution.part_jobs``)."""
         token = uuid.uuid4().hex[:12]
         run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes, keep_rows=True)
-        ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
+        parts = rows.column(PART)
+        bounds = pc.min_max(parts)
+        if parts.null_count == 0 and bounds["min"] == bounds["max"]:
+            ordered = rows  # one part (a stream view's step): already in part order
+        else:
+            ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
         try:
             reports = pa.Table.from_batches(list(run(iter(ordered.to_batches()))), schema=STAGED_SCHEMA)
         except BaseException:

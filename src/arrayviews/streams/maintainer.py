@@ -292,6 +292,7 @@ def maintain_view(
             retained = keep_from
         if rebuilt:  # parts recomputed below those held are held again; drop nothing this time
             dropped_below, retained = None, hold_from
+        files_below = _files_dropped_below(table, dropped_below)
         unkept = [s for p, files in round_.staged.items() if p < retained for s in files]
         kept = [s for p, files in round_.staged.items() if p >= retained for s in files]
         # A rebuild holds again parts that retention dropped; their content is what it was, so
@@ -311,7 +312,7 @@ def maintain_view(
         version = table.commit(
             kept,
             replace_parts=[p for p in sorted(recompute) + new_parts if p >= retained],
-            drop_below=dropped_below,
+            drop_below=files_below,
             operation="maintain",
             properties={**new_state.properties(), **report},
             expected_version=expected,
@@ -338,6 +339,28 @@ def maintain_view(
         executor=executor,
         executor_reason=executor_reason,
     )
+
+
+#: Parts a helper view stops holding before their files are removed, all in one commit.
+DROP_BATCH_PARTS = 16
+
+
+def _files_dropped_below(table, retained_from: int | None) -> int | None:
+    """Below which part a step's commit removes the files of a helper view, once retention moved
+    its oldest held part up to ``retained_from``; None to remove none yet.
+
+    A part below the oldest held one is no longer held the moment the view's state says so: reads,
+    consumers and SQL over streams all go by the held range (``ViewState.retained``), never by the
+    files there are. Its files are removed later, with those of the parts dropped after it, when
+    ``DROP_BATCH_PARTS`` parts' files wait: removing a file rewrites the manifest listing it with
+    the others it lists, and a sliding window's helper drops one part a step from its largest, oldest
+    manifest (about 6 ms a step for a 100-part window, measured), which the batch shares out."""
+    if retained_from is None:
+        return None
+    lowest = table.lowest_part()
+    if lowest is None or lowest >= retained_from or retained_from - lowest < DROP_BATCH_PARTS:
+        return None
+    return retained_from
 
 
 def _consumer_span(world, definition: ViewDFDefinition) -> int:
