@@ -209,7 +209,7 @@ def naive_spark(bench: Bench, stream, newest: int, scope: int) -> float:
     return time.perf_counter() - start
 
 
-def naive_local(bench: Bench, stream, newest: int, scope: int, into=None) -> float:
+def naive_local(bench: Bench, stream, newest: int, scope: int, into=None, sql: str | None = None) -> float:
     """The same query run in-process (DuckDB over Arrow, streams' files read by pyarrow, the result
     written by pyarrow): the fair baseline for the in-process ViewDF step. With ``into`` (a part
     table, :func:`naive_result_table`) the result is kept as a materialized view is: committed as
@@ -227,7 +227,7 @@ def naive_local(bench: Bench, stream, newest: int, scope: int, into=None) -> flo
     files = part_files(table, newest - scope + 1, newest)
     # read as a ViewDF step reads: rows this process wrote lately come from memory
     rows = read_input(Input(table, tuple(f.uri for f in files), keep_part=True))
-    result = run_sql(naive_pattern_sql(newest, scope), {"rows": rows})
+    result = run_sql(sql or naive_pattern_sql(newest, scope), {"rows": rows})
     if into is None:
         pq.write_table(result, bench.scratch + "/naive_local.parquet")
     else:
@@ -239,8 +239,9 @@ def naive_local(bench: Bench, stream, newest: int, scope: int, into=None) -> flo
     return time.perf_counter() - start
 
 
-def naive_result_table(stream, name: str):
-    """A part table for the naive result (src, dest, ct, sum_loss), outside the stream namespace."""
+def naive_result_table(stream, name: str, values: tuple[str, ...] = ("ct", "sum_loss")):
+    """A part table for the naive result (src, dest and the BIGINT ``values``: a pattern's count
+    and sum, a window's aggregate), outside the stream namespace."""
     from pyspark.sql import types as T
 
     from arrayviews.storage.part_table import PartTable
@@ -249,8 +250,7 @@ def naive_result_table(stream, name: str):
         [
             T.StructField("src", T.StringType()),
             T.StructField("dest", T.StringType()),
-            T.StructField("ct", T.LongType()),
-            T.StructField("sum_loss", T.LongType()),
+            *(T.StructField(value, T.LongType()) for value in values),
         ]
     )
     return PartTable.create(
@@ -317,6 +317,64 @@ def pattern_scope(bench: Bench, pairs: int, scopes: list[int]) -> list[dict]:
             f"naive Spark / ViewDF Spark {row['naive_spark_over_viewdf_spark']:.2f}x)"
         )
     return rows
+
+
+def naive_window_sql(aggregate: str) -> str:
+    """:func:`naive_window` as one query over ``rows`` (the window's parts)."""
+    return f"SELECT src, dest, CAST({aggregate}(loss) AS BIGINT) AS value FROM rows GROUP BY src, dest"
+
+
+def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
+    """Translated sliding-window views (sum, whose helper keeps running totals and the view
+    subtracts the one ``W`` parts back, and max, whose view reads ``W`` helper parts of per-part
+    maxima), maintained in-process, against naive recomputation over the window's ``W`` stream
+    parts in-process (the same DuckDB engine), written as a bare Parquet file and committed as a
+    materialized view keeps it; ``tuples`` rows per part (10 readings of each of tuples/10 pairs).
+    Each row: the median of the last five steps after ``W + 10`` steps."""
+    rows = []
+    for aggregate in ("sum", "max"):
+        for window in windows:
+            bench.reset()
+            _set_execution(bench.db, "local")
+            try:
+                stream, times = _run_window_steps(bench, tuples, window, aggregate, window + 12)
+            finally:
+                _set_execution(bench.db, "auto")
+            step = float(np.median(times[-5:]))
+            newest = stream.part_range()[1]
+            kept = naive_result_table(stream, f"naive_w_{uuid.uuid4().hex[:8]}", ("value",))
+            sql = naive_window_sql(aggregate)
+            naive = min(naive_local(bench, stream, newest, window, sql=sql) for _ in range(3))
+            committed = min(naive_local(bench, stream, newest, window, into=kept, sql=sql) for _ in range(3))
+            row = {
+                "aggregate": aggregate,
+                "window": window,
+                "viewdf_local_s": step,
+                "naive_local_s": naive,
+                "naive_committed_s": committed,
+                "naive_local_over_viewdf_local": naive / step,
+                "naive_committed_over_viewdf_local": committed / step,
+            }
+            rows.append(row)
+            print(
+                f"window {aggregate} W={window:>3}: ViewDF in-process {step:.4f} s; naive in-process "
+                f"{naive:.4f} s ({naive / step:.2f}x), committed {committed:.4f} s ({committed / step:.2f}x)"
+            )
+    return rows
+
+
+def _run_window_steps(bench: Bench, tuples: int, window: int, aggregate: str, parts: int):
+    """A stream and one generated window view over it; the time of every maintenance step."""
+    db = bench.db
+    stream = db.create_stream("s", SCHEMA, 60, "ts")
+    pairs = max(1, tuples // 10)
+    bench.append(stream, minute_batch(0, pairs, readings_per_pair=10))
+    _window_views(db, "s", aggregate, window, "generated")
+    times = []
+    for minute in range(1, parts):
+        bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))
+        times.append(bench.maintain())
+    return stream, times
 
 
 def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> list[dict]:
@@ -433,8 +491,14 @@ def run_scope(db, quick: bool = False) -> dict:
     bench = Bench(db)
     try:
         if quick:
-            return {"pattern_scope": pattern_scope(bench, 1_000, [5, 10])}
-        return {"pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100])}
+            return {
+                "pattern_scope": pattern_scope(bench, 1_000, [5, 10]),
+                "window_scope": window_scope(bench, 1_000, [5, 10]),
+            }
+        return {
+            "pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100]),
+            "window_scope": window_scope(bench, 10_000, [5, 10, 25, 50, 100]),
+        }
     finally:
         bench.reset()
         bench.close()

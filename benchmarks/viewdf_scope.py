@@ -1,7 +1,8 @@
 """The ViewDF scope sweep alone (issue 11): one pattern view's maintenance step in-process and on
 Spark against naive recomputation over the last 5 .. 100 parts, on Spark and in-process, the
 in-process result written as a bare Parquet file and, as a materialized view keeps it, committed
-as one part of a table (one Iceberg commit)."""
+as one part of a table (one Iceberg commit); and sliding-window views (sum, max) over windows of
+5 .. 100 parts, in-process, against naive recomputation of the window the same two ways."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def report(results: dict, quick: bool) -> None:
     name = "viewdf_scope_quick" if quick else "viewdf_scope"
     write_results(name, {"quick": quick, "results": results})
     rows = results["pattern_scope"]
-    figure, (times, ratios) = plt.subplots(1, 2, figsize=(12, 4.5))
+    windows = results.get("window_scope", [])
+    figure, axes = plt.subplots(2 if windows else 1, 2, figsize=(12, 9 if windows else 4.5), squeeze=False)
+    (times, ratios) = axes[0]
     for key, label in SERIES:
         times.plot([r["scope"] for r in rows], [r[key] for r in rows], marker="o", label=label)
     times.set(title="pattern [a, b, c, d+]: seconds per new part", xlabel="naive scope (parts)", ylabel="s")
@@ -48,6 +51,45 @@ def report(results: dict, quick: bool) -> None:
         title="speed-up of ViewDF over naive", xlabel="naive scope (parts)", ylabel="ratio", yscale="log"
     )
     ratios.legend()
+    if windows:
+        window_times, window_ratios = axes[1]
+        for aggregate in sorted({r["aggregate"] for r in windows}):
+            found = [r for r in windows if r["aggregate"] == aggregate]
+            sizes = [r["window"] for r in found]
+            window_times.plot(
+                sizes, [r["viewdf_local_s"] for r in found], marker="o", label=f"{aggregate}: ViewDF step"
+            )
+            window_times.plot(
+                sizes, [r["naive_local_s"] for r in found], marker="x", label=f"{aggregate}: naive"
+            )
+            window_times.plot(
+                sizes,
+                [r["naive_committed_s"] for r in found],
+                marker="s",
+                label=f"{aggregate}: naive committed",
+            )
+            window_ratios.plot(
+                sizes,
+                [r["naive_local_over_viewdf_local"] for r in found],
+                marker="o",
+                label=f"{aggregate}: naive / ViewDF",
+            )
+            window_ratios.plot(
+                sizes,
+                [r["naive_committed_over_viewdf_local"] for r in found],
+                marker="s",
+                label=f"{aggregate}: naive committed / ViewDF",
+            )
+        window_times.set(
+            title="window views, in-process: seconds per new part", xlabel="window (parts)", ylabel="s"
+        )
+        window_times.set(yscale="log")
+        window_times.legend(fontsize=8)
+        window_ratios.axhline(1.0, color="grey", linewidth=0.8)
+        window_ratios.set(
+            title="speed-up of ViewDF over naive", xlabel="window (parts)", ylabel="ratio", yscale="log"
+        )
+        window_ratios.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(RESULTS / f"{name}.png", dpi=110)
     plt.close(figure)
