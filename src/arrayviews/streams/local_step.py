@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.local_sql import CannotRunLocally, run_sql
@@ -44,12 +45,15 @@ def conform_result(result: pa.Table, schema: pa.Schema, view: str, part: int) ->
     columns = []
     for field in schema:
         if field.name == PART:
-            columns.append(pa.array([part] * result.num_rows, pa.int64()))
+            columns.append(pa.array(np.full(result.num_rows, part, dtype=np.int64)))
             continue
         index = by_name.get(field.name.lower())
         if index is None:
             raise CannotRunLocally(f"view {view}, part {part}: the result has no column {field.name}")
         column = result.column(index)
+        if column.type == field.type:
+            columns.append(column)
+            continue
         try:
             columns.append(column.cast(field.type, safe=True))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
