@@ -17,14 +17,22 @@ A snapshot's manifest list is read the same way: pyiceberg decodes it again each
 manifests are asked for (five times in one stream view's step); it is kept here by its path. A
 manifest list this process writes is kept as written (the records the writer encoded, with the
 sequence numbers it assigned), so the step after a commit does not read back the list it just wrote.
+
+Each commit writes a new manifest list naming every manifest of the snapshot, nearly all of them
+the same records as in the list before (a manifest's record never changes once its commit assigned
+its sequence numbers). pyiceberg encodes every record again; here the Avro bytes of each record are
+kept (by the writer that encoded them and the record's values) and the list's block is written by
+pyiceberg's block writer from those bytes, so a commit encodes only its own new manifests.
 """
 
 from __future__ import annotations
 
+import io
 import threading
 from collections import OrderedDict
 
 import pyiceberg.table.snapshots
+from pyiceberg.avro.encoder import BinaryEncoder
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile, ManifestListWriter
 
@@ -32,10 +40,13 @@ from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, ManifestFile,
 MANIFESTS_KEPT = 512
 #: Manifest lists kept (one per snapshot read lately).
 LISTS_KEPT = 1024
+#: Encoded manifest-list records kept (one per manifest of the snapshots written lately).
+RECORDS_KEPT = 4096
 
 _lock = threading.Lock()
 _kept: OrderedDict[tuple, tuple[ManifestEntry, ...]] = OrderedDict()
 _lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
+_records: OrderedDict[tuple, tuple[object, bytes]] = OrderedDict()
 _decode = ManifestFile.fetch_manifest_entry
 _decode_list = pyiceberg.table.snapshots._manifests
 _close_list_writer = ManifestListWriter.__exit__
@@ -87,10 +98,63 @@ def _keep_list(location: str, manifests: tuple[ManifestFile, ...]) -> None:
             _lists.popitem(last=False)
 
 
+def _record_key(record: ManifestFile) -> tuple | None:
+    """The values of a manifest-list record as a hashable tuple (its partition summaries as
+    tuples of their values); None if one cannot be hashed."""
+    key = tuple(
+        tuple(tuple(summary._data) for summary in value) if isinstance(value, list) else value
+        for value in record._data
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _encoded(writer, record: ManifestFile) -> bytes:
+    """The Avro bytes ``writer`` (pyiceberg's record writer of a manifest list) encodes for
+    ``record``: kept from an earlier list when it held the same record, encoded otherwise."""
+    values = _record_key(record)
+    key = None if values is None else (id(writer), values)
+    if key is not None:
+        with _lock:
+            found = _records.get(key)
+            if found is not None and found[0] is writer:
+                _records.move_to_end(key)
+                return found[1]
+    stream = io.BytesIO()
+    writer.write(BinaryEncoder(stream), record)
+    encoded = stream.getvalue()
+    if key is not None:
+        with _lock:
+            _records[key] = (writer, encoded)  # the writer is held: its id is not reused meanwhile
+            while len(_records) > RECORDS_KEPT:
+                _records.popitem(last=False)
+    return encoded
+
+
+class _EncodedWriter:
+    """Writes records already encoded (bytes) as they are: pyiceberg's block writer then adds the
+    block's count, length, compression and sync marker around them."""
+
+    @staticmethod
+    def write(encoder: BinaryEncoder, encoded: bytes) -> None:
+        encoder.write(encoded)
+
+
 def _add_manifests(self: ManifestListWriter, manifest_files: list[ManifestFile]) -> ManifestListWriter:
-    """pyiceberg's ``ManifestListWriter.add_manifests``, remembering the records it encodes."""
+    """pyiceberg's ``ManifestListWriter.add_manifests`` (one block of the prepared records),
+    with each record's bytes kept across lists, remembering the records it writes."""
     prepared = [self.prepare_manifest(manifest_file) for manifest_file in manifest_files]
-    self._writer.write_block(prepared)
+    avro = self._writer
+    writer = avro.writer
+    encoded = [_encoded(writer, record) for record in prepared]
+    avro.writer = _EncodedWriter
+    try:
+        avro.write_block(encoded)
+    finally:
+        avro.writer = writer
     self.__dict__.setdefault("_arrayviews_written", []).extend(prepared)
     return self
 
@@ -107,6 +171,7 @@ def forget() -> None:
     with _lock:
         _kept.clear()
         _lists.clear()
+        _records.clear()
 
 
 def install() -> None:
@@ -118,4 +183,12 @@ def install() -> None:
     ManifestListWriter.__exit__ = _close_and_keep
 
 
-__all__ = ["LISTS_KEPT", "MANIFESTS_KEPT", "fetch_manifest_entry", "forget", "install", "manifest_list"]
+__all__ = [
+    "LISTS_KEPT",
+    "MANIFESTS_KEPT",
+    "RECORDS_KEPT",
+    "fetch_manifest_entry",
+    "forget",
+    "install",
+    "manifest_list",
+]
