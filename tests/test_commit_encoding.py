@@ -12,6 +12,7 @@ import types
 
 import pyarrow as pa
 import pyiceberg.avro.file as avro_file
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyiceberg.avro.encoder import BinaryEncoder
@@ -149,3 +150,73 @@ def test_manifest_lists_written_from_kept_record_bytes_equal_pyiceberg_s_own(mon
 
 def test_list_writer_is_arrayviews_own() -> None:
     assert ManifestListWriter.add_manifests is manifest_cache._add_manifests
+
+
+def test_manifest_headers_equal_pyiceberg_s_own() -> None:
+    """The header properties of every manifest a commit writes (schema and spec JSON made once)
+    equal those pyiceberg's own manifest writer makes for the table's schema and spec."""
+    from pyiceberg.manifest import write_manifest
+
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    version = 0
+    for step in range(3):
+        version = table.commit(
+            table.stage_local(_rows([step], step)),
+            drop_below=1 if step == 2 else None,
+            operation="add",
+            expected_version=version,
+        )
+    metadata, io_ = table.table.metadata, table.table.io
+    reference = write_manifest(2, metadata.spec(), metadata.schema(), io_.new_output("unused"), 1, "deflate")
+    expected = avro_schemas.PYICEBERG_MANIFEST_META.fget(reference)
+    assert avro_schemas.manifest_meta(reference) == expected
+    headers = 0
+    for manifest in table.table.current_snapshot().manifests(io_):
+        with avro_file.AvroFile(io_.new_input(manifest.manifest_path)) as reader:
+            meta = reader.header.meta
+        assert {k: meta[k] for k in expected} == expected
+        headers += 1
+    assert headers >= 2
+    assert metadata.spec().partition_type(metadata.schema()) == avro_schemas._partition_type(
+        metadata.spec(), metadata.schema()
+    )
+
+
+def test_the_swap_runs_on_the_plain_connection_and_is_seen_by_other_connections() -> None:
+    """A commit's compare-and-set of the metadata location runs on the thread's plain sqlite3
+    connection (no statement through SQLAlchemy's pool); another catalog object and a separate
+    sqlite3 connection see the new location at once, and a stale handle's swap still changes
+    nothing (the commit lands as a conflict)."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    from arrayviews.storage.snapshots import BaseMovedError
+
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    table.commit(table.stage_local(_rows([0], 0)), operation="add", expected_version=0)
+    statements = []
+
+    def record(conn, cursor, statement, *args) -> None:
+        statements.append(statement)
+
+    event.listen(CATALOG.engine, "before_cursor_execute", record)
+    try:
+        table.commit(table.stage_local(_rows([1], 1)), operation="add", expected_version=1)
+    finally:
+        event.remove(CATALOG.engine, "before_cursor_execute", record)
+    assert not [s for s in statements if s.lstrip().upper().startswith("UPDATE")]
+    other = PartTable.open(open_catalog(WAREHOUSE), "views", table.name)
+    assert other.current_version() == 2
+    with sqlite3.connect(f"{WAREHOUSE}/catalog.db") as connection:
+        (location,) = connection.execute(
+            "SELECT metadata_location FROM iceberg_tables WHERE table_name = ?", (table.name,)
+        ).fetchone()
+    assert location == table.table.metadata_location
+    stale = PartTable.open(CATALOG, "views", table.name)
+    other.commit(other.stage_local(_rows([2], 2)), operation="add", expected_version=2)
+    staged = stale.stage_local(_rows([3], 3))
+    with pytest.raises(BaseMovedError):
+        stale.commit(staged, operation="add", expected_version=2)
+    stale.discard(staged)
+    assert PartTable.open(CATALOG, "views", table.name).current_version() == 3

@@ -28,13 +28,15 @@ import threading
 from collections import OrderedDict
 
 import pyiceberg.avro.file as avro_file
+from pydantic_core import to_json
 from pyiceberg.avro.encoder import BinaryEncoder
 from pyiceberg.avro.writer import OptionWriter
 from pyiceberg.manifest import ManifestWriter
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 #: Parsed schemas and reader trees kept (each distinct schema text and read request is one).
-KEPT = 256
+KEPT = 1024
 
 _lock = threading.Lock()
 _schemas: OrderedDict[str, object] = OrderedDict()
@@ -45,6 +47,9 @@ _resolve_writer = avro_file.resolve_writer
 _construct_writer = avro_file.construct_writer
 _with_partition = ManifestWriter._with_partition
 _to_avro = AvroSchemaConversion.iceberg_to_avro
+_partition_type = PartitionSpec.partition_type
+#: pyiceberg's own header properties of a manifest (a reference for tests).
+PYICEBERG_MANIFEST_META = ManifestWriter._meta
 _SCHEMA_KEY = avro_file._SCHEMA_KEY
 
 
@@ -143,6 +148,31 @@ def with_partition(self: ManifestWriter, format_version):
     )
 
 
+def partition_type(self: PartitionSpec, schema):
+    """The struct of a partition spec's values over a table schema, built once per spec and
+    schema (pyiceberg builds and validates it again four times in a commit)."""
+    return _kept(("partition", id(self), id(schema)), lambda: _partition_type(self, schema), self, schema)
+
+
+def manifest_meta(self: ManifestWriter) -> dict[str, str]:
+    """pyiceberg's header properties of a manifest, the JSON of its table schema and partition
+    spec made once per schema and spec (pyiceberg serializes both again for every manifest)."""
+    schema, spec = self._schema, self._spec
+    schema_text, spec_text = _kept(
+        ("meta", id(schema), id(spec)),
+        lambda: (schema.model_dump_json(), to_json(spec.fields).decode("utf-8")),
+        schema,
+        spec,
+    )
+    return {
+        "schema": schema_text,
+        "partition-spec": spec_text,
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": str(self.version),
+        avro_file.AVRO_CODEC_KEY: self._compression,
+    }
+
+
 def iceberg_to_avro(self: AvroSchemaConversion, schema, schema_name=None):
     """The Avro form of an Iceberg schema, built once (only serialized to JSON by its caller)."""
     return _kept(("avro", id(schema), schema_name), lambda: _to_avro(self, schema, schema_name), schema)
@@ -208,6 +238,8 @@ def install() -> None:
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
     ManifestWriter._with_partition = with_partition
+    ManifestWriter._meta = property(manifest_meta)
+    PartitionSpec.partition_type = partition_type
     AvroSchemaConversion.iceberg_to_avro = iceberg_to_avro
 
 
@@ -217,6 +249,8 @@ __all__ = [
     "get_schema",
     "install",
     "iceberg_to_avro",
+    "manifest_meta",
+    "partition_type",
     "read_header",
     "resolve_reader",
     "resolve_writer",

@@ -103,6 +103,26 @@ class _Catalog(SqlCatalog):
             catalog=self,
         )
 
+    def _swap_statement(self):
+        """The compare-and-set of a table's metadata location (it changes only if it is still the
+        location the commit was applied to), with bound parameters, built once per catalog."""
+        swap = self.__dict__.get("_swap")
+        if swap is None:
+            swap = (
+                update(IcebergTables)
+                .where(
+                    IcebergTables.catalog_name == bindparam("catalog"),
+                    IcebergTables.table_namespace == bindparam("namespace"),
+                    IcebergTables.table_name == bindparam("name"),
+                    IcebergTables.metadata_location == bindparam("expected"),
+                )
+                .values(
+                    metadata_location=bindparam("location"), previous_metadata_location=bindparam("expected")
+                )
+            )
+            self.__dict__["_swap"] = swap
+        return swap
+
     def _rows_statement(self, by_name: bool):
         """The query of the tables' rows of one namespace (``by_name``: of one table), with bound
         parameters, built once per catalog object."""
@@ -200,21 +220,6 @@ class _Catalog(SqlCatalog):
         name = Catalog.table_name_from(identifier)
         staged = self._update_and_stage_table(table, identifier, requirements, updates)
         self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
-        swap = self.__dict__.get("_swap_statement")
-        if swap is None:
-            swap = (
-                update(IcebergTables)
-                .where(
-                    IcebergTables.catalog_name == bindparam("catalog"),
-                    IcebergTables.table_namespace == bindparam("namespace"),
-                    IcebergTables.table_name == bindparam("name"),
-                    IcebergTables.metadata_location == bindparam("expected"),
-                )
-                .values(
-                    metadata_location=bindparam("location"), previous_metadata_location=bindparam("expected")
-                )
-            )
-            self.__dict__["_swap_statement"] = swap
         values = {
             "catalog": self.name,
             "namespace": namespace,
@@ -222,8 +227,10 @@ class _Catalog(SqlCatalog):
             "expected": location,
             "location": staged.metadata_location,
         }
-        with self.engine.begin() as connection:
-            swapped = connection.execute(swap, values).rowcount
+        swapped = _swap_on_sqlite(self, values)
+        if swapped is None:
+            with self.engine.begin() as connection:
+                swapped = connection.execute(self._swap_statement(), values).rowcount
         if swapped < 1:
             staged.io.delete(staged.metadata_location)
             return None
@@ -386,6 +393,24 @@ def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> 
     return None if row is None else row[2]
 
 
+def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:
+    """The rows the swap of a table's metadata location changed (1, or 0 when another commit
+    came first), run on this thread's plain ``sqlite3`` connection to the catalog (autocommit:
+    the one statement is its own transaction); None for another database. The statement is the
+    one SQLAlchemy runs (compiled once); SQLAlchemy's connection pool and transaction around it
+    cost more than the statement."""
+    reader = _sqlite_reader(catalog)
+    if reader is None:
+        return None
+    connection = reader[0]
+    local = catalog.__dict__["_sqlite_readers"]
+    swap = getattr(local, "swap", None)
+    if swap is None or swap[0] is not connection:
+        compiled = catalog._swap_statement().compile(dialect=catalog.engine.dialect)
+        swap = local.swap = (connection, str(compiled), list(compiled.positiontup or ()))
+    return connection.execute(swap[1], [values[n] for n in swap[2]]).rowcount
+
+
 def _sqlite_reader(catalog: _Catalog):
     """(sqlite3 connection, SQL, parameter names in order, fixed parameter values) of the table-row
     query on this thread's own connection to the catalog's SQLite file; None for another database
@@ -403,5 +428,6 @@ def _sqlite_reader(catalog: _Catalog):
     names = list(compiled.positiontup or ())
     fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace", "name")}
     connection = sqlite3.connect(url.database, isolation_level=None, check_same_thread=True)
+    connection.execute("PRAGMA synchronous=NORMAL")  # as the catalog's own connections (swaps)
     local.reader = (os.getpid(), (connection, str(compiled), names, fixed))
     return local.reader[1]
