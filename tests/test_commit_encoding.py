@@ -220,3 +220,48 @@ def test_the_swap_runs_on_the_plain_connection_and_is_seen_by_other_connections(
         stale.commit(staged, operation="add", expected_version=2)
     stale.discard(staged)
     assert PartTable.open(CATALOG, "views", table.name).current_version() == 3
+
+
+def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_io(monkeypatch) -> None:
+    """The transaction's view and the catalog's staging share one application of a commit's
+    updates; an overwrite's two passes over the manifests share one evaluator; the catalog makes
+    no new file IO per commit. The metadata written equals what a fresh read of the file (by
+    pyiceberg's own parser, through another catalog) gives, with the metadata log of the base."""
+    import pyiceberg.catalog as pyiceberg_catalog
+    import pyiceberg.table.update.snapshot as producers
+    from pyiceberg.serializers import FromInputFile
+
+    from arrayviews.storage import metadata_updates
+
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    version = 0
+    for step in range(3):
+        version = table.commit(
+            table.stage_local(_rows([step], step)), operation="add", expected_version=version
+        )
+    counts = {"applied": 0, "evaluators": 0, "io": 0}
+    apply_update = metadata_updates._apply_table_update
+    build = producers._OverwriteFiles._build_manifest_evaluator
+    load_file_io = pyiceberg_catalog.load_file_io
+
+    def counting(key, original):
+        def wrapped(*args, **kwargs):
+            counts[key] += 1
+            return original(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(metadata_updates, "_apply_table_update", counting("applied", apply_update))
+    monkeypatch.setattr(producers._OverwriteFiles, "_build_manifest_evaluator", counting("evaluators", build))
+    monkeypatch.setattr(pyiceberg_catalog, "load_file_io", counting("io", load_file_io))
+    base = table.table.metadata_location
+    table.commit(table.stage_local(_rows([9], 9)), drop_below=1, operation="add", expected_version=version)
+    updates = 2  # the snapshot and the main branch
+    assert counts == {"applied": updates, "evaluators": 1, "io": 0}
+    monkeypatch.undo()
+    written = FromInputFile.table_metadata(table.table.io.new_input(table.table.metadata_location))
+    assert written == table.table.metadata
+    assert written.metadata_log[-1].metadata_file == base
+    other = PartTable.open(open_catalog(WAREHOUSE), "views", table.name)
+    assert other.table.metadata == written
+    assert sorted(other.files_by_part()) == [1, 2, 9]

@@ -20,6 +20,7 @@ from sqlalchemy import bindparam, event, select, update
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage import inline_executor
+from arrayviews.storage.avro_schemas import write_whole
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.metadata_updates import apply_updates
 
@@ -47,8 +48,8 @@ class _Catalog(SqlCatalog):
         # pyiceberg's writer, with its configuration read once per process (pyiceberg reads its
         # configuration file and environment again for every metadata file it writes)
         text = metadata_json(metadata, exclude_none=not _legacy_snapshot_id()).encode("utf-8")
-        with io.new_output(metadata_path).create(overwrite=False) as stream:
-            stream.write(Compressor.get_compressor(metadata_path).bytes_compressor()(text))
+        compressed = Compressor.get_compressor(metadata_path).bytes_compressor()(text)
+        write_whole(io.new_output(metadata_path), compressed, overwrite=False)
         checkpoint("catalog.metadata-written")
 
     def _update_and_stage_table(self, current_table, table_identifier, requirements, updates) -> StagedTable:
@@ -65,9 +66,25 @@ class _Catalog(SqlCatalog):
             identifier=table_identifier,
             metadata=metadata,
             metadata_location=location,
-            io=self._load_file_io(properties=metadata.properties, location=location),
+            io=self._file_io(metadata.properties, location),
             catalog=self,
         )
+
+    def _file_io(self, properties, location: str):
+        """pyiceberg's ``_load_file_io`` (a new file IO for the catalog's and table's properties and
+        the location's scheme), kept per catalog for the properties and scheme it was made for:
+        a file IO holds only those, and each new one also made its file system again."""
+        merged = {**self.properties, **properties}
+        scheme = location.split("://", 1)[0] if "://" in location else ""
+        key = (scheme, tuple(sorted(merged.items())))
+        kept = self.__dict__.setdefault("_ios_kept", {})
+        io = kept.get(key)
+        if io is None:
+            io = self._load_file_io(properties=properties, location=location)
+            if len(kept) >= 64:
+                kept.clear()
+            kept[key] = io
+        return io
 
     # Every load still asks the catalog for the table's current metadata location (another process
     # may have committed); only the parsing of a metadata file already read is skipped. A metadata

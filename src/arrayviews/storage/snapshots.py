@@ -119,12 +119,22 @@ def _serialize_evaluators(producer) -> None:
     being evaluated in an attribute) from several threads when it looks for the entries an
     overwrite deletes; two threads can then judge one manifest by another's partition bounds, skip
     it, and fail with ``Missing required files to delete`` (or worse, keep the file). Each
-    evaluation here holds a lock, so it always sees its own manifest."""
+    evaluation here holds a lock, so it always sees its own manifest (and one evaluator serves
+    both of the overwrite's passes over the manifests)."""
     build = producer._build_manifest_evaluator
     lock = threading.Lock()
+    built: dict[int, tuple] = {}
 
     def build_locked(spec_id: int):
-        evaluate = build(spec_id)
+        # built once per spec and partition filter (the entries deleted, then the manifests kept,
+        # each asked for one over the same filter)
+        partition_filter = producer.partition_filters[spec_id]
+        found = built.get(spec_id)
+        if found is not None and found[0] is partition_filter:
+            evaluate = found[1]
+        else:
+            evaluate = build(spec_id)
+            built[spec_id] = (partition_filter, evaluate)
 
         def evaluate_locked(manifest) -> bool:
             with lock:
