@@ -265,3 +265,49 @@ def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_
     other = PartTable.open(open_catalog(WAREHOUSE), "views", table.name)
     assert other.table.metadata == written
     assert sorted(other.files_by_part()) == [1, 2, 9]
+
+
+def _full(entry) -> tuple:
+    data_file = entry.data_file
+    return (
+        list(entry._data[:4]),
+        [v._data if type(v).__name__ == "Record" else v for v in data_file._data],
+        data_file.spec_id,
+        type(entry).__name__,
+        type(data_file).__name__,
+    )
+
+
+def test_entries_kept_as_written_equal_pyiceberg_s_decode_of_the_file(monkeypatch) -> None:
+    """Thirty commits (adds, replacements, drops; merges on the way) through two catalogs: the
+    entries kept for every manifest this process wrote equal, value for value (data file fields,
+    inherited sequence numbers and spec id), pyiceberg's decode of the file; a drop decodes no
+    manifest (the manifest that added the file was kept as written)."""
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    other = PartTable.open(open_catalog(WAREHOUSE), "views", table.name)
+    version = 0
+    for step in range(30):
+        handle = (table, other)[step % 2].refresh()
+        version = handle.commit(
+            handle.stage_local(_rows([step % 4, step], step)),
+            replace_parts=[step % 4] if step % 3 == 0 else [],
+            drop_below=step - 6 if step % 5 == 4 else None,
+            operation="add",
+            expected_version=version,
+        )
+    decodes = []
+    monkeypatch.setattr(manifest_cache, "_decode", lambda *a, **k: decodes.append(a) or [])
+    handle = table.refresh()
+    staged = handle.stage_local(_rows([40], 40))
+    handle.commit(staged, drop_below=24, operation="add", expected_version=version)
+    assert decodes == []
+    monkeypatch.undo()
+    io_ = table.table.io
+    checked = 0
+    for snapshot in table.table.metadata.snapshots:
+        for manifest in snapshot.manifests(io_):
+            kept = manifest.fetch_manifest_entry(io_, discard_deleted=False)
+            fresh = manifest_cache._decode(manifest, io_, discard_deleted=False)
+            assert [_full(e) for e in kept] == [_full(e) for e in fresh]
+            checked += len(kept)
+    assert checked > 100
