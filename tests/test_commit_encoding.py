@@ -311,3 +311,29 @@ def test_entries_kept_as_written_equal_pyiceberg_s_decode_of_the_file(monkeypatc
             assert [_full(e) for e in kept] == [_full(e) for e in fresh]
             checked += len(kept)
     assert checked > 100
+
+
+def test_lengths_recorded_without_a_stat_equal_the_files_on_disk(monkeypatch) -> None:
+    """Manifest lengths in the list records and the metadata size the catalog keeps come from the
+    bytes written, not from a look at the disk (no file-info call in a commit); they equal the
+    sizes a stat gives."""
+    import os
+
+    from pyiceberg.io.pyarrow import PyArrowFile
+
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    table.commit(table.stage_local(_rows([0], 0)), operation="add", expected_version=0)
+    looks = []
+    original = PyArrowFile._file_info
+    monkeypatch.setattr(PyArrowFile, "_file_info", lambda self: looks.append(self.location) or original(self))
+    staged = table.stage_local(_rows([1], 1))
+    table.commit(staged, drop_below=1, operation="add", expected_version=1)
+    assert looks == []
+    monkeypatch.undo()
+    for manifest in table.table.current_snapshot().manifests(table.table.io):
+        assert manifest.manifest_length == os.path.getsize(manifest.manifest_path.removeprefix("file://"))
+    location = table.table.metadata_location
+    kept = CATALOG.__dict__["_metadata_kept"][location]
+    assert kept[2] == os.path.getsize(location.removeprefix("file://"))
+    # a file not written whole here is still measured on disk
+    assert len(table.table.io.new_input(location)) == kept[2]

@@ -39,6 +39,7 @@ from pyarrow.fs import LocalFileSystem
 from pydantic_core import to_json
 from pyiceberg.avro.encoder import BinaryEncoder
 from pyiceberg.avro.writer import OptionWriter
+from pyiceberg.io.pyarrow import PyArrowFile
 from pyiceberg.manifest import ManifestWriter
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
@@ -232,6 +233,18 @@ def write_option(self: OptionWriter, encoder: BinaryEncoder, val) -> None:
         encoder.write(b"\x00")
 
 
+#: Set on a local output file written whole by this process: its size (no need to ask the disk).
+_WRITTEN_SIZE = "_arrayviews_written_size"
+_file_length = PyArrowFile.__len__
+
+
+def file_length(self: PyArrowFile) -> int:
+    """pyiceberg's ``PyArrowFile.__len__`` (the file's size from the file system), or the size
+    written when this object wrote the file whole (a manifest's length in its list record)."""
+    size = self.__dict__.get(_WRITTEN_SIZE)
+    return _file_length(self) if size is None else size
+
+
 def write_whole(output_file, data: bytes, overwrite: bool) -> None:
     """Write ``data`` as the whole content of pyiceberg's output file ``output_file``: on the local
     file system in one system call (a new file fails with FileExistsError unless ``overwrite``, as
@@ -249,6 +262,7 @@ def write_whole(output_file, data: bytes, overwrite: bool) -> None:
                     view = view[os.write(descriptor, view) :]
             finally:
                 os.close(descriptor)
+            output_file.__dict__[_WRITTEN_SIZE] = len(data)
             return
     with output_file.create(overwrite=overwrite) as stream:
         stream.write(data)
@@ -280,6 +294,7 @@ def install() -> None:
     avro_file.AvroOutputFile._write_header = write_header
     avro_file.AvroOutputFile.__enter__ = open_in_memory
     avro_file.AvroOutputFile.__exit__ = close_in_memory
+    PyArrowFile.__len__ = file_length
     avro_file.resolve_reader = resolve_reader
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
@@ -292,6 +307,7 @@ def install() -> None:
 __all__ = [
     "KEPT",
     "construct_writer",
+    "file_length",
     "get_schema",
     "install",
     "iceberg_to_avro",

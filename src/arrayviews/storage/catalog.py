@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sqlite3
 import threading
@@ -28,6 +29,8 @@ CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
 #: Parsed table metadata files a catalog keeps (one per metadata location, oldest dropped first).
 METADATA_KEPT = 256
+#: Sizes of the metadata files this process wrote lately, by location (for the catalog's cache).
+_written_sizes: dict[str, int] = {}
 
 
 class _Catalog(SqlCatalog):
@@ -49,7 +52,11 @@ class _Catalog(SqlCatalog):
         # configuration file and environment again for every metadata file it writes)
         text = metadata_json(metadata, exclude_none=not _legacy_snapshot_id()).encode("utf-8")
         compressed = Compressor.get_compressor(metadata_path).bytes_compressor()(text)
-        write_whole(io.new_output(metadata_path), compressed, overwrite=False)
+        output = io.new_output(metadata_path)
+        write_whole(output, compressed, overwrite=False)
+        _written_sizes[metadata_path] = len(output)  # the size written (no look at the disk)
+        while len(_written_sizes) > 64:
+            _written_sizes.pop(next(iter(_written_sizes)), None)
         checkpoint("catalog.metadata-written")
 
     def _update_and_stage_table(self, current_table, table_identifier, requirements, updates) -> StagedTable:
@@ -211,7 +218,8 @@ class _Catalog(SqlCatalog):
         # the table's file IO serves the new metadata too unless the commit changed its properties
         same_io = response.metadata.properties == table.metadata.properties
         io = table.io if same_io else self._load_file_io(response.metadata.properties, location)
-        self._keep(location, response.metadata, len(io.new_input(location)), io)
+        size = _written_sizes.pop(location, None)
+        self._keep(location, response.metadata, len(io.new_input(location)) if size is None else size, io)
         return response
 
     def _commit_on_loaded(self, table, requirements, updates) -> CommitTableResponse | None:
@@ -260,19 +268,66 @@ _snapshot_texts: OrderedDict[tuple[int, bool], tuple[object, str]] = OrderedDict
 _snapshot_texts_lock = threading.Lock()
 
 
+#: The joined texts of the last snapshot list and snapshot log written per table.
+JOINED_KEPT = 512
+_joined: OrderedDict[tuple, tuple[tuple, str]] = OrderedDict()
+
+
 def metadata_json(metadata, exclude_none: bool) -> str:
     """The JSON text of table metadata, as pyiceberg writes it, but with the text of each snapshot
-    kept from the last time it was written.
+    kept from the last time it was written, and the texts of the snapshot list and snapshot log
+    extended from those of the table's last metadata.
 
     Every commit writes a metadata file listing every snapshot the table holds (a hundred for a
     stream view, say), and pyiceberg serializes each snapshot through a Python hook; a snapshot never
     changes, and the metadata objects of one table's successive commits share their snapshot
-    objects, so each is serialized once. The text differs from pyiceberg's only in the place of the
-    ``snapshots`` member (last), which JSON readers do not see."""
+    objects, so each is serialized once. A commit's snapshot list and snapshot log are the last ones
+    with one more member (the same objects before it): their texts are the last texts with one more
+    member. The text differs from pyiceberg's only in the place of the ``snapshot-log`` and
+    ``snapshots`` members (last), which JSON readers do not see."""
     snapshots = metadata.snapshots
     if not snapshots:
         return metadata.model_dump_json(exclude_none=exclude_none)
-    head = metadata.model_dump_json(exclude={"snapshots"}, exclude_none=exclude_none)
+    head = metadata.model_dump_json(exclude={"snapshots", "snapshot_log"}, exclude_none=exclude_none)
+    table = metadata.table_uuid
+    log = _joined_text(("log", table, exclude_none), metadata.snapshot_log, _texts_of(exclude_none, False))
+    listed = _joined_text(("snapshots", table, exclude_none), snapshots, _texts_of(exclude_none, True))
+    separator = "," if head != "{}" else ""
+    return f'{head[:-1]}{separator}"snapshot-log":[{log}],"snapshots":[{listed}]}}'
+
+
+def _texts_of(exclude_none: bool, kept: bool):
+    """The JSON texts of some model objects (``kept``: snapshots, each kept by object)."""
+    if not kept:
+        return lambda objects: [o.model_dump_json(exclude_none=exclude_none) for o in objects]
+    return lambda objects: _snapshot_texts_of(objects, exclude_none)
+
+
+def _joined_text(key: tuple, objects: list, texts_of) -> str:
+    """The members' texts joined with commas, extended from the text kept under ``key`` when the
+    objects it was made of are the first of ``objects`` (the same objects, in order)."""
+    with _snapshot_texts_lock:
+        kept = _joined.get(key)
+    if kept is not None:
+        before, text = kept
+        count = len(before)
+        if count <= len(objects) and all(map(operator.is_, before, objects)):
+            if count < len(objects):
+                more = ",".join(texts_of(objects[count:]))
+                text = f"{text},{more}" if count else more
+        else:
+            kept = None
+    if kept is None:
+        text = ",".join(texts_of(objects))
+    with _snapshot_texts_lock:
+        _joined[key] = (tuple(objects), text)
+        _joined.move_to_end(key)
+        while len(_joined) > JOINED_KEPT:
+            _joined.popitem(last=False)
+    return text
+
+
+def _snapshot_texts_of(snapshots, exclude_none: bool) -> list[str]:
     texts = []
     with _snapshot_texts_lock:
         for snapshot in snapshots:
@@ -288,8 +343,7 @@ def metadata_json(metadata, exclude_none: bool) -> str:
                 _snapshot_texts[(id(snapshot), exclude_none)] = (snapshot, texts[number])
                 while len(_snapshot_texts) > SNAPSHOT_TEXTS_KEPT:
                     _snapshot_texts.popitem(last=False)
-    separator = "," if head != "{}" else ""
-    return f'{head[:-1]}{separator}"snapshots":[{",".join(texts)}]}}'
+    return texts
 
 
 @functools.cache
