@@ -337,3 +337,55 @@ def test_lengths_recorded_without_a_stat_equal_the_files_on_disk(monkeypatch) ->
     assert kept[2] == os.path.getsize(location.removeprefix("file://"))
     # a file not written whole here is still measured on disk
     assert len(table.table.io.new_input(location)) == kept[2]
+
+
+@pytest.mark.parametrize(
+    "modes",
+    [{}, {"k": "full"}, {"s": "truncate(3)", "k": "counts"}, {"k": "full", "s": "full"}],
+)
+def test_data_file_records_from_the_measured_columns_equal_pyiceberg_s(modes) -> None:
+    """A data file's record made from only the columns with metrics (and the first) equals
+    pyiceberg's record read from the file, for several metrics settings (sizes of columns without
+    metrics left out, as Iceberg does), over several row groups."""
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    from arrayviews.storage.snapshots import _data_file
+
+    table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
+    if modes:
+        table.update_properties({f"write.metadata.metrics.column.{c}": m for c, m in modes.items()})
+    rows = pa.table(
+        {
+            "k": pa.array([i % 7 if i % 5 else None for i in range(3000)], pa.int32()),
+            "s": pa.array([f"value-{i % 11}" for i in range(3000)], pa.string()),
+            PART: pa.array([5] * 3000, pa.int64()),
+        }
+    )
+    path = f"{table.data_directory}/measured-{len(modes)}-{next(NAMES)}.parquet"
+    import os
+
+    os.makedirs(table.data_directory.removeprefix("file://"), exist_ok=True)
+    pq.write_table(rows, path.removeprefix("file://"), row_group_size=700)
+    metadata, io_ = table.table.metadata, table.table.io
+    for _ in range(2):  # the positions found, then kept
+        ours = _data_file(io_, metadata, path)
+        theirs = parquet_file_to_data_file(io_, metadata, path)
+        schema = metadata.schema()
+        measured = {schema.find_field(PART).field_id} | {schema.find_field(c).field_id for c in modes}
+        for field in ("record_count", "value_counts", "null_value_counts", "nan_value_counts"):
+            assert getattr(ours, field) == getattr(theirs, field), field
+        for field in ("lower_bounds", "upper_bounds", "split_offsets", "file_size_in_bytes"):
+            assert getattr(ours, field) == getattr(theirs, field), field
+        assert ours.partition == theirs.partition
+        assert {f: s for f, s in theirs.column_sizes.items() if f in measured} == ours.column_sizes
+        assert len(ours.split_offsets) == 5
+    if not modes:  # only _part has metrics: the record was made from two of the three columns
+        from arrayviews.storage import snapshots
+
+        footer = pq.read_metadata(path.removeprefix("file://"))
+        plan, mapping = snapshots._statistics_plan(
+            metadata.table_uuid, metadata.current_schema_id, metadata.schema(), metadata.properties
+        )
+        seen = snapshots._measured_columns(footer, footer.schema.to_arrow_schema(), plan, mapping)
+        assert seen.num_columns == 2

@@ -290,8 +290,9 @@ def _data_file(io, metadata, uri: str) -> DataFile:
     _check_schema(
         metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
     )
+    footer = _measured_columns(written.footer, written.arrow_schema, plan, mapping)
     statistics = data_file_statistics_from_parquet_metadata(
-        parquet_metadata=written.footer, stats_columns=plan, parquet_column_mapping=mapping
+        parquet_metadata=footer, stats_columns=plan, parquet_column_mapping=mapping
     )
     statistics = dataclasses.replace(statistics, column_sizes=_measured_sizes(statistics.column_sizes, plan))
     return DataFile.from_args(
@@ -306,6 +307,66 @@ def _data_file(io, metadata, uri: str) -> DataFile:
         key_metadata=None,
         **statistics.to_serialized_dict(),
     )
+
+
+class _SomeColumns:
+    """A Parquet footer seen through some of its columns (by position in the file), for
+    pyiceberg's statistics: the first column (split offsets come from it) and those whose metrics
+    mode is not none. The others only add their size, which :func:`_measured_sizes` drops, and
+    their metadata objects cost more than everything else of a commit's data file record."""
+
+    def __init__(self, footer, positions: tuple[int, ...]) -> None:
+        self._footer = footer
+        self._positions = positions
+        self.num_row_groups = footer.num_row_groups
+        self.num_columns = len(positions)
+        self.num_rows = footer.num_rows
+
+    def row_group(self, number: int) -> _GroupColumns:
+        group = self._footer.row_group(number)
+        return _GroupColumns(group, self._positions)
+
+
+class _GroupColumns:
+    def __init__(self, group, positions: tuple[int, ...]) -> None:
+        self._group = group
+        self._positions = positions
+
+    def column(self, number: int):
+        return self._group.column(self._positions[number])
+
+
+_positions: dict[tuple, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+
+
+def _measured_columns(footer, arrow_schema, plan: dict, mapping: dict[str, int]):
+    """``footer`` through :class:`_SomeColumns` when it leaves columns out: the positions are
+    found once per plan and file schema, and checked against each file's column paths."""
+    if footer.num_row_groups == 0:
+        return footer
+    key = (id(plan), arrow_schema, footer.num_columns)
+    found = _positions.get(key)
+    group = footer.row_group(0)
+    if found is None:
+        paths = [group.column(i).path_in_schema for i in range(footer.num_columns)]
+        kept = tuple(
+            i
+            for i, path in enumerate(paths)
+            if i == 0
+            or path not in mapping
+            or mapping[path] not in plan
+            or plan[mapping[path]].mode != _NO_METRICS
+        )
+        found = (kept, tuple(paths[i] for i in kept), plan)
+        if len(_positions) > 256:
+            _positions.clear()
+        _positions[key] = found
+    kept, paths = found[0], found[1]
+    if len(kept) == footer.num_columns:
+        return footer
+    if any(group.column(i).path_in_schema != path for i, path in zip(kept, paths, strict=True)):
+        return footer  # another layout of the same schema: every column
+    return _SomeColumns(footer, kept)
 
 
 def _measured_sizes(sizes: dict[int, int], plan: dict) -> dict[int, int]:
