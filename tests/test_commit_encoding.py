@@ -224,7 +224,8 @@ def test_the_swap_runs_on_the_plain_connection_and_is_seen_by_other_connections(
 
 def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_io(monkeypatch) -> None:
     """The transaction's view and the catalog's staging share one application of a commit's
-    updates; an overwrite's two passes over the manifests share one evaluator; the catalog makes
+    updates; an overwrite's two passes over the manifests share one evaluator, which judges each
+    manifest of the parent once; the catalog makes
     no new file IO per commit. The metadata written equals what a fresh read of the file (by
     pyiceberg's own parser, through another catalog) gives, with the metadata log of the base."""
     import pyiceberg.catalog as pyiceberg_catalog
@@ -252,12 +253,21 @@ def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_
         return wrapped
 
     monkeypatch.setattr(metadata_updates, "_apply_table_update", counting("applied", apply_update))
-    monkeypatch.setattr(producers._OverwriteFiles, "_build_manifest_evaluator", counting("evaluators", build))
+    judged = []
+
+    def building(self, spec_id):
+        counts["evaluators"] += 1
+        evaluate = build(self, spec_id)
+        return lambda manifest: judged.append(manifest.manifest_path) or evaluate(manifest)
+
+    monkeypatch.setattr(producers._OverwriteFiles, "_build_manifest_evaluator", building)
     monkeypatch.setattr(pyiceberg_catalog, "load_file_io", counting("io", load_file_io))
     base = table.table.metadata_location
     table.commit(table.stage_local(_rows([9], 9)), drop_below=1, operation="add", expected_version=version)
     updates = 2  # the snapshot and the main branch
     assert counts == {"applied": updates, "evaluators": 1, "io": 0}
+    parent = table.table.metadata.snapshot_by_id(table.table.current_snapshot().parent_snapshot_id)
+    assert sorted(judged) == sorted(m.manifest_path for m in parent.manifests(table.table.io))
     monkeypatch.undo()
     written = FromInputFile.table_metadata(table.table.io.new_input(table.table.metadata_location))
     assert written == table.table.metadata

@@ -120,7 +120,8 @@ def _serialize_evaluators(producer) -> None:
     overwrite deletes; two threads can then judge one manifest by another's partition bounds, skip
     it, and fail with ``Missing required files to delete`` (or worse, keep the file). Each
     evaluation here holds a lock, so it always sees its own manifest (and one evaluator serves
-    both of the overwrite's passes over the manifests)."""
+    both of the overwrite's passes over the manifests, judging each manifest once: a manifest
+    record and the filter do not change within the commit)."""
     build = producer._build_manifest_evaluator
     lock = threading.Lock()
     built: dict[int, tuple] = {}
@@ -130,17 +131,19 @@ def _serialize_evaluators(producer) -> None:
         # each asked for one over the same filter)
         partition_filter = producer.partition_filters[spec_id]
         found = built.get(spec_id)
-        if found is not None and found[0] is partition_filter:
-            evaluate = found[1]
-        else:
+        if found is None or found[0] is not partition_filter:
             evaluate = build(spec_id)
-            built[spec_id] = (partition_filter, evaluate)
+            judged: dict[int, tuple] = {}  # the verdict on each manifest (held, so its id stays)
 
-        def evaluate_locked(manifest) -> bool:
-            with lock:
-                return evaluate(manifest)
+            def evaluate_locked(manifest) -> bool:
+                with lock:
+                    verdict = judged.get(id(manifest))
+                    if verdict is None or verdict[0] is not manifest:
+                        verdict = judged[id(manifest)] = (manifest, evaluate(manifest))
+                    return verdict[1]
 
-        return evaluate_locked
+            found = built[spec_id] = (partition_filter, evaluate_locked)
+        return found[1]
 
     producer._build_manifest_evaluator = build_locked
 
