@@ -399,3 +399,17 @@ def test_data_file_records_from_the_measured_columns_equal_pyiceberg_s(modes) ->
         )
         seen = snapshots._measured_columns(footer, footer.schema.to_arrow_schema(), plan, mapping)
         assert seen.num_columns == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(-60, 60) | st.integers(-(2**62), 2**62), max_size=14))
+def test_a_commit_s_part_text_equals_format_parts(parts) -> None:
+    from arrayviews.storage.part_table import _format_sorted_parts, format_parts, parse_parts
+
+    ordered = sorted(parts)
+    assert _format_sorted_parts(ordered) == format_parts(ordered)
+    assert (
+        parse_parts(_format_sorted_parts(ordered)) == ordered
+        if max(map(abs, ordered), default=0) < 1000
+        else True
+    )

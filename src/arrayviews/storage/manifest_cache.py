@@ -45,6 +45,7 @@ from pyiceberg.manifest import (
     DATA_FILE_TYPE,
     DEFAULT_READ_VERSION,
     MANIFEST_ENTRY_SCHEMAS_STRUCT,
+    MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
     ManifestEntry,
     ManifestEntryStatus,
@@ -73,6 +74,10 @@ _add_entry = ManifestWriter.add_entry
 _close_manifest_writer = ManifestWriter.__exit__
 #: Manifests written by this process whose list is not written yet: path -> entries as written.
 _written: OrderedDict[str, tuple[ManifestEntry, ...]] = OrderedDict()
+#: Where a manifest-list record of the read version holds its partition summaries.
+_RECORD_FIELDS = MANIFEST_LIST_FILE_SCHEMAS[DEFAULT_READ_VERSION].fields
+_RECORD_SIZE = len(_RECORD_FIELDS)
+_PARTITIONS = [f.name for f in _RECORD_FIELDS].index("partitions")
 #: Python types Avro gives back as they were written (values of partitions, counts and bounds).
 _PLAIN = frozenset((int, str, bytes, bool, float, type(None)))
 
@@ -126,10 +131,15 @@ def _keep_list(location: str, manifests: tuple[ManifestFile, ...]) -> None:
 def _record_key(record: ManifestFile) -> tuple | None:
     """The values of a manifest-list record as a hashable tuple (its partition summaries as
     tuples of their values); None if one cannot be hashed."""
-    key = tuple(
-        tuple(tuple(summary._data) for summary in value) if isinstance(value, list) else value
-        for value in record._data
-    )
+    data = record._data
+    summaries = data[_PARTITIONS] if len(data) == _RECORD_SIZE else None
+    if type(summaries) is list:  # the read version's record (all of them in practice)
+        key = (*data[:_PARTITIONS], tuple([tuple(s._data) for s in summaries]), *data[_PARTITIONS + 1 :])
+    else:
+        key = tuple(
+            tuple(tuple(summary._data) for summary in value) if isinstance(value, list) else value
+            for value in data
+        )
     try:
         hash(key)
     except TypeError:
