@@ -233,6 +233,7 @@ def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_
     from pyiceberg.serializers import FromInputFile
 
     from arrayviews.storage import metadata_updates
+    from arrayviews.storage import snapshots as snapshots_module
 
     table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
     version = 0
@@ -254,13 +255,22 @@ def test_a_commit_applies_its_updates_once_and_builds_one_evaluator_and_no_file_
 
     monkeypatch.setattr(metadata_updates, "_apply_table_update", counting("applied", apply_update))
     judged = []
+    built = snapshots_module._manifest_evaluator
 
-    def building(self, spec_id):
+    def building(producer, spec_id):
         counts["evaluators"] += 1
-        evaluate = build(self, spec_id)
-        return lambda manifest: judged.append(manifest.manifest_path) or evaluate(manifest)
+        evaluate = built(producer, spec_id)
+        reference = build(producer, spec_id)  # pyiceberg's own evaluator of the same filter
 
-    monkeypatch.setattr(producers._OverwriteFiles, "_build_manifest_evaluator", building)
+        def judge(manifest):
+            judged.append(manifest.manifest_path)
+            verdict = evaluate(manifest)
+            assert verdict == reference(manifest)
+            return verdict
+
+        return judge
+
+    monkeypatch.setattr(snapshots_module, "_manifest_evaluator", building)
     monkeypatch.setattr(pyiceberg_catalog, "load_file_io", counting("io", load_file_io))
     base = table.table.metadata_location
     table.commit(table.stage_local(_rows([9], 9)), drop_below=1, operation="add", expected_version=version)

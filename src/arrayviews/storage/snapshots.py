@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.expressions.visitors import _ManifestEvalVisitor
 from pyiceberg.io.pyarrow import (
     MetricModeTypes,
     MetricsMode,
@@ -28,6 +29,7 @@ from pyiceberg.io.pyarrow import (
     parquet_path_to_id_mapping,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.update.snapshot import _ManifestMergeManager
 from pyiceberg.utils.properties import property_as_bool, property_as_int
@@ -122,7 +124,6 @@ def _serialize_evaluators(producer) -> None:
     evaluation here holds a lock, so it always sees its own manifest (and one evaluator serves
     both of the overwrite's passes over the manifests, judging each manifest once: a manifest
     record and the filter do not change within the commit)."""
-    build = producer._build_manifest_evaluator
     lock = threading.Lock()
     built: dict[int, tuple] = {}
 
@@ -132,7 +133,7 @@ def _serialize_evaluators(producer) -> None:
         partition_filter = producer.partition_filters[spec_id]
         found = built.get(spec_id)
         if found is None or found[0] is not partition_filter:
-            evaluate = build(spec_id)
+            evaluate = _manifest_evaluator(producer, spec_id)
             judged: dict[int, tuple] = {}  # the verdict on each manifest (held, so its id stays)
 
             def evaluate_locked(manifest) -> bool:
@@ -146,6 +147,25 @@ def _serialize_evaluators(producer) -> None:
         return found[1]
 
     producer._build_manifest_evaluator = build_locked
+
+
+_partition_schemas: dict[tuple[int, int], tuple] = {}
+
+
+def _manifest_evaluator(producer, spec_id: int):
+    """pyiceberg's ``manifest_evaluator`` of the producer's partition filter for ``spec_id`` (what
+    its ``_build_manifest_evaluator`` returns), over the partition schema of the spec and table
+    schema built once: pyiceberg builds the schema and its field indexes again for every
+    evaluator, which cost more than binding the filter."""
+    spec, schema = producer.spec(spec_id), producer.schema()
+    key = (id(spec), id(schema))
+    found = _partition_schemas.get(key)
+    if found is None or found[1] is not spec or found[2] is not schema:
+        found = (Schema(*spec.partition_type(schema).fields), spec, schema)  # holds spec and schema
+        if len(_partition_schemas) > 256:
+            _partition_schemas.clear()
+        _partition_schemas[key] = found
+    return _ManifestEvalVisitor(found[0], producer.partition_filters[spec_id], producer._case_sensitive).eval
 
 
 def _bound_manifests(producer, transaction: Transaction) -> None:
