@@ -423,3 +423,64 @@ def test_a_commit_s_part_text_equals_format_parts(parts) -> None:
         if max(map(abs, ordered), default=0) < 1000
         else True
     )
+
+
+_numbers = st.one_of(
+    st.integers(-5, 10**12).map(str), st.sampled_from(["", "x", "1.5", " 7", "-0"]), st.none()
+)
+_total_keys = [
+    "total-data-files",
+    "total-delete-files",
+    "total-records",
+    "total-files-size",
+    "total-position-deletes",
+    "total-equality-deletes",
+]
+_change_keys = [
+    "added-data-files",
+    "deleted-data-files",
+    "added-delete-files",
+    "removed-delete-files",
+    "added-records",
+    "deleted-records",
+    "added-files-size",
+    "removed-files-size",
+    "added-position-deletes",
+    "removed-position-deletes",
+    "added-equality-deletes",
+    "removed-equality-deletes",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["append", "overwrite", "delete", "replace"]),
+    st.one_of(st.none(), st.just({}), st.dictionaries(st.sampled_from(_total_keys), _numbers)),
+    st.dictionaries(st.sampled_from(_change_keys + ["arrayviews.version"]), _numbers),
+    st.booleans(),
+)
+def test_summary_totals_equal_pyiceberg_s(operation, previous, changes, previous_as_summary) -> None:
+    """A snapshot summary's totals against pyiceberg's ``update_snapshot_summaries``: same
+    properties, or the same error, for any parent totals (missing, negative, not numbers) and
+    changes."""
+    from pyiceberg.table.snapshots import Operation, Summary
+
+    from arrayviews.storage import snapshots
+
+    def clean(values):
+        return {k: v for k, v in (values or {}).items() if v is not None}
+
+    def run(update):
+        summary = Summary(Operation(operation), **clean(changes))
+        parent = previous
+        if previous is not None:
+            parent = Summary(Operation.APPEND, **clean(previous)) if previous_as_summary else clean(previous)
+        try:
+            return ("ok", dict(update(summary, parent).additional_properties), summary.operation)
+        except ValueError as error:
+            return ("error", str(error))
+
+    assert run(snapshots.update_snapshot_summaries) == run(snapshots.PYICEBERG_UPDATE_SUMMARIES)
+    import pyiceberg.table.update.snapshot as producers
+
+    assert producers.update_snapshot_summaries is snapshots.update_snapshot_summaries
