@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sqlite3
 import threading
@@ -20,6 +21,7 @@ from sqlalchemy import bindparam, event, select, update
 
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage import inline_executor
+from arrayviews.storage.avro_schemas import write_whole
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.metadata_updates import apply_updates
 
@@ -27,6 +29,8 @@ CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
 #: Parsed table metadata files a catalog keeps (one per metadata location, oldest dropped first).
 METADATA_KEPT = 256
+#: Sizes of the metadata files this process wrote lately, by location (for the catalog's cache).
+_written_sizes: dict[str, int] = {}
 
 
 class _Catalog(SqlCatalog):
@@ -47,8 +51,12 @@ class _Catalog(SqlCatalog):
         # pyiceberg's writer, with its configuration read once per process (pyiceberg reads its
         # configuration file and environment again for every metadata file it writes)
         text = metadata_json(metadata, exclude_none=not _legacy_snapshot_id()).encode("utf-8")
-        with io.new_output(metadata_path).create(overwrite=False) as stream:
-            stream.write(Compressor.get_compressor(metadata_path).bytes_compressor()(text))
+        compressed = Compressor.get_compressor(metadata_path).bytes_compressor()(text)
+        output = io.new_output(metadata_path)
+        write_whole(output, compressed, overwrite=False)
+        _written_sizes[metadata_path] = len(output)  # the size written (no look at the disk)
+        while len(_written_sizes) > 64:
+            _written_sizes.pop(next(iter(_written_sizes)), None)
         checkpoint("catalog.metadata-written")
 
     def _update_and_stage_table(self, current_table, table_identifier, requirements, updates) -> StagedTable:
@@ -65,9 +73,25 @@ class _Catalog(SqlCatalog):
             identifier=table_identifier,
             metadata=metadata,
             metadata_location=location,
-            io=self._load_file_io(properties=metadata.properties, location=location),
+            io=self._file_io(metadata.properties, location),
             catalog=self,
         )
+
+    def _file_io(self, properties, location: str):
+        """pyiceberg's ``_load_file_io`` (a new file IO for the catalog's and table's properties and
+        the location's scheme), kept per catalog for the properties and scheme it was made for:
+        a file IO holds only those, and each new one also made its file system again."""
+        merged = {**self.properties, **properties}
+        scheme = location.split("://", 1)[0] if "://" in location else ""
+        key = (scheme, tuple(sorted(merged.items())))
+        kept = self.__dict__.setdefault("_ios_kept", {})
+        io = kept.get(key)
+        if io is None:
+            io = self._load_file_io(properties=properties, location=location)
+            if len(kept) >= 64:
+                kept.clear()
+            kept[key] = io
+        return io
 
     # Every load still asks the catalog for the table's current metadata location (another process
     # may have committed); only the parsing of a metadata file already read is skipped. A metadata
@@ -102,6 +126,26 @@ class _Catalog(SqlCatalog):
             io=io,
             catalog=self,
         )
+
+    def _swap_statement(self):
+        """The compare-and-set of a table's metadata location (it changes only if it is still the
+        location the commit was applied to), with bound parameters, built once per catalog."""
+        swap = self.__dict__.get("_swap")
+        if swap is None:
+            swap = (
+                update(IcebergTables)
+                .where(
+                    IcebergTables.catalog_name == bindparam("catalog"),
+                    IcebergTables.table_namespace == bindparam("namespace"),
+                    IcebergTables.table_name == bindparam("name"),
+                    IcebergTables.metadata_location == bindparam("expected"),
+                )
+                .values(
+                    metadata_location=bindparam("location"), previous_metadata_location=bindparam("expected")
+                )
+            )
+            self.__dict__["_swap"] = swap
+        return swap
 
     def _rows_statement(self, by_name: bool):
         """The query of the tables' rows of one namespace (``by_name``: of one table), with bound
@@ -174,7 +218,8 @@ class _Catalog(SqlCatalog):
         # the table's file IO serves the new metadata too unless the commit changed its properties
         same_io = response.metadata.properties == table.metadata.properties
         io = table.io if same_io else self._load_file_io(response.metadata.properties, location)
-        self._keep(location, response.metadata, len(io.new_input(location)), io)
+        size = _written_sizes.pop(location, None)
+        self._keep(location, response.metadata, len(io.new_input(location)) if size is None else size, io)
         return response
 
     def _commit_on_loaded(self, table, requirements, updates) -> CommitTableResponse | None:
@@ -200,21 +245,6 @@ class _Catalog(SqlCatalog):
         name = Catalog.table_name_from(identifier)
         staged = self._update_and_stage_table(table, identifier, requirements, updates)
         self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
-        swap = self.__dict__.get("_swap_statement")
-        if swap is None:
-            swap = (
-                update(IcebergTables)
-                .where(
-                    IcebergTables.catalog_name == bindparam("catalog"),
-                    IcebergTables.table_namespace == bindparam("namespace"),
-                    IcebergTables.table_name == bindparam("name"),
-                    IcebergTables.metadata_location == bindparam("expected"),
-                )
-                .values(
-                    metadata_location=bindparam("location"), previous_metadata_location=bindparam("expected")
-                )
-            )
-            self.__dict__["_swap_statement"] = swap
         values = {
             "catalog": self.name,
             "namespace": namespace,
@@ -222,8 +252,10 @@ class _Catalog(SqlCatalog):
             "expected": location,
             "location": staged.metadata_location,
         }
-        with self.engine.begin() as connection:
-            swapped = connection.execute(swap, values).rowcount
+        swapped = _swap_on_sqlite(self, values)
+        if swapped is None:
+            with self.engine.begin() as connection:
+                swapped = connection.execute(self._swap_statement(), values).rowcount
         if swapped < 1:
             staged.io.delete(staged.metadata_location)
             return None
@@ -236,19 +268,66 @@ _snapshot_texts: OrderedDict[tuple[int, bool], tuple[object, str]] = OrderedDict
 _snapshot_texts_lock = threading.Lock()
 
 
+#: The joined texts of the last snapshot list and snapshot log written per table.
+JOINED_KEPT = 512
+_joined: OrderedDict[tuple, tuple[tuple, str]] = OrderedDict()
+
+
 def metadata_json(metadata, exclude_none: bool) -> str:
     """The JSON text of table metadata, as pyiceberg writes it, but with the text of each snapshot
-    kept from the last time it was written.
+    kept from the last time it was written, and the texts of the snapshot list and snapshot log
+    extended from those of the table's last metadata.
 
     Every commit writes a metadata file listing every snapshot the table holds (a hundred for a
     stream view, say), and pyiceberg serializes each snapshot through a Python hook; a snapshot never
     changes, and the metadata objects of one table's successive commits share their snapshot
-    objects, so each is serialized once. The text differs from pyiceberg's only in the place of the
-    ``snapshots`` member (last), which JSON readers do not see."""
+    objects, so each is serialized once. A commit's snapshot list and snapshot log are the last ones
+    with one more member (the same objects before it): their texts are the last texts with one more
+    member. The text differs from pyiceberg's only in the place of the ``snapshot-log`` and
+    ``snapshots`` members (last), which JSON readers do not see."""
     snapshots = metadata.snapshots
     if not snapshots:
         return metadata.model_dump_json(exclude_none=exclude_none)
-    head = metadata.model_dump_json(exclude={"snapshots"}, exclude_none=exclude_none)
+    head = metadata.model_dump_json(exclude={"snapshots", "snapshot_log"}, exclude_none=exclude_none)
+    table = metadata.table_uuid
+    log = _joined_text(("log", table, exclude_none), metadata.snapshot_log, _texts_of(exclude_none, False))
+    listed = _joined_text(("snapshots", table, exclude_none), snapshots, _texts_of(exclude_none, True))
+    separator = "," if head != "{}" else ""
+    return f'{head[:-1]}{separator}"snapshot-log":[{log}],"snapshots":[{listed}]}}'
+
+
+def _texts_of(exclude_none: bool, kept: bool):
+    """The JSON texts of some model objects (``kept``: snapshots, each kept by object)."""
+    if not kept:
+        return lambda objects: [o.model_dump_json(exclude_none=exclude_none) for o in objects]
+    return lambda objects: _snapshot_texts_of(objects, exclude_none)
+
+
+def _joined_text(key: tuple, objects: list, texts_of) -> str:
+    """The members' texts joined with commas, extended from the text kept under ``key`` when the
+    objects it was made of are the first of ``objects`` (the same objects, in order)."""
+    with _snapshot_texts_lock:
+        kept = _joined.get(key)
+    if kept is not None:
+        before, text = kept
+        count = len(before)
+        if count <= len(objects) and all(map(operator.is_, before, objects)):
+            if count < len(objects):
+                more = ",".join(texts_of(objects[count:]))
+                text = f"{text},{more}" if count else more
+        else:
+            kept = None
+    if kept is None:
+        text = ",".join(texts_of(objects))
+    with _snapshot_texts_lock:
+        _joined[key] = (tuple(objects), text)
+        _joined.move_to_end(key)
+        while len(_joined) > JOINED_KEPT:
+            _joined.popitem(last=False)
+    return text
+
+
+def _snapshot_texts_of(snapshots, exclude_none: bool) -> list[str]:
     texts = []
     with _snapshot_texts_lock:
         for snapshot in snapshots:
@@ -264,8 +343,7 @@ def metadata_json(metadata, exclude_none: bool) -> str:
                 _snapshot_texts[(id(snapshot), exclude_none)] = (snapshot, texts[number])
                 while len(_snapshot_texts) > SNAPSHOT_TEXTS_KEPT:
                     _snapshot_texts.popitem(last=False)
-    separator = "," if head != "{}" else ""
-    return f'{head[:-1]}{separator}"snapshots":[{",".join(texts)}]}}'
+    return texts
 
 
 @functools.cache
@@ -386,6 +464,24 @@ def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> 
     return None if row is None else row[2]
 
 
+def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:
+    """The rows the swap of a table's metadata location changed (1, or 0 when another commit
+    came first), run on this thread's plain ``sqlite3`` connection to the catalog (autocommit:
+    the one statement is its own transaction); None for another database. The statement is the
+    one SQLAlchemy runs (compiled once); SQLAlchemy's connection pool and transaction around it
+    cost more than the statement."""
+    reader = _sqlite_reader(catalog)
+    if reader is None:
+        return None
+    connection = reader[0]
+    local = catalog.__dict__["_sqlite_readers"]
+    swap = getattr(local, "swap", None)
+    if swap is None or swap[0] is not connection:
+        compiled = catalog._swap_statement().compile(dialect=catalog.engine.dialect)
+        swap = local.swap = (connection, str(compiled), list(compiled.positiontup or ()))
+    return connection.execute(swap[1], [values[n] for n in swap[2]]).rowcount
+
+
 def _sqlite_reader(catalog: _Catalog):
     """(sqlite3 connection, SQL, parameter names in order, fixed parameter values) of the table-row
     query on this thread's own connection to the catalog's SQLite file; None for another database
@@ -403,5 +499,6 @@ def _sqlite_reader(catalog: _Catalog):
     names = list(compiled.positiontup or ())
     fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace", "name")}
     connection = sqlite3.connect(url.database, isolation_level=None, check_same_thread=True)
+    connection.execute("PRAGMA synchronous=NORMAL")  # as the catalog's own connections (swaps)
     local.reader = (os.getpid(), (connection, str(compiled), names, fixed))
     return local.reader[1]

@@ -697,7 +697,7 @@ class PartTable(VersionedTable):
             **caller,
             VERSION_KEY: str(version),
             OPERATION_KEY: operation,
-            PARTS_KEY: format_parts(written),
+            PARTS_KEY: _format_sorted_parts(written),
         }
         if restored:
             summary[RESTORED_KEY] = format_parts(restored)
@@ -755,3 +755,22 @@ class PartTable(VersionedTable):
     def all_files(self, version: int | None = None) -> list[str]:
         """URIs of every data file of a version (current by default)."""
         return [f.file_path for f in self._live_files(None, version)]
+
+
+def _format_sorted_parts(parts: list[int]) -> str:
+    """:func:`format_parts` of sorted distinct parts, in Python for the one or two parts of a
+    typical commit (numpy's setup cost more than the rest of the summary)."""
+    if len(parts) > 8:
+        return format_parts(parts)
+    runs: list[str] = []
+    start = previous = None
+    for part in parts:
+        if previous is not None and part == previous + 1:
+            previous = part
+            continue
+        if start is not None:
+            runs.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = part
+    if start is not None:
+        runs.append(str(start) if start == previous else f"{start}-{previous}")
+    return ",".join(runs)

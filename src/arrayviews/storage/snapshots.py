@@ -18,7 +18,9 @@ import threading
 from collections.abc import Sequence
 
 import pyarrow.parquet as pq
+import pyiceberg.table.update.snapshot as snapshot_producers
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.expressions.visitors import _ManifestEvalVisitor
 from pyiceberg.io.pyarrow import (
     MetricModeTypes,
     MetricsMode,
@@ -28,7 +30,30 @@ from pyiceberg.io.pyarrow import (
     parquet_path_to_id_mapping,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties, Transaction
+from pyiceberg.table.snapshots import (
+    ADDED_DATA_FILES,
+    ADDED_DELETE_FILES,
+    ADDED_EQUALITY_DELETES,
+    ADDED_FILE_SIZE,
+    ADDED_POSITION_DELETES,
+    ADDED_RECORDS,
+    DELETED_DATA_FILES,
+    DELETED_RECORDS,
+    REMOVED_DELETE_FILES,
+    REMOVED_EQUALITY_DELETES,
+    REMOVED_FILE_SIZE,
+    REMOVED_POSITION_DELETES,
+    TOTAL_DATA_FILES,
+    TOTAL_DELETE_FILES,
+    TOTAL_EQUALITY_DELETES,
+    TOTAL_FILE_SIZE,
+    TOTAL_POSITION_DELETES,
+    TOTAL_RECORDS,
+    Operation,
+    Summary,
+)
 from pyiceberg.table.update.snapshot import _ManifestMergeManager
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
@@ -119,20 +144,51 @@ def _serialize_evaluators(producer) -> None:
     being evaluated in an attribute) from several threads when it looks for the entries an
     overwrite deletes; two threads can then judge one manifest by another's partition bounds, skip
     it, and fail with ``Missing required files to delete`` (or worse, keep the file). Each
-    evaluation here holds a lock, so it always sees its own manifest."""
-    build = producer._build_manifest_evaluator
+    evaluation here holds a lock, so it always sees its own manifest (and one evaluator serves
+    both of the overwrite's passes over the manifests, judging each manifest once: a manifest
+    record and the filter do not change within the commit)."""
     lock = threading.Lock()
+    built: dict[int, tuple] = {}
 
     def build_locked(spec_id: int):
-        evaluate = build(spec_id)
+        # built once per spec and partition filter (the entries deleted, then the manifests kept,
+        # each asked for one over the same filter)
+        partition_filter = producer.partition_filters[spec_id]
+        found = built.get(spec_id)
+        if found is None or found[0] is not partition_filter:
+            evaluate = _manifest_evaluator(producer, spec_id)
+            judged: dict[int, tuple] = {}  # the verdict on each manifest (held, so its id stays)
 
-        def evaluate_locked(manifest) -> bool:
-            with lock:
-                return evaluate(manifest)
+            def evaluate_locked(manifest) -> bool:
+                with lock:
+                    verdict = judged.get(id(manifest))
+                    if verdict is None or verdict[0] is not manifest:
+                        verdict = judged[id(manifest)] = (manifest, evaluate(manifest))
+                    return verdict[1]
 
-        return evaluate_locked
+            found = built[spec_id] = (partition_filter, evaluate_locked)
+        return found[1]
 
     producer._build_manifest_evaluator = build_locked
+
+
+_partition_schemas: dict[tuple[int, int], tuple] = {}
+
+
+def _manifest_evaluator(producer, spec_id: int):
+    """pyiceberg's ``manifest_evaluator`` of the producer's partition filter for ``spec_id`` (what
+    its ``_build_manifest_evaluator`` returns), over the partition schema of the spec and table
+    schema built once: pyiceberg builds the schema and its field indexes again for every
+    evaluator, which cost more than binding the filter."""
+    spec, schema = producer.spec(spec_id), producer.schema()
+    key = (id(spec), id(schema))
+    found = _partition_schemas.get(key)
+    if found is None or found[1] is not spec or found[2] is not schema:
+        found = (Schema(*spec.partition_type(schema).fields), spec, schema)  # holds spec and schema
+        if len(_partition_schemas) > 256:
+            _partition_schemas.clear()
+        _partition_schemas[key] = found
+    return _ManifestEvalVisitor(found[0], producer.partition_filters[spec_id], producer._case_sensitive).eval
 
 
 def _bound_manifests(producer, transaction: Transaction) -> None:
@@ -280,8 +336,9 @@ def _data_file(io, metadata, uri: str) -> DataFile:
     _check_schema(
         metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
     )
+    footer = _measured_columns(written.footer, written.arrow_schema, plan, mapping)
     statistics = data_file_statistics_from_parquet_metadata(
-        parquet_metadata=written.footer, stats_columns=plan, parquet_column_mapping=mapping
+        parquet_metadata=footer, stats_columns=plan, parquet_column_mapping=mapping
     )
     statistics = dataclasses.replace(statistics, column_sizes=_measured_sizes(statistics.column_sizes, plan))
     return DataFile.from_args(
@@ -296,6 +353,66 @@ def _data_file(io, metadata, uri: str) -> DataFile:
         key_metadata=None,
         **statistics.to_serialized_dict(),
     )
+
+
+class _SomeColumns:
+    """A Parquet footer seen through some of its columns (by position in the file), for
+    pyiceberg's statistics: the first column (split offsets come from it) and those whose metrics
+    mode is not none. The others only add their size, which :func:`_measured_sizes` drops, and
+    their metadata objects cost more than everything else of a commit's data file record."""
+
+    def __init__(self, footer, positions: tuple[int, ...]) -> None:
+        self._footer = footer
+        self._positions = positions
+        self.num_row_groups = footer.num_row_groups
+        self.num_columns = len(positions)
+        self.num_rows = footer.num_rows
+
+    def row_group(self, number: int) -> _GroupColumns:
+        group = self._footer.row_group(number)
+        return _GroupColumns(group, self._positions)
+
+
+class _GroupColumns:
+    def __init__(self, group, positions: tuple[int, ...]) -> None:
+        self._group = group
+        self._positions = positions
+
+    def column(self, number: int):
+        return self._group.column(self._positions[number])
+
+
+_positions: dict[tuple, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+
+
+def _measured_columns(footer, arrow_schema, plan: dict, mapping: dict[str, int]):
+    """``footer`` through :class:`_SomeColumns` when it leaves columns out: the positions are
+    found once per plan and file schema, and checked against each file's column paths."""
+    if footer.num_row_groups == 0:
+        return footer
+    key = (id(plan), arrow_schema, footer.num_columns)
+    found = _positions.get(key)
+    group = footer.row_group(0)
+    if found is None:
+        paths = [group.column(i).path_in_schema for i in range(footer.num_columns)]
+        kept = tuple(
+            i
+            for i, path in enumerate(paths)
+            if i == 0
+            or path not in mapping
+            or mapping[path] not in plan
+            or plan[mapping[path]].mode != _NO_METRICS
+        )
+        found = (kept, tuple(paths[i] for i in kept), plan)
+        if len(_positions) > 256:
+            _positions.clear()
+        _positions[key] = found
+    kept, paths = found[0], found[1]
+    if len(kept) == footer.num_columns:
+        return footer
+    if any(group.column(i).path_in_schema != path for i, path in zip(kept, paths, strict=True)):
+        return footer  # another layout of the same schema: every column
+    return _SomeColumns(footer, kept)
 
 
 def _measured_sizes(sizes: dict[int, int], plan: dict) -> dict[int, int]:
@@ -397,3 +514,60 @@ def commit_snapshot(
         mark_maybe_committed(error)
         raise
     return committed, data_files
+
+
+#: pyiceberg's own totals of a snapshot summary (the reference of the one below).
+PYICEBERG_UPDATE_SUMMARIES = snapshot_producers.update_snapshot_summaries
+_TOTALS = (
+    (TOTAL_DATA_FILES, ADDED_DATA_FILES, DELETED_DATA_FILES),
+    (TOTAL_DELETE_FILES, ADDED_DELETE_FILES, REMOVED_DELETE_FILES),
+    (TOTAL_RECORDS, ADDED_RECORDS, DELETED_RECORDS),
+    (TOTAL_FILE_SIZE, ADDED_FILE_SIZE, REMOVED_FILE_SIZE),
+    (TOTAL_POSITION_DELETES, ADDED_POSITION_DELETES, REMOVED_POSITION_DELETES),
+    (TOTAL_EQUALITY_DELETES, ADDED_EQUALITY_DELETES, REMOVED_EQUALITY_DELETES),
+)
+_NO_TOTALS = {total: "0" for total, _, _ in _TOTALS}
+_TOTALLED = frozenset((Operation.APPEND, Operation.OVERWRITE, Operation.DELETE))
+
+
+def update_snapshot_summaries(summary, previous_summary=None):
+    """pyiceberg's ``update_snapshot_summaries`` (a new snapshot's totals: the parent's, plus what
+    it added, less what it removed, each kept only when not negative), on the summaries' property
+    dicts: pyiceberg reads each through the summary model's mapping methods (two dozen Python
+    calls and private-attribute lookups for six numbers, 70 us a commit)."""
+    if not isinstance(summary, Summary) or (
+        previous_summary and not isinstance(previous_summary, (Summary, dict))
+    ):
+        return PYICEBERG_UPDATE_SUMMARIES(summary, previous_summary)
+    if summary.operation not in _TOTALLED:
+        raise ValueError(f"Operation not implemented: {summary.operation}")
+    if not previous_summary:
+        previous = _NO_TOTALS
+    elif isinstance(previous_summary, Summary):
+        previous = previous_summary.additional_properties
+    else:
+        previous = previous_summary
+    properties = summary.additional_properties
+    for total, added_key, removed_key in _TOTALS:
+        if previous_total := previous.get(total):
+            try:
+                new_total = int(previous_total)
+                if new_total >= 0 and (added := properties.get(added_key)):
+                    new_total += int(added)
+                if new_total >= 0 and (removed := properties.get(removed_key)):
+                    new_total -= int(removed)
+            except ValueError as error:
+                raise ValueError(
+                    f"Could not parse summary property {total} to an int: {previous_total}"
+                ) from error
+            if new_total >= 0:
+                properties[total] = str(new_total)
+    return summary
+
+
+def install() -> None:
+    """Make pyiceberg's snapshot producers total their summaries with the function above."""
+    snapshot_producers.update_snapshot_summaries = update_snapshot_summaries
+
+
+install()  # with the commit path: every commit of arrayviews goes through this module
