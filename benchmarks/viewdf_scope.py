@@ -18,6 +18,16 @@ SERIES = (
 )
 
 
+#: (plot, result key, marker, label) of the window views' series.
+WINDOW_SERIES = (
+    ("times", "viewdf_local_s", "o", "ViewDF step"),
+    ("times", "naive_local_s", "x", "naive"),
+    ("times", "naive_committed_s", "s", "naive committed"),
+    ("ratios", "naive_local_over_viewdf_local", "o", "naive / ViewDF"),
+    ("ratios", "naive_committed_over_viewdf_local", "s", "naive committed / ViewDF"),
+)
+
+
 def run(db, quick: bool = False) -> dict:
     return run_scope(db, quick)
 
@@ -56,30 +66,9 @@ def report(results: dict, quick: bool) -> None:
         for aggregate in sorted({r["aggregate"] for r in windows}):
             found = [r for r in windows if r["aggregate"] == aggregate]
             sizes = [r["window"] for r in found]
-            window_times.plot(
-                sizes, [r["viewdf_local_s"] for r in found], marker="o", label=f"{aggregate}: ViewDF step"
-            )
-            window_times.plot(
-                sizes, [r["naive_local_s"] for r in found], marker="x", label=f"{aggregate}: naive"
-            )
-            window_times.plot(
-                sizes,
-                [r["naive_committed_s"] for r in found],
-                marker="s",
-                label=f"{aggregate}: naive committed",
-            )
-            window_ratios.plot(
-                sizes,
-                [r["naive_local_over_viewdf_local"] for r in found],
-                marker="o",
-                label=f"{aggregate}: naive / ViewDF",
-            )
-            window_ratios.plot(
-                sizes,
-                [r["naive_committed_over_viewdf_local"] for r in found],
-                marker="s",
-                label=f"{aggregate}: naive committed / ViewDF",
-            )
+            for axis, key, marker, label in WINDOW_SERIES:
+                axis_of = window_times if axis == "times" else window_ratios
+                axis_of.plot(sizes, [r[key] for r in found], marker=marker, label=f"{aggregate}: {label}")
         window_times.set(
             title="window views, in-process: seconds per new part", xlabel="window (parts)", ylabel="s"
         )

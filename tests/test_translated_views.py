@@ -51,15 +51,23 @@ def readings(minutes, seed: int, skip: float = 0.2) -> tuple[pd.DataFrame, pd.Da
     return _frame(rows), _frame(held)
 
 
-def _frame(rows: list[tuple]) -> pd.DataFrame:
+def _frame(rows: list[tuple], loss_type: str = "int32") -> pd.DataFrame:
     return pd.DataFrame(
         {
             "ts": pd.to_datetime([r[0] for r in rows], unit="s", utc=True),
             "src": [r[1] for r in rows],
             "dest": [r[2] for r in rows],
-            "loss": pd.array([r[3] for r in rows], dtype="int32"),
+            "loss": pd.array([r[3] for r in rows], dtype=loss_type),
         }
     )
+
+
+def _nullable_frame(rows: list[tuple]) -> tuple[pd.DataFrame, pd.Series]:
+    """Readings (epoch seconds, src, dest, loss or None) as a frame with nullable losses, and
+    each reading's minute from EPOCH."""
+    frame = _frame(rows, "Int32")
+    minutes = (frame.ts - pd.Timestamp(EPOCH, unit="s", tz="UTC")) // pd.Timedelta(seconds=60)
+    return frame, minutes
 
 
 def with_parts(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -335,16 +343,8 @@ def test_a_group_read_several_times_in_a_part_counts_its_first_reading_nulls_fir
             for _ in range(int(rng.integers(1, 4))):
                 loss = None if rng.random() < 0.1 else int(rng.integers(5, 41))
                 rows.append((EPOCH + 60 * minute + int(rng.integers(0, 60)), src, dest, loss))
-    frame = pd.DataFrame(
-        {
-            "ts": pd.to_datetime([r[0] for r in rows], unit="s", utc=True),
-            "src": [r[1] for r in rows],
-            "dest": [r[2] for r in rows],
-            "loss": pd.array([r[3] for r in rows], dtype="Int32"),
-        }
-    )
+    frame, minutes = _nullable_frame(rows)
     stream = db.create_stream("M", SCHEMA, 60, "ts")
-    minutes = (frame.ts - pd.Timestamp(EPOCH, unit="s", tz="UTC")) // pd.Timedelta(seconds=60)
     stream.append(frame[minutes < 3])
     db.sql(PATTERN_VIEW)
     result = stream.append(frame[minutes >= 3])
@@ -400,16 +400,8 @@ def test_a_pattern_whose_variables_test_different_conditions_keeps_every_match(d
                 continue
             loss = None if rng.random() < 0.04 else int(rng.choice([2, 5, 12, 20, 27]))
             rows.append((EPOCH + 60 * minute + int(rng.integers(0, 60)), src, dest, loss))
-    frame = pd.DataFrame(
-        {
-            "ts": pd.to_datetime([r[0] for r in rows], unit="s", utc=True),
-            "src": [r[1] for r in rows],
-            "dest": [r[2] for r in rows],
-            "loss": pd.array([r[3] for r in rows], dtype="Int32"),
-        }
-    )
+    frame, minutes = _nullable_frame(rows)
     stream = db.create_stream("M", SCHEMA, 60, "ts")
-    minutes = (frame.ts - pd.Timestamp(EPOCH, unit="s", tz="UTC")) // pd.Timedelta(seconds=60)
     stream.append(frame[minutes < 2])
     db.sql(VALLEY_VIEW)
     stream.append(frame[(minutes >= 2) & (minutes < 20)])
