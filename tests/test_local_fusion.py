@@ -23,6 +23,7 @@ from test_stream_views import (
     at_least,
     contents,
     folder_files,
+    helper_and_reader,
     helper_text,
     network,
     run_lengths,
@@ -59,15 +60,6 @@ def _recorded(monkeypatch, method: str) -> list:
     return calls
 
 
-def _pattern(spark, path, truth: Truth, reader: str = VIEW2):
-    db = arrayviews.connect(str(path), spark=spark, execution="local")
-    stream = db.create_stream("M", SCHEMA, 60, "ts")
-    stream.append(truth.add(network(range(2))))
-    db.sql(helper_text())
-    db.sql(reader)
-    return db, stream
-
-
 def _committed_names(table) -> set[str]:
     """Names of the data files of every version a table holds (nothing expired in these tests)."""
     names = set()
@@ -87,8 +79,8 @@ def test_the_reader_is_built_in_process_while_the_helper_commits(spark, tmp_path
     reason says so, not with fusion off); contents equal the reference and the run without fusion;
     no staged file is left."""
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "fused", truth)
-    plain, plain_stream = _pattern(spark, tmp_path / "plain", Truth())
+    db, stream = helper_and_reader(spark, tmp_path / "fused", truth)
+    plain, plain_stream = helper_and_reader(spark, tmp_path / "plain", Truth())
     for minute in range(2, 7):
         rows = truth.add(network([minute]))
         monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
@@ -113,7 +105,7 @@ def test_the_reader_is_built_in_process_while_the_helper_commits(spark, tmp_path
 
 
 def _failing_run(spark, path, truth: Truth) -> tuple[int | None, str | None]:
-    db, stream = _pattern(spark, path, truth, FRAGILE)
+    db, stream = helper_and_reader(spark, path, truth, reader=FRAGILE)
     failed, error = None, None
     for minute in range(2, 9):
         result = stream.append(truth.add(network([minute])))
@@ -155,7 +147,7 @@ def test_a_part_not_taken_leaves_no_staged_file(spark, tmp_path, monkeypatch) ->
 
     monkeypatch.setattr(fusion.Fusion, "take", take)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", truth)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth)
     for minute in range(2, 6):
         result = stream.append(truth.add(network([minute])))
         assert [(r.view, r.built, r.error) for r in result.maintenance] == [
@@ -182,7 +174,7 @@ def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(
 ) -> None:
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", truth)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth)
     for minute in range(2, 5):
         stream.append(truth.add(network([minute])))
     view2 = db.stream_view("View2")
@@ -218,7 +210,7 @@ def test_a_crash_of_the_helper_while_the_worker_builds_is_repaired_by_the_next_p
     worker: neither view changes, no staged file stays, and the next pass builds both."""
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", truth)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth)
     for minute in range(2, 5):
         stream.append(truth.add(network([minute])))
     statuses = [db.stream_view(v).status() for v in ("Helper", "View2")]
@@ -260,7 +252,7 @@ def test_a_fused_readers_estimate_counts_the_helpers_new_part(spark, tmp_path, m
 
         monkeypatch.setattr(maintainer, "choose", recording)
         truth = Truth()
-        db, stream = _pattern(spark, tmp_path / f"w{fuse}", truth)
+        db, stream = helper_and_reader(spark, tmp_path / f"w{fuse}", truth)
         estimates[fuse].clear()  # from the views' creation on, only the steps below
         for minute in range(2, 5):
             stream.append(truth.add(network([minute])))
@@ -319,7 +311,7 @@ def test_a_reader_the_worker_cannot_run_is_built_on_spark_by_its_own_step(
     staged file left."""
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", truth, ROUNDED_READER)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth, reader=ROUNDED_READER)
     started = _recorded(monkeypatch, "start_local")
     for minute in range(2, 5):
         result = stream.append(truth.add(network([minute])))
@@ -350,7 +342,7 @@ def test_a_helper_step_planned_again_after_losing_its_commit_is_not_read_from_th
 
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", truth)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth)
     other = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="local").stream("M")
     for minute in range(2, 6):
         stream.append(truth.add(network([minute])))

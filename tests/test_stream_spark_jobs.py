@@ -24,6 +24,7 @@ from test_stream_views import (
     at_least,
     contents,
     folder_files,
+    helper_and_reader,
     helper_text,
     network,
     run_lengths,
@@ -37,15 +38,6 @@ def fused(monkeypatch):
     """Steps fusing a view's part with its reader's (the default; set here so the tests do not
     depend on it)."""
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", True)
-
-
-def _pattern(spark, path, execution: str, truth: Truth):
-    db = arrayviews.connect(str(path), spark=spark, execution=execution)
-    stream = db.create_stream("M", SCHEMA, 60, "ts")
-    stream.append(truth.add(network(range(2))))
-    db.sql(helper_text())
-    db.sql(VIEW2)
-    return db, stream
 
 
 def _persisted(spark) -> int:
@@ -64,8 +56,8 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
     monkeypatch.setattr(fusion, "FUSE_READER_PARTS", fuse)
     cached = _persisted(spark)
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "spark", "spark", truth)
-    local, local_stream = _pattern(spark, tmp_path / "local", "local", Truth())
+    db, stream = helper_and_reader(spark, tmp_path / "spark", truth, "spark")
+    local, local_stream = helper_and_reader(spark, tmp_path / "local", Truth(), "local")
     tracker = spark.sparkContext.statusTracker()
     adaptive = spark.conf.get("spark.sql.adaptive.enabled")
     jobs = []
@@ -100,7 +92,7 @@ def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(spark, tmp
     the fused job: the helper holds the new part, View2 does not (its staged files are gone), and the
     next pass builds View2's part from the helper's committed files."""
     truth = Truth()
-    db, stream = _pattern(spark, tmp_path / "w", "spark", truth)
+    db, stream = helper_and_reader(spark, tmp_path / "w", truth, "spark")
     for minute in range(2, 6):
         stream.append(truth.add(network([minute])))
     view2 = db.stream_view("View2")

@@ -208,6 +208,19 @@ RECENT_COLUMNS = (["src", "total", "n"], ["total", "n"])
 HOURLY_COLUMNS = (["src", "dest", "sum_loss", "n"], ["sum_loss", "n"])
 
 
+def helper_and_reader(spark, path, truth: Truth, execution: str = "local", reader: str = VIEW2):
+    """A warehouse at ``path`` with stream M (two minutes of readings, kept in ``truth``), the
+    Helper view and ``reader`` over it, maintained on ``execution``; (database, stream)."""
+    import arrayviews
+
+    db = arrayviews.connect(str(path), spark=spark, execution=execution)
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(truth.add(network(range(2))))
+    db.sql(helper_text())
+    db.sql(reader)
+    return db, stream
+
+
 def contents(db, name: str, columns=HELPER_COLUMNS, length: int = 60) -> dict[int, list]:
     return by_part(db.stream_view(name).to_pandas(), length, *columns)
 
@@ -793,4 +806,3 @@ def test_hand_written_views_start_at_the_newest_part_backfilled_ones_at_the_olde
     view = db.create_stream_view(full)
     assert (view.status()["first"], view.status()["next"]) == (M0, newest + 1)
     assert contents(db, "Full") == run_lengths(truth.rows(), M0, newest)
-
