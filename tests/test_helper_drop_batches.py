@@ -15,7 +15,7 @@ from arrayviews.streams import maintainer
 EPOCH = 1_420_070_400
 SCHEMA = "ts timestamp, src string, loss int"
 WIDTH = 3
-WINDOW_VIEW = f"""CREATE VIEW w AS
+WINDOW_VIEW = f"""CREATE VIEW w USING INCREMENTAL AS
 SELECT src, sum(loss) AS total, count(*) AS n FROM M [WINDOW {WIDTH} MINUTES] GROUP BY src"""
 HELPER = "w__helper"
 

@@ -543,6 +543,7 @@ class WindowCase:
     partition_length: int
     having: str | None
     parts: list[Rows]
+    plan: str = "incremental"  # or "recompute": one view reading the window's stream parts
 
     def statement(self, name: str) -> str:
         items = DISTRIBUTIVE_ITEMS if self.distributive else SUBTRACTABLE_ITEMS
@@ -593,10 +594,11 @@ def window_cases(draw) -> WindowCase:
         partition_length=draw(st.sampled_from([30, 60])),
         having=draw(st.sampled_from(sorted(HAVINGS, key=str))),
         parts=draw(st.lists(st.lists(row, max_size=3), min_size=1, max_size=12)),
+        plan=draw(st.sampled_from(["incremental", "recompute"])),
     )
 
 
-def _zero_sum_case(distributive: bool) -> WindowCase:
+def _zero_sum_case(distributive: bool, plan: str = "incremental") -> WindowCase:
     """Group z sums to 0 and group n to a negative number over most windows; both must stay."""
     parts = [
         [{"g": "z", "x": 1, "y": 2}, {"g": "n", "x": 1, "y": -5}],
@@ -607,7 +609,7 @@ def _zero_sum_case(distributive: bool) -> WindowCase:
         [],
         [{"g": "n", "x": 3, "y": None}],
     ]
-    return WindowCase(distributive, 2, 60, None, parts)
+    return WindowCase(distributive, 2, 60, None, parts, plan)
 
 
 @pytest.mark.spark
@@ -618,7 +620,8 @@ def test_window_views_match_a_recomputation(spark, cases: list[WindowCase]) -> N
     chains = []
     for number, case in enumerate(cases):
         statement = parse_statement(case.statement(f"W{number}"))
-        chains.append(Chain(translate(statement, case.partition_length), "S", WINDOW_SCHEMA, case.parts))
+        definitions = translate(statement, case.partition_length, plan=case.plan)
+        chains.append(Chain(definitions, "S", WINDOW_SCHEMA, case.parts))
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
         got = [{_rounded(t) for t in _result_set(rows, case.columns())} for rows in chain.final()]
@@ -632,10 +635,10 @@ def test_paper_example_and_special_cases(spark) -> None:
     paper = translate(_pattern(VIEW1), 60)
     paper_parts = [[{"src": "10.0.0.1", "dest": "10.0.0.2", "loss": loss}] for loss in PAPER_LOSSES]
     chains = [Chain(paper, "M", "src string, dest string, loss bigint", paper_parts)]
-    cases = [_zero_sum_case(False), _zero_sum_case(True)]
+    cases = [_zero_sum_case(d, plan) for d in (False, True) for plan in ("incremental", "recompute")]
     for number, case in enumerate(cases):
         statement = parse_statement(case.statement(f"W{number}"))
-        chains.append(Chain(translate(statement, 60), "S", WINDOW_SCHEMA, case.parts))
+        chains.append(Chain(translate(statement, 60, plan=case.plan), "S", WINDOW_SCHEMA, case.parts))
     # no predicates and nothing but the group column
     bare = translate(_pattern("CREATE VIEW B AS SELECT g FROM S PATTERN [a, b+] GROUP BY g"), 60)
     bare_parts = [

@@ -66,7 +66,6 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
 
 
-
 def execute_text(db: Database, text: str) -> Any:
     """Parse ``text`` and run its statements in order; the result of the last one (None if none)."""
     result = None
@@ -446,7 +445,9 @@ STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
         ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
-        ast.ShowChunks: lambda db, s: _plain_array(db, s.name, "SHOW CHUNKS lists the chunks of arrays").chunks(),
+        ast.ShowChunks: lambda db, s: _plain_array(
+            db, s.name, "SHOW CHUNKS lists the chunks of arrays"
+        ).chunks(),
         ast.ShowSchema: _show_schema,
         ast.Delete: _delete,
     }

@@ -107,7 +107,9 @@ class Arguments:
         """Argument ``k`` as the name of a stored relation (``what`` says which kind)."""
         node = self.array(k)
         if not isinstance(node, ast.ArrayName):
-            raise self.error(f"argument {k + 1} must name a stored {what}, got {self.text(k)!r}", k, ("identifier",))
+            raise self.error(
+                f"argument {k + 1} must name a stored {what}, got {self.text(k)!r}", k, ("identifier",)
+            )
         return node
 
     def is_keyword_argument(self, k: int) -> bool:
@@ -177,7 +179,9 @@ def _subarray(args: Arguments) -> ast.ArrayExpr:
         args, options_at, {"THRESHOLD": probability, "METHOD": word(ast.SUBARRAY_METHODS)}, usage
     )
     if "THRESHOLD" not in options:
-        raise args.error(f"a probabilistic subarray needs THRESHOLD p; use {usage}", options_at, ("THRESHOLD",))
+        raise args.error(
+            f"a probabilistic subarray needs THRESHOLD p; use {usage}", options_at, ("THRESHOLD",)
+        )
     source = args.stored_name(0, "uncertain array")
     return ast.ProbabilisticSubarray(source, low, high, options["THRESHOLD"], options.get("METHOD", "scheme"))
 

@@ -88,9 +88,7 @@ def parse_statement(text: str) -> ast.Statement:
         source = Source(text)
         if where is None:
             raise source.error("expected one statement, found none", 0)
-        raise source.error(
-            "expected one statement, found more", source.offset(where.line, where.column)
-        )
+        raise source.error("expected one statement, found more", source.offset(where.line, where.column))
     return parsed[0].statement
 
 
@@ -194,7 +192,9 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         seen: set[str] = set()
         for token in names:
             if str(token) in seen:
-                raise self.source.error(f"INSERT names column {token} twice", token.start_pos, ("identifier",))
+                raise self.source.error(
+                    f"INSERT names column {token} twice", token.start_pos, ("identifier",)
+                )
             seen.add(str(token))
         for row_tree, row in zip(row_trees, rows, strict=True):
             if len(row) != len(names):

@@ -32,19 +32,23 @@ _ARGUMENTS: dict[type, Callable[[ast.ArrayExpr], list[str]]] = {
     ast.Window: lambda n: [str(e) for e in n.extents] + [c.to_text() for c in n.aggregates],
     ast.Aggregate: lambda n: [c.to_text() for c in n.aggregates] + list(n.by),
     ast.Join: lambda n: [],
-    ast.ProbabilisticSubarray: lambda n: [str(v) for v in (*n.low, *n.high)]
-    + [f"THRESHOLD {n.threshold!r}"]
-    + ([] if n.method == "scheme" else [f"METHOD {n.method.upper()}"]),
-    ast.StructureJoin: lambda n: [repr(n.delta), repr(n.threshold)]
-    + [
-        f"{keyword} {value.upper()}"
-        for keyword, value, default in (
-            ("METHOD", n.method, "sbj"),
-            ("ENGINE", n.engine, "auto"),
-            ("OUTER", n.outer, "auto"),
-        )
-        if value != default
-    ],
+    ast.ProbabilisticSubarray: lambda n: (
+        [str(v) for v in (*n.low, *n.high)]
+        + [f"THRESHOLD {n.threshold!r}"]
+        + ([] if n.method == "scheme" else [f"METHOD {n.method.upper()}"])
+    ),
+    ast.StructureJoin: lambda n: (
+        [repr(n.delta), repr(n.threshold)]
+        + [
+            f"{keyword} {value.upper()}"
+            for keyword, value, default in (
+                ("METHOD", n.method, "sbj"),
+                ("ENGINE", n.engine, "auto"),
+                ("OUTER", n.outer, "auto"),
+            )
+            if value != default
+        ]
+    ),
 }
 
 
@@ -228,8 +232,7 @@ def _create_uncertain_array(s: ast.CreateUncertainArray) -> str:
 # -- streams and stream views -------------------------------------------------------------------
 def _create_stream(s: ast.CreateStream) -> str:
     return (
-        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} "
-        f"TIME COLUMN {s.time_column}"
+        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} TIME COLUMN {s.time_column}"
     )
 
 
@@ -273,7 +276,8 @@ def _create_pattern_view(s: ast.CreatePatternView) -> str:
 
 def _create_window_view(s: ast.CreateWindowView) -> str:
     q = s.query
-    text = f"{_view_head(s.name, s.lateness)} AS SELECT {', '.join(i.text() for i in q.items)} "
+    head = _view_head(s.name, s.lateness) + ("" if s.plan == "auto" else f" USING {s.plan.upper()}")
+    text = f"{head} AS SELECT {', '.join(i.text() for i in q.items)} "
     text += f"FROM {q.stream} [WINDOW {_duration(q.window_seconds)}] GROUP BY " + ", ".join(q.group_by)
     return text if q.having is None else f"{text} HAVING {q.having.text}"
 

@@ -212,9 +212,7 @@ class Source:
         if "UPDATE" in accepts:
             return self.error("the INITIALIZE body is not terminated: UPDATE is missing", at, ("UPDATE",))
         if "PARTITION_LENGTH" in accepts:
-            return self.error(
-                "missing PARTITION LENGTH after the UPDATE body", at, ("PARTITION LENGTH",)
-            )
+            return self.error("missing PARTITION LENGTH after the UPDATE body", at, ("PARTITION LENGTH",))
         return self.error("unexpected end of input", at, expected)
 
     def _schema_error(self, offset: int, end: int) -> ParseError:

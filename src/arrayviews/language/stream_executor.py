@@ -13,6 +13,7 @@ from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.streams import windows
 from arrayviews.streams.sql import check_query, register_relations
 from arrayviews.streams.translate import explain, translate
 
@@ -72,10 +73,23 @@ def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
     return db.create_stream_view(s.definition, s.lateness)
 
 
+def _window_plan(
+    db: Database, statement: ast.CreatePatternView | ast.CreateWindowView
+) -> windows.PlanChoice | str:
+    """A window view's plan, chosen by cost from the stream's parts (a pattern view has one plan)."""
+    if not isinstance(statement, ast.CreateWindowView):
+        return windows.INCREMENTAL
+    stream = db.stream(statement.query.stream)
+    translation = windows.WindowTranslation(statement, stream.partition_length, _stream_types(db, statement))
+    sizes = windows.part_sizes(stream.table, statement.query.group_by)
+    return windows.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
+
+
 @statement_runner(ast.CreatePatternView)
 @statement_runner(ast.CreateWindowView)
 def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
-    return db.create_stream_view(translate(s, _stream_length(db, s), types=_stream_types(db, s)), s.lateness)
+    definitions = translate(s, _stream_length(db, s), types=_stream_types(db, s), plan=_window_plan(db, s))
+    return db.create_stream_view(definitions, s.lateness)
 
 
 @explainer(ast.CreateViewDF)
@@ -86,7 +100,7 @@ def _explain_viewdf(db: Database, s: ast.CreateViewDF) -> str:
 @explainer(ast.CreatePatternView)
 @explainer(ast.CreateWindowView)
 def _explain_translated(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> str:
-    return explain(s, _stream_length(db, s), types=_stream_types(db, s))
+    return explain(s, _stream_length(db, s), types=_stream_types(db, s), plan=_window_plan(db, s))
 
 
 def _stream_view(db: Database, name: str, setting: str):

@@ -124,7 +124,9 @@ class StreamStatements:
     def positive(self, token: Token, what: str) -> int:
         if not _INTEGER.fullmatch(token) or int(token) <= 0:
             raise self.source.error(
-                f"{what} must be a positive integer, got {str(token)!r}", token.start_pos, ("positive integer",)
+                f"{what} must be a positive integer, got {str(token)!r}",
+                token.start_pos,
+                ("positive integer",),
             )
         return int(token)
 
@@ -174,13 +176,29 @@ class StreamStatements:
 
     # -- stream views ------------------------------------------------------------------------
     def create_stream_view(self, tree: Tree) -> ast.Statement:
-        name_token, lateness_tree, body = tree.children[2], tree.children[3], tree.children[5]
+        name_token, lateness_tree, plan_tree, body = (tree.children[i] for i in (2, 3, 4, 6))
         name = self.name(name_token, "the view's name")
         lateness = None if lateness_tree is None else self.lateness(lateness_tree.children[2:])
         text = self.source.span(tree)
+        plan = ast.WINDOW_PLANS[0]
+        if plan_tree is not None:
+            word = plan_tree.children[1]
+            plan = str(word).lower()
+            known = tuple(p.upper() for p in ast.WINDOW_PLANS)
+            if plan not in ast.WINDOW_PLANS:
+                raise self.source.error(
+                    f"unexpected {str(word)!r}: a window view's plans are {', '.join(known)}",
+                    word.start_pos,
+                    known,
+                )
+            if body.data == "viewdf" or body.children[4].data != "window_source":
+                raise self.source.error(
+                    "USING names the plan of a sliding-window view ([WINDOW ...]); this view has one plan",
+                    plan_tree.children[0].start_pos,
+                )
         if body.data == "viewdf":
             return ast.CreateViewDF(self.viewdf(body, name, text), lateness)
-        return self.stream_query(body, name, text, lateness)
+        return self.stream_query(body, name, text, lateness, plan)
 
     def lateness(self, tokens: list[Token]) -> int:
         amount, unit = tokens
@@ -300,10 +318,23 @@ class StreamStatements:
                 )
 
     # -- pattern and window queries ----------------------------------------------------------
-    def stream_query(self, node: Tree, name: str, text: str, lateness: int | None) -> ast.Statement:
-        (_, items_tree, _, stream_token, source, where_keyword, where, _, _, groups_tree, having_keyword, having) = (
-            node.children
-        )
+    def stream_query(
+        self, node: Tree, name: str, text: str, lateness: int | None, plan: str = "auto"
+    ) -> ast.Statement:
+        (
+            _,
+            items_tree,
+            _,
+            stream_token,
+            source,
+            where_keyword,
+            where,
+            _,
+            _,
+            groups_tree,
+            having_keyword,
+            having,
+        ) = node.children
         stream = self.name(stream_token, "the stream's name")
         group_by = self.groups(groups_tree)
         if source.data == "pattern_source":
@@ -325,7 +356,7 @@ class StreamStatements:
         seconds, position = self.window(source)
         having_clause = self.having(having, group_by, items) if having is not None else None
         query = WindowQuery(stream, group_by, items, seconds, having_clause, position)
-        return ast.CreateWindowView(name, query, text, lateness)
+        return ast.CreateWindowView(name, query, text, lateness, plan)
 
     def groups(self, tree: Tree) -> tuple[str, ...]:
         names: list[str] = []

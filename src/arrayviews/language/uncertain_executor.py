@@ -54,7 +54,10 @@ def is_uncertain_select(db: Database, s: ast.Select) -> bool:
     """Whether a SELECT reads an uncertain array (a probabilistic operator, or an uncertain array's name)."""
     if isinstance(s.source, ast.UncertainOperator):
         return True
-    return isinstance(s.source, ast.ArrayName) and relations.kind_of(db, s.source.name) == relations.UNCERTAIN_ARRAY
+    return (
+        isinstance(s.source, ast.ArrayName)
+        and relations.kind_of(db, s.source.name) == relations.UNCERTAIN_ARRAY
+    )
 
 
 def select(db: Database, s: ast.Select) -> Any:
@@ -124,7 +127,9 @@ def explain_text(plan: dict) -> str:
     lines = []
     if plan.pop("operator") == "subarray":
         scheme = plan.pop("scheme")
-        lines.append(f"probabilistic subarray of uncertain array {plan.pop('array')} (version {plan.pop('version')})")
+        lines.append(
+            f"probabilistic subarray of uncertain array {plan.pop('array')} (version {plan.pop('version')})"
+        )
         lines.append(f"storage: {_layout_text(scheme, plan.pop('step'), plan.pop('sigmas'))}")
         query = plan.pop("query")
         query_text = "outside the domain (no tuple)" if query is None else _region(query) or "the whole array"

@@ -56,7 +56,9 @@ class UncertainStatements:
             if scheme is None:
                 known = tuple(w.upper() for w in ast.SCHEME_WORDS)
                 raise self.source.error(
-                    f"unknown storage scheme {str(word)!r}; use STORE {' | '.join(known)}", word.start_pos, known
+                    f"unknown storage scheme {str(word)!r}; use STORE {' | '.join(known)}",
+                    word.start_pos,
+                    known,
                 )
             fields["scheme"] = scheme
             if step is not None:
@@ -102,7 +104,12 @@ class UncertainStatements:
             raise self.source.error(str(error), schema_text.start_pos) from None
 
     def check_uncertain_select(
-        self, source: ast.UncertainOperator, items: Tree, attributes: tuple[str, ...], where: Token | None, into
+        self,
+        source: ast.UncertainOperator,
+        items: Tree,
+        attributes: tuple[str, ...],
+        where: Token | None,
+        into,
     ) -> None:
         """A probabilistic operator stands alone: ``SELECT * FROM`` it, without WHERE or INTO."""
         usage = (

@@ -23,60 +23,46 @@ attribute and the group. A stream part holding several rows of one group is redu
 row in the order of the attributes the query reads (a deterministic choice; the paper assumes one
 row).
 
-Sliding windows of ``Wp`` stream parts (section 5.2):
-
-* with min or max (distributive): Helper[j] holds per-part partial aggregates (count, sum, count of
-  non-null, max, min) of S[j]; the view combines Helper[j-Wp+1 .. j];
-* with only count, sum and avg (subtractable): Helper[j] holds per group cumulative sums and
-  counts since the group's current epoch began, ``age`` (parts since then, this one included) and
-  ``idle`` (parts since the group's last row). Helper[j] = Helper[j-1] full-outer-joined with S[j]'s
-  per-group sums; a group is dropped when ``idle`` reaches Wp (no row in the window), and a
-  dropped group that comes back starts a new epoch (age 1). The view subtracts Helper[j-Wp] when it
-  holds the same epoch, i.e. when its age is exactly ``age - Wp`` (a group whose epoch began at or
-  before j-Wp stayed in every Helper part since, so Helper[j-Wp] holds it with that age; an epoch
-  that began later has age <= Wp, and any older row at j-Wp would need age <= 0). Every group of
-  Helper[j] had a row in the window, and every group with a row in the window is in Helper[j], so
-  membership never depends on a sum's sign, and the Helper holds only the groups seen in the last Wp
-  parts. ``sum`` is null when the window has no non-null value (as in SQL).
-
-Sums of integer columns are exact. In the subtractable form a floating-point column (when the
-translation is given the stream's column types) is summed exactly: the Helper keeps its cumulative
-sum as the components and non-finite counts of an exact sum (streams/exact_sums.py: ``sum_y`` is the
-rounded cumulative sum, ``sum_y_x1`` .. ``sum_y_x3`` the components below it, ``sum_y_pinf``,
-``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the view's sum is the exact
-difference rounded once, so a window sum equals ``math.fsum`` of the window's values however large
-the values that left it (an infinity that left no longer counts). The distributive form adds per-part
-sums and never subtracts. Sums keep the type of the per-part sums, so decimal columns are not
-supported by the subtractable form.
+Sliding windows (section 5.2) are translated by :mod:`arrayviews.streams.windows`, which also
+chooses between their incremental and recompute plans.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 
 from sqlglot import exp
 
-from arrayviews.model.errors import ParseError
 from arrayviews.model.names import HELPER_SUFFIX
-from arrayviews.model.viewdf import OVERFLOW_MARK, PartIndex, ViewDFDefinition, viewdf_definition
-from arrayviews.streams import exact_sums
+from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
-from arrayviews.streams.queries import AGGREGATE_TYPES, PatternQuery, WindowQuery, aggregate_call
-
-_SUBTRACTABLE = frozenset({"count", "sum", "avg"})
-
-# A query under construction: built for one part variable ("i" or "j") with the placeholder tables
-# handed out by a _References.
-QueryBuilder = Callable[["_References"], exp.Expression]
-
+from arrayviews.streams.queries import PatternQuery, WindowQuery
+from arrayviews.streams.query_building import (
+    _alias,
+    _coalesce,
+    _column,
+    _definition,
+    _duration,
+    _is_null,
+    _is_set,
+    _Names,
+    _number,
+    _References,
+    _same_groups,
+)
+from arrayviews.streams.windows import INCREMENTAL, PlanChoice, WindowTranslation
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
 
 def translate(
-    statement, stream_partition_length: int, *, types: Mapping[str, str] | None = None
+    statement,
+    stream_partition_length: int,
+    *,
+    types: Mapping[str, str] | None = None,
+    plan: PlanChoice | str = INCREMENTAL,
 ) -> list[ViewDFDefinition]:
     """The ViewDFs maintaining ``statement``'s view (its ``name`` and its ``query``) over a stream of
     ``stream_partition_length`` seconds per part: helper views first, the final view (named as the
@@ -85,20 +71,32 @@ def translate(
     ``types`` maps the stream's columns to their Spark SQL type names (``simpleString``, e.g.
     ``{"y": "double"}``): pattern sums are then kept in a type wide enough not to overflow (see
     :func:`sum_type`), and a subtractable window sums floating-point columns exactly; without it
-    every sum is Spark's SUM."""
+    every sum is Spark's SUM. ``plan`` is a window view's plan (``incremental`` or ``recompute``,
+    or the choice :func:`arrayviews.streams.windows.choose_plan` made)."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
     query = getattr(statement, "query", None)
     if isinstance(query, PatternQuery):
         return _PatternTranslation(statement, stream_partition_length, types).definitions()
     if isinstance(query, WindowQuery):
-        return _WindowTranslation(statement, stream_partition_length, types).definitions()
+        return WindowTranslation(statement, stream_partition_length, types, _plan_name(plan)).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
-def explain(statement, stream_partition_length: int, *, types: Mapping[str, str] | None = None) -> str:
-    """What EXPLAIN shows: the state machine of a pattern query and the generated ViewDF statements
-    (each of which parses back to its definition), or a hand-written ViewDF's part references
+def _plan_name(plan: PlanChoice | str) -> str:
+    return plan.plan if isinstance(plan, PlanChoice) else plan
+
+
+def explain(
+    statement,
+    stream_partition_length: int,
+    *,
+    types: Mapping[str, str] | None = None,
+    plan: PlanChoice | str = INCREMENTAL,
+) -> str:
+    """What EXPLAIN shows: the state machine of a pattern query, a window view's plan (and why, for
+    a chosen one) and the generated ViewDF statements (each of which parses back to its
+    definition), or a hand-written ViewDF's part references
     (``statement`` has a ``definition``, or a ``name`` and a ``query``; an EXPLAIN wrapping one is
     looked through)."""
     statement = getattr(statement, "statement", statement)
@@ -114,18 +112,21 @@ def explain(statement, stream_partition_length: int, *, types: Mapping[str, str]
         )
         lines += [f"-- {line}" for line in translation.machine.describe().splitlines()]
     else:
-        translation = _WindowTranslation(statement, stream_partition_length, types)
+        translation = WindowTranslation(statement, stream_partition_length, types, _plan_name(plan))
         query = statement.query
-        kind = (
-            "subtractable aggregates: cumulative sums per epoch, minus the part one window earlier"
-            if translation.subtractable
-            else "distributive aggregates: per-part partial aggregates combined over the window"
-        )
+        if translation.plan != INCREMENTAL:
+            kind = "recompute plan: one view aggregating the window's stream parts each step"
+        elif translation.subtractable:
+            kind = "subtractable aggregates: cumulative sums per epoch, minus the part one window earlier"
+        else:
+            kind = "distributive aggregates: per-part partial aggregates combined over the window"
         lines.append(
             f"-- {statement.name}: sliding window of {_duration(query.window_seconds)} "
             f"= {translation.parts} parts of {stream_partition_length} s over {query.stream}"
         )
         lines.append(f"-- {kind}")
+        if isinstance(plan, PlanChoice):
+            lines.append(f"-- plan {plan.plan}: {plan.reason}")
     for definition in translation.definitions():
         role = "helper view" if definition.helper else "final view"
         lines += ["", f"-- {role} {definition.name}", definition.text + ";"]
@@ -141,14 +142,6 @@ def _explain_viewdf(definition: ViewDFDefinition) -> str:
             )
     lines += ["", definition.text + ";"]
     return "\n".join(lines) + "\n"
-
-
-def _duration(seconds: int) -> str:
-    if seconds % 3600 == 0:
-        return f"{seconds // 3600} hours"
-    if seconds % 60 == 0:
-        return f"{seconds // 60} minutes"
-    return f"{seconds} seconds"
 
 
 _INTEGER_SUMS = {"tinyint": "bigint", "smallint": "bigint", "int": "bigint", "bigint": "decimal(38,0)"}
@@ -169,116 +162,6 @@ def sum_type(attribute_type: str) -> str:
         precision, scale = int(decimal.group(1)), int(decimal.group(2))
         return f"decimal({min(38, precision + 10)},{scale})"
     return text
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared pieces
-
-
-class _Names:
-    """Column names that collide neither with the user's columns nor with each other."""
-
-    def __init__(self, taken: Iterable[str]) -> None:
-        self.taken = {name.lower() for name in taken}
-
-    def fresh(self, wanted: str) -> str:
-        name, k = wanted, 1
-        while name.lower() in self.taken:
-            name, k = f"{wanted}_{k}", k + 1
-        self.taken.add(name.lower())
-        return name
-
-
-class _References:
-    """Hands out placeholder tables for part references while a query is built for ``variable``."""
-
-    def __init__(self, variable: str) -> None:
-        self.variable = variable
-        self.texts: dict[str, str] = {}
-
-    def part(self, relation: str, low: int, high: int | None = None) -> exp.Table:
-        """``relation[variable+low .. variable+high]`` (one part when ``high`` is None)."""
-        placeholder = f"__part_{len(self.texts)}__"
-        low_text = PartIndex(1, low).text(self.variable)
-        if high is None or high == low:
-            self.texts[placeholder] = f"{relation}[{low_text}]"
-        else:
-            self.texts[placeholder] = f"{relation}[{low_text} .. {PartIndex(1, high).text(self.variable)}]"
-        return exp.to_table(placeholder)
-
-    def render(self, query: exp.Expression) -> str:
-        # literals kept verbatim (streams.literals) that span lines would be indented by the pretty
-        # printer, which would change their value: they are printed in place after it
-        held: dict[str, str] = {}
-
-        def hold(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Literal) and not node.is_string and any(c in node.this for c in "\r\n"):
-                key = f"__literal_{len(held)}__"
-                held[key] = node.this
-                return exp.Literal(this=key, is_string=False)
-            return node
-
-        text = query.transform(hold).sql(dialect="spark", pretty=True)
-        for placeholder, reference in [*self.texts.items(), *held.items()]:
-            if text.count(placeholder) != 1:  # pragma: no cover - every placeholder is used once
-                raise AssertionError(f"placeholder {placeholder} appears {text.count(placeholder)} times")
-            text = text.replace(placeholder, reference)
-        return text
-
-
-def _column(name: str, table: str | None = None) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name), table=exp.to_identifier(table) if table else None)
-
-
-def _number(value: int) -> exp.Literal:
-    return exp.Literal.number(value)
-
-
-def _alias(expression: exp.Expression, name: str) -> exp.Alias:
-    return exp.Alias(this=expression, alias=exp.to_identifier(name))
-
-
-def _coalesce(*expressions: exp.Expression) -> exp.Coalesce:
-    first, *rest = expressions
-    return exp.Coalesce(this=first, expressions=list(rest))
-
-
-def _is_null(expression: exp.Expression) -> exp.Expression:
-    return exp.Is(this=expression.copy(), expression=exp.null())
-
-
-def _is_set(expression: exp.Expression) -> exp.Expression:
-    """``expression IS NOT NULL``."""
-    return exp.Not(this=_is_null(expression))
-
-
-def _same_groups(group_by: tuple[str, ...], left: str, right: str) -> exp.Expression:
-    """Null-safe equality of the group columns of ``left`` and ``right``."""
-    return exp.and_(
-        *(exp.NullSafeEQ(this=_column(g, left), expression=_column(g, right)) for g in group_by), copy=False
-    )
-
-
-def _statement_text(name: str, initialize: str, update: str, partition_length: int) -> str:
-    """The ViewDF statement around two generated query texts (kept as they are, so that each body is
-    exactly the generated query)."""
-    return (
-        f"CREATE VIEW {name} AS\nINITIALIZE {name}[i] AS\n{initialize}\n"
-        f"UPDATE {name}[j] AS\n{update}\nPARTITION LENGTH {partition_length}"
-    )
-
-
-def _definition(
-    name: str, initialize: QueryBuilder, update: QueryBuilder, partition_length: int, helper: bool
-) -> ViewDFDefinition:
-    texts = []
-    for variable, build in (("i", initialize), ("j", update)):
-        references = _References(variable)
-        texts.append(references.render(build(references)))
-    text = _statement_text(name, texts[0], texts[1], partition_length)
-    return viewdf_definition(
-        name, ("i", texts[0]), ("j", texts[1]), partition_length, backfill=True, helper=helper, text=text
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,291 +454,6 @@ class _PatternTranslation:
             outputs.append(_column(source) if source == item.alias else _alias(_column(source), item.alias))
         accepted = _is_set(_column(self.counts[accepting]))
         return exp.select(*outputs).from_(references.part(self.helper, 0)).where(accepted)
-
-
-# ---------------------------------------------------------------------------------------------
-# Sliding-window aggregates
-
-
-class _WindowTranslation:
-    """Sections 5.2.1 (distributive) and 5.2.2 (subtractable, with group membership tracked)."""
-
-    def __init__(
-        self,
-        statement,
-        partition_length: int,
-        column_types: Mapping[str, str] | None = None,
-    ) -> None:
-        self.statement = statement
-        self.query: WindowQuery = statement.query
-        self.partition_length = partition_length
-        types = {name.lower(): kind.lower() for name, kind in (column_types or {}).items()}
-        query = self.query
-        if query.window_seconds % partition_length:
-            where = query.window_position
-            raise ParseError(
-                f"window of {_duration(query.window_seconds)} is not a multiple of the partition "
-                f"length {partition_length} seconds",
-                text=statement.text,
-                line=where.line or None,
-                column=where.column or None,
-            )
-        self.parts = query.window_seconds // partition_length
-        self.calls = query.aggregate_calls()
-        self.subtractable = all(function in _SUBTRACTABLE for function, _ in self.calls)
-        attributes = [attribute for _, attribute in self.calls if attribute]
-        names = _Names([*query.group_by, *attributes])
-        self.count = names.fresh("ct")  # rows per group: a Batch marker, and count(*)
-        self.keeps_count = ("count", None) in self.calls
-        summed = dict.fromkeys(a for f, a in self.calls if f in ("sum", "avg"))
-        counted = dict.fromkeys(a for f, a in self.calls if f in ("sum", "avg", "count") and a)
-        self.sums = {a: names.fresh(f"sum_{a}") for a in summed}
-        self.counts = {a: names.fresh(f"count_{a}") for a in counted}
-        self.maxima = {a: names.fresh(f"max_{a}") for f, a in self.calls if f == "max"}
-        self.minima = {a: names.fresh(f"min_{a}") for f, a in self.calls if f == "min"}
-        self.age = names.fresh("age")
-        self.idle = names.fresh("idle")
-        self.helper = statement.name + HELPER_SUFFIX
-        # float columns of the subtractable form, summed exactly: the Helper's columns of each sum
-        # state (in the order of exact_sums.FIELDS) and the name of the per-part state in Batch
-        self.exact: dict[str, list[str]] = {}
-        self.exact_batch: dict[str, str] = {}
-        if self.subtractable:
-            for attribute, column in self.sums.items():
-                if types.get(attribute.lower()) in ("double", "float"):
-                    lower = [names.fresh(f"{column}_x{k}") for k in range(1, len(exact_sums.FIELDS) - 3)]
-                    counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
-                    self.exact[attribute] = [column, *lower, *counts]
-                    self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
-
-    def definitions(self) -> list[ViewDFDefinition]:
-        length = self.partition_length
-        if self.subtractable:
-            helper = _definition(
-                self.helper, self.cumulative_initialize, self.cumulative_update, length, helper=True
-            )
-            final = _definition(self.statement.name, self.subtracted, self.subtracted, length, helper=False)
-        else:
-            helper = _definition(self.helper, self.partials, self.partials, length, helper=True)
-            final = _definition(self.statement.name, self.combined, self.combined, length, helper=False)
-        return [helper, final]
-
-    def groups(self, table: str | None = None) -> list[exp.Expression]:
-        return [_column(g, table) for g in self.query.group_by]
-
-    # -- per-part partial aggregates (distributive) ------------------------------------------
-    def partials(self, references: _References) -> exp.Expression:
-        outputs = [*self.groups()]
-        if self.keeps_count:
-            outputs.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
-        outputs += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
-        outputs += [
-            _alias(exp.Count(this=_column(a), big_int=True), column) for a, column in self.counts.items()
-        ]
-        outputs += [_alias(exp.Max(this=_column(a)), column) for a, column in self.maxima.items()]
-        outputs += [_alias(exp.Min(this=_column(a)), column) for a, column in self.minima.items()]
-        return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
-
-    def combined(self, references: _References) -> exp.Expression:
-        combine = []
-        if self.keeps_count:
-            combine.append((exp.Sum, self.count))
-        combine += [(exp.Sum, column) for column in [*self.sums.values(), *self.counts.values()]]
-        combine += [(exp.Max, column) for column in self.maxima.values()]
-        combine += [(exp.Min, column) for column in self.minima.values()]
-        totals = (
-            exp.select(*self.groups(), *(_alias(function(this=_column(c)), c) for function, c in combine))
-            .from_(references.part(self.helper, 1 - self.parts, 0))
-            .group_by(*self.groups())
-        )
-        return self.results(totals)
-
-    # -- cumulative sums per epoch (subtractable) --------------------------------------------
-    def label(self, attribute: str) -> exp.Literal:
-        """What an exact sum's error message names: the view and the summed column."""
-        return exp.Literal.string(f"view {self.statement.name}, sum of {attribute}")
-
-    def batch_columns(self) -> list[exp.Expression]:
-        """S[v]'s per-group row count, sums (0 without non-null values; the exact sum state of a float
-        column) and non-null counts."""
-        columns = [_alias(exp.Count(this=exp.Star(), big_int=True), self.count)]
-        for a, c in self.sums.items():
-            if a in self.exact:
-                values = exp.Anonymous(this="collect_list", expressions=[_column(a)])
-                state = exp.Anonymous(this=exact_sums.SUM, expressions=[values, self.label(a)])
-                columns.append(_alias(state, self.exact_batch[a]))
-            else:
-                columns.append(_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c))
-        columns += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
-        return columns
-
-    def cumulated(self) -> list[str]:
-        """The cumulative columns of the Helper."""
-        sums = [column for a, column in self.sums.items() for column in self.exact.get(a, [column])]
-        return ([self.count] if self.keeps_count else []) + sums + [*self.counts.values()]
-
-    def unpacked(self, state: exp.Expression, attribute: str) -> list[exp.Expression]:
-        """The Helper columns of an exact sum state: ``state.s0 AS sum_y``, ..."""
-        return [
-            _alias(exp.Dot(this=state.copy(), expression=exp.to_identifier(field)), column)
-            for field, column in zip(exact_sums.FIELDS, self.exact[attribute], strict=True)
-        ]
-
-    def packed(self, attribute: str, table: str) -> exp.Expression:
-        """The stored columns of an exact sum as one struct: ``struct(T.sum_y, T.sum_y_x1, ...)``."""
-        return exp.Struct(expressions=[_column(c, table) for c in self.exact[attribute]])
-
-    def batch(self, references: _References) -> exp.Subquery:
-        return (
-            exp.select(*self.groups(), *self.batch_columns())
-            .from_(references.part(self.query.stream, 0))
-            .group_by(*self.groups())
-            .subquery("Batch")
-        )
-
-    def cumulative_initialize(self, references: _References) -> exp.Expression:
-        outputs = [*self.groups(), _alias(_number(1), self.age), _alias(_number(0), self.idle)]
-        if not self.exact:
-            batch = {alias.alias: alias for alias in self.batch_columns()}
-            outputs += [batch[column] for column in self.cumulated()]
-            return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
-        for column in self.cumulated():
-            attribute = next((a for a, columns in self.exact.items() if column in columns), None)
-            if attribute is None:
-                outputs.append(_column(column))
-            elif column == self.exact[attribute][0]:
-                outputs += self.unpacked(_column(self.exact_batch[attribute]), attribute)
-        return exp.select(*outputs).from_(self.batch(references))
-
-    def cumulative_update(self, references: _References) -> exp.Expression:
-        batch = self.batch(references)
-        previous_age = _column(self.age, PREVIOUS)
-        step_columns = [
-            _alias(_coalesce(_column(g, "Batch"), _column(g, PREVIOUS)), g) for g in self.query.group_by
-        ]
-        age = (
-            exp.Case()
-            .when(previous_age.is_(exp.null()), _number(1))
-            .else_(exp.Add(this=previous_age.copy(), expression=_number(1)))
-        )
-        idle = (
-            exp.Case()
-            .when(
-                _column(self.count, "Batch").is_(exp.null()),
-                exp.Add(this=_column(self.idle, PREVIOUS), expression=_number(1)),
-            )
-            .else_(_number(0))
-        )
-        step_columns += [_alias(age, self.age), _alias(idle, self.idle)]
-        outputs = [*self.groups(), _column(self.age), _column(self.idle)]
-        for column in self.cumulated():  # in the order of the INITIALIZE query's columns
-            attribute = next((a for a, columns in self.exact.items() if column in columns), None)
-            if attribute is None:
-                total = exp.Add(
-                    this=_coalesce(_column(column, PREVIOUS), _number(0)),
-                    expression=_coalesce(_column(column, "Batch"), _number(0)),
-                )
-                step_columns.append(_alias(total, column))
-                outputs.append(_column(column))
-            elif column == self.exact[attribute][0]:
-                state = self.exact_batch[attribute]
-                previous = self.packed(attribute, PREVIOUS)
-                added = exp.Anonymous(
-                    this=exact_sums.ADD,
-                    expressions=[previous, _column(state, "Batch"), self.label(attribute)],
-                )
-                step_columns.append(_alias(added, state))
-                outputs += self.unpacked(_column(state), attribute)
-        step = (
-            exp.select(*step_columns)
-            .from_(batch)
-            .join(
-                exp.alias_(references.part(self.helper, -1), PREVIOUS, table=True),
-                on=_same_groups(self.query.group_by, "Batch", PREVIOUS),
-                join_type="full outer",
-            )
-        )
-        in_window = _column(self.idle) < _number(self.parts)
-        return exp.select(*outputs).from_(step.subquery("Step")).where(in_window)
-
-    def subtracted(self, references: _References) -> exp.Expression:
-        columns = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
-        exact_columns = {c for columns in self.exact.values() for c in columns}
-        for column in self.cumulated():
-            if column in exact_columns:
-                continue
-            difference = exp.Sub(
-                this=_column(column, "Cur"), expression=_coalesce(_column(column, "Old"), _number(0))
-            )
-            columns.append(_alias(difference, column))
-        for attribute, stored in self.exact.items():
-            difference = exp.Anonymous(
-                this=exact_sums.DIFFERENCE,
-                expressions=[
-                    self.packed(attribute, "Cur"),
-                    self.packed(attribute, "Old"),
-                    self.label(attribute),
-                ],
-            )
-            columns.append(_alias(difference, stored[0]))
-        same_epoch = _column(self.age, "Old").eq(
-            exp.Sub(this=_column(self.age, "Cur"), expression=_number(self.parts))
-        )
-        totals = (
-            exp.select(*columns)
-            .from_(exp.alias_(references.part(self.helper, 0), "Cur", table=True))
-            .join(
-                exp.alias_(references.part(self.helper, -self.parts), "Old", table=True),
-                on=exp.and_(_same_groups(self.query.group_by, "Cur", "Old"), same_epoch, copy=False),
-                join_type="left outer",
-            )
-        )
-        return self.results(totals)
-
-    # -- the view's rows from per-window totals ----------------------------------------------
-    def value(self, function: str, attribute: str | None) -> exp.Expression:
-        """The value of ``function(attribute)`` over the window, from the columns of Totals."""
-        if function == "count":
-            return _column(self.count if attribute is None else self.counts[attribute])
-        if function == "max":
-            return _column(self.maxima[attribute])
-        if function == "min":
-            return _column(self.minima[attribute])
-        some = _column(self.counts[attribute]) > _number(0)
-        total = _column(self.sums[attribute])
-        if function == "avg":
-            total = exp.Div(this=total, expression=_column(self.counts[attribute]))
-        return exp.Case().when(some, total)
-
-    def item_value(self, item) -> exp.Expression:
-        if item.is_group:
-            return _column(item.attribute)
-        return self.value(item.function, item.attribute)
-
-    def results(self, totals: exp.Select) -> exp.Expression:
-        outputs = []
-        for item in self.query.items:
-            value = self.item_value(item)
-            same = isinstance(value, exp.Column) and value.name == item.alias
-            outputs.append(value if same else _alias(value, item.alias))
-        query = exp.select(*outputs).from_(totals.subquery("Totals"))
-        if self.query.having is not None:
-            query = query.where(self.having())
-        return query
-
-    def having(self) -> exp.Expression:
-        """HAVING over the Totals columns: aggregate calls and output aliases replaced by their values."""
-        by_alias = {item.alias.lower(): item for item in self.query.items}
-
-        def substitute(node: exp.Expression) -> exp.Expression:
-            if type(node) in AGGREGATE_TYPES:
-                function, attribute = aggregate_call(node)
-                return self.value(function, attribute)
-            if isinstance(node, exp.Column) and not node.table and node.name.lower() in by_alias:
-                return self.item_value(by_alias[node.name.lower()])
-            return node
-
-        return self.query.having.expression.copy().transform(substitute, copy=False)
 
 
 __all__ = ["HELPER_SUFFIX", "explain", "translate"]

@@ -104,18 +104,28 @@ class CreatePatternView(Statement):
         _set(self, "lateness", _lateness(self.lateness))
 
 
+#: A sliding-window view's plans (streams/windows.py): chosen by cost, or forced.
+WINDOW_PLANS = ("auto", "incremental", "recompute")
+
+
 @dataclass(frozen=True)
 class CreateWindowView(Statement):
-    """``CREATE VIEW V AS SELECT ... FROM S [WINDOW n MINUTES] ...``: translated into ViewDFs."""
+    """``CREATE VIEW V [USING plan] AS SELECT ... FROM S [WINDOW n MINUTES] ...``: translated into
+    ViewDFs by the ``plan`` (one of :data:`WINDOW_PLANS`)."""
 
     name: str
     query: WindowQuery
     text: str = field(default="", compare=False)
     lateness: int | None = None
+    plan: str = "auto"
 
     def __post_init__(self) -> None:
         _identifier(self.name, "view")
         _set(self, "lateness", _lateness(self.lateness))
+        plan = self.plan.lower() if isinstance(self.plan, str) else self.plan
+        if plan not in WINDOW_PLANS:
+            raise ValueError(f"a window view's plan is one of {', '.join(WINDOW_PLANS)}, got {self.plan!r}")
+        _set(self, "plan", plan)
 
 
 #: The statements that create a stream view.
@@ -161,4 +171,5 @@ __all__ = [
     "CreateWindowView",
     "DropStream",
     "StreamColumn",
+    "WINDOW_PLANS",
 ]

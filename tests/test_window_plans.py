@@ -1,0 +1,172 @@
+"""A sliding-window view's plan: recomputed from the window's stream parts (one view) or kept
+incrementally (helper and view), chosen by the predicted step cost or forced with USING; both give
+the pandas recomputation of the window."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import arrayviews
+from arrayviews.execution.cost import CostModel, StreamStepCost
+from arrayviews.language.parser import parse_statement
+from arrayviews.model.errors import ParseError, ValidationError
+from arrayviews.streams.windows import PartSizes, WindowTranslation, choose_plan
+
+EPOCH = 1_700_000_040  # a minute boundary
+SUM_WINDOW = (
+    "CREATE VIEW w AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW {minutes} MINUTES] GROUP BY g"
+)
+MAX_WINDOW = "CREATE VIEW w AS SELECT g, max(v) AS top FROM S [WINDOW {minutes} MINUTES] GROUP BY g"
+COST = StreamStepCost(per_view=0.01, per_part=0.0, per_row=1.0e-6)
+
+
+def _translation(text: str, types: dict[str, str] | None = None) -> WindowTranslation:
+    return WindowTranslation(parse_statement(text), 60, types or {"g": "string", "v": "bigint"})
+
+
+def test_the_predicted_steps_follow_the_window_rows_and_groups() -> None:
+    """Worked by hand with 1000 rows and 100 groups a part, 0.01 s a view and 1 us a row."""
+    sizes = PartSizes(rows=1000, groups=100)
+    short = choose_plan(_translation(SUM_WINDOW.format(minutes=5)), sizes, COST)
+    # recompute: 0.01 + 5 * 1000 rows; incremental: 2 * 0.01 + (1000 part + 100 previous + 2 * 100) rows
+    assert short.predicted == pytest.approx({"recompute": 0.015, "incremental": 0.0213})
+    assert short.plan == "recompute"
+    assert "1,000 rows and 100 groups per part" in short.reason
+    long = choose_plan(_translation(SUM_WINDOW.format(minutes=20)), sizes, COST)
+    assert long.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0213})
+    assert long.plan == "incremental"
+    # max combines all W helper parts: 2 * 0.01 + (1000 + 100 + 20 * 100) rows against 0.01 + 20 * 1000
+    maxima = choose_plan(_translation(MAX_WINDOW.format(minutes=20)), sizes, COST)
+    assert maxima.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0231})
+    assert maxima.plan == "incremental"
+    # 1 ms a part read: recompute reads 5 parts, incremental 2 + 2 (sum) or 2 + 5 (max)
+    per_part = StreamStepCost(per_view=0.01, per_part=0.001, per_row=1.0e-6)
+    priced = choose_plan(_translation(SUM_WINDOW.format(minutes=5)), sizes, per_part)
+    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0253})
+    priced = choose_plan(_translation(MAX_WINDOW.format(minutes=5)), sizes, per_part)
+    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0253 + 0.003 + 0.0003})
+
+
+def test_the_choice_flips_once_as_the_window_grows() -> None:
+    sizes = PartSizes(rows=10_000, groups=1_000)
+    plans = [
+        choose_plan(_translation(text.format(minutes=w)), sizes, COST).plan
+        for text in (SUM_WINDOW, MAX_WINDOW)
+        for w in range(1, 40)
+    ]
+    for series in (plans[:39], plans[39:]):
+        flips = sum(a != b for a, b in zip(series, series[1:], strict=False))
+        assert series[0] == "recompute" and series[-1] == "incremental" and flips == 1
+
+
+def test_without_rows_or_with_float_sums_the_plan_is_incremental_and_forced_plans_hold() -> None:
+    text = SUM_WINDOW.format(minutes=2)
+    assert choose_plan(_translation(text), None, COST).plan == "incremental"
+    floats = _translation(text, {"g": "string", "v": "double"})
+    chosen = choose_plan(floats, PartSizes(10, 2), COST)
+    assert chosen.plan == "incremental" and "float sums" in chosen.reason
+    assert choose_plan(_translation(text), PartSizes(10, 2), COST, "incremental").plan == "incremental"
+    assert choose_plan(
+        _translation(SUM_WINDOW.format(minutes=30)), PartSizes(1e6, 10), COST, "recompute"
+    ).plan == ("recompute")
+    with pytest.raises(ValidationError, match="fastest"):
+        choose_plan(_translation(text), None, COST, "fastest")
+
+
+def test_using_parses_for_window_views_only() -> None:
+    statement = parse_statement(
+        "CREATE VIEW w USING Recompute AS SELECT g, max(v) FROM S [WINDOW 2 MINUTES] GROUP BY g"
+    )
+    assert statement.plan == "recompute"
+    with pytest.raises(ParseError, match="INCREMENTAL") as found:
+        parse_statement("CREATE VIEW w USING quick AS SELECT g, max(v) FROM S [WINDOW 2 MINUTES] GROUP BY g")
+    assert found.value.column == 21
+    with pytest.raises(ParseError, match="sliding-window"):
+        parse_statement("CREATE VIEW p USING RECOMPUTE AS SELECT g FROM S PATTERN [a, b] GROUP BY g")
+
+
+def test_the_stream_step_costs_are_stored_with_the_calibration() -> None:
+    model = CostModel(stream_step=StreamStepCost(per_view=0.5, per_row=2e-3))
+    assert CostModel.from_json(model.to_json()) == model
+    older = json.loads(CostModel().to_json())
+    del older["stream_step"]
+    assert CostModel.from_json(json.dumps(older)).stream_step == StreamStepCost()
+
+
+# -- on a warehouse ----------------------------------------------------------------------------------
+def _batch(minutes, seed: int) -> pd.DataFrame:
+    """20 groups, 10 readings each a minute (values -50..50)."""
+    rng = np.random.default_rng(seed)
+    rows = [(m, f"g{k % 20}", int(rng.integers(-50, 51))) for m in minutes for k in range(200)]
+    return pd.DataFrame(
+        {
+            "ts": pd.to_datetime(
+                [EPOCH + 60 * m + int(rng.integers(0, 60)) for m, _, _ in rows], unit="s", utc=True
+            ),
+            "g": [g for _, g, _ in rows],
+            "v": pd.array([v for _, _, v in rows], dtype="int64"),
+        }
+    )
+
+
+def _window_totals(frames: list[pd.DataFrame], minutes: int) -> dict[int, set[tuple]]:
+    rows = pd.concat(frames, ignore_index=True)
+    parts = (rows.ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+    result = {}
+    for part in range(int(parts.min()), int(parts.max()) + 1):
+        window = rows[(parts > part - minutes) & (parts <= part)]
+        result[part] = {(g, int(group.v.sum()), len(group)) for g, group in window.groupby("g")}
+    return result
+
+
+def _stored(db, name: str) -> dict[int, set[tuple]]:
+    frame = db.stream_view(name).to_pandas()
+    stamps = pd.to_datetime(frame["PART_TIMESTAMP"], utc=True)
+    parts = (stamps - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+    found: dict[int, set[tuple]] = {}
+    for part, g, total, n in zip(parts, frame.g, frame.total, frame.n, strict=True):
+        found.setdefault(int(part), set()).add((g, int(total), int(n)))
+    return found
+
+
+@pytest.mark.slow
+def test_auto_recomputes_a_short_window_over_small_parts_and_keeps_a_long_one(spark, tmp_path) -> None:
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
+    frames = [_batch(range(0, 3), seed=1)]
+    stream.append(frames[0])
+    short = (
+        "CREATE VIEW short AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g"
+    )
+    explained = db.sql("EXPLAIN " + short)
+    text = explained if isinstance(explained, str) else str(explained)
+    assert "plan recompute: 200 rows and 20 groups per part" in text
+    db.sql(short)
+    # a window too long to read again each step keeps the helper (the default costs)
+    long = short.replace("short", "long").replace("2 MINUTES", "300 MINUTES")
+    db.sql(long)
+    assert set(db.stream_views(helpers=True)) - set(db.stream_views()) == {"long__helper"}
+    later = _batch(range(3, 5), seed=2)
+    late = later[later.ts < pd.Timestamp(EPOCH + 4 * 60, unit="s", tz="UTC")].iloc[::7]
+    frames += [later.drop(late.index), late]
+    stream.append(frames[1])
+    stream.append(frames[2])  # late rows of part 3: the short view rebuilds parts 3 and 4
+    assert _stored(db, "short") == _window_totals(frames, 2)
+    assert _stored(db, "long") == _window_totals(frames, 300)
+
+
+@pytest.mark.slow
+def test_recomputing_float_sums_is_refused_and_creates_nothing(spark, tmp_path) -> None:
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    stream = db.create_stream("F", "ts timestamp, g string, y double", 60, "ts")
+    stream.append(pd.DataFrame({"ts": pd.to_datetime([EPOCH], unit="s", utc=True), "g": ["a"], "y": [1.5]}))
+    with pytest.raises(ValidationError, match="column.* y .*incremental plan only") as found:
+        db.sql("CREATE VIEW fw USING RECOMPUTE AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")
+    assert found.value.column == "y"
+    assert db.stream_views(helpers=True) == []
+    db.sql("CREATE VIEW fw AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")  # auto: incremental
+    assert set(db.stream_views(helpers=True)) == {"fw", "fw__helper"}
