@@ -2,7 +2,8 @@
 Spark against naive recomputation over the last 5 .. 100 parts, on Spark and in-process, the
 in-process result written as a bare Parquet file and, as a materialized view keeps it, committed
 as one part of a table (one Iceberg commit); and sliding-window views (sum, max) over windows of
-5 .. 100 parts, in-process, against naive recomputation of the window the same two ways."""
+5 .. 100 parts, in-process, by each of their two plans (AUTO's choice marked), against naive
+recomputation of the window the same two ways."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ SERIES = (
 
 #: (plot, result key, marker, label) of the window views' series.
 WINDOW_SERIES = (
-    ("times", "viewdf_local_s", "o", "ViewDF step"),
+    ("times", "viewdf_local_s", "o", "ViewDF step (AUTO's plan)"),
+    ("times", "incremental_s", "v", "incremental plan"),
+    ("times", "recompute_s", "^", "recompute plan"),
     ("times", "naive_local_s", "x", "naive"),
     ("times", "naive_committed_s", "s", "naive committed"),
     ("ratios", "naive_local_over_viewdf_local", "o", "naive / ViewDF"),
