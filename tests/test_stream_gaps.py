@@ -247,6 +247,17 @@ def test_an_allowed_gap_is_appended_and_maintained(db, builds) -> None:
     assert view_contents(db, "Recent") == recent_reference(pd.concat(rows), M0 + 2, M0 + 11)
 
 
+def test_the_statement_language_sets_the_limit(db) -> None:
+    db.sql(
+        "CREATE STREAM M (ts timestamp, src string, loss int) PARTITION LENGTH 60 TIME COLUMN ts WITH MAX GAP 3 PARTS"
+    )
+    stream = db.stream("M")
+    assert stream.max_gap_parts == 3
+    stream.append(readings([0]))
+    with pytest.raises(ValidationError, match="limit of 3 parts"):
+        stream.append(readings([4]))
+
+
 # -- bad settings -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "100"])
 def test_bad_limits_are_refused(db, bad) -> None:

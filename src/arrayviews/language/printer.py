@@ -227,10 +227,8 @@ def _create_uncertain_array(s: ast.CreateUncertainArray) -> str:
 
 # -- streams and stream views -------------------------------------------------------------------
 def _create_stream(s: ast.CreateStream) -> str:
-    return (
-        f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} "
-        f"TIME COLUMN {s.time_column}"
-    )
+    text = f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} TIME COLUMN {s.time_column}"
+    return text if s.max_gap_parts is None else f"{text} WITH MAX GAP {s.max_gap_parts} PARTS"
 
 
 def _view_head(name: str, lateness: int | None) -> str:
