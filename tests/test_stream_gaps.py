@@ -258,6 +258,42 @@ def test_the_statement_language_sets_the_limit(db) -> None:
         stream.append(readings([4]))
 
 
+def test_insert_and_load_statements_allow_a_gap(db, tmp_path) -> None:
+    db.sql(
+        "CREATE STREAM M (ts timestamp, src string, loss int) PARTITION LENGTH 60 TIME COLUMN ts WITH MAX GAP 3 PARTS"
+    )
+    stream = db.stream("M")
+    db.sql("INSERT INTO M VALUES ('2015-01-01 00:00:05', 'a', 1)")
+    before = unchanged(stream)
+    with pytest.raises(ValidationError, match="ALLOW GAP"):
+        db.sql("INSERT INTO M VALUES ('2015-01-01 00:09:05', 'a', 2)")
+    assert unchanged(stream) == before
+    assert db.sql("INSERT INTO M VALUES ('2015-01-01 00:09:05', 'a', 2) ALLOW GAP").parts == [M0 + 9]
+    path = str(tmp_path / "far.parquet")
+    readings([20]).astype({"loss": "int32"}).to_parquet(path)
+    with pytest.raises(ValidationError, match="limit of 3 parts"):
+        db.sql(f"LOAD M FROM '{path}'")
+    assert db.sql(f"LOAD M FROM '{path}' ALLOW GAP").parts == [M0 + 20]
+    db.sql("CREATE ARRAY A <v:int64> [i=1:4:2]")
+    with pytest.raises(ValidationError, match="A is not a stream"):
+        db.sql("INSERT INTO A VALUES (1, 5) ALLOW GAP")
+
+
+def test_the_limit_can_be_changed(db, spark, tmp_path) -> None:
+    stream = db.create_stream("M", SCHEMA, 60, "ts")
+    stream.append(readings([0]))
+    version = stream.version
+    stream.set_max_gap_parts(2)
+    assert stream.version == version  # a setting, not a version
+    other = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark).stream("M")
+    assert other.max_gap_parts == 2
+    with pytest.raises(ValidationError, match="limit of 2 parts"):
+        other.append(readings([3]))
+    with pytest.raises(ValidationError, match="max_gap_parts"):
+        stream.set_max_gap_parts(0)
+    assert stream.max_gap_parts == 2
+
+
 # -- bad settings -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "100"])
 def test_bad_limits_are_refused(db, bad) -> None:

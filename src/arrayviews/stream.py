@@ -297,6 +297,12 @@ class Stream:
         lifts the limit for one batch)."""
         return int(self.table.table_properties.get(MAX_GAP_PROPERTY, DEFAULT_MAX_GAP_PARTS))
 
+    def set_max_gap_parts(self, parts: int) -> None:
+        """Change the stream's gap limit (see :attr:`max_gap_parts`; kept in its table properties, so
+        every process sees it; no new version)."""
+        limit = _check_max_gap(self.name, parts)
+        self.table.set_properties(**{part_table.PREFIX + MAX_GAP_PROPERTY: str(limit)})
+
     @property
     def version(self) -> int:
         return self.table.refresh().current_version()
@@ -479,8 +485,9 @@ class Stream:
             f"stream {self.name}, time column {self.time_column}: the batch's newest time {_iso(latest)} "
             f"falls in part {newest}, {gap} parts past {since}; that is more than the limit of {limit} "
             f"parts (max_gap_parts), so nothing was appended. Maintenance would build every part in "
-            f"between. If the time is right, append the batch with allow_gap=True, or create the "
-            f"stream with a larger max_gap_parts",
+            f"between. If the time is right, append the batch with allow_gap=True (ALLOW GAP in the "
+            f"language), or raise the stream's limit: set_max_gap_parts(n), or max_gap_parts=n at "
+            f"creation",
             array=self.name,
             column=self.time_column,
             value=_iso(latest),

@@ -194,12 +194,14 @@ def _select(s: ast.Select) -> str:
 def _insert(s: ast.Insert) -> str:
     rows = ", ".join("(" + ", ".join(value_text(v) for v in row) + ")" for row in s.rows)
     columns = "" if s.columns is None else " (" + ", ".join(s.columns) + ")"
-    return f"INSERT INTO {s.array}{columns} VALUES {rows}"
+    text = f"INSERT INTO {s.array}{columns} VALUES {rows}"
+    return f"{text} ALLOW GAP" if s.allow_gap else text
 
 
 def _load(s: ast.Load) -> str:
     text = f"LOAD {s.array} FROM {string_text(s.path)}"
-    return text if s.format is None else f"{text} AS {s.format.upper()}"
+    text = text if s.format is None else f"{text} AS {s.format.upper()}"
+    return f"{text} ALLOW GAP" if s.allow_gap else text
 
 
 # -- uncertain arrays ---------------------------------------------------------------------------
