@@ -8,6 +8,7 @@ review the diff).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -1010,3 +1011,43 @@ def test_ball_shapes_print_their_dimension_count_and_parse_back(norm: str, radiu
     grid = np.indices((2 * radius + 1,) * ndim).reshape(ndim, -1).T - radius
     distance = np.abs(grid).sum(axis=1) if norm == "L1" else np.abs(grid).max(axis=1)
     assert sorted(map(tuple, shape.offsets())) == sorted(map(tuple, grid[distance <= radius]))
+
+
+# -- ALLOW GAP: INSERT and LOAD into a stream past its gap limit --------------------------------------
+def _one(text: str):
+    (statement,) = parse(text)
+    return statement
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "INSERT INTO M VALUES ('2015-01-01 00:00:00', 1), ('2015-01-01 00:01:00', 2) allow gap",
+        "INSERT INTO M (ts, v) VALUES ('2015-01-01 00:00:00', 1) ALLOW GAP",
+        "LOAD M FROM 'far.csv' AS CSV ALLOW GAP",
+        "LOAD M FROM 'far.parquet' Allow Gap",
+    ],
+)
+def test_insert_and_load_may_allow_a_gap(text: str) -> None:
+    statement = _one(text)
+    assert statement.allow_gap
+    assert to_text(statement).endswith(" ALLOW GAP")
+    assert _one(to_text(statement)) == statement
+    plain = _one(text[: text.lower().rindex(" allow gap")])
+    assert not plain.allow_gap and plain == dataclasses.replace(statement, allow_gap=False)
+    assert "ALLOW" not in to_text(plain)
+
+
+@pytest.mark.parametrize(
+    ("text", "piece", "word"),
+    [
+        ("INSERT INTO M VALUES (1, 2) ALLOW GAPS", "GAPS", "GAP"),
+        ("LOAD M FROM 'x.csv' PERMIT GAP", "PERMIT", "ALLOW"),
+    ],
+)
+def test_allow_gap_errors(text: str, piece: str, word: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    error = caught.value
+    assert error.reason.startswith("expected ALLOW GAP at the end of the statement")
+    assert (error.line, error.column) == (1, text.index(piece) + 1) and error.expected == (word,)

@@ -211,6 +211,32 @@ def test_one_parser_reads_every_statement_kind() -> None:
     assert parse("") == []
 
 
+STREAM_HEAD = "CREATE STREAM M (ts timestamp, max int) PARTITION LENGTH 7 TIME COLUMN ts"
+
+
+def test_create_stream_takes_a_largest_gap() -> None:
+    assert parse_statement(STREAM_HEAD).max_gap_parts is None
+    statement = parse_statement(STREAM_HEAD + " with max gap 500 parts")
+    assert statement.max_gap_parts == 500 and statement.partition_length == 7
+    assert to_text(statement).endswith("TIME COLUMN ts WITH MAX GAP 500 PARTS")
+
+
+@pytest.mark.parametrize(
+    ("tail", "reason", "piece"),
+    [
+        (" WITH MAX GAP 0 PARTS", "the largest gap (MAX GAP) must be a positive integer", "0"),
+        (" WITH MAX GAP 5 MINUTES", "the largest gap is counted in PARTS", "MINUTES"),
+        (" WITH MIN GAP 5 PARTS", "CREATE STREAM ... WITH sets MAX GAP n PARTS", "MIN"),
+        (" WITH MAX LAG 5 PARTS", "CREATE STREAM ... WITH sets MAX GAP n PARTS", "LAG"),
+    ],
+)
+def test_create_stream_gap_errors(tail: str, reason: str, piece: str) -> None:
+    text = STREAM_HEAD + tail
+    error = _error(text)
+    assert error.reason.startswith(reason), error.reason
+    assert (error.line, error.column) == _at(text, piece)
+
+
 # -- pattern and window queries ------------------------------------------------------------------------
 VIEW1 = """CREATE VIEW View1 AS
 SELECT src, dest, count(*) AS ct, sum(loss) AS sum_loss
@@ -566,7 +592,8 @@ def _create_streams(draw) -> ast.CreateStream:
     columns = tuple(
         ast.StreamColumn(n, "timestamp" if n == time_column else draw(_types)) for n in names
     )
-    return ast.CreateStream(draw(_stream_names), columns, draw(st.integers(1, 10**6)), time_column)
+    gap = draw(st.none() | st.integers(1, 10**6))
+    return ast.CreateStream(draw(_stream_names), columns, draw(st.integers(1, 10**6)), time_column, gap)
 
 
 @st.composite

@@ -328,10 +328,19 @@ class Database:
         self.drop(name, kinds.UNCERTAIN_ARRAY)
 
     # -- streams (paper 004) ---------------------------------------------------------------------------
-    def create_stream(self, name: str, schema, partition_length: int, time_column: str) -> Stream:
+    def create_stream(
+        self,
+        name: str,
+        schema,
+        partition_length: int,
+        time_column: str,
+        max_gap_parts: int | None = None,
+    ) -> Stream:
         """An append-only stream of rows (schema as Spark DDL text or a StructType) cut into parts of
-        ``partition_length`` seconds of ``time_column``; each append maintains the stream views."""
-        return streams_api.create_stream(self, name, schema, partition_length, time_column)
+        ``partition_length`` seconds of ``time_column``; each append maintains the stream views.
+        ``max_gap_parts`` (default 10,000): how many parts past the stream's newest part a batch may
+        reach before its append is refused (``append(..., allow_gap=True)`` appends it anyway)."""
+        return streams_api.create_stream(self, name, schema, partition_length, time_column, max_gap_parts)
 
     def stream(self, name: str) -> Stream:
         return streams_api.open_stream(self, name)

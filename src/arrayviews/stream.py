@@ -3,7 +3,9 @@
 A row's part is ``floor(unix seconds of its time / partition length)``, computed by Spark with
 exact integer arithmetic (so times before 1970 fall into negative parts). A batch is checked on the
 driver (columns, types, null times), written by executors as one file per part and committed as one
-snapshot; rows of parts older than the newest one are late rows and simply go to their part.
+snapshot; rows of parts older than the newest one are late rows and simply go to their part. A
+batch reaching more than ``max_gap_parts`` parts past the newest part is refused (maintenance would
+build every part in between), unless the append allows the gap.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, che
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
 from arrayviews.storage import kinds, part_table
 from arrayviews.storage.expiry import cutoffs
-from arrayviews.storage.files import filesystem
+from arrayviews.storage.files import filesystem, read_parquet_files
 from arrayviews.storage.part_table import PART, PartVersion, StagedFile, UnpartitionedRowsError
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams.world import StreamWorld
@@ -77,6 +79,13 @@ class AppendResult:
 
 #: How many times an append is committed again after another writer committed first.
 MAX_ATTEMPTS = 8
+#: How many parts past the stream's newest part a batch may reach unless the append allows the gap
+#: (about a week of one-minute parts; maintenance builds every part in between, empty ones too, and
+#: building 10,000 empty parts takes about a minute on two cores).
+DEFAULT_MAX_GAP_PARTS = 10_000
+#: The table property holding a stream's own limit.
+MAX_GAP_PROPERTY = "max-gap-parts"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def part_number(time: Column, partition_length: int) -> Column:
@@ -145,13 +154,31 @@ def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
         )
 
 
+def _check_max_gap(name: str, max_gap_parts: object) -> int:
+    if isinstance(max_gap_parts, bool) or not isinstance(max_gap_parts, int) or max_gap_parts <= 0:
+        raise ValidationError(
+            f"stream {name}: max_gap_parts (how many parts past the stream's newest part a batch may "
+            f"reach) must be a positive integer, got {max_gap_parts!r}",
+            array=name,
+            value=max_gap_parts,
+        )
+    return max_gap_parts
+
+
 def create_stream(
-    db: Database, name: str, schema: str | T.StructType, partition_length: int, time_column: str
+    db: Database,
+    name: str,
+    schema: str | T.StructType,
+    partition_length: int,
+    time_column: str,
+    max_gap_parts: int | None = None,
 ) -> Stream:
     """Create an empty stream (version 0) in ``db`` (an ``arrayviews.Database``).
 
     ``schema`` is Spark DDL (``"ts timestamp, src string, loss int"``) or a StructType;
     ``partition_length`` is in seconds; ``time_column`` names a timestamp column.
+    ``max_gap_parts`` (default ``DEFAULT_MAX_GAP_PARTS``, 10,000): an append whose batch reaches
+    more parts than this past the stream's newest part is refused unless it passes ``allow_gap``.
     """
     try:
         check_identifier(name, "stream", ValidationError)
@@ -170,13 +197,14 @@ def create_stream(
             f"stream {name}: schema must be DDL text or a StructType, got {type(schema).__name__}", array=name
         )
     _check_schema(name, schema, time_column)
+    properties = {"time-column": time_column}
+    if max_gap_parts is not None:
+        properties[MAX_GAP_PROPERTY] = str(_check_max_gap(name, max_gap_parts))
     catalog = db.warehouse.catalog
     if SparkPartTable.exists(catalog, NAMESPACE, name):
         raise AlreadyExistsError(f"a stream named {name} already exists")
     try:
-        table = SparkPartTable.create(
-            catalog, NAMESPACE, name, schema, partition_length, KIND, {"time-column": time_column}
-        )
+        table = SparkPartTable.create(catalog, NAMESPACE, name, schema, partition_length, KIND, properties)
     except AlreadyExistsError:
         raise AlreadyExistsError(f"a stream named {name} already exists") from None
     return Stream(db, table)
@@ -219,6 +247,11 @@ def _spark_accepts(target: T.DataType, given: T.DataType) -> bool:
         return False
 
 
+def _iso(micros: int) -> str:
+    """An instant given in microseconds since 1970 as an ISO timestamp in UTC."""
+    return (_EPOCH + dt.timedelta(microseconds=micros)).isoformat()
+
+
 @translating
 class Stream:
     """An append-only, time-partitioned table of rows."""
@@ -259,6 +292,18 @@ class Stream:
         return self.table.spark_schema
 
     @property
+    def max_gap_parts(self) -> int:
+        """How many parts past the newest part a batch may reach (``append(..., allow_gap=True)``
+        lifts the limit for one batch)."""
+        return int(self.table.table_properties.get(MAX_GAP_PROPERTY, DEFAULT_MAX_GAP_PARTS))
+
+    def set_max_gap_parts(self, parts: int) -> None:
+        """Change the stream's gap limit (see :attr:`max_gap_parts`; kept in its table properties, so
+        every process sees it; no new version)."""
+        limit = _check_max_gap(self.name, parts)
+        self.table.set_properties(**{part_table.PREFIX + MAX_GAP_PROPERTY: str(limit)})
+
+    @property
     def version(self) -> int:
         return self.table.refresh().current_version()
 
@@ -294,9 +339,9 @@ class Stream:
         high = bounds[1] if high is None else high
         return self.table.read_parts(self.db.spark, low, high)
 
-    def load(self, path: str, format: str | None = None) -> AppendResult:
+    def load(self, path: str, format: str | None = None, allow_gap: bool = False) -> AppendResult:
         """Append the rows of Parquet or CSV files (a file or a folder; format from the extension;
-        columns by name) as one batch."""
+        columns by name) as one batch (``allow_gap`` as in :meth:`append`)."""
         fs, inner = filesystem(path)
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
@@ -320,7 +365,7 @@ class Stream:
             raise ValidationError(
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)", array=self.name
             )
-        return self.append(frame)
+        return self.append(frame, allow_gap=allow_gap)
 
     # -- appending --------------------------------------------------------------------------------
     def append(
@@ -328,6 +373,7 @@ class Stream:
         batch: pd.DataFrame | pa.Table | DataFrame,
         maintain: bool = True,
         batch_id: str | None = None,
+        allow_gap: bool = False,
     ) -> AppendResult:
         """Append a batch (pandas, Arrow or Spark) as one version; rows of old parts are late rows.
         With ``maintain`` (the default) the stream views are then brought up to date
@@ -341,12 +387,23 @@ class Stream:
         Nothing is written if any column is missing, unknown or of the wrong type, or any time is
         null. An empty batch commits nothing and returns the current version. pandas and Arrow
         batches are written by this process; Spark DataFrames by the executors.
+
+        Nothing is written either if the batch reaches more than :attr:`max_gap_parts` parts past the
+        stream's newest part (past its own oldest part when the stream is empty): maintenance would
+        build every part in between, so a time years ahead (a clock or unit error) would hang it.
+        ``allow_gap=True`` appends such a batch all the same. Late rows are never a gap.
         """
         if batch_id is not None and (not isinstance(batch_id, str) or not batch_id.strip()):
             raise ValidationError(
                 f"stream {self.name}: batch_id must be a non-empty string, got {batch_id!r}",
                 array=self.name,
                 value=batch_id,
+            )
+        if not isinstance(allow_gap, bool):
+            raise ValidationError(
+                f"stream {self.name}: allow_gap must be True or False, got {allow_gap!r}",
+                array=self.name,
+                value=allow_gap,
             )
         prepared = self._prepare(batch)
         self.table.refresh()
@@ -364,6 +421,8 @@ class Stream:
             checkpoint("stream.staged")
             if not staged:
                 return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+            if not allow_gap:
+                self._check_gap(staged)
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 expected = self.table.current_version()
                 bounds = self.table.part_range()
@@ -401,6 +460,37 @@ class Stream:
             batch_id,
             attempts=attempt,
             message=f"appended {rows} row(s){named} to stream {self.name}, now at version {version}",
+        )
+
+    def _check_gap(self, staged: list[StagedFile]) -> None:
+        """Refuse staged files reaching more than max_gap_parts past the stream's newest part (past
+        the batch's oldest part for an empty stream). Only the staged files' parts are compared; the
+        newest time is read, for the message, from the newest part's files (those of the refused
+        batch, already written: no Spark job)."""
+        limit = self.max_gap_parts
+        bounds = self.table.part_range()
+        newest = max(s.part for s in staged)
+        reference = min(s.part for s in staged) if bounds is None else bounds[1]
+        gap = newest - reference
+        if gap <= limit:
+            return
+        times = read_parquet_files([s.uri for s in staged if s.part == newest], columns=[self.time_column])
+        latest = pc.max(pc.cast(times.column(self.time_column), pa.int64())).as_py()
+        start = _iso(reference * self.partition_length * 1_000_000)
+        if bounds is None:
+            since = f"the batch's own oldest part {reference} (starting {start}; the stream is empty)"
+        else:
+            since = f"the stream's newest part {reference} (starting {start})"
+        raise ValidationError(
+            f"stream {self.name}, time column {self.time_column}: the batch's newest time {_iso(latest)} "
+            f"falls in part {newest}, {gap} parts past {since}; that is more than the limit of {limit} "
+            f"parts (max_gap_parts), so nothing was appended. Maintenance would build every part in "
+            f"between. If the time is right, append the batch with allow_gap=True (ALLOW GAP in the "
+            f"language), or raise the stream's limit: set_max_gap_parts(n), or max_gap_parts=n at "
+            f"creation",
+            array=self.name,
+            column=self.time_column,
+            value=_iso(latest),
         )
 
     def _already_appended(self, batch_id: str | None, maintain: bool) -> AppendResult | None:

@@ -391,12 +391,14 @@ def _query(db: Database, s: ast.Query) -> Any:
 @statement_runner(ast.Insert)
 def _insert(db: Database, s: ast.Insert) -> Any:
     kind = relations.kind_of(db, s.array)
+    _gap_for_streams_only(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.insert(db, s)
     if kind == relations.STREAM:
         stream = db.stream(s.array)
         names = [field.name for field in stream.schema.fields]
-        return stream.append(stream_rows(stream, _in_order(s, names, f"stream {s.array}")))
+        rows = stream_rows(stream, _in_order(s, names, f"stream {s.array}"))
+        return stream.append(rows, allow_gap=s.allow_gap)
     array = open_array(db, s.array)
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
@@ -406,6 +408,13 @@ def _insert(db: Database, s: ast.Insert) -> Any:
         order = [s.columns.index(name) for name in names]
         positions = tuple(tuple(row[k] for k in order) for row in positions)
     return array.insert(_cells(schema, rows, positions))
+
+
+def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
+    if s.allow_gap and kind is not None and kind != relations.STREAM:
+        raise ValidationError(
+            f"ALLOW GAP appends past a stream's gap limit; {s.array} is not a stream", array=s.array
+        )
 
 
 def _literal_text(value: ast.Value) -> str:
@@ -434,10 +443,11 @@ def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast
 @statement_runner(ast.Load)
 def _load(db: Database, s: ast.Load) -> Any:
     kind = relations.kind_of(db, s.array)
+    _gap_for_streams_only(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.load(db, s)
     if kind == relations.STREAM:
-        return db.stream(s.array).load(s.path, s.format)
+        return db.stream(s.array).load(s.path, s.format, allow_gap=s.allow_gap)
     return open_array(db, s.array).load(s.path, s.format)
 
 

@@ -180,14 +180,15 @@ class StatementBuilder(StreamStatements, UncertainStatements):
 
     def insert(self, tree: Tree) -> ast.Statement:
         name, columns_tree = tree.children[2], tree.children[3]
-        row_trees = [c for c in tree.children[4:] if isinstance(c, Tree)]
+        row_trees = [c for c in tree.children[4:] if isinstance(c, Tree) and c.data == "row"]
+        allow_gap = self.allow_gap(tree.children[-1])
         rows = tuple(tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in row_trees)
         positions = tuple(
             tuple(self.source.position(v.children[0].start_pos) for v in row.children if isinstance(v, Tree))
             for row in row_trees
         )
         if columns_tree is None:
-            return ast.Insert(str(name), rows, positions=positions)
+            return ast.Insert(str(name), rows, positions=positions, allow_gap=allow_gap)
         names = [t for t in _tokens(columns_tree) if t.type == "IDENTIFIER"]
         seen: set[str] = set()
         for token in names:
@@ -203,7 +204,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                     f"({', '.join(map(str, names))})",
                     row_tree.meta.start_pos,
                 )
-        return ast.Insert(str(name), rows, tuple(str(t) for t in names), positions)
+        return ast.Insert(str(name), rows, tuple(str(t) for t in names), positions, allow_gap)
 
     def load(self, tree: Tree) -> ast.Statement:
         tokens = [t for t in tree.children if isinstance(t, Token)]
@@ -212,7 +213,19 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         path_text = _unquote(path)
         if "\n" in path_text:
             raise self.source.error(f"invalid file path {path_text!r}", path.start_pos, ("string",))
-        return ast.Load(str(name), path_text, formats[0].type.lower() if formats else None)
+        fmt = formats[0].type.lower() if formats else None
+        return ast.Load(str(name), path_text, fmt, self.allow_gap(tree.children[-1]))
+
+    def allow_gap(self, node: Tree | Token | None) -> bool:
+        """Whether INSERT or LOAD ends in ``ALLOW GAP`` (append past a stream's gap limit)."""
+        if not isinstance(node, Tree) or node.data != "allow_gap":
+            return False
+        for token, word in zip(node.children, ("ALLOW", "GAP"), strict=True):
+            if str(token).upper() != word:
+                raise self.source.error(
+                    f"expected ALLOW GAP at the end of the statement, got {str(token)!r}", token.start_pos, (word,)
+                )
+        return True
 
     # -- arrays ------------------------------------------------------------------------------
     def create_array(self, tree: Tree) -> ast.Statement:

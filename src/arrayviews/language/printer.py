@@ -198,12 +198,14 @@ def _select(s: ast.Select) -> str:
 def _insert(s: ast.Insert) -> str:
     rows = ", ".join("(" + ", ".join(value_text(v) for v in row) + ")" for row in s.rows)
     columns = "" if s.columns is None else " (" + ", ".join(s.columns) + ")"
-    return f"INSERT INTO {s.array}{columns} VALUES {rows}"
+    text = f"INSERT INTO {s.array}{columns} VALUES {rows}"
+    return f"{text} ALLOW GAP" if s.allow_gap else text
 
 
 def _load(s: ast.Load) -> str:
     text = f"LOAD {s.array} FROM {string_text(s.path)}"
-    return text if s.format is None else f"{text} AS {s.format.upper()}"
+    text = text if s.format is None else f"{text} AS {s.format.upper()}"
+    return f"{text} ALLOW GAP" if s.allow_gap else text
 
 
 # -- uncertain arrays ---------------------------------------------------------------------------
@@ -231,9 +233,10 @@ def _create_uncertain_array(s: ast.CreateUncertainArray) -> str:
 
 # -- streams and stream views -------------------------------------------------------------------
 def _create_stream(s: ast.CreateStream) -> str:
-    return (
+    text = (
         f"CREATE STREAM {s.name} ({s.ddl}) PARTITION LENGTH {s.partition_length} TIME COLUMN {s.time_column}"
     )
+    return text if s.max_gap_parts is None else f"{text} WITH MAX GAP {s.max_gap_parts} PARTS"
 
 
 def _view_head(name: str, lateness: int | None) -> str:

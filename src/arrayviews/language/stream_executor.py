@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 @statement_runner(ast.CreateStream)
 def _create_stream(db: Database, s: ast.CreateStream) -> Stream:
-    return db.create_stream(s.name, s.ddl, s.partition_length, s.time_column)
+    return db.create_stream(s.name, s.ddl, s.partition_length, s.time_column, s.max_gap_parts)
 
 
 @statement_runner(ast.DropStream)

@@ -157,7 +157,24 @@ class StreamStatements:
                 tuple(c.name for c in columns),
             )
         time_name = next(c.name for c in columns if c.name.lower() == str(time_column).lower())
-        return ast.CreateStream(str(name), columns, seconds, time_name)
+        gap_tree = tree.children[12]
+        max_gap = None if gap_tree is None else self.max_gap(gap_tree.children[1:])
+        return ast.CreateStream(str(name), columns, seconds, time_name, max_gap)
+
+    def max_gap(self, tokens: list[Token]) -> int:
+        """``MAX GAP n PARTS``: how many parts past the newest part a batch may reach."""
+        first, second, amount, unit = tokens
+        for token, word in ((first, "MAX"), (second, "GAP")):
+            if str(token).upper() != word:
+                raise self.source.error(
+                    f"CREATE STREAM ... WITH sets MAX GAP n PARTS, got {str(token)!r}", token.start_pos, (word,)
+                )
+        gap = self.positive(amount, "the largest gap (MAX GAP)")
+        if str(unit).lower() not in _PARTS:
+            raise self.source.error(
+                f"the largest gap is counted in PARTS, got {str(unit)!r}", unit.start_pos, ("PARTS",)
+            )
+        return gap
 
     def stream_column(self, piece: list[Token]) -> ast.StreamColumn:
         first = piece[0]

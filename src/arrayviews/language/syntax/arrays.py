@@ -301,14 +301,16 @@ def _value(value: object) -> Value:
 
 @dataclass(frozen=True)
 class Insert(Statement):
-    """``INSERT INTO name [(column, ...)] VALUES (...), ...``: one tuple per cell (dimensions then
-    attributes) or per stream row; with a column list, the values of each row in that order."""
+    """``INSERT INTO name [(column, ...)] VALUES (...), ... [ALLOW GAP]``: one tuple per cell
+    (dimensions then attributes) or per stream row; with a column list, the values of each row in
+    that order. ``allow_gap`` (streams only): append past the stream's gap limit."""
 
     array: str
     rows: tuple[tuple[Value, ...], ...]
     columns: tuple[str, ...] | None = None
     #: Where each value was written, (line, column) 1-based, when parsed from text (not compared).
     positions: tuple[tuple[tuple[int, int], ...], ...] | None = field(default=None, compare=False, repr=False)
+    allow_gap: bool = False
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")
@@ -331,11 +333,13 @@ class Insert(Statement):
 
 @dataclass(frozen=True)
 class Load(Statement):
-    """``LOAD name FROM 'path' [AS CSV | PARQUET]`` (format from the extension when left out)."""
+    """``LOAD name FROM 'path' [AS CSV | PARQUET] [ALLOW GAP]`` (format from the extension when left
+    out; ``allow_gap``, streams only: append past the stream's gap limit)."""
 
     array: str
     path: str
     format: str | None = None
+    allow_gap: bool = False
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")

@@ -28,15 +28,18 @@ class StreamColumn:
 
 @dataclass(frozen=True)
 class CreateStream(Statement):
-    """``CREATE STREAM name (column type, ...) PARTITION LENGTH n [unit] TIME COLUMN column``.
+    """``CREATE STREAM name (column type, ...) PARTITION LENGTH n [unit] TIME COLUMN column
+    [WITH MAX GAP n PARTS]``.
 
-    ``partition_length`` is in seconds; ``time_column`` names a timestamp column.
+    ``partition_length`` is in seconds; ``time_column`` names a timestamp column;
+    ``max_gap_parts`` (None: the default) how many parts past the newest part a batch may reach.
     """
 
     name: str
     columns: tuple[StreamColumn, ...]
     partition_length: int
     time_column: str
+    max_gap_parts: int | None = None
 
     def __post_init__(self) -> None:
         _identifier(self.name, "stream")
@@ -49,6 +52,9 @@ class CreateStream(Statement):
         if self.partition_length < 1:
             raise ValueError(f"the partition length must be positive, got {self.partition_length}")
         _identifier(self.time_column, "column")
+        gap = self.max_gap_parts
+        if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int) or gap < 1):
+            raise ValueError(f"the largest gap must be a positive number of parts, got {gap!r}")
 
     @property
     def ddl(self) -> str:
