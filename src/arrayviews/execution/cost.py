@@ -126,13 +126,15 @@ class StreamStepCost:
     """An in-process stream view step: each view built pays a fixed cost (planning, its DuckDB
     query's set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding
     and reading its file; less when this process wrote it lately) and each input row a query
-    cost. Defaults measured on a 2-core machine with 10^4-row parts (docs/performance.md,
-    round 10): a window view recomputed from 5 and 25 parts of 10^4 rows stepped in 9.9 and
-    22.1 ms, the helper and view of the incremental plan in 15-18 ms."""
+    cost; a helper view that joins its previous part (a window's incremental plan) pays
+    ``per_helper`` more. Defaults fitted on a 2-core machine with 10^4-row parts
+    (docs/performance.md, round 10): a window view recomputed from W parts stepped in about
+    6.5 ms + 0.6 ms per part, the helper and view of the incremental plan in 16-22 ms."""
 
     per_view: float = 0.006
     per_part: float = 2.0e-4
     per_row: float = 6.0e-8
+    per_helper: float = 0.004
 
 
 @dataclass(frozen=True)

@@ -445,6 +445,7 @@ def choose_plan(
         predicted = {
             RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
             INCREMENTAL: 2 * cost.per_view
+            + cost.per_helper
             + cost.per_part * (2 + combined)
             + cost.per_row * (rows + groups + combined * groups),
         }
