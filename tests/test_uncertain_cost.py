@@ -335,7 +335,8 @@ def test_db_calibrate_stores_the_uncertain_terms_and_the_next_connect_uses_them(
         stored = json.load(stream)
     # one file: the array terms (the line through the two window timings) and the uncertain terms
     # (the fits of their samples), each engine's as returned
-    assert {"local", "spark", "uncertain"} <= set(stored["notes"]) and stored["calibrated"]
+    assert {"local", "spark", "uncertain", "stream_step"} <= set(stored["notes"]) and stored["calibrated"]
+    assert stored["stream_step"] == returned["stream_step"] and stored["stream_step"]["per_view"] > 0
     (n1, t1), (n2, t2) = stored["notes"]["local"]
     assert stored["local"]["per_cell"] == pytest.approx(max((t2 - t1) / (n2 - n1), 1e-12), rel=1e-3)
     for engine in ("local", "spark"):

@@ -14,6 +14,7 @@ import arrayviews
 from arrayviews.execution.cost import CostModel, StreamStepCost
 from arrayviews.language.parser import parse_statement
 from arrayviews.model.errors import ParseError, ValidationError
+from arrayviews.streams.calibration import calibrate_stream_steps, fit_stream_steps
 from arrayviews.streams.windows import PartSizes, WindowTranslation, choose_plan
 
 EPOCH = 1_700_000_040  # a minute boundary
@@ -169,5 +170,68 @@ def test_recomputing_float_sums_is_refused_and_creates_nothing(spark, tmp_path) 
         db.sql("CREATE VIEW fw USING RECOMPUTE AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")
     assert found.value.column == "y"
     assert db.stream_views(helpers=True) == []
-    db.sql("CREATE VIEW fw AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")  # auto: incremental
+    db.sql(
+        "CREATE VIEW fw AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g"
+    )  # auto: incremental
     assert set(db.stream_views(helpers=True)) == {"fw", "fw__helper"}
+
+
+# -- calibration -------------------------------------------------------------------------------------
+def test_the_fit_recovers_known_step_costs() -> None:
+    """Samples made from known terms (with the helper's extra cost) give those terms back."""
+    truth = StreamStepCost(per_view=0.007, per_part=3e-4, per_row=8e-8, per_helper=0.0025)
+    samples = []
+    for rows in (1000, 10_000):
+        groups = rows // 10
+        for window in (2, 8):
+            seconds = truth.per_view + truth.per_part * window + truth.per_row * window * rows
+            samples.append(
+                {"plan": "recompute", "window": window, "rows": rows, "groups": groups, "seconds": seconds}
+            )
+        helper = truth.per_view + truth.per_helper + 2 * truth.per_part + truth.per_row * (rows + groups)
+        samples.append(
+            {
+                "plan": "incremental",
+                "window": 4,
+                "rows": rows,
+                "groups": groups,
+                "seconds": 0.0,
+                "helper_seconds": helper,
+            }
+        )
+    fitted = fit_stream_steps(samples)
+    for name in ("per_view", "per_part", "per_row", "per_helper"):
+        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-6), name
+
+
+@pytest.mark.slow
+def test_calibration_stores_the_step_costs_and_leaves_other_streams_alone(spark, tmp_path) -> None:
+    warehouse = str(tmp_path / "warehouse")
+    db = arrayviews.connect(warehouse, spark=spark)
+    stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
+    frames = [_batch(range(0, 3), seed=3)]
+    stream.append(frames[0])
+    db.sql(SUM_WINDOW.format(minutes=2))
+    fitted = calibrate_stream_steps(db, rows=(200, 2000))
+    assert _stored(db, "w") == _window_totals(frames, 2)  # the user's view is as it was
+    assert db.streams() == ["S"] and db.stream_views(helpers=True) == ["w"]  # scratch relations dropped
+    assert fitted.per_view > 0 and fitted.per_row >= 0 and fitted.per_part >= 0 and fitted.per_helper >= 0
+    samples = db.executors.costs.notes["stream_step"]
+    assert sorted((s["plan"], s["window"], s["rows"]) for s in samples) == sorted(
+        (plan, window, rows)
+        for rows in (200, 2000)
+        for plan, window in (("recompute", 2), ("recompute", 8), ("incremental", 4))
+    )
+    assert fit_stream_steps(samples) == fitted  # what is stored is the fit of what was measured
+    assert arrayviews.connect(warehouse, spark=spark).executors.costs.stream_step == fitted
+
+
+@pytest.mark.slow
+def test_calibrating_the_array_terms_keeps_the_stream_step_terms(spark, tmp_path) -> None:
+    from arrayviews.operators.calibration import calibrate
+
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    kept = StreamStepCost(per_view=0.123, per_part=0.0, per_row=1e-9, per_helper=0.5)
+    db.executors.store_costs(CostModel(stream_step=kept))
+    assert calibrate(db.executors, repeats=1).stream_step == kept
+    assert db.executors.costs.stream_step == kept

@@ -43,6 +43,7 @@ from arrayviews.storage.uncertain_table import UncertainTable, Workload
 from arrayviews.storage.warehouse import Warehouse, check_folder
 from arrayviews.stream import Stream
 from arrayviews.stream_view import StreamView
+from arrayviews.streams.calibration import calibrate_stream_steps
 from arrayviews.streams.maintainer import maintain_all
 from arrayviews.streams.world import StreamWorld
 from arrayviews.uncertain import UncertainArray, layout_of
@@ -416,9 +417,12 @@ class Database:
 
         First the array terms (a window operation at two sizes), then the uncertain operators'
         terms (regrid, group-by and both structure-join plans over scratch uncertain arrays of
-        ``uncertain_sizes`` tuples, dropped afterwards), stored together."""
+        ``uncertain_sizes`` tuples, dropped afterwards), then the in-process stream step terms
+        (window views of both plans over scratch streams, dropped afterwards), stored together."""
         calibrate(self.executors, repeats)
-        return dataclasses.asdict(calibrate_engines(self, uncertain_sizes, repeats=repeats))
+        calibrate_engines(self, uncertain_sizes, repeats=repeats)
+        calibrate_stream_steps(self)
+        return dataclasses.asdict(self.executors.costs)
 
     # -- storing results ---------------------------------------------------------------------------
     def _store(self, array: Array, name: str) -> Array:

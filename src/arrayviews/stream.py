@@ -363,7 +363,8 @@ class Stream:
             )
         else:
             raise ValidationError(
-                f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)", array=self.name
+                f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)",
+                array=self.name,
             )
         return self.append(frame, allow_gap=allow_gap)
 

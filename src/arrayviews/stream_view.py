@@ -219,7 +219,11 @@ class StreamView:
     def _summary_rows(self) -> list[tuple[str, str]]:
         status = self.status()
         held = self.parts()
-        span = f"every {self.partition_length} s; held {held.start}..{held.stop - 1}" if len(held) else "none built yet"
+        span = (
+            f"every {self.partition_length} s; held {held.start}..{held.stop - 1}"
+            if len(held)
+            else "none built yet"
+        )
         fresh = "sources changed: maintain_streams() brings it up to date" if self.pending() else "up to date"
         rows = [
             ("version", str(status["version"])),

@@ -121,7 +121,8 @@ class View(Array):
         """The array rows of the repr, and which base versions the view reflects (its freshness)."""
         status = self.status()
         bases = ", ".join(
-            f"{b['base']} v{b['reflected']}" + ("" if b["reflected"] == b["current"] else f" (now v{b['current']})")
+            f"{b['base']} v{b['reflected']}"
+            + ("" if b["reflected"] == b["current"] else f" (now v{b['current']})")
             for b in status["bases"]
         )
         freshness = "deltas pending: refresh() brings it up to date" if status["pending"] else "up to date"

@@ -128,7 +128,9 @@ def run_image_demo(db: Database, batches: int = 8) -> dict:
     summary.add_row("operators", f"{timings['operators']:.1f} s")
     console.print(summary)
     console.print(
-        horizontal_table(db.array(IMAGE).versions().drop(columns=["snapshot_id"]).head(20), title=f"versions of {IMAGE}")
+        horizontal_table(
+            db.array(IMAGE).versions().drop(columns=["snapshot_id"]).head(20), title=f"versions of {IMAGE}"
+        )
     )
     chunk_stats = array.chunks()
     console.print(

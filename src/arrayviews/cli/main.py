@@ -189,7 +189,9 @@ def versions(context: Context, array: str, output: str) -> None:
 @cli.command()
 @click.argument("array")
 @click.argument("output", type=click.Path(dir_okay=False, writable=True))
-@click.option("--attr", "attribute", default=None, help="The attribute to draw (needed when there are several).")
+@click.option(
+    "--attr", "attribute", default=None, help="The attribute to draw (needed when there are several)."
+)
 @click.option("--dpi", default=100, show_default=True, help="Resolution of the picture.")
 @click.pass_obj
 def plot(context: Context, array: str, output: str, attribute: str | None, dpi: int) -> None:

@@ -25,7 +25,9 @@ DTYPES = {
     "float64": np.dtype(np.float64),
     "bool": np.dtype(np.bool_),
     "string": np.dtype(object),
-    "uint64": np.dtype(np.uint64),  # compared exactly with integers (numpy compares mixed signs exactly)  # str values; compared by UTF-8 bytes through pyarrow
+    "uint64": np.dtype(
+        np.uint64
+    ),  # compared exactly with integers (numpy compares mixed signs exactly)  # str values; compared by UTF-8 bytes through pyarrow
     "void": np.dtype(np.bool_),  # NULL literals: the values are never read
 }
 _TWO_63 = 2.0**63

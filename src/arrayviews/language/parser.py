@@ -223,7 +223,9 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         for token, word in zip(node.children, ("ALLOW", "GAP"), strict=True):
             if str(token).upper() != word:
                 raise self.source.error(
-                    f"expected ALLOW GAP at the end of the statement, got {str(token)!r}", token.start_pos, (word,)
+                    f"expected ALLOW GAP at the end of the statement, got {str(token)!r}",
+                    token.start_pos,
+                    (word,),
                 )
         return True
 

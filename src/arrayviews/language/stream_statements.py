@@ -167,7 +167,9 @@ class StreamStatements:
         for token, word in ((first, "MAX"), (second, "GAP")):
             if str(token).upper() != word:
                 raise self.source.error(
-                    f"CREATE STREAM ... WITH sets MAX GAP n PARTS, got {str(token)!r}", token.start_pos, (word,)
+                    f"CREATE STREAM ... WITH sets MAX GAP n PARTS, got {str(token)!r}",
+                    token.start_pos,
+                    (word,),
                 )
         gap = self.positive(amount, "the largest gap (MAX GAP)")
         if str(unit).lower() not in _PARTS:

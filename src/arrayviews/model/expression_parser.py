@@ -354,7 +354,9 @@ class _Binder:
             if node.is_string:  # read from the text as written: sqlglot unescapes unlike Spark
                 meta = node._meta or {}
                 if "start" in meta and "end" in meta:
-                    return Literal(spark_string_value(self.source.text[meta["start"] : meta["end"] + 1]), "string")
+                    return Literal(
+                        spark_string_value(self.source.text[meta["start"] : meta["end"] + 1]), "string"
+                    )
                 return Literal(str(node.this), "string")
             return self.number(node, negative=False)
         if kind is exp.Boolean:

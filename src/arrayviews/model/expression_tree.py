@@ -507,7 +507,16 @@ def string_literal_text(value: str) -> str:
     return "'" + value.translate(_STRING_ESCAPES) + "'"
 
 
-_SIMPLE_ESCAPES = {"0": "\x00", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+_SIMPLE_ESCAPES = {
+    "0": "\x00",
+    "b": "\b",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "Z": "\x1a",
+    "%": "\\%",
+    "_": "\\_",
+}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 

@@ -223,7 +223,9 @@ def _binary(node: Binary, left: str, right: str) -> tuple[str, tuple[str, ...]]:
         if {left, right} <= {"uint64", *INTEGER_TYPES, VOID}:
             return "bool", (left, right)
         other = right if left == "uint64" else left
-        raise _fail(node, f"cannot compare UINT64 with {sql_name(other)} (uint64 values compare with integers)")
+        raise _fail(
+            node, f"cannot compare UINT64 with {sql_name(other)} (uint64 values compare with integers)"
+        )
     if op in COMPARISONS:
         shared = wider(left, right)
         if shared is None:
@@ -331,7 +333,11 @@ def infer_type(expr: Expr, types: Mapping[str, str]) -> str:
                 kind = known[resolve_name(node.name, known)]
             except ValidationError as error:
                 raise ValidationError(f"{error} in expression {expr.to_text()!r}", column=node.name) from None
-            problem = None if kind in (VOID, *EXPRESSION_STORAGE_TYPES) else computing_problem(kind, "a cell expression")
+            problem = (
+                None
+                if kind in (VOID, *EXPRESSION_STORAGE_TYPES)
+                else computing_problem(kind, "a cell expression")
+            )
             if problem is not None:
                 raise ValidationError(
                     f"{node.name} in expression {expr.to_text()!r}: {problem}", column=node.name, value=kind

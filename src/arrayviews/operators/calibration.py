@@ -72,11 +72,14 @@ def calibrate(executors: Executors, repeats: int = 2) -> CostModel:
     spark_per_cell = max(spark_per_cell, local_per_cell / cores)
     default = CostModel()
     kept = executors.costs  # the uncertain per-copy and per-pair terms (uncertain_calibration.py)
-    model = CostModel(
-        replace(kept.local, fixed=local_fixed, per_job=0.0, per_cell=local_per_cell),
-        replace(kept.spark, fixed=0.0, per_job=spark_fixed / JOBS_PER_RUN, per_cell=spark_per_cell),
-        max(default.max_local_cells, min(5 * default.max_local_cells, int(10.0 / local_per_cell))),
-        default.max_local_bytes,
+    model = replace(
+        kept,  # the refresh and stream step terms too
+        local=replace(kept.local, fixed=local_fixed, per_job=0.0, per_cell=local_per_cell),
+        spark=replace(kept.spark, fixed=0.0, per_job=spark_fixed / JOBS_PER_RUN, per_cell=spark_per_cell),
+        max_local_cells=max(
+            default.max_local_cells, min(5 * default.max_local_cells, int(10.0 / local_per_cell))
+        ),
+        max_local_bytes=default.max_local_bytes,
     ).stamped({name: [[n, round(t, 6)] for n, t in points] for name, points in measured.items()})
     executors.store_costs(model)
     return model

@@ -196,7 +196,9 @@ def _whole_chunk_text(columns: dict, attribute, block: np.ndarray, group: list[t
         high.append(maximum)
     columns[layout.value_column(attribute.name)] = layout.binary_array(payloads)
     if attribute.nullable:
-        columns[layout.null_column(attribute.name)] = layout.binary_array([np.zeros(0, np.uint8)] * len(group))
+        columns[layout.null_column(attribute.name)] = layout.binary_array(
+            [np.zeros(0, np.uint8)] * len(group)
+        )
     columns[layout.min_column(attribute.name)] = statistics_array(low, attribute.type)
     columns[layout.max_column(attribute.name)] = statistics_array(high, attribute.type)
     return np.array([len(p) for p in payloads], dtype=np.int64)

@@ -1,0 +1,116 @@
+"""Calibrating the in-process stream step costs (``execution.cost.StreamStepCost``) on the running
+machine: window views of both plans stepped over scratch streams of two part sizes, fitted to
+``per_view + per_part * parts read + per_row * rows read`` and the helper's extra cost."""
+
+from __future__ import annotations
+
+import statistics
+import uuid
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from arrayviews.execution.cost import StreamStepCost
+from arrayviews.model.names import HELPER_SUFFIX
+from arrayviews.streams.maintainer import maintain_view
+from arrayviews.streams.world import StreamWorld
+
+#: Rows per part of the two scratch streams (a tenth as many groups).
+ROWS = (1000, 10000)
+#: Windows (parts) of the recompute views, and of the incremental view.
+RECOMPUTE_WINDOWS = (2, 8)
+INCREMENTAL_WINDOW = 4
+#: Parts appended before the steps are timed, and the steps timed (their median is kept).
+WARM_PARTS, TIMED_PARTS = 9, 5
+_START = 1_600_000_020  # a minute boundary
+
+
+def _part(minute: int, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "ts": pd.to_datetime(_START + 60 * minute + rng.integers(0, 60, rows), unit="s", utc=True),
+            "g": [f"g{k}" for k in rng.integers(0, max(1, rows // 10), rows)],
+            "v": rng.integers(-1000, 1000, rows),
+        }
+    )
+
+
+def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
+    """Per view of the scratch stream, the median step time with what it read."""
+    tag = uuid.uuid4().hex[:8]
+    stream_name = f"calibration_stream_{tag}"
+    views = {f"calibration_r{w}_{tag}": ("recompute", w) for w in RECOMPUTE_WINDOWS}
+    views[f"calibration_i{INCREMENTAL_WINDOW}_{tag}"] = ("incremental", INCREMENTAL_WINDOW)
+    stream = db.create_stream(stream_name, "ts timestamp, g string, v bigint", 60, "ts")
+    try:
+        stream.append(_part(0, rows, rng), maintain=False)
+        for name, (plan, window) in views.items():
+            db.sql(
+                f"CREATE VIEW {name} USING {plan.upper()} AS SELECT g, sum(v) AS total "
+                f"FROM {stream_name} [WINDOW {window} MINUTES] GROUP BY g"
+            )
+        order = [n for name in views for n in (name + HELPER_SUFFIX, name)]
+        timed: dict[str, list[float]] = {}
+        for minute in range(1, WARM_PARTS + TIMED_PARTS + 1):
+            stream.append(_part(minute, rows, rng), maintain=False)
+            world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
+            for name in order:
+                if name.lower() not in world.kinds:
+                    continue  # a recompute view has no helper
+                result = maintain_view(db.spark, world, name)
+                if minute > WARM_PARTS and result is not None:
+                    timed.setdefault(name, []).append(result.seconds)
+        groups = len(_part(0, rows, np.random.default_rng(0)).g.unique())
+        samples = []
+        for name, (plan, window) in views.items():
+            sample = {"plan": plan, "window": window, "rows": rows, "groups": groups}
+            sample["seconds"] = statistics.median(timed[name])
+            if plan == "incremental":
+                sample["helper_seconds"] = statistics.median(timed[name + HELPER_SUFFIX])
+            samples.append(sample)
+        return samples
+    finally:
+        for name in views:
+            if name in db.stream_views():
+                db.drop_stream_view(name)
+        db.drop_stream(stream_name)
+
+
+def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
+    """Non-negative least squares over the recompute views' steps (a view, W parts, W x rows
+    rows), then the helper's extra cost: the median of its steps less what its view, two parts
+    and its rows (the stream part's and its previous part's groups) predict."""
+    recompute = [s for s in samples if s["plan"] == "recompute"]
+    matrix = np.array([[1.0, s["window"], s["window"] * s["rows"]] for s in recompute])
+    (per_view, per_part, per_row), _ = nnls(matrix, np.array([s["seconds"] for s in recompute]))
+    extra = [
+        s["helper_seconds"] - (per_view + 2 * per_part + per_row * (s["rows"] + s["groups"]))
+        for s in samples
+        if s["plan"] == "incremental"
+    ]
+    return StreamStepCost(
+        per_view=float(per_view),
+        per_part=float(per_part),
+        per_row=float(per_row),
+        per_helper=max(0.0, float(statistics.median(extra))) if extra else StreamStepCost().per_helper,
+    )
+
+
+def calibrate_stream_steps(db, rows: tuple[int, ...] = ROWS, seed: int = 0) -> StreamStepCost:
+    """Measure the in-process stream step costs here and store them with the database's calibrated
+    costs (``execution.json``): what ``CREATE VIEW ... [WINDOW ...]`` prices its plans with. The
+    scratch streams and views are dropped. Their steps are run view by view; creating them brings
+    the warehouse's pending stream views up to date first, as any CREATE VIEW does."""
+    rng = np.random.default_rng(seed)
+    samples = [sample for size in rows for sample in _steps(db, size, rng)]
+    fitted = fit_stream_steps(samples)
+    model = db.executors.costs
+    db.executors.store_costs(
+        replace(model, stream_step=fitted).stamped({**model.notes, "stream_step": samples})
+    )
+    return fitted
+
+
+__all__ = ["calibrate_stream_steps", "fit_stream_steps"]
