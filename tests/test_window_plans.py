@@ -235,3 +235,77 @@ def test_calibrating_the_array_terms_keeps_the_stream_step_terms(spark, tmp_path
     db.executors.store_costs(CostModel(stream_step=kept))
     assert calibrate(db.executors, repeats=1).stream_step == kept
     assert db.executors.costs.stream_step == kept
+
+
+# -- AUTO over a stream without rows: the plan is chosen when rows arrive ----------------------------
+SHORT = "CREATE VIEW short AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g"
+LONG = "CREATE VIEW long AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW 300 MINUTES] GROUP BY g"
+
+
+def _empty_stream_with_views(spark, tmp_path):
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
+    db.sql(SHORT)
+    db.sql(LONG)
+    assert db.stream_views(helpers=True) == ["long", "long__helper", "short", "short__helper"]
+    for name in ("short", "long"):
+        plan = db.stream_view(name).status()["plan"]
+        assert plan["plan"] == "pending" and "no rows yet" in plan["reason"]
+    return db, stream
+
+
+@pytest.mark.slow
+def test_auto_over_an_empty_stream_chooses_each_plan_when_rows_arrive(spark, tmp_path) -> None:
+    db, stream = _empty_stream_with_views(spark, tmp_path)
+    frames = [_batch(range(0, 3), seed=5)]
+    stream.append(frames[0])
+    # 200 rows a part: two parts are cheaper read again than a helper kept; 300 parts are not
+    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    short, long = (db.stream_view(n).status()["plan"] for n in ("short", "long"))
+    assert (
+        short["plan"] == "recompute"
+        and "first rows arrived: 200 rows and 20 groups per part" in short["reason"]
+    )
+    assert (
+        long["plan"] == "incremental" and short["predicted"]["recompute"] < short["predicted"]["incremental"]
+    )
+    later = _batch(range(3, 6), seed=6)
+    late = later[later.ts < pd.Timestamp(EPOCH + 4 * 60, unit="s", tz="UTC")].iloc[::5]
+    frames += [later.drop(late.index), late]
+    stream.append(frames[1])
+    stream.append(frames[2])
+    assert _stored(db, "short") == _window_totals(frames, 2)
+    assert _stored(db, "long") == _window_totals(frames, 300)
+
+
+@pytest.mark.slow
+def test_a_crash_after_the_choice_leaves_a_helper_the_next_pass_drops(spark, tmp_path) -> None:
+    from arrayviews.model.faults import InjectedFault, inject
+
+    db, stream = _empty_stream_with_views(spark, tmp_path)
+    frames = [_batch(range(0, 3), seed=7)]
+    with inject("viewdf.plan-chosen"), pytest.raises(InjectedFault):
+        stream.append(frames[0])  # the rows are appended; maintenance dies after choosing
+    assert db.stream_view("short").status()["plan"]["plan"] == "recompute"
+    assert "short__helper" in db.stream_views(helpers=True)
+    db.maintain_streams()
+    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    assert _stored(db, "short") == _window_totals(frames, 2)
+
+
+@pytest.mark.slow
+def test_a_view_built_before_its_plan_was_chosen_stays_incremental(spark, tmp_path, monkeypatch) -> None:
+    from arrayviews.streams import maintainer
+
+    db, stream = _empty_stream_with_views(spark, tmp_path)
+    frames = [_batch(range(0, 3), seed=8)]
+    with monkeypatch.context() as patched:  # another process built the first parts before choosing
+        patched.setattr(maintainer, "settle_window_plans", lambda world: False)
+        stream.append(frames[0])
+    db.maintain_streams()
+    plan = db.stream_view("short").status()["plan"]
+    assert plan["plan"] == "incremental" and "built before the plan was chosen" in plan["reason"]
+    assert "short__helper" in db.stream_views(helpers=True)
+    frames.append(_batch(range(3, 4), seed=9))
+    stream.append(frames[1])
+    assert _stored(db, "short") == _window_totals(frames, 2)

@@ -353,11 +353,14 @@ class Database:
         """Drop a stream; refused while a stream view reads it."""
         self.drop(name, kinds.STREAM)
 
-    def create_stream_view(self, definition, lateness_parts: int | None = None) -> StreamView:
+    def create_stream_view(
+        self, definition, lateness_parts: int | None = None, *, window_plan: str | None = None
+    ) -> StreamView:
         """Create a view maintained by View Delta Functions over streams: a ``CREATE VIEW`` statement
         (hand-written INITIALIZE/UPDATE, or a PATTERN or WINDOW query translated automatically), a
         ViewDFDefinition, or a list of them (helpers first). Builds its parts now; returns the view.
-        ``lateness_parts``: how many parts of late rows a helper view keeps its old parts for."""
+        ``lateness_parts``: how many parts of late rows a helper view keeps its old parts for;
+        ``window_plan``: a translated window view's plan as stored with it (streams/windows.py)."""
         if isinstance(definition, str):
             return self._create_stream_view_from_text(definition, lateness_parts)
         definitions = list(definition) if isinstance(definition, list | tuple) else [definition]
@@ -368,6 +371,7 @@ class Database:
             lateness_parts,
             self.executors.mode,
             self.executors.costs,
+            window_plan,
         )
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
 

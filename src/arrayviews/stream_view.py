@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -122,13 +123,14 @@ def create_views(
     lateness_parts: int | None = None,
     execution: str = "auto",
     costs=None,
+    window_plan: str | None = None,
 ) -> list[MaintenanceResult]:
     """Create the views (helpers first), build their parts, and return what maintenance did. On any
     error every view created by this call is dropped again. ``execution``/``costs``: where parts are
-    built (see streams/maintainer.py)."""
+    built (see streams/maintainer.py); ``window_plan``: kept with the last (final) view."""
     created: list[str] = []
     try:
-        for definition in definitions:
+        for index, definition in enumerate(definitions):
             world = StreamWorld(spark, catalog)
             _check_view_name(definition)
             definition = normalized(definition)
@@ -148,6 +150,8 @@ def create_views(
             }
             if lateness_parts is not None:
                 properties[rel.LATENESS] = str(int(lateness_parts))
+            if window_plan is not None and index == len(definitions) - 1:
+                properties[rel.WINDOW_PLAN] = window_plan
             SparkPartTable.create(
                 catalog,
                 rel.NAMESPACE,
@@ -334,4 +338,6 @@ class StreamView:
             "retained": None if state is None else state.retained,
             "seen": {} if state is None else dict(state.seen),
             "failed": self._handle.failure(),
+            # a sliding-window view's plan and why (streams/windows.py); None for other views
+            "plan": json.loads(self._handle.table.properties.get(rel.WINDOW_PLAN, "null")),
         }

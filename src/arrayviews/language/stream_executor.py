@@ -88,8 +88,22 @@ def _window_plan(
 @statement_runner(ast.CreatePatternView)
 @statement_runner(ast.CreateWindowView)
 def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
-    definitions = translate(s, _stream_length(db, s), types=_stream_types(db, s), plan=_window_plan(db, s))
-    return db.create_stream_view(definitions, s.lateness)
+    length, types = _stream_length(db, s), _stream_types(db, s)
+    plan = _window_plan(db, s)
+    definitions = translate(s, length, types=types, plan=plan)
+    if not isinstance(plan, windows.PlanChoice):
+        return db.create_stream_view(definitions, s.lateness)
+    pending = {}
+    if plan.pending:  # what the plan is chosen again with when the stream's first rows arrive
+        translation = windows.WindowTranslation(s, length, types)
+        pending = {
+            "stream": s.query.stream,
+            "group_by": list(s.query.group_by),
+            "parts": translation.parts,
+            "subtractable": translation.subtractable,
+            "recompute": translate(s, length, types=types, plan=windows.RECOMPUTE)[-1].to_json(),
+        }
+    return db.create_stream_view(definitions, s.lateness, window_plan=plan.property_text(**pending))
 
 
 @explainer(ast.CreateViewDF)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow.parquet as pq
 import pyiceberg.table.update.snapshot as snapshot_producers
@@ -112,12 +112,21 @@ def missing_properties(table: Table) -> dict[str, str]:
     return {k: v for k, v in TABLE_PROPERTIES.items() if properties.get(k) != v}
 
 
-def update_properties(table: Table, updates: dict[str, str], removals: Sequence[str] = ()) -> Table:
+def update_properties(
+    table: Table,
+    updates: dict[str, str],
+    removals: Sequence[str] = (),
+    only_if: Callable[[Table], bool] | None = None,
+) -> Table:
     """Set and remove table properties in one metadata-only commit (no snapshot), repeated if
-    another process committed meanwhile (properties never conflict with data commits). Returns the
-    refreshed table."""
+    another process committed meanwhile (properties never conflict with data commits). With
+    ``only_if``, nothing changes unless it holds for the table as last committed (checked again
+    after each conflict: the catalog's swap fails if the table moved since it was read). Returns
+    the refreshed table."""
     for _ in range(20):
         table = table.refresh()
+        if only_if is not None and not only_if(table):
+            return table
         current = table.metadata.properties
         changes = {k: v for k, v in updates.items() if current.get(k) != v}
         gone = [k for k in removals if k in current]

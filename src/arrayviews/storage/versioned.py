@@ -110,9 +110,19 @@ class VersionedTable:
     def kind(self) -> str | None:
         return self.table.metadata.properties.get(KIND_PROPERTY)
 
-    def update_properties(self, updates: dict[str, str], removals: Sequence[str] = ()) -> None:
-        """Set and remove table properties in one metadata commit (no new version)."""
-        self.table = update_properties(self.table, updates, removals)
+    def update_properties(
+        self,
+        updates: dict[str, str],
+        removals: Sequence[str] = (),
+        only_if: Callable[[Table], bool] | None = None,
+    ) -> bool:
+        """Set and remove table properties in one metadata commit (no new version); with ``only_if``,
+        only while it holds for the table as last committed. Returns whether they are set now."""
+        self.table = update_properties(self.table, updates, removals, only_if)
+        current = self.table.metadata.properties
+        return all(current.get(k) == v for k, v in updates.items()) and not any(
+            k in current for k in removals
+        )
 
     # -- versions ----------------------------------------------------------------------------------
     def snapshots(self) -> Iterator[SnapshotRecord]:

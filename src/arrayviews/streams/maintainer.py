@@ -31,6 +31,7 @@ from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.fusion import Fusion, fusion_for
 from arrayviews.streams.local_step import Input, build_part
 from arrayviews.streams.part_files import PartFile, part_files
+from arrayviews.streams.plan_settling import settle_window_plans
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
 #: What a step's report says of a part built together with the helper's (streams/fusion.py).
@@ -450,6 +451,8 @@ def maintain_all(
     (InjectedFault) or an interrupt is not a view failure and propagates, and so does the error of
     a view named in ``raise_for`` (views being created: their first build must work).
     """
+    if settle_window_plans(world):  # a pending window view got its plan: read the warehouse again
+        world = type(world)(world.spark, world.catalog, world.execution, world.costs)
     order = list(world.view_order())
     fusions: list[Fusion] = []
     try:

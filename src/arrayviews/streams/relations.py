@@ -26,6 +26,8 @@ HELPER = HELPER_PROPERTY
 LATENESS = "arrayviews.viewdf.lateness-parts"
 #: Set (to the error) while a view's maintenance has failed; the view is skipped until retried.
 FAILED = "arrayviews.viewdf.failed"
+#: A sliding-window view's plan and why (JSON; streams/windows.py, streams/plan_settling.py).
+WINDOW_PLAN = "arrayviews.viewdf.window-plan"
 DEFAULT_LATENESS_PARTS = 10
 
 

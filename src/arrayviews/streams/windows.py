@@ -36,6 +36,7 @@ of the per-part sums, so decimal columns are not supported by the subtractable f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
-INCREMENTAL, RECOMPUTE, AUTO = "incremental", "recompute", "auto"
+INCREMENTAL, RECOMPUTE, AUTO, PENDING = "incremental", "recompute", "auto", "pending"
 PLANS = (AUTO, INCREMENTAL, RECOMPUTE)
 
 
@@ -82,6 +83,7 @@ class WindowTranslation:
         if plan not in (INCREMENTAL, RECOMPUTE):
             raise ValueError(f"a window view's plan is {INCREMENTAL} or {RECOMPUTE}, got {plan!r}")
         self.statement = statement
+        self.view = statement.name
         self.plan = plan
         self.query: WindowQuery = statement.query
         self.partition_length = partition_length
@@ -123,6 +125,14 @@ class WindowTranslation:
                     counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
                     self.exact[attribute] = [column, *lower, *counts]
                     self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
+
+    @property
+    def float_sums(self) -> bool:
+        """Whether the view sums a float column (exactly, which only the incremental plan does)."""
+        return bool(self.exact)
+
+    def shape(self) -> WindowShape:
+        return WindowShape(self.view, self.parts, self.subtractable, self.float_sums)
 
     def definitions(self) -> list[ViewDFDefinition]:
         length = self.partition_length
@@ -386,12 +396,34 @@ class PartSizes:
 
 
 @dataclass(frozen=True)
+class WindowShape:
+    """What the plan choice needs of a window view (a WindowTranslation has the same attributes)."""
+
+    view: str
+    parts: int
+    subtractable: bool
+    float_sums: bool = False
+
+
+@dataclass(frozen=True)
 class PlanChoice:
-    """The plan a window view is maintained by, and why (EXPLAIN prints it)."""
+    """The plan a window view is maintained by, and why (EXPLAIN prints it). ``pending``: AUTO over
+    a stream without rows keeps the incremental plan until the first rows arrive, then chooses
+    (streams/plan_settling.py)."""
 
     plan: str
     reason: str
     predicted: dict[str, float]
+    pending: bool = False
+
+    def property_text(self, **pending_details) -> str:
+        """The view's plan as stored with it (``relations.WINDOW_PLAN``)."""
+        stored = {
+            "plan": PENDING if self.pending else self.plan,
+            "reason": self.reason,
+            "predicted": self.predicted,
+        }
+        return json.dumps({**stored, **(pending_details if self.pending else {})}, sort_keys=True)
 
 
 #: Parts of the stream whose row counts (from its manifests) give the rows per part.
@@ -420,28 +452,28 @@ def part_sizes(table: PartTable, group_by: tuple[str, ...]) -> PartSizes | None:
 
 
 def choose_plan(
-    translation: WindowTranslation,
+    shape: WindowTranslation | WindowShape,
     sizes: PartSizes | None,
     cost: StreamStepCost,
     requested: str = AUTO,
 ) -> PlanChoice:
-    """The plan of ``translation``'s view: ``requested`` unless it is ``auto``; otherwise the one
-    with the lower predicted step time for parts of ``sizes`` (the incremental plan when the
-    stream has no rows yet, whose step does not grow with the window, and when it keeps float
-    sums exactly)."""
+    """The plan of ``shape``'s view: ``requested`` unless it is ``auto``; otherwise the one with
+    the lower predicted step time for parts of ``sizes``. The incremental plan when it keeps float
+    sums exactly, and (pending) while the stream has no rows: its step does not grow with the
+    window, and the choice is made again when rows arrive."""
     if requested not in PLANS:
         raise ValidationError(
-            f"view {translation.statement.name}: the plan is one of {', '.join(PLANS)}, got {requested!r}",
-            array=translation.statement.name,
+            f"view {shape.view}: the plan is one of {', '.join(PLANS)}, got {requested!r}",
+            array=shape.view,
             value=requested,
         )
-    window = translation.parts
+    window = shape.parts
     predicted: dict[str, float] = {}
     if sizes is not None:
         rows, groups = sizes.rows, min(sizes.groups, sizes.rows)
         # the helper reads the stream's part and its own previous part; the view reads two helper
         # parts (subtractable) or all W of them (distributive)
-        combined = 2 if translation.subtractable else window
+        combined = 2 if shape.subtractable else window
         predicted = {
             RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
             INCREMENTAL: 2 * cost.per_view
@@ -451,11 +483,14 @@ def choose_plan(
         }
     if requested != AUTO:
         return PlanChoice(requested, f"{requested} requested", predicted)
-    if translation.exact:
+    if shape.float_sums:
         return PlanChoice(INCREMENTAL, "its float sums are kept exactly by the incremental plan", predicted)
     if sizes is None:
         return PlanChoice(
-            INCREMENTAL, "the stream has no rows yet; the incremental step does not grow with the window", {}
+            INCREMENTAL,
+            "the stream has no rows yet: incremental until its first rows, then chosen again",
+            {},
+            True,
         )
     plan = RECOMPUTE if predicted[RECOMPUTE] < predicted[INCREMENTAL] else INCREMENTAL
     reason = (
