@@ -309,3 +309,25 @@ def test_a_view_built_before_its_plan_was_chosen_stays_incremental(spark, tmp_pa
     frames.append(_batch(range(3, 4), seed=9))
     stream.append(frames[1])
     assert _stored(db, "short") == _window_totals(frames, 2)
+
+
+@pytest.mark.slow
+def test_two_processes_choosing_at_once_make_one_choice(spark, tmp_path) -> None:
+    """Two maintenance passes that read the warehouse before either chose (two processes): the
+    second finds the plan chosen and the helper gone, and changes nothing."""
+    from arrayviews.streams.plan_settling import settle_window_plans
+    from arrayviews.streams.world import StreamWorld
+
+    db, stream = _empty_stream_with_views(spark, tmp_path)
+    frames = [_batch(range(0, 3), seed=10)]
+    stream.append(frames[0], maintain=False)
+    first, second = (StreamWorld(spark, db.warehouse.catalog, "local", db.executors.costs) for _ in range(2))
+    for world in (first, second):
+        assert world.view("short").definition.sources() == {"short__helper"}  # both read it pending
+    assert settle_window_plans(first)
+    chosen = db.stream_view("short").status()["plan"]
+    settle_window_plans(second)
+    assert db.stream_view("short").status()["plan"] == chosen and chosen["plan"] == "recompute"
+    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    db.maintain_streams()
+    assert _stored(db, "short") == _window_totals(frames, 2)

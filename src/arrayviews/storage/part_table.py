@@ -428,10 +428,15 @@ class PartTable(VersionedTable):
             table.name for table in cls.load_all(catalog, namespace) if kind is None or table.kind == kind
         )
 
-    def drop(self) -> None:
-        """Drop the table from the catalog and delete its files."""
+    def drop(self, missing_ok: bool = False) -> None:
+        """Drop the table from the catalog and delete its files (``missing_ok``: a table another
+        process dropped already is not an error)."""
         location = self.location
-        self.catalog.drop_table(self.table.name())
+        try:
+            self.catalog.drop_table(self.table.name())
+        except NoSuchTableError:
+            if not missing_ok:
+                raise
         delete_folder(location)
 
     # -- description ------------------------------------------------------------------------------

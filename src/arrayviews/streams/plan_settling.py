@@ -9,7 +9,9 @@ is marked incremental. The definition and the plan change in one metadata commit
 the view is still pending and still has no version (another process that chose first, or built a
 part first, wins; the catalog's swap fails on a table that moved since it was read). A crash
 between that commit and dropping the helper leaves a helper nothing reads, which the next pass
-drops.
+drops. A process that read the warehouse before the choice and is maintaining the helper at that
+moment meets a dropped table, as it would after a concurrent DROP VIEW: its step of the helper
+fails, the view is skipped for that pass, and its next pass reads the new definition.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def _drop_unread_helper(world, name: str) -> bool:
     current = _definition(world.view(name).table.refresh().properties[rel.DEFINITION])
     if readers or helper in current.sources():
         return False
-    world.table(helper).drop()
+    world.table(helper).drop(missing_ok=True)  # another process may have dropped it first
     return True
 
 
