@@ -331,3 +331,22 @@ def test_two_processes_choosing_at_once_make_one_choice(spark, tmp_path) -> None
     assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
     db.maintain_streams()
     assert _stored(db, "short") == _window_totals(frames, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("execution", ["local", "spark"])
+def test_a_recomputed_window_on_each_executor_follows_late_rows(spark, tmp_path, execution: str) -> None:
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=execution)
+    stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
+    frames = [_batch(range(0, 4), seed=11)]
+    stream.append(frames[0])
+    db.sql(SUM_WINDOW.replace("CREATE VIEW w AS", "CREATE VIEW w USING RECOMPUTE AS").format(minutes=3))
+    assert db.stream_views(helpers=True) == ["w"]
+    later = _batch(range(4, 6), seed=12)
+    late = later.iloc[::9].assign(ts=later.ts.iloc[::9] - pd.Timedelta(minutes=3))  # parts 1-2: late
+    frames += [later, late]
+    stream.append(later)
+    result = stream.append(late)
+    assert {m.executor for m in result.maintenance if m.executor} == {execution}
+    assert any(m.recomputed for m in result.maintenance)
+    assert _stored(db, "w") == _window_totals(frames, 3)
