@@ -350,3 +350,22 @@ def test_a_recomputed_window_on_each_executor_follows_late_rows(spark, tmp_path,
     assert {m.executor for m in result.maintenance if m.executor} == {execution}
     assert any(m.recomputed for m in result.maintenance)
     assert _stored(db, "w") == _window_totals(frames, 3)
+
+
+@pytest.mark.slow
+def test_show_status_of_a_stream_view_says_what_it_reflects_and_its_plan(spark, tmp_path) -> None:
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+    stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
+    stream.append(_batch(range(0, 2), seed=13))
+    db.sql(SUM_WINDOW.format(minutes=2))
+    version = stream.version
+    status = db.sql("SHOW STATUS OF w")
+    assert status.to_dict("records") == [
+        {"base": "s", "reflected": version, "current": version, "pending": False}
+    ]
+    stream.append(_batch(range(2, 3), seed=14), maintain=False)
+    status = db.sql("SHOW STATUS OF w")
+    assert status.to_dict("records") == [
+        {"base": "s", "reflected": version, "current": stream.version, "pending": True}
+    ]
+    assert "plan       recompute (200 rows and 20 groups per part" in repr(db.stream_view("w"))

@@ -235,6 +235,8 @@ class StreamView:
             ("lateness", f"{self.lateness_parts} part(s)"),
             ("freshness", fresh),
         ]
+        if status.get("plan"):  # a sliding-window view: its plan and why
+            rows.append(("plan", f"{status['plan']['plan']} ({status['plan']['reason']})"))
         if status.get("failed"):
             rows.append(("failed", str(status["failed"]).splitlines()[0]))
         return rows
@@ -327,6 +329,16 @@ class StreamView:
                 value=versions,
             )
         self._handle.table.set_properties(**{KEEP_VERSIONS: str(versions)})
+
+    def bases(self) -> list[tuple[str, int, int]]:
+        """(source, version the view reflects, its current version) for each relation the view reads
+        (``SHOW STATUS OF V``); the reflected version is 0 before the view built anything."""
+        state = self.state()
+        world = StreamWorld(self.spark, self.catalog)
+        return [
+            (source, 0 if state is None else state.seen.get(source, 0), world.table(source).current_version())
+            for source in sorted(self._handle.definition.sources())
+        ]
 
     def status(self) -> dict[str, object]:
         state = self.state()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse_view_query
 from arrayviews.language.printer import shape_text, view_query_text
@@ -259,7 +260,12 @@ def definition_text(definition: ViewDefinition) -> str:
 
 @statement_runner(ast.ShowStatus)
 def _show_status(db: Database, s: ast.ShowStatus) -> pd.DataFrame:
-    frame = pd.DataFrame(open_view(db, s.name).status()["bases"], columns=["base", "reflected", "current"])
+    """Per relation a view reads, the version it reflects and the current one: array and stream views."""
+    if relations.kind_of(db, s.name) == relations.STREAM_VIEW:
+        bases = db.stream_view(s.name).bases()
+    else:
+        bases = open_view(db, s.name).status()["bases"]
+    frame = pd.DataFrame(bases, columns=["base", "reflected", "current"])
     frame["pending"] = frame.reflected != frame.current
     return frame
 
