@@ -75,35 +75,34 @@ def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
 
 def _window_plan(
     db: Database, statement: ast.CreatePatternView | ast.CreateWindowView
-) -> windows.PlanChoice | str:
-    """A window view's plan, chosen by cost from the stream's parts (a pattern view has one plan)."""
+) -> tuple[windows.PlanChoice | str, str | None]:
+    """A window view's plan, chosen by cost from the stream's parts (a pattern view has one plan),
+    and the plan as the view keeps it (with what a pending choice is made again with)."""
     if not isinstance(statement, ast.CreateWindowView):
-        return windows.INCREMENTAL
+        return windows.INCREMENTAL, None
     stream = db.stream(statement.query.stream)
-    translation = windows.WindowTranslation(statement, stream.partition_length, _stream_types(db, statement))
+    length, types = stream.partition_length, _stream_types(db, statement)
+    translation = windows.WindowTranslation(statement, length, types)
     sizes = windows.part_sizes(stream.table, statement.query.group_by)
-    return windows.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
+    choice = windows.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
+    if not choice.pending:
+        return choice, choice.property_text()
+    recompute = translate(statement, length, types=types, plan=windows.RECOMPUTE)[-1]
+    return choice, choice.property_text(
+        stream=statement.query.stream,
+        group_by=list(statement.query.group_by),
+        parts=translation.parts,
+        subtractable=translation.subtractable,
+        recompute=recompute.to_json(),
+    )
 
 
 @statement_runner(ast.CreatePatternView)
 @statement_runner(ast.CreateWindowView)
 def _create_translated_view(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> Any:
-    length, types = _stream_length(db, s), _stream_types(db, s)
-    plan = _window_plan(db, s)
-    definitions = translate(s, length, types=types, plan=plan)
-    if not isinstance(plan, windows.PlanChoice):
-        return db.create_stream_view(definitions, s.lateness)
-    pending = {}
-    if plan.pending:  # what the plan is chosen again with when the stream's first rows arrive
-        translation = windows.WindowTranslation(s, length, types)
-        pending = {
-            "stream": s.query.stream,
-            "group_by": list(s.query.group_by),
-            "parts": translation.parts,
-            "subtractable": translation.subtractable,
-            "recompute": translate(s, length, types=types, plan=windows.RECOMPUTE)[-1].to_json(),
-        }
-    return db.create_stream_view(definitions, s.lateness, window_plan=plan.property_text(**pending))
+    plan, kept = _window_plan(db, s)
+    definitions = translate(s, _stream_length(db, s), types=_stream_types(db, s), plan=plan)
+    return db.create_stream_view(definitions, s.lateness, window_plan=kept)
 
 
 @explainer(ast.CreateViewDF)
@@ -114,7 +113,7 @@ def _explain_viewdf(db: Database, s: ast.CreateViewDF) -> str:
 @explainer(ast.CreatePatternView)
 @explainer(ast.CreateWindowView)
 def _explain_translated(db: Database, s: ast.CreatePatternView | ast.CreateWindowView) -> str:
-    return explain(s, _stream_length(db, s), types=_stream_types(db, s), plan=_window_plan(db, s))
+    return explain(s, _stream_length(db, s), types=_stream_types(db, s), plan=_window_plan(db, s)[0])
 
 
 def _stream_view(db: Database, name: str, setting: str):

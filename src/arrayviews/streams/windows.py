@@ -131,9 +131,6 @@ class WindowTranslation:
         """Whether the view sums a float column (exactly, which only the incremental plan does)."""
         return bool(self.exact)
 
-    def shape(self) -> WindowShape:
-        return WindowShape(self.view, self.parts, self.subtractable, self.float_sums)
-
     def definitions(self) -> list[ViewDFDefinition]:
         length = self.partition_length
         if self.plan == RECOMPUTE:
