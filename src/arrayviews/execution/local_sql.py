@@ -30,6 +30,8 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
+from arrayviews.execution.arrow_sql import Unsupported, run_arrow
+
 #: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
 _RAISED = "\x1eraised:"
 #: DuckDB macros standing for Spark functions without a DuckDB equal.
@@ -250,15 +252,23 @@ def run_sql(
     tables: Mapping[str, pa.Table],
     functions: Sequence[ArrowFunction] = (),
     macros: Sequence[str] = (),
+    arrow_first: bool = False,
 ) -> pa.Table:
     """The result of Spark SQL query ``text`` over ``tables`` (name -> Arrow table), run in this
     process. Raises CannotRunLocally when the query (or an error inside it that is not its own
     ``raise_error``) cannot be had with Spark's meaning, and RaisedByQuery for ``raise_error``.
-    The query is prepared once per thread and input shape and run again on new rows."""
+    The query is prepared once per thread and input shape and run again on new rows. With
+    ``arrow_first`` a small query is first tried with pyarrow compute alone (execution/arrow_sql.py),
+    which spares DuckDB's fixed cost of each input and query; what it refuses runs on DuckDB."""
     import duckdb
 
-    translated = duckdb_sql(text, functions)
     inputs = {name: _naive_times(table) for name, table in tables.items()}
+    if arrow_first:
+        try:
+            return run_arrow(text, inputs)
+        except Unsupported:
+            pass
+    translated = duckdb_sql(text, functions)
     prepared = None
     try:
         prepared = _prepared(translated, inputs, tuple(functions), tuple(macros))

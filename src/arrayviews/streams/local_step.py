@@ -1,6 +1,7 @@
-"""Building one ViewDF part in this process: the part query runs in DuckDB (execution/local_sql.py)
-over the Arrow rows of the parts it reads, and the result is staged as the part's Parquet file(s)
-by pyarrow, the same files the Spark step stages and commits."""
+"""Building one ViewDF part in this process: the part query runs over the Arrow rows of the parts it
+reads (with pyarrow compute when it is small enough, else in DuckDB: execution/local_sql.py), and
+the result is staged as the part's Parquet file(s) by pyarrow, the same files the Spark step stages
+and commits."""
 
 from __future__ import annotations
 
@@ -72,5 +73,7 @@ def build_part(
     RaisedByQuery when its ``raise_error`` fires."""
     names = {number: f"viewdf_local_{number}" for number in range(len(inputs))}
     tables = {names[number]: read_input(source) for number, source in enumerate(inputs)}
-    result = run_sql(query.render(names), tables, exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS)
+    result = run_sql(
+        query.render(names), tables, exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS, arrow_first=True
+    )
     return view.stage_local(conform_result(result, view.arrow_schema, name, part))
