@@ -36,7 +36,9 @@ SUPPORTED = (
 )
 
 _values = st.one_of(st.none(), st.integers(-5, 5))
-_rows = st.lists(st.tuples(st.sampled_from(["x", "y", "zz", None]), _values, _values, st.integers(0, 3)), max_size=12)
+_rows = st.lists(
+    st.tuples(st.sampled_from(["x", "y", "zz", None]), _values, _values, st.integers(0, 3)), max_size=12
+)
 _others = st.lists(st.tuples(st.integers(0, 3), _values), max_size=8)
 
 
@@ -49,7 +51,9 @@ def _tables(rows, others) -> dict[str, pa.Table]:
             "k": pa.array([r[3] for r in rows], pa.int64()),
         }
     )
-    u = pa.table({"k": pa.array([o[0] for o in others], pa.int64()), "c": pa.array([o[1] for o in others], pa.int64())})
+    u = pa.table(
+        {"k": pa.array([o[0] for o in others], pa.int64()), "c": pa.array([o[1] for o in others], pa.int64())}
+    )
     return {"t": t, "u": u}
 
 
@@ -75,7 +79,11 @@ def test_every_supported_query_runs_here(query) -> None:
 
 
 def test_a_reached_raise_error_is_left_to_duckdb_which_raises_it() -> None:
-    tables = {"t": pa.table({"g": ["a", "b"], "a": pa.array([BIG, 1], pa.int64()), "b": pa.array([1, 1], pa.int32())})}
+    tables = {
+        "t": pa.table(
+            {"g": ["a", "b"], "a": pa.array([BIG, 1], pa.int64()), "b": pa.array([1, 1], pa.int32())}
+        )
+    }
     query = "SELECT g, coalesce(try_add(a, b), raise_error(concat('overflow for ', g))) AS s FROM t"
     with pytest.raises(Unsupported):
         run_arrow(query, tables)
