@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from arrayviews.language.parser import parse_statement
 from arrayviews.language.syntax import CreatePatternView, CreateViewDF, CreateWindowView
 from arrayviews.model.errors import ParseError
-from arrayviews.model.viewdf import ViewDFDefinition
+from arrayviews.model.viewdf import Presentation, ViewDFDefinition
 from arrayviews.streams.fsm import build_state_machine
 from arrayviews.streams.translate import explain, translate
 from pattern_reference import Pattern, Predicate, earliest_matches, pattern_results
@@ -88,14 +88,13 @@ def test_edges_without_predicates_are_true() -> None:
 
 # -- generated SQL ---------------------------------------------------------------------------------
 def test_pattern_translation_structure() -> None:
-    helper, final = translate(_pattern(VIEW1), 60)
-    assert (helper.name, final.name) == ("View1__helper", "View1")
-    assert helper.helper and not final.helper and helper.backfill and final.backfill
-    assert helper.partition_length == final.partition_length == 60
-    assert [r.text("i") for r in helper.initialize.references] == ["M[i]"]
-    assert [r.text("j") for r in helper.update.references] == ["M[j]", "View1__helper[j-1]"]
-    update = helper.update.text
-    assert "LEFT OUTER JOIN View1__helper[j-1] AS Prev" in update
+    """One view: the paper's Helper, reading its own previous part, shown as the final view."""
+    (view,) = translate(_pattern(VIEW1), 60)
+    assert view.name == "View1" and not view.helper and view.backfill and view.partition_length == 60
+    assert [r.text("i") for r in view.initialize.references] == ["M[i]"]
+    assert [r.text("j") for r in view.update.references] == ["M[j]", "View1[j-1]"]
+    update = view.update.text
+    assert "LEFT OUTER JOIN View1[j-1] AS Prev" in update
     assert "New.src IS NOT DISTINCT FROM Prev.src AND New.dest IS NOT DISTINCT FROM Prev.dest" in update
     # one count per state, null when the state is not active: every state advances at once
     for k in (2, 3, 4):
@@ -107,16 +106,19 @@ def test_pattern_translation_structure() -> None:
     assert "CASE WHEN s4_ct IS NULL THEN s1_ct END AS s1_ct" in update
     # one row per group and part, the least loss (a null first): an aggregate, no sort per group
     assert "CASE WHEN COUNT(loss) < COUNT(*) THEN NULL ELSE MIN(loss) END AS loss" in update
-    assert "WHERE\n  New.loss > 10" in helper.initialize.text
-    assert final.update.text.endswith("FROM View1__helper[j]\nWHERE\n  NOT s4_ct IS NULL")
-    assert "s4_ct AS ct" in final.update.text and "s4_sum_loss AS sum_loss" in final.update.text
-    assert final.sources() == {"View1__helper"}
+    assert "WHERE\n  New.loss > 10" in view.initialize.text
+    # readers see the complete matches: the accepting state's count and sums, under the query's names
+    assert view.presentation == Presentation(
+        (("src", "src"), ("dest", "dest"), ("s4_ct", "ct"), ("s4_sum_loss", "sum_loss")), "s4_ct"
+    )
+    assert view.sources() == {"M"}
+    assert ViewDFDefinition.from_json(view.to_json()).presentation == view.presentation
 
 
 def test_pattern_sums_are_kept_in_a_wider_type() -> None:
     text = "CREATE VIEW V AS SELECT g, sum(i), sum(b), sum(d), sum(f) FROM S PATTERN [a, b+] GROUP BY g"
     types = {"g": "string", "i": "int", "b": "bigint", "d": "decimal(30,4)", "f": "float"}
-    helper, _ = translate(_pattern(text), 60, types=types)
+    (helper,) = translate(_pattern(text), 60, types=types)
     initialize = helper.initialize.text
     assert "CAST(New.i AS BIGINT) AS s1_sum_i" in initialize
     assert "CAST(New.b AS DECIMAL(38, 0)) AS s1_sum_b" in initialize
@@ -132,11 +134,12 @@ def test_generated_names_avoid_the_users_columns() -> None:
         "CREATE VIEW V AS SELECT s1_ct, count(*) AS n, sum(s2_ct) FROM S PATTERN [a, b] "
         "WHERE b.s2_ct > a.s2_ct GROUP BY s1_ct"
     )
-    helper, final = translate(statement, 10)
-    assert "AS s1_ct_1" in helper.update.text and "AS s2_ct_1" in helper.update.text
-    assert "AS prev_s2_ct" in helper.update.text and "AS s2_sum_s2_ct" in helper.update.text
-    assert "NOT s2_ct_1 IS NULL" in final.update.text
-    assert "s2_ct_1 AS n" in final.update.text and "s2_sum_s2_ct AS sum_s2_ct" in final.update.text
+    (view,) = translate(statement, 10)
+    assert "AS s1_ct_1" in view.update.text and "AS s2_ct_1" in view.update.text
+    assert "AS prev_s2_ct" in view.update.text and "AS s2_sum_s2_ct" in view.update.text
+    assert view.presentation == Presentation(
+        (("s1_ct", "s1_ct"), ("s2_ct_1", "n"), ("s2_sum_s2_ct", "sum_s2_ct")), "s2_ct_1"
+    )
 
 
 def test_subtractable_window_structure() -> None:
@@ -249,8 +252,22 @@ class Chain:
     results: dict[str, dict[int, Rows]] = field(default_factory=dict)
 
     def final(self) -> list[Rows]:
-        built = self.results[self.definitions[-1].name]
-        return [built[part] for part in range(1, len(self.parts) + 1)]
+        """What readers see of the final view's parts: for a view keeping state in its own rows,
+        the rows whose marker is set, with the shown columns (as streams/presentation.py shows)."""
+        final = self.definitions[-1]
+        built = self.results[final.name]
+        parts = [built[part] for part in range(1, len(self.parts) + 1)]
+        shown = final.presentation
+        if shown is None:
+            return parts
+        return [
+            [  # (to_json leaves NULL fields out)
+                {name: row.get(stored) for stored, name in shown.columns}
+                for row in rows
+                if row.get(shown.when_set) is not None
+            ]
+            for rows in parts
+        ]
 
 
 def _sql_string(text: str) -> str:

@@ -161,9 +161,8 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     for text in (SUM_VIEW, MAX_VIEW):
         db.create_stream_view(text.replace(" AS\nSELECT", f" USING {plan} AS\nSELECT", 1), lateness_parts=1)
     helpers = set(db.stream_views(helpers=True)) - set(db.stream_views())
-    assert {h.split("__")[0] for h in helpers} == (
-        {"rising", "recent", "peaks"} if plan == "INCREMENTAL" else {"rising"}
-    )
+    # the pattern view is one table (tests/test_pattern_one_table.py); incremental windows keep helpers
+    assert {h.split("__")[0] for h in helpers} == ({"recent", "peaks"} if plan == "INCREMENTAL" else set())
     assert db.stream_view("rising").status()["first"] == EPOCH // 60  # backfilled from the oldest part
     check_all(db, frames)
     held = [held_early]
@@ -181,7 +180,10 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     result = stream.append(late)
     assert result.late_parts
     assert any(m.recomputed for m in result.maintenance)
-    assert any(m.rebuilt for m in result.maintenance)
+    # helpers (of incremental windows) that dropped the parts such rows need are rebuilt; the
+    # pattern view keeps all its parts and recomputes them
+    assert any(m.rebuilt for m in result.maintenance) == (plan == "INCREMENTAL")
+    assert any(m.view == "rising" and m.recomputed for m in result.maintenance)
     assert executors(result.maintenance) == {"local"}  # small parts: auto builds them in-process
     assert all("predicted in-process" in m.executor_reason for m in result.maintenance if m.executor)
     check_all(db, frames)
@@ -288,11 +290,17 @@ def test_pattern_sum_overflow_is_an_error_naming_the_view_attribute_and_group(db
     # its batch is in, and a retry would append it twice); a retry of the maintenance fails again
     result = stream.append(_rows(schema, [(1, "big", huge), (1, "small", Decimal(2))]))
     assert any(wanted in message for message in result.failed.values()), result.failed
-    assert view.status() == before
+
+    def unchanged() -> None:  # the view keeps its parts and state, and says why it failed
+        status = view.status()
+        assert wanted in status.pop("failed")
+        assert status == {k: v for k, v in before.items() if k != "failed"}
+
+    unchanged()
     stream.append(_rows(schema, [(2, "big", huge), (2, "small", Decimal(2))]))
     retried = db.maintain_streams(retry_failed=True)
     assert any(r.error is not None and wanted in r.error for r in retried), retried
-    assert view.status() == before
+    unchanged()
     assert stream.part_range() == (EPOCH // 60, EPOCH // 60 + 2)  # the appends themselves happened
 
 

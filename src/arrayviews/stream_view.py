@@ -93,7 +93,7 @@ def _output_schema(
     """The result schema of ``query`` over empty inputs (Spark analyses it; no job runs)."""
 
     def empty(relation: str, low: int, high: int) -> DataFrame:
-        schema = own if relation == definition.name else world.table(relation).spark_schema
+        schema = own if relation == definition.name else world.read_schema(relation)
         return spark.createDataFrame([], schema)
 
     registered: list[str] = []

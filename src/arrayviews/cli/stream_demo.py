@@ -106,7 +106,7 @@ def run_stream_demo(db: Database, minutes: int = 12, history: int = 6, pairs: in
         checks[f"{view} equals naive recomputation over the whole stream"] = agree
     mean = sum(seconds) / len(seconds)
     console.print(
-        f"mean maintenance {mean:.2f} s per minute batch (both views and their helpers); {len(late)} "
+        f"mean maintenance {mean:.2f} s per minute batch (both views, with any helper); {len(late)} "
         f"readings of minute {delayed_minute} arriving late recomputed "
         f"{sum(len(m.recomputed) for m in recomputed)} view parts"
     )

@@ -124,6 +124,25 @@ class PartQuery:
 
 
 @dataclass(frozen=True)
+class Presentation:
+    """What readers see of a view that keeps maintenance state in its own rows and columns: the
+    rows whose column ``when_set`` is not NULL, with the ``columns`` (stored name, shown name).
+
+    A translated pattern view keeps every partial match of a part in that part (its Helper, paper
+    004 section 5.2) and shows only the complete ones, so one table and one commit carry a step."""
+
+    columns: tuple[tuple[str, str], ...]
+    when_set: str
+
+    def to_dict(self) -> dict:
+        return {"columns": [list(pair) for pair in self.columns], "when_set": self.when_set}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Presentation:
+        return cls(tuple((str(a), str(b)) for a, b in data["columns"]), str(data["when_set"]))
+
+
+@dataclass(frozen=True)
 class ViewDFDefinition:
     """A view maintained part by part: part ``i`` of the first build from ``initialize``, every later
     part ``j`` from ``update`` (which may read earlier parts of the view itself).
@@ -143,6 +162,8 @@ class ViewDFDefinition:
     helper: bool = False
     text: str = field(default="", compare=False)
     extra: dict[str, str] = field(default_factory=dict, compare=False)
+    #: What readers see of the view's stored rows (None: the rows as stored).
+    presentation: Presentation | None = None
 
     def relations(self) -> set[str]:
         return self.initialize.relations() | self.update.relations()
@@ -162,6 +183,7 @@ class ViewDFDefinition:
                 "backfill": self.backfill,
                 "helper": self.helper,
                 "text": self.text,
+                **({"presentation": self.presentation.to_dict()} if self.presentation else {}),
             },
             sort_keys=True,
         )
@@ -177,6 +199,7 @@ class ViewDFDefinition:
             backfill=bool(data["backfill"]),
             helper=bool(data["helper"]),
             text=data.get("text", ""),
+            presentation=Presentation.from_dict(data["presentation"]) if data.get("presentation") else None,
         )
 
 
@@ -189,6 +212,7 @@ def viewdf_definition(
     backfill: bool = False,
     helper: bool = False,
     text: str = "",
+    presentation: Presentation | None = None,
 ) -> ViewDFDefinition:
     """The definition of view ``name`` from its two queries, each ``(part variable, Spark SQL text)``.
 
@@ -203,7 +227,14 @@ def viewdf_definition(
         update_text, update_variable, view=name, other_variable=init_variable, clause="UPDATE"
     )
     return ViewDFDefinition(
-        name, init_query, update_query, partition_length, backfill=backfill, helper=helper, text=text
+        name,
+        init_query,
+        update_query,
+        partition_length,
+        backfill=backfill,
+        helper=helper,
+        text=text,
+        presentation=presentation,
     )
 
 
@@ -475,6 +506,7 @@ __all__ = [
     "PartIndex",
     "PartQuery",
     "PartReference",
+    "Presentation",
     "ViewDFDefinition",
     "read_part_query",
     "viewdf_definition",

@@ -75,9 +75,15 @@ def fusion_for(spark: SparkSession, world, name: str, order: list[str]) -> Fusio
     """A fusion of view ``name`` (a pattern's helper, say) with the one later view reading it."""
     if not FUSE_READER_PARTS:
         return None
-    readers = [c.name for c in consumers_of(name, world.definitions())]
+    definitions = world.definitions()
+    readers = [c.name for c in consumers_of(name, definitions)]
     if len(readers) != 1 or readers[0] not in order[order.index(name) + 1 :]:
         return None
+    if any(
+        definitions.get(r) is not None and definitions[r].presentation
+        for r in definitions[readers[0]].sources()
+    ):
+        return None  # the reader sees a view's presented rows, not its staged ones (streams/presentation.py)
     return Fusion(spark, world, name, readers[0])
 
 

@@ -13,11 +13,12 @@ import pyarrow as pa
 
 from arrayviews.execution.local_sql import CannotRunLocally, run_sql
 from arrayviews.model.names import PART
-from arrayviews.model.viewdf import PartQuery
+from arrayviews.model.viewdf import PartQuery, Presentation
 from arrayviews.storage import recent_parts
 from arrayviews.storage.files import read_parquet_files
 from arrayviews.storage.part_table import PartTable, StagedFile
 from arrayviews.streams import exact_sums
+from arrayviews.streams.presentation import presented_table
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Input:
     table: PartTable
     uris: tuple[str, ...]
     keep_part: bool = False
+    #: What the query sees of a view keeping state in its own rows (streams/presentation.py).
+    presentation: Presentation | None = None
 
 
 def read_input(source: Input) -> pa.Table:
@@ -35,6 +38,7 @@ def read_input(source: Input) -> pa.Table:
     rows = recent_parts.recall(source.uris, schema)
     if rows is None:
         rows = read_parquet_files(list(source.uris), schema=schema)
+    rows = presented_table(rows, source.presentation)
     return rows if source.keep_part else rows.drop_columns([PART])
 
 

@@ -32,6 +32,7 @@ from arrayviews.streams.fusion import Fusion, fusion_for
 from arrayviews.streams.local_step import Input, build_part
 from arrayviews.streams.part_files import PartFile, part_files
 from arrayviews.streams.plan_settling import settle_window_plans
+from arrayviews.streams.presentation import presented_frame
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
 #: What a step's report says of a part built together with the helper's (streams/fusion.py).
@@ -162,7 +163,9 @@ class _Round:
         reason = choice.reason
         if choice.executor == "local":
             sources = [
-                Input(table, tuple(f.uri for f in files), keep_part=(relation == self.view.name))
+                Input(table, tuple(f.uri for f in files), keep_part=True)
+                if relation == self.view.name
+                else Input(table, tuple(f.uri for f in files), presentation=self.world.presentation(relation))
                 for relation, table, files in inputs
             ]
             try:
@@ -205,7 +208,9 @@ class _Round:
     def _frame(self, found: tuple) -> DataFrame:
         relation, table, files = found
         frame = table.read_files(self.spark, [f.uri for f in files])
-        return frame if relation == self.view.name else frame.drop(PART)
+        if relation == self.view.name:
+            return frame
+        return presented_frame(frame, self.world.presentation(relation)).drop(PART)
 
     def _raised(self, raised: str, part: int) -> str:
         """The error of a query's ``raise_error(...)``: its own text for the view's marked messages."""

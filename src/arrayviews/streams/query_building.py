@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from sqlglot import exp
 
-from arrayviews.model.viewdf import PartIndex, ViewDFDefinition, viewdf_definition
+from arrayviews.model.viewdf import PartIndex, Presentation, ViewDFDefinition, viewdf_definition
 
 # A query under construction: built for one part variable ("i" or "j") with the placeholder tables
 # handed out by a _References.
@@ -116,7 +116,12 @@ def _statement_text(name: str, initialize: str, update: str, partition_length: i
 
 
 def _definition(
-    name: str, initialize: QueryBuilder, update: QueryBuilder, partition_length: int, helper: bool
+    name: str,
+    initialize: QueryBuilder,
+    update: QueryBuilder,
+    partition_length: int,
+    helper: bool,
+    presentation: Presentation | None = None,
 ) -> ViewDFDefinition:
     texts = []
     for variable, build in (("i", initialize), ("j", update)):
@@ -124,5 +129,12 @@ def _definition(
         texts.append(references.render(build(references)))
     text = _statement_text(name, texts[0], texts[1], partition_length)
     return viewdf_definition(
-        name, ("i", texts[0]), ("j", texts[1]), partition_length, backfill=True, helper=helper, text=text
+        name,
+        ("i", texts[0]),
+        ("j", texts[1]),
+        partition_length,
+        backfill=True,
+        helper=helper,
+        text=text,
+        presentation=presentation,
     )

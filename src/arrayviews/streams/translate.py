@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from arrayviews.model.names import HELPER_SUFFIX
-from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
+from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
 from arrayviews.streams.queries import PatternQuery, WindowQuery
 from arrayviews.streams.query_building import (
@@ -128,8 +128,14 @@ def explain(
         if isinstance(plan, PlanChoice):
             lines.append(f"-- plan {plan.plan}: {plan.reason}")
     for definition in translation.definitions():
-        role = "helper view" if definition.helper else "final view"
-        lines += ["", f"-- {role} {definition.name}", definition.text + ";"]
+        header = f"-- {'helper view' if definition.helper else 'final view'} {definition.name}"
+        if definition.presentation is not None:
+            shown = ", ".join(a if a == b else f"{a} AS {b}" for a, b in definition.presentation.columns)
+            header = (
+                f"-- view {definition.name}: one table holding the Helper's rows; readers see {shown}\n"
+                f"-- of the rows where {definition.presentation.when_set} IS NOT NULL"
+            )
+        lines += ["", header, definition.text + ";"]
     return "\n".join(lines) + "\n"
 
 
@@ -205,15 +211,26 @@ class _PatternTranslation:
         self.entered = {k: names.fresh(f"enter_s{k}") for k in self.states}
         self.stayed = {k: names.fresh(f"stay_s{k}") for k in self.states if self.machine.is_kleene(k)}
         self.rank = names.fresh("rank")
-        self.helper = statement.name + HELPER_SUFFIX
+        # the Helper of the paper is the view itself: its stored rows are every active partial
+        # match, and readers see the complete ones (the final view), so a step is one commit
+        self.helper = statement.name
         # the stream attributes read from each part: group columns, summed ones, predicate ones
         self.columns = tuple(dict.fromkeys([*query.group_by, *self.sums, *self.machine.attributes]))
 
     def definitions(self) -> list[ViewDFDefinition]:
+        """One view: the paper's Helper (every active partial match of each part, reading its own
+        previous part), shown through :meth:`presentation` as the paper's final view."""
         length = self.partition_length
-        helper = _definition(self.helper, self.helper_initialize, self.helper_update, length, helper=True)
-        final = _definition(self.statement.name, self.final_query, self.final_query, length, helper=False)
-        return [helper, final]
+        return [
+            _definition(
+                self.statement.name,
+                self.helper_initialize,
+                self.helper_update,
+                length,
+                helper=False,
+                presentation=self.presentation(),
+            )
+        ]
 
     # -- sums ----------------------------------------------------------------------------------
     def sum_type(self, attribute: str) -> str | None:
@@ -441,6 +458,21 @@ class _PatternTranslation:
         return exp.select(*outputs).from_(chosen_query.subquery("Chosen")).where(active)
 
     # -- final view --------------------------------------------------------------------------
+    def presentation(self) -> Presentation:
+        """The final view as readers see it: the rows in the accepting state, with the query's
+        columns (what :meth:`final_query` computes)."""
+        accepting = self.machine.accepting
+        columns = []
+        for item in self.query.items:
+            if item.is_group:
+                source = item.attribute
+            elif item.function == "count":
+                source = self.counts[accepting]
+            else:
+                source = self.state_sums[(accepting, item.attribute)]
+            columns.append((source, item.alias))
+        return Presentation(tuple(columns), self.counts[accepting])
+
     def final_query(self, references: _References) -> exp.Expression:
         accepting = self.machine.accepting
         outputs: list[exp.Expression] = []

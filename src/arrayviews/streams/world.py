@@ -15,13 +15,14 @@ from arrayviews.execution.cost import MODES, CostModel
 from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART, PART_TIMESTAMP
-from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
+from arrayviews.model.viewdf import PartQuery, Presentation, ViewDFDefinition
 from arrayviews.storage.part_table import NAME_PROPERTY
 from arrayviews.storage.versioned import KIND_PROPERTY
 from arrayviews.streams import relations as rel
 from arrayviews.streams.columns import conform
 from arrayviews.streams.maintainer import MaintenanceError
 from arrayviews.streams.part_files import PartFile, part_files
+from arrayviews.streams.presentation import presented_frame, presented_schema
 
 
 def normalized(definition: ViewDFDefinition) -> ViewDFDefinition:
@@ -78,10 +79,12 @@ class ViewHandle:
             span = f"{held.start}..{held.stop - 1}" if len(held) else "none yet"
             raise NotFoundError(f"view {self.name} has no part {part} (parts held: {span})")
         low, high = (held.start, held.stop - 1) if part is None else (part, part)
+        presentation = self.definition.presentation
         if not len(held):
-            frame = spark.createDataFrame([], self.table.spark_schema).withColumn(PART, F.lit(0).cast("long"))
+            schema = presented_schema(self.table.spark_schema, presentation)
+            frame = spark.createDataFrame([], schema).withColumn(PART, F.lit(0).cast("long"))
         else:
-            frame = self.table.read_parts(spark, low, high)
+            frame = presented_frame(self.table.read_parts(spark, low, high), presentation)
         return with_part_timestamp(frame, self.definition.partition_length)
 
     def conform_columns(self, frame: DataFrame, part: int) -> DataFrame:
@@ -229,8 +232,17 @@ class StreamWorld:
         """Rows of parts ``low`` .. ``high`` of a stream or view (user columns only). Parts that do not
         exist read as empty; parts of a view dropped by retention raise."""
         self._check_held(name, low, high)
-        frame = self.table(name).read_parts(self.spark, low, high)
+        frame = presented_frame(self.table(name).read_parts(self.spark, low, high), self.presentation(name))
         return frame.drop(PART)
+
+    def presentation(self, name: str) -> Presentation | None:
+        """What readers see of relation ``name`` (None for streams and views shown as stored)."""
+        key = self.key(name)
+        return self.view(key).definition.presentation if self.kinds[key] == rel.VIEW_KIND else None
+
+    def read_schema(self, name: str) -> StructType:
+        """The columns readers of relation ``name`` see (without ``_part``)."""
+        return presented_schema(self.table(name).spark_schema, self.presentation(name))
 
 
 def load_definition(table: SparkPartTable) -> ViewDFDefinition:
