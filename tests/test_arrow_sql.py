@@ -118,6 +118,8 @@ def test_a_reached_raise_error_is_left_to_duckdb_which_raises_it() -> None:
         "SELECT t.g AS g FROM t JOIN u ON t.f <=> u.f",  # IS NOT DISTINCT FROM over doubles
         "SELECT a + 1 FROM t",  # a result column without a name
         "SELECT CAST(g AS INT) AS v FROM t",
+        "SELECT t.s.x AS x FROM t",  # a struct field
+        "SELECT t.g AS g FROM t JOIN u ON t.g = u.g WHERE a < 2 ORDER BY g",
     ],
 )
 def test_what_it_cannot_compute_exactly_is_refused(query) -> None:

@@ -538,6 +538,8 @@ def _only(raises: tuple[pc.Expression, ...], rows: pc.Expression) -> tuple[pc.Ex
 def _column(compiler: _Compiler, node: exp.Column, relation: _Relation) -> _Expr:
     if isinstance(node.this, exp.Star):
         raise Unsupported("table.*")
+    if node.args.get("db") or node.args.get("catalog"):
+        raise Unsupported(f"{node.sql()} (a struct field, or a qualified table)")
     column = relation.find(node)
     return _Expr(pc.field(column.field), column.type)
 
