@@ -615,25 +615,26 @@ def _integers(values: list[_Expr], what: str) -> pa.DataType | None:
     return max(kinds, key=lambda k: k.bit_width)
 
 
-def _arithmetic(compiler: _Compiler, node: exp.Expression, relation: _Relation) -> _Expr:
+def _integer_operation(
+    compiler: _Compiler, node: exp.Expression, relation: _Relation, function: str
+) -> _Expr:
+    """``function`` (a checked integer operation) of the node's two operands; NULL if one is."""
     values = _common(compiler.each([node.this, node.expression], relation))
-    kind = _integers(values, "arithmetic")
+    kind = _integers(values, type(node).__name__)
     if kind is None:
         other = [v.type for v in values if not pa.types.is_null(v.type)]
         kind = other[0] if other else pa.int32()
         return _Expr(_literal_of(None, kind), kind, _all(values))
-    return _Expr(_call(_ARITHMETIC[type(node)], values[0].expr, values[1].expr), kind, _all(values))
+    return _Expr(_call(function, values[0].expr, values[1].expr), kind, _all(values))
+
+
+def _arithmetic(compiler: _Compiler, node: exp.Expression, relation: _Relation) -> _Expr:
+    return _integer_operation(compiler, node, relation, _ARITHMETIC[type(node)])
 
 
 def _try_add(compiler: _Compiler, node: exp.SafeAdd, relation: _Relation) -> _Expr:
     # an overflow anywhere (even on a row no branch takes) refuses the run: DuckDB computes it
-    values = _common(compiler.each([node.this, node.expression], relation))
-    kind = _integers(values, "try_add")
-    if kind is None:
-        other = [v.type for v in values if not pa.types.is_null(v.type)]
-        kind = other[0] if other else pa.int32()
-        return _Expr(_literal_of(None, kind), kind, _all(values))
-    return _Expr(_call("add_checked", values[0].expr, values[1].expr), kind, _all(values))
+    return _integer_operation(compiler, node, relation, "add_checked")
 
 
 def _negative(compiler: _Compiler, node: exp.Neg, relation: _Relation) -> _Expr:

@@ -459,8 +459,8 @@ class _PatternTranslation:
 
     # -- final view --------------------------------------------------------------------------
     def presentation(self) -> Presentation:
-        """The final view as readers see it: the rows in the accepting state, with the query's
-        columns (what :meth:`final_query` computes)."""
+        """The final view as readers see it: the rows whose accepting state is active, with the
+        query's columns (a group's count and sums are those of that state)."""
         accepting = self.machine.accepting
         columns = []
         for item in self.query.items:
@@ -472,20 +472,6 @@ class _PatternTranslation:
                 source = self.state_sums[(accepting, item.attribute)]
             columns.append((source, item.alias))
         return Presentation(tuple(columns), self.counts[accepting])
-
-    def final_query(self, references: _References) -> exp.Expression:
-        accepting = self.machine.accepting
-        outputs: list[exp.Expression] = []
-        for item in self.query.items:
-            if item.is_group:
-                source = item.attribute
-            elif item.function == "count":
-                source = self.counts[accepting]
-            else:
-                source = self.state_sums[(accepting, item.attribute)]
-            outputs.append(_column(source) if source == item.alias else _alias(_column(source), item.alias))
-        accepted = _is_set(_column(self.counts[accepting]))
-        return exp.select(*outputs).from_(references.part(self.helper, 0)).where(accepted)
 
 
 __all__ = ["HELPER_SUFFIX", "explain", "translate"]
