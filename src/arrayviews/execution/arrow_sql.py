@@ -104,14 +104,11 @@ class _Relation:
         return self.columns[self.position(column)]
 
     def has(self, column: exp.Column) -> bool:
-        found = self._index.get(((column.table or "").lower(), column.name.lower())) if self._index else None
-        if found is None:
-            try:
-                self.position(column)
-            except Unsupported:
-                return False
-            return True
-        return len(found) == 1
+        try:
+            self.position(column)
+        except Unsupported:
+            return False
+        return True
 
 
 # -- entry ----------------------------------------------------------------------------------------
