@@ -340,7 +340,7 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
     the window's ``W`` stream parts), against naive recomputation over the window's ``W`` stream
     parts in-process (the same DuckDB engine), written as a bare Parquet file and committed as a
     materialized view keeps it; ``tuples`` rows per part (10 readings of each of tuples/10 pairs).
-    ``viewdf_local_s`` is the step of the plan AUTO picks (streams/windows.py ``choose_plan``, from
+    ``viewdf_local_s`` is the step of the plan AUTO picks (streams/window_plans.py ``choose_plan``, from
     the stream as it is when the view is created). Each step time: the median of the last ten
     steps after ``W + 10`` steps."""
     rows = []
@@ -390,7 +390,7 @@ def _run_window_steps(bench: Bench, tuples: int, window: int, aggregate: str, pa
     """A stream and one generated window view over it maintained by ``plan``; the time of every
     maintenance step, and the plan AUTO would have picked when the view was created."""
     from arrayviews.language.parser import parse_statement
-    from arrayviews.streams import windows
+    from arrayviews.streams import window_plans, windows
 
     db = bench.db
     stream = db.create_stream("s", SCHEMA, 60, "ts")
@@ -402,8 +402,8 @@ def _run_window_steps(bench: Bench, tuples: int, window: int, aggregate: str, pa
     )
     types = {f.name: f.dataType.simpleString() for f in stream.schema.fields}
     translation = windows.WindowTranslation(statement, 60, types)
-    sizes = windows.part_sizes(stream.table, statement.query.group_by)
-    chosen = windows.choose_plan(translation, sizes, db.executors.costs.stream_step)
+    sizes = window_plans.part_sizes(stream.table, statement.query.group_by)
+    chosen = window_plans.choose_plan(translation, sizes, db.executors.costs.stream_step)
     times = []
     for minute in range(1, parts):
         bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 import pytest
@@ -29,6 +29,7 @@ from arrayviews.model.errors import ParseError
 from arrayviews.model.viewdf import Presentation, ViewDFDefinition
 from arrayviews.streams.fsm import build_state_machine
 from arrayviews.streams.translate import explain, translate
+from arrayviews.streams.window_plans import PlanChoice
 from pattern_reference import Pattern, Predicate, earliest_matches, pattern_results
 from spark_literals import literals
 
@@ -143,42 +144,52 @@ def test_generated_names_avoid_the_users_columns() -> None:
 
 
 def test_subtractable_window_structure() -> None:
+    """A subtractable window is one view: its UPDATE reads the stream's part, its own previous part
+    (the cumulative step) and its own part one window back (the same epoch, subtracted); readers
+    see the query's columns of the rows where HAVING holds."""
     statement = _window(
         "CREATE VIEW W AS SELECT g, sum(y) AS s, count(*) AS n, avg(y) FROM S [WINDOW 3 MINUTES] "
         "GROUP BY g HAVING s > 0"
     )
-    helper, final = translate(statement, 60)
-    assert [r.text("j") for r in helper.update.references] == ["S[j]", "W__helper[j-1]"]
-    assert "FULL OUTER JOIN W__helper[j-1] AS Prev" in helper.update.text
-    assert "idle < 3" in helper.update.text
-    assert [r.text("j") for r in final.update.references] == ["W__helper[j]", "W__helper[j-3]"]
-    assert "Old.age = (\n" in final.update.text
-    assert "CASE WHEN count_y > 0 THEN sum_y END > 0" in final.update.text
+    (view,) = translate(statement, 60)
+    assert not view.helper
+    assert [r.text("j") for r in view.update.references] == ["S[j]", "W[j-1]", "W[j-3]"]
+    assert [r.text("i") for r in view.initialize.references] == ["S[i]"]
+    assert "FULL OUTER JOIN W[j-1] AS Prev" in view.update.text
+    assert "idle < 3" in view.update.text
+    assert "Old.age = (\n" in view.update.text
+    assert "CASE WHEN count_y > 0 THEN sum_y END > 0" in view.update.text
+    assert view.presentation == Presentation(
+        (("g", "g"), ("s", "s"), ("n", "n"), ("avg_y", "avg_y")), "shown"
+    )
+    assert ViewDFDefinition.from_json(view.to_json()).presentation == view.presentation
+    parsed = parse_statement(view.text)
+    assert parsed.definition.initialize == view.initialize and parsed.definition.update == view.update
 
 
 def test_subtractable_float_sums_are_kept_exactly() -> None:
     """With the stream's column types, a float column's cumulative sum is an exact sum state (seven
-    Helper columns) and the view takes the exact difference; integer sums stay Spark's SUM."""
+    stored columns) and the window's sum the exact difference; integer sums stay Spark's SUM."""
     statement = _window(
         "CREATE VIEW W AS SELECT g, sum(y) AS s, avg(y) AS m, sum(k) AS t FROM S [WINDOW 3 MINUTES] GROUP BY g"
     )
-    helper, final = translate(statement, 60, types={"g": "string", "y": "double", "k": "bigint"})
+    (view,) = translate(statement, 60, types={"g": "string", "y": "double", "k": "bigint"})
     state = "AV_EXACT_SUM(COLLECT_LIST(y), 'view W, sum of y') AS state_y"
-    assert state in helper.initialize.text and state in helper.update.text
-    assert "AV_EXACT_ADD(" in helper.update.text and "COALESCE(SUM(k), 0) AS sum_k" in helper.update.text
+    assert state in view.initialize.text and state in view.update.text
+    assert "AV_EXACT_ADD(" in view.update.text and "COALESCE(SUM(k), 0) AS sum_k" in view.update.text
     for column in ("sum_y", "sum_y_x1", "sum_y_x2", "sum_y_x3", "sum_y_pinf", "sum_y_ninf", "sum_y_nan"):
-        assert f"AS {column}" in helper.initialize.text and f"AS {column}" in helper.update.text
-        assert f"Old.{column}" in final.update.text
+        assert f"AS {column}" in view.initialize.text and f"AS {column}" in view.update.text
+        assert f"Old.{column}" in view.update.text
+    assert "AV_EXACT_DIFFERENCE(" in view.initialize.text
     assert (
-        "AV_EXACT_DIFFERENCE(" in final.update.text
-        and "Cur.sum_k - COALESCE(Old.sum_k, 0)" in final.update.text
+        "AV_EXACT_DIFFERENCE(" in view.update.text
+        and "Cur.sum_k - COALESCE(Old.sum_k, 0)" in view.update.text
     )
-    for definition in (helper, final):
-        parsed = parse_statement(definition.text)
-        assert parsed.definition.initialize == definition.initialize
-        assert parsed.definition.update == definition.update
-    # without types (or for integer columns) nothing changes
-    plain, _ = translate(statement, 60)
+    parsed = parse_statement(view.text)
+    assert parsed.definition.initialize == view.initialize
+    assert parsed.definition.update == view.update
+    # without types (or for integer columns) nothing is summed exactly
+    (plain,) = translate(statement, 60)
     assert "AV_EXACT" not in plain.update.text
 
 
@@ -190,6 +201,31 @@ def test_distributive_window_structure() -> None:
     assert [r.text("j") for r in helper.update.references] == ["S[j]"]
     assert [r.text("j") for r in final.update.references] == ["W__helper[j-3 .. j]"]
     assert "MAX(max_x) AS max_x" in final.update.text and "WHERE\n  max_x > 1" in final.update.text
+
+
+def test_distributive_window_in_one_table() -> None:
+    """With integer sums, a window with min or max is one view: its UPDATE reads the stream's part,
+    its own previous part and the part leaving, and the parts in between for the groups whose
+    maximum may have left with it."""
+    statement = _window(
+        "CREATE VIEW W AS SELECT g, max(x), sum(y) FROM S [WINDOW 120 SECONDS] GROUP BY g HAVING max(x) > 1"
+    )
+    (view,) = translate(statement, 30, types={"g": "string", "x": "int", "y": "bigint"})
+    assert [r.text("j") for r in view.update.references] == [
+        "S[j]",
+        "W[j-1]",
+        "W[j-4]",
+        "W[j-3 .. j-1]",
+        "W[j-4]",
+        "W[j-1]",
+    ]
+    assert "Old.part_max_x >= Cur.prev_max_x" in view.update.text
+    assert view.presentation.when_set == "shown"
+    parsed = parse_statement(view.text)
+    assert parsed.definition.initialize == view.initialize and parsed.definition.update == view.update
+    # a float sum is not subtracted: helper and view, as before
+    helper, final = translate(statement, 30, types={"g": "string", "x": "int", "y": "double"})
+    assert helper.helper and not final.helper
 
 
 def test_window_must_be_a_multiple_of_the_partition_length() -> None:
@@ -543,6 +579,7 @@ def _predicate(text: str) -> Predicate:
 
 # -- sliding windows ------------------------------------------------------------------------------------
 WINDOW_SCHEMA = "g string, x bigint, y bigint"
+WINDOW_TYPES = {"g": "string", "x": "bigint", "y": "bigint"}
 SUBTRACTABLE_ITEMS = "g, count(*) AS n, sum(y) AS s, avg(y) AS m, count(y) AS cy"
 DISTRIBUTIVE_ITEMS = SUBTRACTABLE_ITEMS + ", max(x) AS hi, min(x)"
 HAVINGS: dict[str | None, Callable[[dict], bool]] = {
@@ -561,6 +598,13 @@ class WindowCase:
     having: str | None
     parts: list[Rows]
     plan: str = "incremental"  # or "recompute": one view reading the window's stream parts
+    one_table: bool = True  # False: the incremental plan's helper and view (a plan still pending)
+
+    def translated(self, name: str) -> list:
+        plan = self.plan if self.one_table else PlanChoice("incremental", "pending", {}, pending=True)
+        return translate(
+            parse_statement(self.statement(name)), self.partition_length, types=WINDOW_TYPES, plan=plan
+        )
 
     def statement(self, name: str) -> str:
         items = DISTRIBUTIVE_ITEMS if self.distributive else SUBTRACTABLE_ITEMS
@@ -612,6 +656,7 @@ def window_cases(draw) -> WindowCase:
         having=draw(st.sampled_from(sorted(HAVINGS, key=str))),
         parts=draw(st.lists(st.lists(row, max_size=3), min_size=1, max_size=12)),
         plan=draw(st.sampled_from(["incremental", "recompute"])),
+        one_table=draw(st.booleans()),
     )
 
 
@@ -636,9 +681,7 @@ def _zero_sum_case(distributive: bool, plan: str = "incremental") -> WindowCase:
 def test_window_views_match_a_recomputation(spark, cases: list[WindowCase]) -> None:
     chains = []
     for number, case in enumerate(cases):
-        statement = parse_statement(case.statement(f"W{number}"))
-        definitions = translate(statement, case.partition_length, plan=case.plan)
-        chains.append(Chain(definitions, "S", WINDOW_SCHEMA, case.parts))
+        chains.append(Chain(case.translated(f"W{number}"), "S", WINDOW_SCHEMA, case.parts))
     run_chains(spark, chains)
     for case, chain in zip(cases, chains, strict=True):
         got = [{_rounded(t) for t in _result_set(rows, case.columns())} for rows in chain.final()]
@@ -653,9 +696,9 @@ def test_paper_example_and_special_cases(spark) -> None:
     paper_parts = [[{"src": "10.0.0.1", "dest": "10.0.0.2", "loss": loss}] for loss in PAPER_LOSSES]
     chains = [Chain(paper, "M", "src string, dest string, loss bigint", paper_parts)]
     cases = [_zero_sum_case(d, plan) for d in (False, True) for plan in ("incremental", "recompute")]
+    cases.append(replace(_zero_sum_case(True), one_table=False))
     for number, case in enumerate(cases):
-        statement = parse_statement(case.statement(f"W{number}"))
-        chains.append(Chain(translate(statement, 60, plan=case.plan), "S", WINDOW_SCHEMA, case.parts))
+        chains.append(Chain(case.translated(f"W{number}"), "S", WINDOW_SCHEMA, case.parts))
     # no predicates and nothing but the group column
     bare = translate(_pattern("CREATE VIEW B AS SELECT g FROM S PATTERN [a, b+] GROUP BY g"), 60)
     bare_parts = [

@@ -161,8 +161,8 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     for text in (SUM_VIEW, MAX_VIEW):
         db.create_stream_view(text.replace(" AS\nSELECT", f" USING {plan} AS\nSELECT", 1), lateness_parts=1)
     helpers = set(db.stream_views(helpers=True)) - set(db.stream_views())
-    # the pattern view is one table (tests/test_pattern_one_table.py); incremental windows keep helpers
-    assert {h.split("__")[0] for h in helpers} == ({"recent", "peaks"} if plan == "INCREMENTAL" else set())
+    # every view is one table (the incremental windows keep their state in their own rows)
+    assert helpers == set()
     assert db.stream_view("rising").status()["first"] == EPOCH // 60  # backfilled from the oldest part
     check_all(db, frames)
     held = [held_early]
@@ -180,9 +180,9 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     result = stream.append(late)
     assert result.late_parts
     assert any(m.recomputed for m in result.maintenance)
-    # helpers (of incremental windows) that dropped the parts such rows need are rebuilt; the
-    # pattern view keeps all its parts and recomputes them
-    assert any(m.rebuilt for m in result.maintenance) == (plan == "INCREMENTAL")
+    # one-table views keep all their parts and recompute them (only helpers drop parts and are
+    # rebuilt: tests/test_helper_drop_batches.py)
+    assert not any(m.rebuilt for m in result.maintenance)
     assert any(m.view == "rising" and m.recomputed for m in result.maintenance)
     assert executors(result.maintenance) == {"local"}  # small parts: auto builds them in-process
     assert all("predicted in-process" in m.executor_reason for m in result.maintenance if m.executor)

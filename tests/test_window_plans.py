@@ -15,7 +15,8 @@ from arrayviews.execution.cost import CostModel, StreamStepCost
 from arrayviews.language.parser import parse_statement
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.streams.calibration import calibrate_stream_steps, fit_stream_steps
-from arrayviews.streams.windows import PartSizes, WindowTranslation, choose_plan
+from arrayviews.streams.window_plans import PartSizes, WindowShape, choose_plan
+from arrayviews.streams.windows import WindowTranslation
 
 EPOCH = 1_700_000_040  # a minute boundary
 SUM_WINDOW = (
@@ -32,25 +33,30 @@ def _translation(text: str, types: dict[str, str] | None = None) -> WindowTransl
 def test_the_predicted_steps_follow_the_window_rows_and_groups() -> None:
     """Worked by hand with 1000 rows and 100 groups a part, 0.01 s a view and 1 us a row."""
     sizes = PartSizes(rows=1000, groups=100)
-    short = choose_plan(_translation(SUM_WINDOW.format(minutes=5)), sizes, COST)
-    # recompute: 0.01 + 5 * 1000 rows; incremental: 2 * 0.01 + (1000 part + 100 previous + 2 * 100) rows
-    assert short.predicted == pytest.approx({"recompute": 0.015, "incremental": 0.0213})
+    # a subtractable window is one table: recompute 0.01 + W * 1000 rows; incremental
+    # 0.01 + (1000 part + 100 previous + 100 one window back) rows, whatever the window
+    short = choose_plan(_translation(SUM_WINDOW.format(minutes=1)), sizes, COST)
+    assert short.predicted == pytest.approx({"recompute": 0.011, "incremental": 0.0112})
     assert short.plan == "recompute"
     assert "1,000 rows and 100 groups per part" in short.reason
     long = choose_plan(_translation(SUM_WINDOW.format(minutes=20)), sizes, COST)
-    assert long.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0213})
+    assert long.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0112})
     assert long.plan == "incremental"
-    # max combines all W helper parts: 2 * 0.01 + (1000 + 100 + 20 * 100) rows against 0.01 + 20 * 1000
+    # max, one table: 0.01 + (1000 + (20 + 3) * 100) rows (the parts in between read for the
+    # groups whose maximum left) against 0.01 + 20 * 1000
     maxima = choose_plan(_translation(MAX_WINDOW.format(minutes=20)), sizes, COST)
-    assert maxima.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0231})
+    assert maxima.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0133})
     assert maxima.plan == "incremental"
-    # 1 ms a part read: recompute reads 5 parts, incremental 2 + 2 (sum) or 2 + 5 (max)
-    # and 5 ms more for the helper, which joins its previous part
+    # 1 ms a part read: recompute reads 5 parts, incremental 3 (sum) or 4 + 5 (max); and 5 ms
+    # more for the incremental plan's joins of earlier parts
     per_part = StreamStepCost(per_view=0.01, per_part=0.001, per_row=1.0e-6, per_helper=0.005)
     priced = choose_plan(_translation(SUM_WINDOW.format(minutes=5)), sizes, per_part)
-    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0303})
+    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0192})
     priced = choose_plan(_translation(MAX_WINDOW.format(minutes=5)), sizes, per_part)
-    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0303 + 0.003 + 0.0003})
+    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0258})
+    # a pending plan's view has a helper: 2 * 0.01 + 0.005 + (2 + 5) parts + (1000 + 100 + 500) rows
+    pending = WindowShape("w", 5, subtractable=False)
+    assert choose_plan(pending, sizes, per_part).predicted["incremental"] == pytest.approx(0.0336)
 
 
 def test_the_choice_flips_once_as_the_window_grows() -> None:
@@ -148,10 +154,12 @@ def test_auto_recomputes_a_short_window_over_small_parts_and_keeps_a_long_one(sp
     text = explained if isinstance(explained, str) else str(explained)
     assert "plan recompute: 200 rows and 20 groups per part" in text
     db.sql(short)
-    # a window too long to read again each step keeps the helper (the default costs)
+    # a window too long to read again each step is kept incrementally (the default costs), in
+    # one table: no helper
     long = short.replace("short", "long").replace("2 MINUTES", "300 MINUTES")
     db.sql(long)
-    assert set(db.stream_views(helpers=True)) - set(db.stream_views()) == {"long__helper"}
+    assert db.stream_view("long").status()["plan"]["plan"] == "incremental"
+    assert db.stream_views(helpers=True) == ["long", "short"]
     later = _batch(range(3, 5), seed=2)
     late = later[later.ts < pd.Timestamp(EPOCH + 4 * 60, unit="s", tz="UTC")].iloc[::7]
     frames += [later.drop(late.index), late]
@@ -173,12 +181,12 @@ def test_recomputing_float_sums_is_refused_and_creates_nothing(spark, tmp_path) 
     db.sql(
         "CREATE VIEW fw AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g"
     )  # auto: incremental
-    assert set(db.stream_views(helpers=True)) == {"fw", "fw__helper"}
+    assert db.stream_views(helpers=True) == ["fw"]  # one table
 
 
 # -- calibration -------------------------------------------------------------------------------------
 def test_the_fit_recovers_known_step_costs() -> None:
-    """Samples made from known terms (with the helper's extra cost) give those terms back."""
+    """Samples made from known terms (with the incremental plan's extra cost) give those terms back."""
     truth = StreamStepCost(per_view=0.007, per_part=3e-4, per_row=8e-8, per_helper=0.0025)
     samples = []
     for rows in (1000, 10_000):
@@ -188,16 +196,11 @@ def test_the_fit_recovers_known_step_costs() -> None:
             samples.append(
                 {"plan": "recompute", "window": window, "rows": rows, "groups": groups, "seconds": seconds}
             )
-        helper = truth.per_view + truth.per_helper + 2 * truth.per_part + truth.per_row * (rows + groups)
+        one_table = (
+            truth.per_view + truth.per_helper + 3 * truth.per_part + truth.per_row * (rows + 2 * groups)
+        )
         samples.append(
-            {
-                "plan": "incremental",
-                "window": 4,
-                "rows": rows,
-                "groups": groups,
-                "seconds": 0.0,
-                "helper_seconds": helper,
-            }
+            {"plan": "incremental", "window": 4, "rows": rows, "groups": groups, "seconds": one_table}
         )
     fitted = fit_stream_steps(samples)
     for name in ("per_view", "per_part", "per_row", "per_helper"):
@@ -238,7 +241,12 @@ def test_calibrating_the_array_terms_keeps_the_stream_step_terms(spark, tmp_path
 
 
 # -- AUTO over a stream without rows: the plan is chosen when rows arrive ----------------------------
-SHORT = "CREATE VIEW short AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g"
+# SHORT is distributive (max), so its plan waits for rows; LONG is subtractable: over an empty
+# stream it is incremental at once, since its one table cannot become the recompute plan
+SHORT = (
+    "CREATE VIEW short AS SELECT g, max(v) AS top, sum(v) AS total, count(*) AS n "
+    "FROM S [WINDOW 2 MINUTES] GROUP BY g"
+)
 LONG = "CREATE VIEW long AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW 300 MINUTES] GROUP BY g"
 
 
@@ -247,10 +255,10 @@ def _empty_stream_with_views(spark, tmp_path):
     stream = db.create_stream("S", "ts timestamp, g string, v bigint", 60, "ts")
     db.sql(SHORT)
     db.sql(LONG)
-    assert db.stream_views(helpers=True) == ["long", "long__helper", "short", "short__helper"]
-    for name in ("short", "long"):
-        plan = db.stream_view(name).status()["plan"]
-        assert plan["plan"] == "pending" and "no rows yet" in plan["reason"]
+    assert db.stream_views(helpers=True) == ["long", "short", "short__helper"]
+    for name, plan in (("short", "pending"), ("long", "incremental")):
+        stored = db.stream_view(name).status()["plan"]
+        assert stored["plan"] == plan and "no rows yet" in stored["reason"]
     return db, stream
 
 
@@ -259,8 +267,8 @@ def test_auto_over_an_empty_stream_chooses_each_plan_when_rows_arrive(spark, tmp
     db, stream = _empty_stream_with_views(spark, tmp_path)
     frames = [_batch(range(0, 3), seed=5)]
     stream.append(frames[0])
-    # 200 rows a part: two parts are cheaper read again than a helper kept; 300 parts are not
-    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    # 200 rows a part: two parts are cheaper read again than a helper kept
+    assert db.stream_views(helpers=True) == ["long", "short"]
     short, long = (db.stream_view(n).status()["plan"] for n in ("short", "long"))
     assert (
         short["plan"] == "recompute"
@@ -289,7 +297,7 @@ def test_a_crash_after_the_choice_leaves_a_helper_the_next_pass_drops(spark, tmp
     assert db.stream_view("short").status()["plan"]["plan"] == "recompute"
     assert "short__helper" in db.stream_views(helpers=True)
     db.maintain_streams()
-    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    assert db.stream_views(helpers=True) == ["long", "short"]
     assert _stored(db, "short") == _window_totals(frames, 2)
 
 
@@ -328,7 +336,7 @@ def test_two_processes_choosing_at_once_make_one_choice(spark, tmp_path) -> None
     chosen = db.stream_view("short").status()["plan"]
     settle_window_plans(second)
     assert db.stream_view("short").status()["plan"] == chosen and chosen["plan"] == "recompute"
-    assert db.stream_views(helpers=True) == ["long", "long__helper", "short"]
+    assert db.stream_views(helpers=True) == ["long", "short"]
     db.maintain_streams()
     assert _stored(db, "short") == _window_totals(frames, 2)
 

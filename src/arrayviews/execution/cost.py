@@ -126,15 +126,15 @@ class StreamStepCost:
     """An in-process stream view step: each view built pays a fixed cost (planning, its DuckDB
     query's set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding
     and reading its file; less when this process wrote it lately) and each input row a query
-    cost; a helper view that joins its previous part (a window's incremental plan) pays
-    ``per_helper`` more. Defaults fitted on a 2-core machine with 10^4-row parts
-    (docs/performance.md, round 10): a window view recomputed from W parts stepped in about
-    6.5 ms + 0.6 ms per part, the helper and view of the incremental plan in 16-22 ms."""
+    cost; a window's incremental plan, which joins the view's (or its helper's) earlier parts,
+    pays ``per_helper`` more per step. Defaults fitted on a 2-core machine with 10^4-row parts
+    (docs/performance.md, round 10 and 12): a window view recomputed from W parts stepped in about
+    6.5 ms + 0.6 ms per part, a subtractable window's one-table incremental step in about 8 ms."""
 
     per_view: float = 0.006
     per_part: float = 2.0e-4
     per_row: float = 6.0e-8
-    per_helper: float = 0.004
+    per_helper: float = 0.001
 
 
 @dataclass(frozen=True)

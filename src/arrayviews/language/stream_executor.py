@@ -13,7 +13,7 @@ from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.model.errors import NotFoundError, ValidationError
-from arrayviews.streams import windows
+from arrayviews.streams import window_plans, windows
 from arrayviews.streams.sql import check_query, register_relations
 from arrayviews.streams.translate import explain, translate
 
@@ -75,7 +75,7 @@ def _create_viewdf(db: Database, s: ast.CreateViewDF) -> Any:
 
 def _window_plan(
     db: Database, statement: ast.CreatePatternView | ast.CreateWindowView
-) -> tuple[windows.PlanChoice | str, str | None]:
+) -> tuple[window_plans.PlanChoice | str, str | None]:
     """A window view's plan, chosen by cost from the stream's parts (a pattern view has one plan),
     and the plan as the view keeps it (with what a pending choice is made again with)."""
     if not isinstance(statement, ast.CreateWindowView):
@@ -83,8 +83,8 @@ def _window_plan(
     stream = db.stream(statement.query.stream)
     length, types = stream.partition_length, _stream_types(db, statement)
     translation = windows.WindowTranslation(statement, length, types)
-    sizes = windows.part_sizes(stream.table, statement.query.group_by)
-    choice = windows.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
+    sizes = window_plans.part_sizes(stream.table, statement.query.group_by)
+    choice = window_plans.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
     if not choice.pending:
         return choice, choice.property_text()
     recompute = translate(statement, length, types=types, plan=windows.RECOMPUTE)[-1]

@@ -716,8 +716,10 @@ class PartTable(VersionedTable):
     def _removed_files(self, replaced: list[int], drop_below: int | None) -> list[StoredFile]:
         if not replaced and drop_below is None:
             return []
+        if drop_below is None:  # each part's files found by bisection, not by a scan of every file
+            return [f for part in replaced for f in self._files_of_range(part, part)]
         doomed = set(replaced)
-        return self._live_files(lambda p: p in doomed or (drop_below is not None and p < drop_below))
+        return self._live_files(lambda p: p in doomed or p < drop_below)
 
     # -- keeping the history bounded ---------------------------------------------------------------
     def small_files(self, small_file_bytes: int = TARGET_FILE_BYTES // 4) -> dict[int, list[str]]:

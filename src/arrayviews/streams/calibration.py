@@ -1,6 +1,6 @@
 """Calibrating the in-process stream step costs (``execution.cost.StreamStepCost``) on the running
 machine: window views of both plans stepped over scratch streams of two part sizes, fitted to
-``per_view + per_part * parts read + per_row * rows read`` and the helper's extra cost."""
+``per_view + per_part * parts read + per_row * rows read`` and the incremental plan's extra cost."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from arrayviews.execution.cost import StreamStepCost
-from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.streams.maintainer import maintain_view
 from arrayviews.streams.world import StreamWorld
 
@@ -51,14 +50,12 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
                 f"CREATE VIEW {name} USING {plan.upper()} AS SELECT g, sum(v) AS total "
                 f"FROM {stream_name} [WINDOW {window} MINUTES] GROUP BY g"
             )
-        order = [n for name in views for n in (name + HELPER_SUFFIX, name)]
+        order = list(views)
         timed: dict[str, list[float]] = {}
         for minute in range(1, WARM_PARTS + TIMED_PARTS + 1):
             stream.append(_part(minute, rows, rng), maintain=False)
             world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
             for name in order:
-                if name.lower() not in world.kinds:
-                    continue  # a recompute view has no helper
                 result = maintain_view(db.spark, world, name)
                 if minute > WARM_PARTS and result is not None:
                     timed.setdefault(name, []).append(result.seconds)
@@ -67,8 +64,6 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
         for name, (plan, window) in views.items():
             sample = {"plan": plan, "window": window, "rows": rows, "groups": groups}
             sample["seconds"] = statistics.median(timed[name])
-            if plan == "incremental":
-                sample["helper_seconds"] = statistics.median(timed[name + HELPER_SUFFIX])
             samples.append(sample)
         return samples
     finally:
@@ -80,13 +75,14 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
 
 def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
     """Non-negative least squares over the recompute views' steps (a view, W parts, W x rows
-    rows), then the helper's extra cost: the median of its steps less what its view, two parts
-    and its rows (the stream part's and its previous part's groups) predict."""
+    rows), then the incremental plan's extra cost: the median of its one-table view's steps less
+    what a view, three parts and their rows (the stream part's, and the groups of its own previous
+    part and of the part one window back) predict."""
     recompute = [s for s in samples if s["plan"] == "recompute"]
     matrix = np.array([[1.0, s["window"], s["window"] * s["rows"]] for s in recompute])
     (per_view, per_part, per_row), _ = nnls(matrix, np.array([s["seconds"] for s in recompute]))
     extra = [
-        s["helper_seconds"] - (per_view + 2 * per_part + per_row * (s["rows"] + s["groups"]))
+        s["seconds"] - (per_view + 3 * per_part + per_row * (s["rows"] + 2 * s["groups"]))
         for s in samples
         if s["plan"] == "incremental"
     ]

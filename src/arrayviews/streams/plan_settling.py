@@ -22,7 +22,8 @@ from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.streams import relations as rel
-from arrayviews.streams.windows import PENDING, RECOMPUTE, WindowShape, choose_plan, part_sizes
+from arrayviews.streams.window_plans import WindowShape, choose_plan, part_sizes
+from arrayviews.streams.windows import PENDING, RECOMPUTE
 
 
 def settle_window_plans(world) -> bool:

@@ -51,7 +51,8 @@ from arrayviews.streams.query_building import (
     _References,
     _same_groups,
 )
-from arrayviews.streams.windows import INCREMENTAL, PlanChoice, WindowTranslation
+from arrayviews.streams.window_plans import PlanChoice
+from arrayviews.streams.windows import INCREMENTAL, WindowTranslation
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
@@ -72,19 +73,27 @@ def translate(
     ``{"y": "double"}``): pattern sums are then kept in a type wide enough not to overflow (see
     :func:`sum_type`), and a subtractable window sums floating-point columns exactly; without it
     every sum is Spark's SUM. ``plan`` is a window view's plan (``incremental`` or ``recompute``,
-    or the choice :func:`arrayviews.streams.windows.choose_plan` made)."""
+    or the choice :func:`arrayviews.streams.window_plans.choose_plan` made)."""
     if stream_partition_length <= 0:
         raise ValueError(f"the stream's partition length must be positive, got {stream_partition_length}")
     query = getattr(statement, "query", None)
     if isinstance(query, PatternQuery):
         return _PatternTranslation(statement, stream_partition_length, types).definitions()
     if isinstance(query, WindowQuery):
-        return WindowTranslation(statement, stream_partition_length, types, _plan_name(plan)).definitions()
+        return WindowTranslation(
+            statement, stream_partition_length, types, _plan_name(plan), one_table=not _pending(plan)
+        ).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
 def _plan_name(plan: PlanChoice | str) -> str:
     return plan.plan if isinstance(plan, PlanChoice) else plan
+
+
+def _pending(plan: PlanChoice | str) -> bool:
+    """Whether the plan waits for the stream's first rows: its view then has a helper, so that the
+    view's definition can become the recompute plan's (streams/plan_settling.py)."""
+    return isinstance(plan, PlanChoice) and plan.pending
 
 
 def explain(
@@ -112,12 +121,19 @@ def explain(
         )
         lines += [f"-- {line}" for line in translation.machine.describe().splitlines()]
     else:
-        translation = WindowTranslation(statement, stream_partition_length, types, _plan_name(plan))
+        translation = WindowTranslation(
+            statement, stream_partition_length, types, _plan_name(plan), one_table=not _pending(plan)
+        )
         query = statement.query
         if translation.plan != INCREMENTAL:
             kind = "recompute plan: one view aggregating the window's stream parts each step"
         elif translation.subtractable:
-            kind = "subtractable aggregates: cumulative sums per epoch, minus the part one window earlier"
+            kind = "subtractable aggregates, one table: cumulative sums per epoch, minus the part one window earlier"
+        elif translation.one_table:
+            kind = (
+                "distributive aggregates, one table: per-part partials; the window's totals from the "
+                "previous part's, an extreme that leaves found again from the parts in between"
+            )
         else:
             kind = "distributive aggregates: per-part partial aggregates combined over the window"
         lines.append(

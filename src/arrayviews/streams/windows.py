@@ -1,54 +1,55 @@
-"""Sliding-window views (paper 004, section 5.2) and the choice of their maintenance plan.
+"""Sliding-window views (paper 004, section 5.2): their translation into ViewDFs.
 
-A window of ``Wp`` stream parts has two plans:
+A window of ``Wp`` stream parts has two plans (streams/window_plans.py chooses between them):
 
-* **incremental** (the paper's translations, two views):
-  * with min or max (distributive): Helper[j] holds per-part partial aggregates (count, sum, count
-    of non-null, max, min) of S[j]; the view combines Helper[j-Wp+1 .. j];
-  * with only count, sum and avg (subtractable): Helper[j] holds per group cumulative sums and
-    counts since the group's current epoch began, ``age`` (parts since then, this one included)
-    and ``idle`` (parts since the group's last row). Helper[j] = Helper[j-1] full-outer-joined with
-    S[j]'s per-group sums; a group is dropped when ``idle`` reaches Wp (no row in the window), and
-    a dropped group that comes back starts a new epoch (age 1). The view subtracts Helper[j-Wp]
-    when it holds the same epoch, i.e. when its age is exactly ``age - Wp`` (a group whose epoch
-    began at or before j-Wp stayed in every Helper part since, so Helper[j-Wp] holds it with that
-    age; an epoch that began later has age <= Wp, and any older row at j-Wp would need age <= 0).
-    Every group of Helper[j] had a row in the window, and every group with a row in the window is
-    in Helper[j], so membership never depends on a sum's sign, and the Helper holds only the groups
-    seen in the last Wp parts. ``sum`` is null when the window has no non-null value (as in SQL).
-* **recompute** (one view): View[j] aggregates S[j-Wp+1 .. j] directly. A step reads the whole
-  window, but it is one query, one file and one commit where the incremental plan pays two of
-  each, so for a short window over small parts it is the cheaper plan.
+* **incremental**, one table: the view's own rows hold the maintenance state beside the window's
+  values, its UPDATE reads its own earlier parts, and readers see the query's columns of the rows
+  where HAVING holds (``Presentation``, streams/presentation.py), so a step is one query, one file
+  and one commit;
+  * with only count, sum and avg (subtractable, section 5.2.2): each group's cumulative sums and
+    counts since the group's current epoch began, ``age`` (parts since then, this one included) and
+    ``idle`` (parts since the group's last row): part j is part j-1 full-outer-joined with S[j]'s
+    per-group sums; a group is dropped when ``idle`` reaches Wp (no row in the window), and a
+    dropped group that comes back starts a new epoch (age 1). The window's totals subtract part
+    j-Wp when it holds the same epoch, i.e. when its age is exactly ``age - Wp`` (a group whose
+    epoch began at or before j-Wp stayed in every part since, so part j-Wp holds it with that age;
+    an epoch that began later has age <= Wp, and any older row at j-Wp would need age <= 0). Every
+    kept group had a row in the window and every group with a row in the window is kept, so
+    membership never depends on a sum's sign;
+  * with min or max (distributive, section 5.2.1): each group's partial aggregates of S[j] and the
+    window's totals: counts and integer sums are the previous part's plus S[j]'s less those of
+    the part leaving (stored with part j-Wp); a maximum is the larger of the previous one and
+    S[j]'s unless the leaving part held it, and is then found again from the partials of parts
+    j-Wp+1 .. j-1 of the groups concerned (a minimum alike). Without integer sums (float or
+    decimal, which it would subtract) the view keeps the paper's two views: Helper[j] with the
+    per-part partials and a view combining Helper[j-Wp+1 .. j];
+* **recompute** (one view): View[j] aggregates S[j-Wp+1 .. j] directly.
 
-:func:`choose_plan` prices both from the stream's rows per part and groups per part
-(``execution.cost.StreamStepCost``) and takes the cheaper; the results are the same.
+A view whose plan waits for its stream's first rows (AUTO over an empty stream, streams/
+plan_settling.py) is made with a helper and a view, so that its definition can become the
+recompute plan's; views made before one table keep theirs.
 
 Sums of integer columns are exact in both plans. In the subtractable form a floating-point column
-(when the translation is given the stream's column types) is summed exactly: the Helper keeps its
+(when the translation is given the stream's column types) is summed exactly: the state keeps its
 cumulative sum as the components and non-finite counts of an exact sum (streams/exact_sums.py:
 ``sum_y`` is the rounded cumulative sum, ``sum_y_x1`` .. ``sum_y_x3`` the components below it,
-``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the view's sum
+``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the window's sum
 is the exact difference rounded once, so a window sum equals ``math.fsum`` of the window's values
 however large the values that left it (an infinity that left no longer counts). Such views keep the
-incremental plan. The distributive form adds per-part sums and never subtracts. Sums keep the type
-of the per-part sums, so decimal columns are not supported by the subtractable form.
+incremental plan. The distributive form adds per-part sums and never subtracts them unless they are
+integers. Sums keep the type of the per-part sums, so decimal columns are not supported by the
+subtractable form.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-import numpy as np
 from sqlglot import exp
 
-from arrayviews.execution.cost import StreamStepCost
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
-from arrayviews.model.viewdf import ViewDFDefinition
-from arrayviews.storage.files import read_parquet_files
-from arrayviews.storage.part_table import PartTable
+from arrayviews.model.viewdf import Presentation, ViewDFDefinition
 from arrayviews.streams import exact_sums
 from arrayviews.streams.fsm import PREVIOUS
 from arrayviews.streams.queries import AGGREGATE_TYPES, WindowQuery, aggregate_call
@@ -65,6 +66,7 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
+_INTEGRAL = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 INCREMENTAL, RECOMPUTE, AUTO, PENDING = "incremental", "recompute", "auto", "pending"
 PLANS = (AUTO, INCREMENTAL, RECOMPUTE)
 
@@ -79,6 +81,7 @@ class WindowTranslation:
         partition_length: int,
         column_types: Mapping[str, str] | None = None,
         plan: str = INCREMENTAL,
+        one_table: bool = True,
     ) -> None:
         if plan not in (INCREMENTAL, RECOMPUTE):
             raise ValueError(f"a window view's plan is {INCREMENTAL} or {RECOMPUTE}, got {plan!r}")
@@ -125,6 +128,33 @@ class WindowTranslation:
                     counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
                     self.exact[attribute] = [column, *lower, *counts]
                     self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
+        # a subtractable window is one table: the view's rows are its Helper's (cumulative sums,
+        # age, idle), the window's values under fresh names and, with HAVING, a marker of the rows
+        # readers see; its UPDATE reads the view's own previous part and the one Wp parts back
+        # the incremental plan is one table: the view's rows are its state (a subtractable window's
+        # cumulative sums, age and idle; a distributive window's per-part partials and window
+        # totals), the window's values under fresh names and, with HAVING, a marker of the rows
+        # readers see; its UPDATE reads the view's own earlier parts. A distributive window whose
+        # sums are not known to be of integers (it subtracts them) keeps a helper and a view, as
+        # does one whose plan waits for the stream's first rows (``one_table=False``)
+        integral = all(types.get(a.lower()) in _INTEGRAL for a in self.sums)
+        self.one_table = one_table and (self.subtractable or integral)
+        self.state = statement.name if self.one_table else self.helper
+        self.totals = [self.count, *self.sums.values(), *self.counts.values()]
+        self.extremes = [*self.maxima.values(), *self.minima.values()]
+        self.partial = {c: names.fresh(f"part_{c}") for c in [*self.totals, *self.extremes]}
+        self.previous = {c: names.fresh(f"prev_{c}") for c in [*self.totals, *self.extremes]}
+        self.redone = {c: names.fresh(f"redo_{c}") for c in self.extremes}
+        self.stored_items = [
+            item.attribute if item.is_group else names.fresh(item.alias) for item in query.items
+        ]
+        state = (
+            [self.age, self.idle, *self.cumulated()]
+            if self.subtractable
+            else [self.idle, *self.partial.values()]
+        )
+        self.kept = {c: names.fresh(f"keep_{c}") for c in state}
+        self.shown = names.fresh("shown") if query.having is not None else None
 
     @property
     def float_sums(self) -> bool:
@@ -143,7 +173,19 @@ class WindowTranslation:
                     column=sorted(self.exact)[0],
                 )
             return [_definition(self.statement.name, self.recomputed, self.recomputed, length, helper=False)]
-        if self.subtractable:
+        if self.one_table:
+            step = self.windowed if self.subtractable else self.extended
+            return [
+                _definition(
+                    self.statement.name,
+                    lambda references: step(references, initialize=True),
+                    lambda references: step(references, initialize=False),
+                    length,
+                    helper=False,
+                    presentation=self.presentation(),
+                )
+            ]
+        if self.subtractable:  # pragma: no cover - the two-view form of views made before one table
             helper = _definition(
                 self.helper, self.cumulative_initialize, self.cumulative_update, length, helper=True
             )
@@ -157,9 +199,9 @@ class WindowTranslation:
         return [_column(g, table) for g in self.query.group_by]
 
     # -- per-part partial aggregates (distributive) ------------------------------------------
-    def partials(self, references: _References) -> exp.Expression:
+    def partials(self, references: _References, counted: bool = False) -> exp.Expression:
         outputs = [*self.groups()]
-        if self.keeps_count:
+        if self.keeps_count or counted:
             outputs.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
         outputs += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
         outputs += [
@@ -296,7 +338,7 @@ class WindowTranslation:
             exp.select(*step_columns)
             .from_(batch)
             .join(
-                exp.alias_(references.part(self.helper, -1), PREVIOUS, table=True),
+                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
                 on=_same_groups(self.query.group_by, "Batch", PREVIOUS),
                 join_type="full outer",
             )
@@ -337,6 +379,203 @@ class WindowTranslation:
             )
         )
         return self.results(totals)
+
+    # -- one table: the Helper's rows and the window's values (subtractable) --------------------
+    def windowed(self, references: _References, initialize: bool) -> exp.Expression:
+        """Part ``j`` of the one-table view: this part's cumulative rows (Cur, as the Helper's
+        step makes them), the window's totals (Cur less the same epoch's row ``Wp`` parts back; the
+        first part has none), and the query's values from those totals."""
+        current = self.cumulative_initialize(references) if initialize else self.cumulative_update(references)
+        exact_columns = {c for columns in self.exact.values() for c in columns}
+        totals = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
+        totals += [_alias(_column(column, "Cur"), kept) for column, kept in self.kept.items()]
+        for column in self.cumulated():
+            if column in exact_columns:
+                continue
+            total = _column(column, "Cur")
+            if not initialize:
+                total = exp.Sub(this=total, expression=_coalesce(_column(column, "Old"), _number(0)))
+            totals.append(_alias(total, column))
+        for attribute, stored in self.exact.items():
+            old = self.no_state() if initialize else self.packed(attribute, "Old")
+            difference = exp.Anonymous(
+                this=exact_sums.DIFFERENCE,
+                expressions=[self.packed(attribute, "Cur"), old, self.label(attribute)],
+            )
+            totals.append(_alias(difference, stored[0]))
+        query = exp.select(*totals).from_(current.subquery("Cur"))
+        if not initialize:
+            same_epoch = _column(self.age, "Old").eq(
+                exp.Sub(this=_column(self.age, "Cur"), expression=_number(self.parts))
+            )
+            query = query.join(
+                exp.alias_(references.part(self.state, -self.parts), "Old", table=True),
+                on=exp.and_(_same_groups(self.query.group_by, "Cur", "Old"), same_epoch, copy=False),
+                join_type="left outer",
+            )
+        outputs = [*self.groups()]
+        outputs += [_alias(_column(kept), column) for column, kept in self.kept.items()]
+        for item, stored in zip(self.query.items, self.stored_items, strict=True):
+            if not item.is_group:
+                outputs.append(_alias(self.item_value(item), stored))
+        if self.shown is not None:
+            outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
+        return exp.select(*outputs).from_(query.subquery("Totals"))
+
+    # -- one table: per-part partials and the window's totals (distributive) -------------------
+    def extended(self, references: _References, initialize: bool) -> exp.Expression:
+        """Part ``j`` of the one-table view of a window with min or max: this part's partial
+        aggregates per group (kept for the parts that follow), and the window's totals from the
+        previous part's: counts and integer sums plus this part's less the part leaving (``Wp``
+        back, its partials stored with it); a maximum stays unless the leaving part held it, and
+        is then found again from the partials of the ``Wp - 1`` parts in between (only for those
+        groups). A group is kept while it has a row in the window."""
+        batch = self.partials(references, counted=True).subquery("Batch")
+        if initialize:
+            outputs = [*self.groups(), _alias(_number(0), self.idle)]
+            outputs += [_alias(_column(c, "Batch"), self.partial[c]) for c in self.partial]
+            outputs += [_alias(_column(c, "Batch"), c) for c in [*self.totals, *self.extremes]]
+            return self.shown_results(exp.select(*outputs).from_(batch))
+        step_columns = [
+            _alias(_coalesce(_column(g, "Batch"), _column(g, PREVIOUS)), g) for g in self.query.group_by
+        ]
+        idle = (
+            exp.Case()
+            .when(
+                _column(self.count, "Batch").is_(exp.null()),
+                exp.Add(this=_column(self.idle, PREVIOUS), expression=_number(1)),
+            )
+            .else_(_number(0))
+        )
+        step_columns.append(_alias(idle, self.idle))
+        step_columns += [_alias(_column(c, "Batch"), self.partial[c]) for c in self.partial]
+        step_columns += [_alias(_column(c, PREVIOUS), self.previous[c]) for c in self.previous]
+        step = (
+            exp.select(*step_columns)
+            .from_(batch)
+            .join(
+                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
+                on=_same_groups(self.query.group_by, "Batch", PREVIOUS),
+                join_type="full outer",
+            )
+        )
+        current = (
+            exp.select(
+                *self.groups(),
+                _column(self.idle),
+                *(_column(c) for c in [*self.partial.values(), *self.previous.values()]),
+            )
+            .from_(step.subquery("Step"))
+            .where(_column(self.idle) < _number(self.parts))
+        )
+        totals = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
+        totals.append(_alias(_column(self.idle, "Cur"), self.idle))
+        totals += [_alias(_column(part, "Cur"), part) for part in self.partial.values()]
+        for c in self.totals:
+            total = exp.Sub(
+                this=exp.Add(
+                    this=_coalesce(_column(self.previous[c], "Cur"), _number(0)),
+                    expression=_coalesce(_column(self.partial[c], "Cur"), _number(0)),
+                ),
+                expression=_coalesce(_column(self.partial[c], "Old"), _number(0)),
+            )
+            totals.append(_alias(total, c))
+        for c in self.extremes:
+            larger = c in self.maxima.values()
+            leaving, previous = _column(self.partial[c], "Old"), _column(self.previous[c], "Cur")
+            held = (exp.GTE if larger else exp.LTE)(this=leaving, expression=previous)
+            combine = exp.Greatest if larger else exp.Least
+            redone = _column(self.redone[c], "Redo") if self.parts > 1 else exp.null()
+            value = (
+                exp.Case()
+                .when(held, combine(this=redone, expressions=[_column(self.partial[c], "Cur")]))
+                .else_(combine(this=previous.copy(), expressions=[_column(self.partial[c], "Cur")]))
+            )
+            totals.append(_alias(value, c))
+        query = (
+            exp.select(*totals)
+            .from_(current.subquery("Cur"))
+            .join(
+                exp.alias_(references.part(self.state, -self.parts), "Old", table=True),
+                on=_same_groups(self.query.group_by, "Cur", "Old"),
+                join_type="left outer",
+            )
+        )
+        if self.parts > 1 and self.extremes:
+            query = query.join(
+                self.redo(references),
+                on=_same_groups(self.query.group_by, "Cur", "Redo"),
+                join_type="left outer",
+            )
+        return self.shown_results(query)
+
+    def _extended_columns(self) -> list[str]:
+        return [self.idle, *self.partial.values(), *self.totals, *self.extremes]
+
+    def redo(self, references: _References) -> exp.Subquery:
+        """Per group whose maximum (or minimum) may have left with the part ``Wp`` back, the
+        extreme of the partials of the parts after it up to the previous one."""
+        leaving = []
+        for c in self.extremes:
+            compare = exp.GTE if c in self.maxima.values() else exp.LTE
+            leaving.append(compare(this=_column(self.partial[c], "Old"), expression=_column(c, PREVIOUS)))
+        expired = (
+            exp.select(*(_alias(_column(g, "Old"), g) for g in self.query.group_by))
+            .from_(exp.alias_(references.part(self.state, -self.parts), "Old", table=True))
+            .join(
+                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
+                on=_same_groups(self.query.group_by, "Old", PREVIOUS),
+                join_type="inner",
+            )
+            .where(exp.or_(*leaving, copy=False))
+        )
+        combined = [
+            _alias(
+                (exp.Max if c in self.maxima.values() else exp.Min)(this=_column(self.partial[c], "Middle")),
+                self.redone[c],
+            )
+            for c in self.extremes
+        ]
+        between = exp.alias_(references.part(self.state, 1 - self.parts, -1), "Middle", table=True)
+        return (
+            exp.select(*(_alias(_column(g, "Middle"), g) for g in self.query.group_by), *combined)
+            .from_(between)
+            .join(
+                expired.subquery("Expired"),
+                on=_same_groups(self.query.group_by, "Middle", "Expired"),
+                join_type="inner",
+            )
+            .group_by(*(_column(g, "Middle") for g in self.query.group_by))
+            .subquery("Redo")
+        )
+
+    def shown_results(self, totals: exp.Select) -> exp.Expression:
+        """The stored row: ``totals``' state columns (as named there), the query's values computed
+        from its window totals under the stored item names, and HAVING's marker."""
+        outputs = [*self.groups(), *(_column(c) for c in self._extended_columns())]
+        for item, stored in zip(self.query.items, self.stored_items, strict=True):
+            if not item.is_group:
+                outputs.append(_alias(self.item_value(item), stored))
+        if self.shown is not None:
+            outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
+        return exp.select(*outputs).from_(totals.subquery("Totals"))
+
+    @staticmethod
+    def no_state() -> exp.Expression:
+        """An exact sum state of zero (every field NULL) for the first part's window."""
+        fields = [
+            exp.cast(exp.null(), "DOUBLE" if field.startswith("s") else "BIGINT")
+            for field in exact_sums.FIELDS
+        ]
+        return exp.Struct(expressions=fields)
+
+    def presentation(self) -> Presentation:
+        """What readers see of the one table: the query's columns, of every row (a group is kept
+        while it has a row in the window) or, with HAVING, of the rows where it holds."""
+        columns = tuple(
+            (stored, item.alias) for item, stored in zip(self.query.items, self.stored_items, strict=True)
+        )
+        return Presentation(columns, self.shown or (self.age if self.subtractable else self.idle))
 
     # -- the view's rows from per-window totals ----------------------------------------------
     def value(self, function: str, attribute: str | None) -> exp.Expression:
@@ -384,128 +623,4 @@ class WindowTranslation:
         return self.query.having.expression.copy().transform(substitute, copy=False)
 
 
-@dataclass(frozen=True)
-class PartSizes:
-    """What the stream's newest parts hold, from its metadata and one part's group columns."""
-
-    rows: float  # rows per part (median over the parts looked at)
-    groups: float  # distinct groups in the newest part
-
-
-@dataclass(frozen=True)
-class WindowShape:
-    """What the plan choice needs of a window view (a WindowTranslation has the same attributes)."""
-
-    view: str
-    parts: int
-    subtractable: bool
-    float_sums: bool = False
-
-
-@dataclass(frozen=True)
-class PlanChoice:
-    """The plan a window view is maintained by, and why (EXPLAIN prints it). ``pending``: AUTO over
-    a stream without rows keeps the incremental plan until the first rows arrive, then chooses
-    (streams/plan_settling.py)."""
-
-    plan: str
-    reason: str
-    predicted: dict[str, float]
-    pending: bool = False
-
-    def property_text(self, **pending_details) -> str:
-        """The view's plan as stored with it (``relations.WINDOW_PLAN``)."""
-        stored = {
-            "plan": PENDING if self.pending else self.plan,
-            "reason": self.reason,
-            "predicted": self.predicted,
-        }
-        return json.dumps({**stored, **(pending_details if self.pending else {})}, sort_keys=True)
-
-
-#: Parts of the stream whose row counts (from its manifests) give the rows per part.
-PARTS_LOOKED_AT = 8
-
-
-def part_sizes(table: PartTable, group_by: tuple[str, ...]) -> PartSizes | None:
-    """Rows per part of ``table`` (median over its newest parts with rows, from its manifests) and
-    the distinct groups of ``group_by`` in one data file of its newest part (the only data read);
-    None while it has no rows."""
-    bounds = table.part_range()
-    if bounds is None:
-        return None
-    files = table.sized_files_of_parts(max(bounds[0], bounds[1] - PARTS_LOOKED_AT + 1), bounds[1])
-    rows_by_part: dict[int, int] = {}
-    for _, part, rows, _ in files:
-        rows_by_part[part] = rows_by_part.get(part, 0) + rows
-    if not rows_by_part:
-        return None
-    newest = max(rows_by_part)
-    by_lower = {name.lower(): name for name in table.arrow_schema.names}
-    keys = [by_lower[g.lower()] for g in group_by]
-    sample = next(uri for uri, part, _, _ in files if part == newest)
-    groups = read_parquet_files([sample], columns=keys).group_by(keys).aggregate([]).num_rows if keys else 1
-    return PartSizes(float(np.median(list(rows_by_part.values()))), float(groups))
-
-
-def choose_plan(
-    shape: WindowTranslation | WindowShape,
-    sizes: PartSizes | None,
-    cost: StreamStepCost,
-    requested: str = AUTO,
-) -> PlanChoice:
-    """The plan of ``shape``'s view: ``requested`` unless it is ``auto``; otherwise the one with
-    the lower predicted step time for parts of ``sizes``. The incremental plan when it keeps float
-    sums exactly, and (pending) while the stream has no rows: its step does not grow with the
-    window, and the choice is made again when rows arrive."""
-    if requested not in PLANS:
-        raise ValidationError(
-            f"view {shape.view}: the plan is one of {', '.join(PLANS)}, got {requested!r}",
-            array=shape.view,
-            value=requested,
-        )
-    window = shape.parts
-    predicted: dict[str, float] = {}
-    if sizes is not None:
-        rows, groups = sizes.rows, min(sizes.groups, sizes.rows)
-        # the helper reads the stream's part and its own previous part; the view reads two helper
-        # parts (subtractable) or all W of them (distributive)
-        combined = 2 if shape.subtractable else window
-        predicted = {
-            RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
-            INCREMENTAL: 2 * cost.per_view
-            + cost.per_helper
-            + cost.per_part * (2 + combined)
-            + cost.per_row * (rows + groups + combined * groups),
-        }
-    if requested != AUTO:
-        return PlanChoice(requested, f"{requested} requested", predicted)
-    if shape.float_sums:
-        return PlanChoice(INCREMENTAL, "its float sums are kept exactly by the incremental plan", predicted)
-    if sizes is None:
-        return PlanChoice(
-            INCREMENTAL,
-            "the stream has no rows yet: incremental until its first rows, then chosen again",
-            {},
-            True,
-        )
-    plan = RECOMPUTE if predicted[RECOMPUTE] < predicted[INCREMENTAL] else INCREMENTAL
-    reason = (
-        f"{sizes.rows:,.0f} rows and {sizes.groups:,.0f} groups per part, window of {window} parts: "
-        f"predicted step {predicted[RECOMPUTE] * 1000:.1f} ms recomputed, "
-        f"{predicted[INCREMENTAL] * 1000:.1f} ms incremental"
-    )
-    return PlanChoice(plan, reason, predicted)
-
-
-__all__ = [
-    "AUTO",
-    "INCREMENTAL",
-    "PLANS",
-    "RECOMPUTE",
-    "PartSizes",
-    "PlanChoice",
-    "WindowTranslation",
-    "choose_plan",
-    "part_sizes",
-]
+__all__ = ["AUTO", "INCREMENTAL", "PENDING", "PLANS", "RECOMPUTE", "WindowTranslation"]
