@@ -86,6 +86,20 @@ def test_every_supported_query_runs_here(query) -> None:
     assert _rows_of(run_arrow(query, tables)) == _rows_of(run_sql(query, tables))
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_rows, others=_others, query=st.sampled_from(SUPPORTED), pieces=st.integers(2, 6))
+def test_inputs_of_many_small_chunks_give_the_same_rows(rows, others, query, pieces) -> None:
+    """A view's parts read together arrive as one chunk each; such inputs are made one chunk
+    before the plan runs (arrow_sql.SMALL_CHUNK_ROWS), with DuckDB's answer unchanged."""
+    tables = _tables(rows, others)
+    chunked = {}
+    for name, table in tables.items():
+        size = max(1, -(-table.num_rows // pieces))
+        batches = [table.slice(start, size) for start in range(0, table.num_rows, size)] or [table]
+        chunked[name] = pa.concat_tables(batches)
+    assert _rows_of(run_arrow(query, chunked)) == _rows_of(run_sql(query, tables))
+
+
 def test_a_reached_raise_error_is_left_to_duckdb_which_raises_it() -> None:
     tables = {
         "t": pa.table(

@@ -13,10 +13,9 @@ from arrayviews.model.errors import NotFoundError
 from arrayviews.streams import maintainer
 
 EPOCH = 1_420_070_400
-SCHEMA = "ts timestamp, src string, loss double"
+SCHEMA = "ts timestamp, src string, loss int"
 WIDTH = 3
-# a distributive window (max) over a float column keeps a helper and a view (it does not subtract
-# float sums); other windows are one table
+# a distributive window (max) keeps a helper; a subtractable one alone is one table
 WINDOW_VIEW = f"""CREATE VIEW w USING INCREMENTAL AS
 SELECT src, max(loss) AS top, sum(loss) AS total, count(*) AS n FROM M [WINDOW {WIDTH} MINUTES] GROUP BY src"""
 HELPER = "w__helper"
@@ -28,7 +27,7 @@ def minute_rows(minute: int, seed: int, count: int = 6) -> pd.DataFrame:
         {
             "ts": pd.to_datetime(EPOCH + 60 * minute + rng.integers(0, 60, count), unit="s", utc=True),
             "src": rng.choice(["a", "b", "c"], count),
-            "loss": rng.integers(-20, 40, count).astype("float64"),
+            "loss": pd.array(rng.integers(-20, 40, count), dtype="int32"),
         }
     )
 

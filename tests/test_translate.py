@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pandas as pd
 import pytest
@@ -29,7 +29,6 @@ from arrayviews.model.errors import ParseError
 from arrayviews.model.viewdf import Presentation, ViewDFDefinition
 from arrayviews.streams.fsm import build_state_machine
 from arrayviews.streams.translate import explain, translate
-from arrayviews.streams.window_plans import PlanChoice
 from pattern_reference import Pattern, Predicate, earliest_matches, pattern_results
 from spark_literals import literals
 
@@ -201,31 +200,6 @@ def test_distributive_window_structure() -> None:
     assert [r.text("j") for r in helper.update.references] == ["S[j]"]
     assert [r.text("j") for r in final.update.references] == ["W__helper[j-3 .. j]"]
     assert "MAX(max_x) AS max_x" in final.update.text and "WHERE\n  max_x > 1" in final.update.text
-
-
-def test_distributive_window_in_one_table() -> None:
-    """With integer sums, a window with min or max is one view: its UPDATE reads the stream's part,
-    its own previous part and the part leaving, and the parts in between for the groups whose
-    maximum may have left with it."""
-    statement = _window(
-        "CREATE VIEW W AS SELECT g, max(x), sum(y) FROM S [WINDOW 120 SECONDS] GROUP BY g HAVING max(x) > 1"
-    )
-    (view,) = translate(statement, 30, types={"g": "string", "x": "int", "y": "bigint"})
-    assert [r.text("j") for r in view.update.references] == [
-        "S[j]",
-        "W[j-1]",
-        "W[j-4]",
-        "W[j-3 .. j-1]",
-        "W[j-4]",
-        "W[j-1]",
-    ]
-    assert "Old.part_max_x >= Cur.prev_max_x" in view.update.text
-    assert view.presentation.when_set == "shown"
-    parsed = parse_statement(view.text)
-    assert parsed.definition.initialize == view.initialize and parsed.definition.update == view.update
-    # a float sum is not subtracted: helper and view, as before
-    helper, final = translate(statement, 30, types={"g": "string", "x": "int", "y": "double"})
-    assert helper.helper and not final.helper
 
 
 def test_window_must_be_a_multiple_of_the_partition_length() -> None:
@@ -598,13 +572,10 @@ class WindowCase:
     having: str | None
     parts: list[Rows]
     plan: str = "incremental"  # or "recompute": one view reading the window's stream parts
-    one_table: bool = True  # False: the incremental plan's helper and view (a plan still pending)
 
     def translated(self, name: str) -> list:
-        plan = self.plan if self.one_table else PlanChoice("incremental", "pending", {}, pending=True)
-        return translate(
-            parse_statement(self.statement(name)), self.partition_length, types=WINDOW_TYPES, plan=plan
-        )
+        statement = parse_statement(self.statement(name))
+        return translate(statement, self.partition_length, types=WINDOW_TYPES, plan=self.plan)
 
     def statement(self, name: str) -> str:
         items = DISTRIBUTIVE_ITEMS if self.distributive else SUBTRACTABLE_ITEMS
@@ -656,7 +627,6 @@ def window_cases(draw) -> WindowCase:
         having=draw(st.sampled_from(sorted(HAVINGS, key=str))),
         parts=draw(st.lists(st.lists(row, max_size=3), min_size=1, max_size=12)),
         plan=draw(st.sampled_from(["incremental", "recompute"])),
-        one_table=draw(st.booleans()),
     )
 
 
@@ -696,7 +666,6 @@ def test_paper_example_and_special_cases(spark) -> None:
     paper_parts = [[{"src": "10.0.0.1", "dest": "10.0.0.2", "loss": loss}] for loss in PAPER_LOSSES]
     chains = [Chain(paper, "M", "src string, dest string, loss bigint", paper_parts)]
     cases = [_zero_sum_case(d, plan) for d in (False, True) for plan in ("incremental", "recompute")]
-    cases.append(replace(_zero_sum_case(True), one_table=False))
     for number, case in enumerate(cases):
         chains.append(Chain(case.translated(f"W{number}"), "S", WINDOW_SCHEMA, case.parts))
     # no predicates and nothing but the group column

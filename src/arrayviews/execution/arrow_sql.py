@@ -142,7 +142,7 @@ def _compiled(text: str, schemas: tuple[tuple[str, pa.Schema], ...]) -> _Relatio
 
 def run_arrow(text: str, tables: Mapping[str, pa.Table]) -> pa.Table:
     """The result of Spark SQL query ``text`` over ``tables`` (name -> Arrow table), or Unsupported."""
-    inputs = {name.lower(): table for name, table in tables.items()}
+    inputs = {name.lower(): _fewer_chunks(table) for name, table in tables.items()}
     relation = _compiled(text, tuple(sorted((name, table.schema) for name, table in inputs.items())))
     if isinstance(relation, str):
         raise Unsupported(relation)
@@ -151,6 +151,19 @@ def run_arrow(text: str, tables: Mapping[str, pa.Table]) -> pa.Table:
     except _ARROW_ERRORS as error:
         raise Unsupported(f"pyarrow: {str(error).splitlines()[0][:200]}") from None
     return result.rename_columns([c.name for c in relation.columns])
+
+
+#: Inputs made of chunks smaller than this on average (many parts of a view read together, each
+#: a chunk) are made one chunk first: Acero pays per batch in every node, and a copy of the rows
+#: costs less (99 chunks of 1000 rows: 14.7 ms as they were, 8.7 ms with the copy included).
+SMALL_CHUNK_ROWS = 8192
+
+
+def _fewer_chunks(table: pa.Table) -> pa.Table:
+    chunks = table.column(0).num_chunks if table.num_columns else 0
+    if chunks > 1 and table.num_rows < SMALL_CHUNK_ROWS * chunks:
+        return table.combine_chunks()
+    return table
 
 
 def _source(table: pa.Table) -> ac.Declaration:

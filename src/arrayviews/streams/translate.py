@@ -80,20 +80,12 @@ def translate(
     if isinstance(query, PatternQuery):
         return _PatternTranslation(statement, stream_partition_length, types).definitions()
     if isinstance(query, WindowQuery):
-        return WindowTranslation(
-            statement, stream_partition_length, types, _plan_name(plan), one_table=not _pending(plan)
-        ).definitions()
+        return WindowTranslation(statement, stream_partition_length, types, _plan_name(plan)).definitions()
     raise TypeError(f"only pattern and sliding-window views are translated, not {type(statement).__name__}")
 
 
 def _plan_name(plan: PlanChoice | str) -> str:
     return plan.plan if isinstance(plan, PlanChoice) else plan
-
-
-def _pending(plan: PlanChoice | str) -> bool:
-    """Whether the plan waits for the stream's first rows: its view then has a helper, so that the
-    view's definition can become the recompute plan's (streams/plan_settling.py)."""
-    return isinstance(plan, PlanChoice) and plan.pending
 
 
 def explain(
@@ -121,19 +113,12 @@ def explain(
         )
         lines += [f"-- {line}" for line in translation.machine.describe().splitlines()]
     else:
-        translation = WindowTranslation(
-            statement, stream_partition_length, types, _plan_name(plan), one_table=not _pending(plan)
-        )
+        translation = WindowTranslation(statement, stream_partition_length, types, _plan_name(plan))
         query = statement.query
         if translation.plan != INCREMENTAL:
             kind = "recompute plan: one view aggregating the window's stream parts each step"
         elif translation.subtractable:
             kind = "subtractable aggregates, one table: cumulative sums per epoch, minus the part one window earlier"
-        elif translation.one_table:
-            kind = (
-                "distributive aggregates, one table: per-part partials; the window's totals from the "
-                "previous part's, an extreme that leaves found again from the parts in between"
-            )
         else:
             kind = "distributive aggregates: per-part partial aggregates combined over the window"
         lines.append(

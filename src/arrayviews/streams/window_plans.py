@@ -32,7 +32,6 @@ class WindowShape:
     parts: int
     subtractable: bool
     float_sums: bool = False
-    one_table: bool = False  # a view of a pending plan has a helper
 
 
 @dataclass(frozen=True)
@@ -101,24 +100,11 @@ def choose_plan(
     predicted: dict[str, float] = {}
     if sizes is not None:
         rows, groups = sizes.rows, min(sizes.groups, sizes.rows)
-        if shape.subtractable and shape.one_table:
+        if shape.subtractable:
             # one view reading the stream's part and two of its own (the previous one and the
             # one Wp back), of about ``groups`` rows each
             incremental = (
                 cost.per_view + cost.per_helper + cost.per_part * 3 + cost.per_row * (rows + 2 * groups)
-            )
-        elif shape.one_table:
-            # and, for extremes that leave, the Wp - 1 parts in between (joined to those groups)
-            # and the previous and leaving parts once more
-            incremental = (
-                cost.per_view
-                + cost.per_helper
-                + cost.per_part * (4 + window)
-                + cost.per_row * (rows + (window + 3) * groups)
-            )
-        elif shape.subtractable:  # helper and view, made before one table
-            incremental = (
-                2 * cost.per_view + cost.per_helper + cost.per_part * 4 + cost.per_row * (rows + 3 * groups)
             )
         else:
             # the helper reads the stream's part and its own previous part; the view all W of its parts

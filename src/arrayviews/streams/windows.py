@@ -2,32 +2,30 @@
 
 A window of ``Wp`` stream parts has two plans (streams/window_plans.py chooses between them):
 
-* **incremental**, one table: the view's own rows hold the maintenance state beside the window's
-  values, its UPDATE reads its own earlier parts, and readers see the query's columns of the rows
-  where HAVING holds (``Presentation``, streams/presentation.py), so a step is one query, one file
-  and one commit;
-  * with only count, sum and avg (subtractable, section 5.2.2): each group's cumulative sums and
-    counts since the group's current epoch began, ``age`` (parts since then, this one included) and
-    ``idle`` (parts since the group's last row): part j is part j-1 full-outer-joined with S[j]'s
-    per-group sums; a group is dropped when ``idle`` reaches Wp (no row in the window), and a
-    dropped group that comes back starts a new epoch (age 1). The window's totals subtract part
-    j-Wp when it holds the same epoch, i.e. when its age is exactly ``age - Wp`` (a group whose
-    epoch began at or before j-Wp stayed in every part since, so part j-Wp holds it with that age;
-    an epoch that began later has age <= Wp, and any older row at j-Wp would need age <= 0). Every
-    kept group had a row in the window and every group with a row in the window is kept, so
-    membership never depends on a sum's sign;
-  * with min or max (distributive, section 5.2.1): each group's partial aggregates of S[j] and the
-    window's totals: counts and integer sums are the previous part's plus S[j]'s less those of
-    the part leaving (stored with part j-Wp); a maximum is the larger of the previous one and
-    S[j]'s unless the leaving part held it, and is then found again from the partials of parts
-    j-Wp+1 .. j-1 of the groups concerned (a minimum alike). Without integer sums (float or
-    decimal, which it would subtract) the view keeps the paper's two views: Helper[j] with the
-    per-part partials and a view combining Helper[j-Wp+1 .. j];
+* **incremental** with only count, sum and avg (subtractable, section 5.2.2), one table: the
+  view's own rows hold the maintenance state beside the window's values, its UPDATE reads its own
+  earlier parts, and readers see the query's columns of the rows where HAVING holds
+  (``Presentation``, streams/presentation.py), so a step is one query, one file and one commit.
+  The state is each group's cumulative sums and counts since the group's current epoch began,
+  ``age`` (parts since then, this one included) and ``idle`` (parts since the group's last row):
+  part j is part j-1 full-outer-joined with S[j]'s per-group sums; a group is dropped when
+  ``idle`` reaches Wp (no row in the window), and a dropped group that comes back starts a new
+  epoch (age 1). The window's totals subtract part j-Wp when it holds the same epoch, i.e. when
+  its age is exactly ``age - Wp`` (a group whose epoch began at or before j-Wp stayed in every part
+  since, so part j-Wp holds it with that age; an epoch that began later has age <= Wp, and any
+  older row at j-Wp would need age <= 0). Every kept group had a row in the window and every group
+  with a row in the window is kept, so membership never depends on a sum's sign;
+* **incremental** with min or max (distributive, section 5.2.1), two views: Helper[j] holds per-part
+  partial aggregates (count, sum, count of non-null, max, min) of S[j]; the view combines
+  Helper[j-Wp+1 .. j]. (Kept in one table, with the window's totals carried from part to part and
+  a maximum that leaves found again from the parts in between, a step at Wp = 100 took 21-25 ms
+  against this form's 15 ms: the parts in between are read and joined for the few groups whose
+  extreme left. docs/performance.md, round 12.)
 * **recompute** (one view): View[j] aggregates S[j-Wp+1 .. j] directly.
 
-A view whose plan waits for its stream's first rows (AUTO over an empty stream, streams/
-plan_settling.py) is made with a helper and a view, so that its definition can become the
-recompute plan's; views made before one table keep theirs.
+A subtractable window over a stream without rows is incremental at once (its one table cannot
+become the recompute plan); a distributive one waits for the first rows (streams/plan_settling.py).
+Subtractable views made before one table keep their helper and view (their stored definitions).
 
 Sums of integer columns are exact in both plans. In the subtractable form a floating-point column
 (when the translation is given the stream's column types) is summed exactly: the state keeps its
@@ -36,9 +34,8 @@ cumulative sum as the components and non-finite counts of an exact sum (streams/
 ``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the window's sum
 is the exact difference rounded once, so a window sum equals ``math.fsum`` of the window's values
 however large the values that left it (an infinity that left no longer counts). Such views keep the
-incremental plan. The distributive form adds per-part sums and never subtracts them unless they are
-integers. Sums keep the type of the per-part sums, so decimal columns are not supported by the
-subtractable form.
+incremental plan. The distributive form adds per-part sums and never subtracts. Sums keep the
+type of the per-part sums, so decimal columns are not supported by the subtractable form.
 """
 
 from __future__ import annotations
@@ -66,7 +63,6 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
-_INTEGRAL = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 INCREMENTAL, RECOMPUTE, AUTO, PENDING = "incremental", "recompute", "auto", "pending"
 PLANS = (AUTO, INCREMENTAL, RECOMPUTE)
 
@@ -81,7 +77,6 @@ class WindowTranslation:
         partition_length: int,
         column_types: Mapping[str, str] | None = None,
         plan: str = INCREMENTAL,
-        one_table: bool = True,
     ) -> None:
         if plan not in (INCREMENTAL, RECOMPUTE):
             raise ValueError(f"a window view's plan is {INCREMENTAL} or {RECOMPUTE}, got {plan!r}")
@@ -128,32 +123,15 @@ class WindowTranslation:
                     counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
                     self.exact[attribute] = [column, *lower, *counts]
                     self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
-        # a subtractable window is one table: the view's rows are its Helper's (cumulative sums,
-        # age, idle), the window's values under fresh names and, with HAVING, a marker of the rows
-        # readers see; its UPDATE reads the view's own previous part and the one Wp parts back
-        # the incremental plan is one table: the view's rows are its state (a subtractable window's
-        # cumulative sums, age and idle; a distributive window's per-part partials and window
-        # totals), the window's values under fresh names and, with HAVING, a marker of the rows
-        # readers see; its UPDATE reads the view's own earlier parts. A distributive window whose
-        # sums are not known to be of integers (it subtracts them) keeps a helper and a view, as
-        # does one whose plan waits for the stream's first rows (``one_table=False``)
-        integral = all(types.get(a.lower()) in _INTEGRAL for a in self.sums)
-        self.one_table = one_table and (self.subtractable or integral)
+        # a subtractable window's incremental plan is one table: the view's rows are its state
+        # (cumulative sums, age, idle), the window's values under fresh names and, with HAVING, a
+        # marker of the rows readers see; its UPDATE reads the view's own earlier parts
+        self.one_table = self.subtractable
         self.state = statement.name if self.one_table else self.helper
-        self.totals = [self.count, *self.sums.values(), *self.counts.values()]
-        self.extremes = [*self.maxima.values(), *self.minima.values()]
-        self.partial = {c: names.fresh(f"part_{c}") for c in [*self.totals, *self.extremes]}
-        self.previous = {c: names.fresh(f"prev_{c}") for c in [*self.totals, *self.extremes]}
-        self.redone = {c: names.fresh(f"redo_{c}") for c in self.extremes}
         self.stored_items = [
             item.attribute if item.is_group else names.fresh(item.alias) for item in query.items
         ]
-        state = (
-            [self.age, self.idle, *self.cumulated()]
-            if self.subtractable
-            else [self.idle, *self.partial.values()]
-        )
-        self.kept = {c: names.fresh(f"keep_{c}") for c in state}
+        self.kept = {c: names.fresh(f"keep_{c}") for c in [self.age, self.idle, *self.cumulated()]}
         self.shown = names.fresh("shown") if query.having is not None else None
 
     @property
@@ -174,34 +152,27 @@ class WindowTranslation:
                 )
             return [_definition(self.statement.name, self.recomputed, self.recomputed, length, helper=False)]
         if self.one_table:
-            step = self.windowed if self.subtractable else self.extended
             return [
                 _definition(
                     self.statement.name,
-                    lambda references: step(references, initialize=True),
-                    lambda references: step(references, initialize=False),
+                    lambda references: self.windowed(references, initialize=True),
+                    lambda references: self.windowed(references, initialize=False),
                     length,
                     helper=False,
                     presentation=self.presentation(),
                 )
             ]
-        if self.subtractable:  # pragma: no cover - the two-view form of views made before one table
-            helper = _definition(
-                self.helper, self.cumulative_initialize, self.cumulative_update, length, helper=True
-            )
-            final = _definition(self.statement.name, self.subtracted, self.subtracted, length, helper=False)
-        else:
-            helper = _definition(self.helper, self.partials, self.partials, length, helper=True)
-            final = _definition(self.statement.name, self.combined, self.combined, length, helper=False)
+        helper = _definition(self.helper, self.partials, self.partials, length, helper=True)
+        final = _definition(self.statement.name, self.combined, self.combined, length, helper=False)
         return [helper, final]
 
     def groups(self, table: str | None = None) -> list[exp.Expression]:
         return [_column(g, table) for g in self.query.group_by]
 
     # -- per-part partial aggregates (distributive) ------------------------------------------
-    def partials(self, references: _References, counted: bool = False) -> exp.Expression:
+    def partials(self, references: _References) -> exp.Expression:
         outputs = [*self.groups()]
-        if self.keeps_count or counted:
+        if self.keeps_count:
             outputs.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
         outputs += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
         outputs += [
@@ -346,40 +317,6 @@ class WindowTranslation:
         in_window = _column(self.idle) < _number(self.parts)
         return exp.select(*outputs).from_(step.subquery("Step")).where(in_window)
 
-    def subtracted(self, references: _References) -> exp.Expression:
-        columns = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
-        exact_columns = {c for columns in self.exact.values() for c in columns}
-        for column in self.cumulated():
-            if column in exact_columns:
-                continue
-            difference = exp.Sub(
-                this=_column(column, "Cur"), expression=_coalesce(_column(column, "Old"), _number(0))
-            )
-            columns.append(_alias(difference, column))
-        for attribute, stored in self.exact.items():
-            difference = exp.Anonymous(
-                this=exact_sums.DIFFERENCE,
-                expressions=[
-                    self.packed(attribute, "Cur"),
-                    self.packed(attribute, "Old"),
-                    self.label(attribute),
-                ],
-            )
-            columns.append(_alias(difference, stored[0]))
-        same_epoch = _column(self.age, "Old").eq(
-            exp.Sub(this=_column(self.age, "Cur"), expression=_number(self.parts))
-        )
-        totals = (
-            exp.select(*columns)
-            .from_(exp.alias_(references.part(self.helper, 0), "Cur", table=True))
-            .join(
-                exp.alias_(references.part(self.helper, -self.parts), "Old", table=True),
-                on=exp.and_(_same_groups(self.query.group_by, "Cur", "Old"), same_epoch, copy=False),
-                join_type="left outer",
-            )
-        )
-        return self.results(totals)
-
     # -- one table: the Helper's rows and the window's values (subtractable) --------------------
     def windowed(self, references: _References, initialize: bool) -> exp.Expression:
         """Part ``j`` of the one-table view: this part's cumulative rows (Cur, as the Helper's
@@ -422,144 +359,6 @@ class WindowTranslation:
             outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
         return exp.select(*outputs).from_(query.subquery("Totals"))
 
-    # -- one table: per-part partials and the window's totals (distributive) -------------------
-    def extended(self, references: _References, initialize: bool) -> exp.Expression:
-        """Part ``j`` of the one-table view of a window with min or max: this part's partial
-        aggregates per group (kept for the parts that follow), and the window's totals from the
-        previous part's: counts and integer sums plus this part's less the part leaving (``Wp``
-        back, its partials stored with it); a maximum stays unless the leaving part held it, and
-        is then found again from the partials of the ``Wp - 1`` parts in between (only for those
-        groups). A group is kept while it has a row in the window."""
-        batch = self.partials(references, counted=True).subquery("Batch")
-        if initialize:
-            outputs = [*self.groups(), _alias(_number(0), self.idle)]
-            outputs += [_alias(_column(c, "Batch"), self.partial[c]) for c in self.partial]
-            outputs += [_alias(_column(c, "Batch"), c) for c in [*self.totals, *self.extremes]]
-            return self.shown_results(exp.select(*outputs).from_(batch))
-        step_columns = [
-            _alias(_coalesce(_column(g, "Batch"), _column(g, PREVIOUS)), g) for g in self.query.group_by
-        ]
-        idle = (
-            exp.Case()
-            .when(
-                _column(self.count, "Batch").is_(exp.null()),
-                exp.Add(this=_column(self.idle, PREVIOUS), expression=_number(1)),
-            )
-            .else_(_number(0))
-        )
-        step_columns.append(_alias(idle, self.idle))
-        step_columns += [_alias(_column(c, "Batch"), self.partial[c]) for c in self.partial]
-        step_columns += [_alias(_column(c, PREVIOUS), self.previous[c]) for c in self.previous]
-        step = (
-            exp.select(*step_columns)
-            .from_(batch)
-            .join(
-                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
-                on=_same_groups(self.query.group_by, "Batch", PREVIOUS),
-                join_type="full outer",
-            )
-        )
-        current = (
-            exp.select(
-                *self.groups(),
-                _column(self.idle),
-                *(_column(c) for c in [*self.partial.values(), *self.previous.values()]),
-            )
-            .from_(step.subquery("Step"))
-            .where(_column(self.idle) < _number(self.parts))
-        )
-        totals = [_alias(_column(g, "Cur"), g) for g in self.query.group_by]
-        totals.append(_alias(_column(self.idle, "Cur"), self.idle))
-        totals += [_alias(_column(part, "Cur"), part) for part in self.partial.values()]
-        for c in self.totals:
-            total = exp.Sub(
-                this=exp.Add(
-                    this=_coalesce(_column(self.previous[c], "Cur"), _number(0)),
-                    expression=_coalesce(_column(self.partial[c], "Cur"), _number(0)),
-                ),
-                expression=_coalesce(_column(self.partial[c], "Old"), _number(0)),
-            )
-            totals.append(_alias(total, c))
-        for c in self.extremes:
-            larger = c in self.maxima.values()
-            leaving, previous = _column(self.partial[c], "Old"), _column(self.previous[c], "Cur")
-            held = (exp.GTE if larger else exp.LTE)(this=leaving, expression=previous)
-            combine = exp.Greatest if larger else exp.Least
-            redone = _column(self.redone[c], "Redo") if self.parts > 1 else exp.null()
-            value = (
-                exp.Case()
-                .when(held, combine(this=redone, expressions=[_column(self.partial[c], "Cur")]))
-                .else_(combine(this=previous.copy(), expressions=[_column(self.partial[c], "Cur")]))
-            )
-            totals.append(_alias(value, c))
-        query = (
-            exp.select(*totals)
-            .from_(current.subquery("Cur"))
-            .join(
-                exp.alias_(references.part(self.state, -self.parts), "Old", table=True),
-                on=_same_groups(self.query.group_by, "Cur", "Old"),
-                join_type="left outer",
-            )
-        )
-        if self.parts > 1 and self.extremes:
-            query = query.join(
-                self.redo(references),
-                on=_same_groups(self.query.group_by, "Cur", "Redo"),
-                join_type="left outer",
-            )
-        return self.shown_results(query)
-
-    def _extended_columns(self) -> list[str]:
-        return [self.idle, *self.partial.values(), *self.totals, *self.extremes]
-
-    def redo(self, references: _References) -> exp.Subquery:
-        """Per group whose maximum (or minimum) may have left with the part ``Wp`` back, the
-        extreme of the partials of the parts after it up to the previous one."""
-        leaving = []
-        for c in self.extremes:
-            compare = exp.GTE if c in self.maxima.values() else exp.LTE
-            leaving.append(compare(this=_column(self.partial[c], "Old"), expression=_column(c, PREVIOUS)))
-        expired = (
-            exp.select(*(_alias(_column(g, "Old"), g) for g in self.query.group_by))
-            .from_(exp.alias_(references.part(self.state, -self.parts), "Old", table=True))
-            .join(
-                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
-                on=_same_groups(self.query.group_by, "Old", PREVIOUS),
-                join_type="inner",
-            )
-            .where(exp.or_(*leaving, copy=False))
-        )
-        combined = [
-            _alias(
-                (exp.Max if c in self.maxima.values() else exp.Min)(this=_column(self.partial[c], "Middle")),
-                self.redone[c],
-            )
-            for c in self.extremes
-        ]
-        between = exp.alias_(references.part(self.state, 1 - self.parts, -1), "Middle", table=True)
-        return (
-            exp.select(*(_alias(_column(g, "Middle"), g) for g in self.query.group_by), *combined)
-            .from_(between)
-            .join(
-                expired.subquery("Expired"),
-                on=_same_groups(self.query.group_by, "Middle", "Expired"),
-                join_type="inner",
-            )
-            .group_by(*(_column(g, "Middle") for g in self.query.group_by))
-            .subquery("Redo")
-        )
-
-    def shown_results(self, totals: exp.Select) -> exp.Expression:
-        """The stored row: ``totals``' state columns (as named there), the query's values computed
-        from its window totals under the stored item names, and HAVING's marker."""
-        outputs = [*self.groups(), *(_column(c) for c in self._extended_columns())]
-        for item, stored in zip(self.query.items, self.stored_items, strict=True):
-            if not item.is_group:
-                outputs.append(_alias(self.item_value(item), stored))
-        if self.shown is not None:
-            outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
-        return exp.select(*outputs).from_(totals.subquery("Totals"))
-
     @staticmethod
     def no_state() -> exp.Expression:
         """An exact sum state of zero (every field NULL) for the first part's window."""
@@ -575,7 +374,7 @@ class WindowTranslation:
         columns = tuple(
             (stored, item.alias) for item, stored in zip(self.query.items, self.stored_items, strict=True)
         )
-        return Presentation(columns, self.shown or (self.age if self.subtractable else self.idle))
+        return Presentation(columns, self.shown or self.age)
 
     # -- the view's rows from per-window totals ----------------------------------------------
     def value(self, function: str, attribute: str | None) -> exp.Expression:
