@@ -127,14 +127,17 @@ class StreamStepCost:
     query's set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding
     and reading its file; less when this process wrote it lately) and each input row a query
     cost; a window's incremental plan, which joins the view's (or its helper's) earlier parts,
-    pays ``per_helper`` more per step. Defaults fitted on a 2-core machine with 10^4-row parts
-    (docs/performance.md, round 10 and 12): a window view recomputed from W parts stepped in about
-    6.5 ms + 0.6 ms per part, a subtractable window's one-table incremental step in about 8 ms."""
+    pays ``per_helper`` more per step. Defaults from ``db.calibrate()`` on a 2-core machine with
+    10^4-row parts (docs/performance.md, round 12: 8.5 ms a view, 2.7 ms more for the incremental
+    plan, 17 ns a row), with the cost of a part read from its file kept from round 10 (the
+    calibration's parts were all in this process's memory): a window view recomputed from W
+    parts steps in about 8.5 ms + 0.4 ms per part, a subtractable window's one-table incremental
+    step in about 12 ms whatever the window."""
 
-    per_view: float = 0.006
+    per_view: float = 0.0085
     per_part: float = 2.0e-4
-    per_row: float = 6.0e-8
-    per_helper: float = 0.001
+    per_row: float = 2.0e-8
+    per_helper: float = 0.003
 
 
 @dataclass(frozen=True)
