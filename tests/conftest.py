@@ -39,3 +39,11 @@ def db(spark, tmp_path):
     import arrayviews
 
     return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
+
+
+@pytest.fixture(params=["local", "spark"])
+def db_on(request, spark, tmp_path):
+    """(database, executor): stream views maintained in-process or on Spark (each test runs on both)."""
+    import arrayviews
+
+    return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=request.param), request.param

@@ -25,17 +25,9 @@ UPDATE copied[j] AS SELECT src, dest, ct, total FROM rising[j]
 PARTITION LENGTH 60"""
 
 
-@pytest.fixture(params=["local", "spark"])
-def db(request, spark, tmp_path):
-    """(database, executor): stream views maintained in-process or on Spark."""
-    return arrayviews.connect(
-        str(tmp_path / "warehouse"), spark=spark, execution=request.param
-    ), request.param
-
-
 @pytest.mark.slow
-def test_a_pattern_step_is_one_commit_and_every_reader_sees_the_complete_matches(db) -> None:
-    db, executor = db
+def test_a_pattern_step_is_one_commit_and_every_reader_sees_the_complete_matches(db_on) -> None:
+    db, executor = db_on
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     first, _ = readings(range(0, 4), seed=11, skip=0.0)
     stream.append(first)
@@ -69,8 +61,8 @@ def test_a_pattern_step_is_one_commit_and_every_reader_sees_the_complete_matches
     assert len(raw) > sum(len(rows) for rows in expected.values())
 
 
-def test_explain_says_what_readers_see(db) -> None:
-    db, _ = db
+def test_explain_says_what_readers_see(db_on) -> None:
+    db, _ = db_on
     db.create_stream("M", SCHEMA, 60, "ts")
     shown = db.sql("EXPLAIN " + PATTERN_VIEW)
     text = shown if isinstance(shown, str) else "\n".join(str(r[0]) for r in shown.collect())

@@ -362,14 +362,6 @@ def test_late_rows_recompute_dependent_parts_downstream(paper) -> None:
 
 
 # -- 2: a sliding window written by hand ------------------------------------------------------------
-@pytest.fixture(params=["local", "spark"])
-def db_on(request, spark, tmp_path):
-    """(database, executor): stream views maintained in-process or on Spark (each test runs on both)."""
-    return arrayviews.connect(
-        str(tmp_path / "warehouse"), spark=spark, execution=request.param
-    ), request.param
-
-
 def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
     """In-process and on Spark: the same parts, built where the step reports."""
     db, executor = db_on

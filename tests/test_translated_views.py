@@ -129,14 +129,6 @@ def db(spark, tmp_path):
     return arrayviews.connect(str(tmp_path / "warehouse"), spark=spark)
 
 
-@pytest.fixture(params=["local", "spark"])
-def db_on(request, spark, tmp_path):
-    """(database, executor): stream views maintained in-process or on Spark (each test runs on both)."""
-    return arrayviews.connect(
-        str(tmp_path / "warehouse"), spark=spark, execution=request.param
-    ), request.param
-
-
 def executors(results) -> set[str]:
     """The executors the maintenance steps report (steps that built nothing report none)."""
     return {r.executor for r in results if r.executor is not None}

@@ -11,7 +11,6 @@ import math
 import pandas as pd
 import pytest
 
-import arrayviews
 from test_translated_views import (
     SCHEMA,
     SUM_VIEW,
@@ -28,17 +27,9 @@ UPDATE copied[j] AS SELECT src, total, n, mean FROM recent[j]
 PARTITION LENGTH 60"""
 
 
-@pytest.fixture(params=["local", "spark"])
-def db(request, spark, tmp_path):
-    """(database, executor): stream views maintained in-process or on Spark."""
-    return arrayviews.connect(
-        str(tmp_path / "warehouse"), spark=spark, execution=request.param
-    ), request.param
-
-
 @pytest.mark.slow
-def test_a_window_step_is_one_commit_and_readers_see_the_rows_having_holds(db) -> None:
-    db, executor = db
+def test_a_window_step_is_one_commit_and_readers_see_the_rows_having_holds(db_on) -> None:
+    db, executor = db_on
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     first, _ = readings(range(0, 3), seed=21)
     stream.append(first)
@@ -73,10 +64,10 @@ def test_a_window_step_is_one_commit_and_readers_see_the_rows_having_holds(db) -
 
 
 @pytest.mark.slow
-def test_auto_over_an_empty_stream_is_incremental_at_once_with_a_renamed_group(db) -> None:
+def test_auto_over_an_empty_stream_is_incremental_at_once_with_a_renamed_group(db_on) -> None:
     """A subtractable window created before any rows is incremental from the start (its one table
     cannot become the recompute plan later); a group column shown under another name."""
-    db, _ = db
+    db, _ = db_on
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     db.sql("CREATE VIEW r AS SELECT src AS source, sum(loss) AS total FROM M [WINDOW 2 MINUTES] GROUP BY src")
     plan = db.stream_view("r").status()["plan"]
@@ -98,8 +89,8 @@ def test_auto_over_an_empty_stream_is_incremental_at_once_with_a_renamed_group(d
     assert list(db.stream_view("r").read().columns) == ["source", "total", "PART_TIMESTAMP"]
 
 
-def test_explain_says_what_readers_see(db) -> None:
-    db, _ = db
+def test_explain_says_what_readers_see(db_on) -> None:
+    db, _ = db_on
     db.create_stream("M", SCHEMA, 60, "ts")
     shown = db.sql("EXPLAIN " + SUM_VIEW)
     text = shown if isinstance(shown, str) else "\n".join(str(r[0]) for r in shown.collect())
@@ -157,11 +148,11 @@ def _extremes_reference(upto: int) -> dict[int, set[tuple]]:
 
 
 @pytest.mark.slow
-def test_a_window_with_extremes_follows_a_leaving_maximum(db) -> None:
+def test_a_window_with_extremes_follows_a_leaving_maximum(db_on) -> None:
     """max/min/sum/count over 3 parts (a helper of per-part partials and the view): a maximum
     (minimum) that leaves the window while a tie or a smaller value stays, NULL-only groups, a
     group that leaves and comes back; one commit of the view a step. Against pandas."""
-    db, executor = db
+    db, executor = db_on
     stream = db.create_stream("E", "ts timestamp, g string, v bigint", 60, "ts")
     stream.append(_frame(0))
     view = db.stream_view(db.create_stream_view(EXTREMES.replace(" AS\n", " USING INCREMENTAL AS\n", 1)).name)
