@@ -328,6 +328,10 @@ def pattern_scope(bench: Bench, pairs: int, scopes: list[int]) -> list[dict]:
     return rows
 
 
+#: Window steps whose median is a window view's step time (it was 10 before round 12).
+WINDOW_STEPS_MEASURED = 25
+
+
 def naive_window_sql(aggregate: str) -> str:
     """:func:`naive_window` as one query over ``rows`` (the window's parts)."""
     return f"SELECT src, dest, CAST({aggregate}(loss) AS BIGINT) AS value FROM rows GROUP BY src, dest"
@@ -341,8 +345,9 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
     parts in-process (the same DuckDB engine), written as a bare Parquet file and committed as a
     materialized view keeps it; ``tuples`` rows per part (10 readings of each of tuples/10 pairs).
     ``viewdf_local_s`` is the step of the plan AUTO picks (streams/window_plans.py ``choose_plan``, from
-    the stream as it is when the view is created). Each step time: the median of the last ten
-    steps after ``W + 10`` steps."""
+    the stream as it is when the view is created). Each step time: the median of the last
+    ``WINDOW_STEPS_MEASURED`` steps of ``W + WINDOW_STEPS_MEASURED + 5`` (bursts of slow file
+    creation on a shared machine last a few steps, as for the pattern's steps)."""
     rows = []
     for aggregate in ("sum", "max"):
         for window in windows:
@@ -352,11 +357,11 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
                 _set_execution(bench.db, "local")
                 try:
                     stream, times, chosen = _run_window_steps(
-                        bench, tuples, window, aggregate, window + 12, plan
+                        bench, tuples, window, aggregate, window + WINDOW_STEPS_MEASURED + 6, plan
                     )
                 finally:
                     _set_execution(bench.db, "auto")
-                steps[plan] = float(np.median(times[-10:]))
+                steps[plan] = float(np.median(times[-WINDOW_STEPS_MEASURED:]))
             step = steps[chosen.plan]
             newest = stream.part_range()[1]
             kept = naive_result_table(stream, f"naive_w_{uuid.uuid4().hex[:8]}", ("value",))
