@@ -35,6 +35,11 @@ SUPPORTED = (
     "SELECT g, CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a "
     "ELSE coalesce(try_add(a, b), raise_error(concat('overflow for ', concat_ws(', ', g, 'x')))) END AS s FROM t",
     "SELECT g, CASE WHEN a IS NULL THEN raise_error('never') ELSE a END AS a FROM t WHERE a IS NOT NULL",
+    # UNION ALL: integer widening (INT and BIGINT), typed and bare NULLs, grouping over the union
+    "SELECT g, b AS v FROM t WHERE a > 0 UNION ALL SELECT g, c AS v FROM u",
+    "SELECT g, k, CAST(NULL AS INT) AS v FROM t UNION ALL SELECT g, k, c AS v FROM u UNION ALL SELECT g, NULL AS k, b AS v FROM t",
+    "SELECT g, count(*) AS n, max(v) AS top, min(p) AS low FROM ("
+    "SELECT g, a AS v, NULL AS p FROM t UNION ALL SELECT g, NULL AS v, c AS p FROM u) AS Q GROUP BY g",
 )
 
 _values = st.one_of(st.none(), st.integers(-5, 5))
@@ -134,6 +139,10 @@ def test_a_reached_raise_error_is_left_to_duckdb_which_raises_it() -> None:
         "SELECT CAST(g AS INT) AS v FROM t",
         "SELECT t.s.x AS x FROM t",  # a struct field
         "SELECT t.g AS g FROM t JOIN u ON t.g = u.g WHERE a < 2 ORDER BY g",
+        "SELECT g FROM t UNION SELECT g FROM u",  # UNION (distinct)
+        "SELECT g, a FROM t UNION ALL SELECT g FROM u",  # different numbers of columns
+        "SELECT a FROM t UNION ALL SELECT f FROM u",  # BIGINT with DOUBLE
+        "SELECT g FROM t EXCEPT SELECT g FROM u",
     ],
 )
 def test_what_it_cannot_compute_exactly_is_refused(query) -> None:

@@ -12,7 +12,8 @@ The subset, with Spark's (ANSI) meaning:
 
 * ``SELECT`` items that are columns, ``*``, or aliased expressions; ``FROM`` a table or an aliased
   subquery; ``[LEFT|RIGHT|FULL] [OUTER] | INNER JOIN ... ON`` a conjunction of ``=`` or
-  ``IS NOT DISTINCT FROM`` between expressions of either side; ``WHERE``; ``GROUP BY`` columns
+  ``IS NOT DISTINCT FROM`` between expressions of either side; ``WHERE``; ``UNION ALL`` (columns
+  widened as Spark does for integers and NULLs); ``GROUP BY`` columns
   with ``count(*)``, ``count(x)``, ``min``, ``max`` (not of floating point values: NaN orders
   differently) and ``sum`` of integers (refused when a group's sum could pass BIGINT);
 * expressions: columns, integer, string and boolean literals, ``NULL``, ``CAST`` between integer,
@@ -198,6 +199,8 @@ class _Compiler:
 
     # -- relations --------------------------------------------------------------------------------
     def select(self, node: exp.Expression) -> _Relation:
+        if isinstance(node, exp.Union):
+            return self.union_all(node)
         if not isinstance(node, exp.Select):
             raise Unsupported(f"{type(node).__name__} is not a plain SELECT")
         extra = [key for key, value in node.args.items() if value and key not in _SELECT_PARTS]
@@ -220,6 +223,39 @@ class _Compiler:
         if group is not None or aggregates:
             relation = self.grouped(relation, group, aggregates)
         return self.projected(node.expressions, relation)
+
+    def union_all(self, node: exp.Union) -> _Relation:
+        """``a UNION ALL b``: the rows of both, each column of the type Spark widens the two to
+        (integers, NULLs), named as in ``a``."""
+        if type(node) is not exp.Union or node.args.get("distinct") or not node.args.get("expression"):
+            raise Unsupported(f"{type(node).__name__} other than UNION ALL")
+        extra = [k for k, v in node.args.items() if v and k not in ("this", "expression", "distinct")]
+        if extra:
+            raise Unsupported(f"UNION ALL with {', '.join(sorted(extra))}")
+        sides = [self.select(node.this), self.select(node.expression)]
+        if len(sides[0].columns) != len(sides[1].columns):
+            raise Unsupported("UNION ALL of inputs with different numbers of columns")
+        pairs = [
+            _common([_Expr(pc.field(a.field), a.type), _Expr(pc.field(b.field), b.type)])
+            for a, b in zip(sides[0].columns, sides[1].columns, strict=True)
+        ]
+        columns = [
+            _Column(None, c.name, self.fresh(), pair[0].type) for c, pair in zip(sides[0].columns, pairs, strict=True)
+        ]
+        names = [c.field for c in columns]
+        projections = [
+            ac.ProjectNodeOptions([pair[number].expr for pair in pairs], names) for number in range(2)
+        ]
+        builders = [side.build for side in sides]
+
+        def build(inputs: Mapping[str, pa.Table]) -> ac.Declaration:
+            branches = [
+                ac.Declaration.from_sequence([parent(inputs), ac.Declaration("project", options)])
+                for parent, options in zip(builders, projections, strict=True)
+            ]
+            return ac.Declaration("union", None, inputs=branches)
+
+        return _Relation(columns, build)
 
     def relation(self, node: exp.Expression) -> _Relation:
         if isinstance(node, exp.Table):
