@@ -192,14 +192,18 @@ def test_subtractable_float_sums_are_kept_exactly() -> None:
     assert "AV_EXACT" not in plain.update.text
 
 
-def test_distributive_window_structure() -> None:
+def test_distributive_window_structure_is_one_table_with_a_queue() -> None:
     statement = _window(
         "CREATE VIEW W AS SELECT g, max(x), sum(y) FROM S [WINDOW 120 SECONDS] GROUP BY g HAVING max(x) > 1"
     )
-    helper, final = translate(statement, 30)
-    assert [r.text("j") for r in helper.update.references] == ["S[j]"]
-    assert [r.text("j") for r in final.update.references] == ["W__helper[j-3 .. j]"]
-    assert "MAX(max_x) AS max_x" in final.update.text and "WHERE\n  max_x > 1" in final.update.text
+    (view,) = translate(statement, 30)  # one table: a queue of maxima and the cumulative sums
+    # the stream's part, the previous part (grouped, as entries, as places) and the part Wp back
+    assert sorted(r.text("j") for r in view.update.references) == ["S[j]", "W[j-1]", "W[j-1]", "W[j-1]", "W[j-4]"]
+    assert [r.text("i") for r in view.initialize.references] == ["S[i]"]
+    assert "MAX(CASE WHEN age + 1 - COALESCE(at, age) < 4 THEN queue_max_x END) AS prev_max_x" in view.update.text
+    assert "Q.queue_max_x > W.batch_max_x" in view.update.text  # a newer equal value pops an entry
+    assert view.presentation.when_set == "shown"
+    assert view.presentation.columns == (("g", "g"), ("max_x_1", "max_x"), ("sum_y_1", "sum_y"))
 
 
 def test_window_must_be_a_multiple_of_the_partition_length() -> None:

@@ -153,9 +153,9 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     for text in (SUM_VIEW, MAX_VIEW):
         db.create_stream_view(text.replace(" AS\nSELECT", f" USING {plan} AS\nSELECT", 1), lateness_parts=1)
     helpers = set(db.stream_views(helpers=True)) - set(db.stream_views())
-    # the pattern view and a subtractable window (recent) are one table each; the incremental
-    # plan of a distributive window (peaks) keeps a helper
-    assert {h.split("__")[0] for h in helpers} == ({"peaks"} if plan == "INCREMENTAL" else set())
+    # every view is one table: the pattern view, a subtractable window (recent) and one with
+    # min/max (peaks, a monotonic queue per group in its incremental plan)
+    assert helpers == set()
     assert db.stream_view("rising").status()["first"] == EPOCH // 60  # backfilled from the oldest part
     check_all(db, frames)
     held = [held_early]
@@ -173,9 +173,9 @@ def test_translated_views_backfill_follow_appends_and_late_rows(db, plan: str) -
     result = stream.append(late)
     assert result.late_parts
     assert any(m.recomputed for m in result.maintenance)
-    # a helper (of the distributive window) that dropped the parts such rows need is rebuilt;
-    # one-table views keep all their parts and recompute them
-    assert any(m.rebuilt for m in result.maintenance) == (plan == "INCREMENTAL")
+    # one-table views keep all their parts and recompute them (a helper that dropped the parts
+    # such rows need is rebuilt: tests/test_bounded_history.py)
+    assert not any(m.rebuilt for m in result.maintenance)
     assert any(m.view == "rising" and m.recomputed for m in result.maintenance)
     assert executors(result.maintenance) == {"local"}  # small parts: auto builds them in-process
     assert all("predicted in-process" in m.executor_reason for m in result.maintenance if m.executor)

@@ -88,7 +88,7 @@ def choose_plan(
 ) -> PlanChoice:
     """The plan of ``shape``'s view: ``requested`` unless it is ``auto``; otherwise the one with
     the lower predicted step time for parts of ``sizes``. The incremental plan when it keeps float
-    sums exactly, and (pending) while the stream has no rows: its step does not grow with the
+    sums exactly, and while the stream has no rows: its step does not grow with the
     window, and the choice is made again when rows arrive."""
     if requested not in PLANS:
         raise ValidationError(
@@ -107,12 +107,16 @@ def choose_plan(
                 cost.per_view + cost.per_helper + cost.per_part * 3 + cost.per_row * (rows + 2 * groups)
             )
         else:
-            # the helper reads the stream's part and its own previous part; the view all W of its parts
+            # one view with a queue of min/max entries per group: it reads the stream's part,
+            # its previous part three times (grouped, as entries, as places of the new rows) and,
+            # with sums, the part Wp back; a queue over values in random order holds about
+            # H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
+            queued = groups * float(np.sum(1.0 / np.arange(1, window + 1)))
             incremental = (
-                2 * cost.per_view
+                cost.per_view
                 + cost.per_helper
-                + cost.per_part * (2 + window)
-                + cost.per_row * (rows + groups + window * groups)
+                + cost.per_part * 5
+                + cost.per_row * (rows + 3 * (groups + queued) + groups)
             )
         predicted = {
             RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
@@ -122,19 +126,12 @@ def choose_plan(
         return PlanChoice(requested, f"{requested} requested", predicted)
     if shape.float_sums:
         return PlanChoice(INCREMENTAL, "its float sums are kept exactly by the incremental plan", predicted)
-    if sizes is None and shape.subtractable:
-        return PlanChoice(
-            INCREMENTAL,
-            "the stream has no rows yet: a subtractable window's step reads three parts whatever "
-            "the window (its one table cannot become the recompute plan later)",
-            {},
-        )
     if sizes is None:
         return PlanChoice(
             INCREMENTAL,
-            "the stream has no rows yet: incremental until its first rows, then chosen again",
+            "the stream has no rows yet: an incremental step reads a few parts whatever the window "
+            "(its one table cannot become the recompute plan later)",
             {},
-            True,
         )
     plan = RECOMPUTE if predicted[RECOMPUTE] < predicted[INCREMENTAL] else INCREMENTAL
     reason = (

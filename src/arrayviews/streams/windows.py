@@ -41,6 +41,7 @@ type of the per-part sums, so decimal columns are not supported by the subtracta
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -56,6 +57,8 @@ from arrayviews.streams.query_building import (
     _column,
     _definition,
     _duration,
+    _is_null,
+    _is_set,
     _Names,
     _number,
     _References,
@@ -63,6 +66,34 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
+
+
+@dataclass(frozen=True)
+class _Queue:
+    """The monotonic queue of one ``min`` or ``max`` of a window: the column of its stored entries
+    (``entry``), the batch's extreme per group (``batch``), the extreme of the earlier entries still
+    in the window (``earlier``) and the window's extreme (``head``, the column ``value`` reads)."""
+
+    function: str
+    attribute: str
+    batch: str
+    entry: str
+    earlier: str
+    head: str
+
+    def extreme(self, values: exp.Expression) -> exp.Expression:
+        return (exp.Max if self.function == "max" else exp.Min)(this=values)
+
+    def beats(self, value: exp.Expression, other: exp.Expression) -> exp.Expression:
+        """``value`` is kept ahead of ``other``: strictly greater (max) or smaller (min), in the
+        engine's own order (NaN the greatest)."""
+        return (
+            exp.GT(this=value, expression=other)
+            if self.function == "max"
+            else exp.LT(this=value, expression=other)
+        )
+
+
 INCREMENTAL, RECOMPUTE, AUTO, PENDING = "incremental", "recompute", "auto", "pending"
 PLANS = (AUTO, INCREMENTAL, RECOMPUTE)
 
@@ -123,11 +154,26 @@ class WindowTranslation:
                     counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
                     self.exact[attribute] = [column, *lower, *counts]
                     self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
-        # a subtractable window's incremental plan is one table: the view's rows are its state
-        # (cumulative sums, age, idle), the window's values under fresh names and, with HAVING, a
-        # marker of the rows readers see; its UPDATE reads the view's own earlier parts
-        self.one_table = self.subtractable
-        self.state = statement.name if self.one_table else self.helper
+        # a window's incremental plan is one table: the view's rows are its state (cumulative
+        # sums, age, idle; a queue per min/max), the window's values under fresh names and, with
+        # HAVING, a marker of the rows readers see; its UPDATE reads the view's own earlier parts
+        self.one_table = True
+        self.state = statement.name
+        # min/max: per (function, attribute) the batch's extreme, the queue's stored entries, and
+        # the extreme of the earlier entries still in the window
+        self.queues = [
+            _Queue(
+                function,
+                attribute,
+                names.fresh(f"batch_{function}_{attribute}"),
+                names.fresh(f"queue_{function}_{attribute}"),
+                names.fresh(f"prev_{function}_{attribute}"),
+                (self.maxima if function == "max" else self.minima)[attribute],
+            )
+            for function, attribute in dict.fromkeys((f, a) for f, a in self.calls if f in ("min", "max"))
+        ]
+        self.at = names.fresh("at")
+        self.kind = names.fresh("kind")
         self.stored_items = [
             item.attribute if item.is_group else names.fresh(item.alias) for item in query.items
         ]
@@ -151,50 +197,19 @@ class WindowTranslation:
                     column=sorted(self.exact)[0],
                 )
             return [_definition(self.statement.name, self.recomputed, self.recomputed, length, helper=False)]
-        if self.one_table:
-            return [
-                _definition(
-                    self.statement.name,
-                    lambda references: self.windowed(references, initialize=True),
-                    lambda references: self.windowed(references, initialize=False),
-                    length,
-                    helper=False,
-                    presentation=self.presentation(),
-                )
-            ]
-        helper = _definition(self.helper, self.partials, self.partials, length, helper=True)
-        final = _definition(self.statement.name, self.combined, self.combined, length, helper=False)
-        return [helper, final]
+        return [
+            _definition(
+                self.statement.name,
+                lambda references: self.windowed(references, initialize=True),
+                lambda references: self.windowed(references, initialize=False),
+                length,
+                helper=False,
+                presentation=self.presentation(),
+            )
+        ]
 
     def groups(self, table: str | None = None) -> list[exp.Expression]:
         return [_column(g, table) for g in self.query.group_by]
-
-    # -- per-part partial aggregates (distributive) ------------------------------------------
-    def partials(self, references: _References) -> exp.Expression:
-        outputs = [*self.groups()]
-        if self.keeps_count:
-            outputs.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
-        outputs += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
-        outputs += [
-            _alias(exp.Count(this=_column(a), big_int=True), column) for a, column in self.counts.items()
-        ]
-        outputs += [_alias(exp.Max(this=_column(a)), column) for a, column in self.maxima.items()]
-        outputs += [_alias(exp.Min(this=_column(a)), column) for a, column in self.minima.items()]
-        return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
-
-    def combined(self, references: _References) -> exp.Expression:
-        combine = []
-        if self.keeps_count:
-            combine.append((exp.Sum, self.count))
-        combine += [(exp.Sum, column) for column in [*self.sums.values(), *self.counts.values()]]
-        combine += [(exp.Max, column) for column in self.maxima.values()]
-        combine += [(exp.Min, column) for column in self.minima.values()]
-        totals = (
-            exp.select(*self.groups(), *(_alias(function(this=_column(c)), c) for function, c in combine))
-            .from_(references.part(self.helper, 1 - self.parts, 0))
-            .group_by(*self.groups())
-        )
-        return self.results(totals)
 
     # -- the whole window read again (the recompute plan) --------------------------------------
     def recomputed(self, references: _References) -> exp.Expression:
@@ -226,6 +241,7 @@ class WindowTranslation:
             else:
                 columns.append(_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c))
         columns += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
+        columns += [_alias(q.extreme(_column(q.attribute)), q.batch) for q in self.queues]
         return columns
 
     def cumulated(self) -> list[str]:
@@ -256,7 +272,7 @@ class WindowTranslation:
         outputs = [*self.groups(), _alias(_number(1), self.age), _alias(_number(0), self.idle)]
         if not self.exact:
             batch = {alias.alias: alias for alias in self.batch_columns()}
-            outputs += [batch[column] for column in self.cumulated()]
+            outputs += [batch[column] for column in [*self.cumulated(), *(q.batch for q in self.queues)]]
             return exp.select(*outputs).from_(references.part(self.query.stream, 0)).group_by(*self.groups())
         for column in self.cumulated():
             attribute = next((a for a, columns in self.exact.items() if column in columns), None)
@@ -264,6 +280,7 @@ class WindowTranslation:
                 outputs.append(_column(column))
             elif column == self.exact[attribute][0]:
                 outputs += self.unpacked(_column(self.exact_batch[attribute]), attribute)
+        outputs += [_column(q.batch) for q in self.queues]
         return exp.select(*outputs).from_(self.batch(references))
 
     def cumulative_update(self, references: _References) -> exp.Expression:
@@ -305,17 +322,125 @@ class WindowTranslation:
                 )
                 step_columns.append(_alias(added, state))
                 outputs += self.unpacked(_column(state), attribute)
+        for q in self.queues:
+            step_columns += [
+                _alias(_column(q.batch, "Batch"), q.batch),
+                _alias(_column(q.earlier, PREVIOUS), q.earlier),
+            ]
+            outputs += [_column(q.batch), _column(q.earlier)]
+        previous = (
+            exp.alias_(references.part(self.state, -1), PREVIOUS, table=True)
+            if not self.queues
+            else self.previous_groups(references).subquery(PREVIOUS)
+        )
         step = (
             exp.select(*step_columns)
             .from_(batch)
             .join(
-                exp.alias_(references.part(self.state, -1), PREVIOUS, table=True),
+                previous,
                 on=_same_groups(self.query.group_by, "Batch", PREVIOUS),
                 join_type="full outer",
             )
         )
         in_window = _column(self.idle) < _number(self.parts)
         return exp.select(*outputs).from_(step.subquery("Step")).where(in_window)
+
+    # -- monotonic queues of min/max (one table) ----------------------------------------------
+    def previous_groups(self, references: _References) -> exp.Select:
+        """Part j-1 per group: its summary row's state (the only row with ``idle`` and the sums;
+        queue entries share its ``age``) and, per queue, the extreme of the entries still in the
+        window at part j (an entry made at age ``at`` stays while ``age - at < Wp``; the summary row
+        holds the newest entry, made at its own age)."""
+        age = _column(self.age)
+        made = _coalesce(_column(self.at), age.copy())
+        stays = exp.LT(
+            this=exp.Sub(this=exp.Add(this=age.copy(), expression=_number(1)), expression=made),
+            expression=_number(self.parts),
+        )
+        state = [self.age, self.idle, *self.cumulated()]
+        outputs = [*self.groups(), *(_alias(exp.Max(this=_column(c)), c) for c in state)]
+        outputs += [
+            _alias(q.extreme(exp.Case().when(stays.copy(), _column(q.entry))), q.earlier) for q in self.queues
+        ]
+        return exp.select(*outputs).from_(references.part(self.state, -1)).group_by(*self.groups())
+
+    def summary_rows(self, table: exp.Expression, alias: str) -> exp.Expression:
+        """``table``'s summary rows (a queue entry has no ``idle``), as ``alias``."""
+        rows = exp.select(exp.Star()).from_(table).where(_is_set(_column(self.idle)))
+        return rows.subquery(alias)
+
+    def head(self, queue: _Queue) -> exp.Expression:
+        """The window's extreme: the batch's or the earlier entries', whichever is kept ahead."""
+        batch, earlier = _column(queue.batch, "Cur"), _column(queue.earlier, "Cur")
+        return (
+            exp.Case()
+            .when(_is_null(earlier), batch)
+            .when(_is_null(batch), earlier.copy())
+            .when(queue.beats(earlier.copy(), batch.copy()), earlier.copy())
+            .else_(batch.copy())
+        )
+
+    def stored_state(self) -> list[str]:
+        """The columns of a summary row before the queues' (the one-table form's output)."""
+        items = [s for item, s in zip(self.query.items, self.stored_items, strict=True) if not item.is_group]
+        return [*self.query.group_by, *self.kept, *items, *([self.shown] if self.shown else [])]
+
+    def queued(self, summary: exp.Select, references: _References, initialize: bool) -> exp.Expression:
+        """Part j with its queues: the summary rows (holding the batch's extremes as the newest
+        entries) and the earlier entries still in the window that no newer value beats (ties go
+        to the newer). Each row of part j-1 (summary rows read as entries, and once more as the
+        places of the new summary rows) is matched to its group's summary, so the step reads the
+        stream's part once."""
+        state = self.stored_state()
+        if initialize:
+            outputs = [_column(c, "W") for c in state]
+            outputs.append(_alias(exp.cast(exp.null(), "INT"), self.at))
+            outputs += [_alias(_column(q.batch, "W"), q.entry) for q in self.queues]
+            return exp.select(*outputs).from_(summary.subquery("W"))
+        earlier = references.part(self.state, -1)
+        entries = exp.select(
+            *self.groups(),
+            _alias(_number(1), self.kind),
+            _alias(_coalesce(_column(self.at), _column(self.age)), self.at),
+            *(_column(q.entry) for q in self.queues),
+        ).from_(earlier)
+        places = exp.select(
+            *self.groups(),
+            _alias(_number(0), self.kind),
+            _alias(exp.cast(exp.null(), "INT"), self.at),
+            *(_alias(exp.null(), q.entry) for q in self.queues),
+        ).from_(self.summary_rows(references.part(self.state, -1), "Placed"))
+        rows = exp.union(entries, places, distinct=False).subquery("Q")
+        is_summary = _coalesce(_column(self.kind, "Q"), _number(0)).eq(_number(0))
+        outputs = [_alias(_column(g, "W"), g) for g in self.query.group_by]
+        for column in state[len(self.query.group_by) :]:
+            if column == self.age:
+                outputs.append(_alias(_column(column, "W"), column))
+            else:
+                outputs.append(_alias(exp.Case().when(is_summary.copy(), _column(column, "W")), column))
+        outputs.append(
+            _alias(exp.Case().when(exp.Not(this=is_summary.copy()), _column(self.at, "Q")), self.at)
+        )
+        for q in self.queues:
+            batch, entry = _column(q.batch, "W"), _column(q.entry, "Q")
+            kept = exp.or_(_is_null(batch), q.beats(entry.copy(), batch.copy()), copy=False)
+            value = exp.Case().when(is_summary.copy(), batch).when(kept, entry)
+            outputs.append(_alias(value, q.entry))
+        matched = (
+            exp.select(*outputs)
+            .from_(summary.subquery("W"))
+            .join(rows, on=_same_groups(self.query.group_by, "W", "Q"), join_type="left outer")
+        )
+        in_window = exp.LT(
+            this=exp.Sub(this=_column(self.age), expression=_column(self.at)), expression=_number(self.parts)
+        )
+        some_entry = exp.or_(*(_is_set(_column(q.entry)) for q in self.queues), copy=False)
+        keep = exp.or_(_is_set(_column(self.idle)), exp.and_(in_window, some_entry, copy=False), copy=False)
+        return (
+            exp.select(*(_column(c) for c in [*state, self.at, *(q.entry for q in self.queues)]))
+            .from_(matched.subquery("Rows"))
+            .where(keep)
+        )
 
     # -- one table: the Helper's rows and the window's values (subtractable) --------------------
     def windowed(self, references: _References, initialize: bool) -> exp.Expression:
@@ -340,13 +465,19 @@ class WindowTranslation:
                 expressions=[self.packed(attribute, "Cur"), old, self.label(attribute)],
             )
             totals.append(_alias(difference, stored[0]))
+        for q in self.queues:
+            totals.append(_alias(_column(q.batch, "Cur"), q.batch))
+            totals.append(_alias(_column(q.batch, "Cur") if initialize else self.head(q), q.head))
         query = exp.select(*totals).from_(current.subquery("Cur"))
-        if not initialize:
+        if not initialize and self.cumulated():
             same_epoch = _column(self.age, "Old").eq(
                 exp.Sub(this=_column(self.age, "Cur"), expression=_number(self.parts))
             )
+            old_part = references.part(self.state, -self.parts)
             query = query.join(
-                exp.alias_(references.part(self.state, -self.parts), "Old", table=True),
+                self.summary_rows(old_part, "Old")
+                if self.queues
+                else exp.alias_(old_part, "Old", table=True),
                 on=exp.and_(_same_groups(self.query.group_by, "Cur", "Old"), same_epoch, copy=False),
                 join_type="left outer",
             )
@@ -357,7 +488,9 @@ class WindowTranslation:
                 outputs.append(_alias(self.item_value(item), stored))
         if self.shown is not None:
             outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
-        return exp.select(*outputs).from_(query.subquery("Totals"))
+        outputs += [_column(q.batch) for q in self.queues]
+        summary = exp.select(*outputs).from_(query.subquery("Totals"))
+        return self.queued(summary, references, initialize) if self.queues else summary
 
     @staticmethod
     def no_state() -> exp.Expression:
@@ -374,7 +507,7 @@ class WindowTranslation:
         columns = tuple(
             (stored, item.alias) for item, stored in zip(self.query.items, self.stored_items, strict=True)
         )
-        return Presentation(columns, self.shown or self.age)
+        return Presentation(columns, self.shown or (self.idle if self.queues else self.age))
 
     # -- the view's rows from per-window totals ----------------------------------------------
     def value(self, function: str, attribute: str | None) -> exp.Expression:
