@@ -61,7 +61,10 @@ def create_legacy_window_view(db, text: str, pending: bool = False, lateness_par
     kept = None
     if pending:
         choice = PlanChoice(
-            "incremental", "the stream has no rows yet: incremental until its first rows, then chosen again", {}, True
+            "incremental",
+            "the stream has no rows yet: incremental until its first rows, then chosen again",
+            {},
+            True,
         )
         recompute = translate(statement, stream.partition_length, types=types, plan=RECOMPUTE)[-1]
         kept = choice.property_text(

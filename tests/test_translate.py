@@ -198,9 +198,18 @@ def test_distributive_window_structure_is_one_table_with_a_queue() -> None:
     )
     (view,) = translate(statement, 30)  # one table: a queue of maxima and the cumulative sums
     # the stream's part, the previous part (grouped, as entries, as places) and the part Wp back
-    assert sorted(r.text("j") for r in view.update.references) == ["S[j]", "W[j-1]", "W[j-1]", "W[j-1]", "W[j-4]"]
+    assert sorted(r.text("j") for r in view.update.references) == [
+        "S[j]",
+        "W[j-1]",
+        "W[j-1]",
+        "W[j-1]",
+        "W[j-4]",
+    ]
     assert [r.text("i") for r in view.initialize.references] == ["S[i]"]
-    assert "MAX(CASE WHEN age + 1 - COALESCE(at, age) < 4 THEN queue_max_x END) AS prev_max_x" in view.update.text
+    assert (
+        "MAX(CASE WHEN age + 1 - COALESCE(at, age) < 4 THEN queue_max_x END) AS prev_max_x"
+        in view.update.text
+    )
     assert "Q.queue_max_x > W.batch_max_x" in view.update.text  # a newer equal value pops an entry
     assert view.presentation.when_set == "shown"
     assert view.presentation.columns == (("g", "g"), ("max_x_1", "max_x"), ("sum_y_1", "sum_y"))

@@ -240,7 +240,8 @@ class _Compiler:
             for a, b in zip(sides[0].columns, sides[1].columns, strict=True)
         ]
         columns = [
-            _Column(None, c.name, self.fresh(), pair[0].type) for c, pair in zip(sides[0].columns, pairs, strict=True)
+            _Column(None, c.name, self.fresh(), pair[0].type)
+            for c, pair in zip(sides[0].columns, pairs, strict=True)
         ]
         names = [c.field for c in columns]
         projections = [

@@ -120,9 +120,10 @@ def explain(
         elif translation.subtractable:
             kind = "subtractable aggregates, one table: cumulative sums per epoch, minus the part one window earlier"
         else:
-            kind = (
-                "min/max, one table: a monotonic queue per group of the values no newer one beats"
-                + (", cumulative sums per epoch minus the part one window earlier" if translation.cumulated() else "")
+            kind = "min/max, one table: a monotonic queue per group of the values no newer one beats" + (
+                ", cumulative sums per epoch minus the part one window earlier"
+                if translation.cumulated()
+                else ""
             )
         lines.append(
             f"-- {statement.name}: sliding window of {_duration(query.window_seconds)} "
