@@ -1,0 +1,172 @@
+"""Sliding windows with min or max keep a monotonic queue per group in the view's one table
+(streams/windows.py): the entries no newer value beats, the summary row holding the newest. Checked
+step by step against plain Python over the window's rows, with streams whose values fall (the queue
+holds the whole window), rise (one entry), repeat (ties go to the newer) or are NULL, groups that
+leave and come back, and the NULL group; on the in-process executor (Hypothesis) and on Spark."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import arrayviews
+from arrayviews.storage.files import read_parquet_files
+
+EPOCH = 1_700_000_040  # a minute boundary
+# (name, window in parts, query items): max alone, min and max of one column, and extremes beside sums
+VIEWS = (
+    ("one", 1, "max(x) AS hi"),
+    ("four", 4, "max(x) AS hi, min(x) AS lo"),
+    ("six", 6, "min(x) AS lo, max(x) AS hi, sum(x) AS total, count(*) AS n"),
+)
+
+
+def _reference(parts: list[list[tuple]], window: int, items: str) -> dict[int, set[tuple]]:
+    """Per part, plain Python over the rows of the window's parts: each group with a row in it."""
+    result = {}
+    for part in range(len(parts)):
+        groups: dict = {}
+        for rows in parts[max(0, part - window + 1) : part + 1]:
+            for g, x in rows:
+                groups.setdefault(g, []).append(x)
+        found = set()
+        for g, values in groups.items():
+            present = [v for v in values if v is not None]
+            row = {
+                "hi": max(present) if present else None,
+                "lo": min(present) if present else None,
+                "total": sum(present) if present else None,
+                "n": len(values),
+            }
+            found.add((g, *(row[name] for name in _columns(items))))
+        if found:
+            result[EPOCH // 60 + part] = found
+    return result
+
+
+def _columns(items: str) -> list[str]:
+    return [item.split(" AS ")[1] for item in items.split(", ")]
+
+
+def _frame(part: int, rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "ts": pd.to_datetime([EPOCH + 60 * part + k for k in range(len(rows))], unit="s", utc=True),
+            "g": pd.Series([g for g, _ in rows], dtype=object),
+            "x": pd.array([x for _, x in rows], dtype="Int64"),
+        }
+    )
+
+
+def _stored(db, name: str, columns: list[str]) -> dict[int, set[tuple]]:
+    frame = db.stream_view(name).to_pandas()
+    result: dict[int, set[tuple]] = {}
+    stamps = pd.to_datetime(frame["PART_TIMESTAMP"]).dt.tz_localize(None)
+    for stamp, row in zip(stamps, frame[["g", *columns]].itertuples(index=False, name=None), strict=True):
+        part = int((stamp - pd.Timestamp(0)) // pd.Timedelta(seconds=60))
+        values = tuple(
+            None
+            if (v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA)
+            else int(v)
+            if not isinstance(v, str)
+            else v
+            for v in row
+        )
+        result.setdefault(part, set()).add(values)
+    return result
+
+
+def _run(db, parts: list[list[tuple]]) -> None:
+    stream = db.create_stream("S", "ts timestamp, g string, x bigint", 60, "ts")
+    stream.append(_frame(0, parts[0]))
+    for name, window, items in VIEWS:
+        db.sql(
+            f"CREATE VIEW {name} USING INCREMENTAL AS SELECT g, {items} FROM S [WINDOW {window} MINUTES] GROUP BY g"
+        )
+    assert db.stream_views(helpers=True) == sorted(name for name, _, _ in VIEWS)  # one table each
+    for part in range(1, len(parts)):
+        if parts[part]:
+            stream.append(_frame(part, parts[part]))
+    last = max(number for number, rows in enumerate(parts) if rows)  # the stream's newest part
+    for name, window, items in VIEWS:
+        expected = _reference(parts[: last + 1], window, items)
+        got = _stored(db, name, _columns(items))
+        assert sorted(got) == sorted(expected), name
+        for part, rows in expected.items():
+            assert sorted(got[part], key=repr) == sorted(rows, key=repr), (name, part)
+
+
+@st.composite
+def streams(draw) -> list[list[tuple]]:
+    """Parts of (group, value) rows: values falling, rising, repeating or small and random, some
+    NULL; the first part not empty (the views are built over it)."""
+    trend = draw(st.sampled_from(["falling", "rising", "repeating", "random"]))
+    count = draw(st.integers(2, 14))
+    parts = []
+    for part in range(count):
+        rows = []
+        for k in range(draw(st.integers(1 if part == 0 else 0, 4))):
+            g = draw(st.sampled_from(["a", "b", None]))
+            if draw(st.integers(0, 5)) == 0:
+                x = None
+            elif trend == "falling":
+                x = 100 - 5 * part - k
+            elif trend == "rising":
+                x = 5 * part + k
+            elif trend == "repeating":
+                x = 7
+            else:
+                x = draw(st.integers(-3, 3))
+            rows.append((g, x))
+        parts.append(rows)
+    return parts
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(parts=streams())
+def test_queued_extremes_equal_plain_python_in_process(spark, tmp_path_factory, parts) -> None:
+    db = arrayviews.connect(
+        str(tmp_path_factory.mktemp("queues") / "warehouse"), spark=spark, execution="local"
+    )
+    _run(db, parts)
+
+
+# a falling run fills the queue of a (the whole window), a rise empties it, b repeats one value,
+# c has NULL values only, then leaves for longer than the window and comes back
+FIXED = [
+    [("a", 9), ("b", 5), ("c", None)],
+    [("a", 8), ("b", 5)],
+    [("a", 7), ("b", 5), ("c", None)],
+    [("a", 6), (None, 3)],
+    [("a", 5), ("b", 5)],
+    [("a", 10)],
+    [],
+    [("a", 4), (None, None)],
+    [("b", 1), ("c", 2)],
+    [("a", 3), ("a", 11)],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("execution", ["local", "spark"])
+def test_queued_extremes_on_each_executor(spark, tmp_path, execution: str) -> None:
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=execution)
+    _run(db, FIXED)
+    # the queue of a held the falling run whole: at part 4, the summary row and the four earlier
+    # values of the six-part window (9 .. 6, none beaten by a newer one)
+    table = db.stream_view("six")._handle.table
+    table.refresh()
+    part = EPOCH // 60 + 4
+    queued = read_parquet_files(table.files_of_parts(part, part))
+    entries = [row for row in queued.to_pylist() if row["g"] == "a" and row["idle"] is None]
+    assert sorted(row["queue_min_x"] for row in entries if row["queue_min_x"] is not None) == []
+    assert sorted(row["queue_max_x"] for row in entries) == [6, 7, 8, 9]
