@@ -77,7 +77,7 @@ def _window_plan(
     db: Database, statement: ast.CreatePatternView | ast.CreateWindowView
 ) -> tuple[window_plans.PlanChoice | str, str | None]:
     """A window view's plan, chosen by cost from the stream's parts (a pattern view has one plan),
-    and the plan as the view keeps it (with what a pending choice is made again with)."""
+    and the plan as the view keeps it."""
     if not isinstance(statement, ast.CreateWindowView):
         return windows.INCREMENTAL, None
     stream = db.stream(statement.query.stream)
@@ -85,16 +85,7 @@ def _window_plan(
     translation = windows.WindowTranslation(statement, length, types)
     sizes = window_plans.part_sizes(stream.table, statement.query.group_by)
     choice = window_plans.choose_plan(translation, sizes, db.executors.costs.stream_step, statement.plan)
-    if not choice.pending:
-        return choice, choice.property_text()
-    recompute = translate(statement, length, types=types, plan=windows.RECOMPUTE)[-1]
-    return choice, choice.property_text(
-        stream=statement.query.stream,
-        group_by=list(statement.query.group_by),
-        parts=translation.parts,
-        subtractable=translation.subtractable,
-        recompute=recompute.to_json(),
-    )
+    return choice, choice.property_text()
 
 
 @statement_runner(ast.CreatePatternView)

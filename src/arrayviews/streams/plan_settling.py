@@ -1,6 +1,8 @@
 """Choosing the plan of a window view created over a stream without rows, once rows arrive.
 
-``CREATE VIEW ... [WINDOW ...]`` (AUTO) over an empty stream cannot price its plans, so it creates
+Since round 14 every incremental window is one table and is incremental at once over an empty
+stream; this serves the min/max window views earlier versions left pending. Then,
+``CREATE VIEW ... [WINDOW ...]`` (AUTO) over an empty stream could not price its plans, so it created
 the incremental plan (helper and view) and stores the view's plan as *pending*, with what the
 choice needs and the recompute plan's definition (streams/windows.py). At the start of each
 maintenance pass, a pending view whose stream now has rows and which has built nothing yet gets

@@ -36,9 +36,9 @@ class WindowShape:
 
 @dataclass(frozen=True)
 class PlanChoice:
-    """The plan a window view is maintained by, and why (EXPLAIN prints it). ``pending``: AUTO over
-    a stream without rows keeps the incremental plan until the first rows arrive, then chooses
-    (streams/plan_settling.py)."""
+    """The plan a window view is maintained by, and why (EXPLAIN prints it). ``pending``: how
+    earlier versions stored AUTO over a stream without rows (a helper and a view until the first
+    rows arrived, then chosen by streams/plan_settling.py); ``choose_plan`` no longer makes it."""
 
     plan: str
     reason: str
@@ -88,8 +88,7 @@ def choose_plan(
 ) -> PlanChoice:
     """The plan of ``shape``'s view: ``requested`` unless it is ``auto``; otherwise the one with
     the lower predicted step time for parts of ``sizes``. The incremental plan when it keeps float
-    sums exactly, and while the stream has no rows: its step does not grow with the
-    window, and the choice is made again when rows arrive."""
+    sums exactly, and while the stream has no rows: its step does not grow with the window."""
     if requested not in PLANS:
         raise ValidationError(
             f"view {shape.view}: the plan is one of {', '.join(PLANS)}, got {requested!r}",

@@ -15,17 +15,23 @@ A window of ``Wp`` stream parts has two plans (streams/window_plans.py chooses b
   since, so part j-Wp holds it with that age; an epoch that began later has age <= Wp, and any
   older row at j-Wp would need age <= 0). Every kept group had a row in the window and every group
   with a row in the window is kept, so membership never depends on a sum's sign;
-* **incremental** with min or max (distributive, section 5.2.1), two views: Helper[j] holds per-part
-  partial aggregates (count, sum, count of non-null, max, min) of S[j]; the view combines
-  Helper[j-Wp+1 .. j]. (Kept in one table, with the window's totals carried from part to part and
-  a maximum that leaves found again from the parts in between, a step at Wp = 100 took 21-25 ms
-  against this form's 15 ms: the parts in between are read and joined for the few groups whose
-  extreme left. docs/performance.md, round 12.)
+* **incremental** with min or max (distributive, section 5.2.1), also one table: per group and
+  per ``min``/``max``, a monotonic queue of the values no newer value in the window beats (a newer
+  equal value beats an older one). The summary row (the only row with ``idle``) holds the batch's
+  extreme as the newest entry; older entries are rows of their own with the ``age`` they were made
+  at (``at``). Part j reads S[j] once and part j-1 three times: grouped (each group's state and the
+  extreme of the entries still in the window), as entries, and as the places of the new summary
+  rows. An entry stays while ``age - at < Wp`` and no value of S[j] beats it; the window's extreme
+  is the batch's or the earliest entry's. Over values in random order a queue holds about
+  H(Wp) = 1 + 1/2 + ... + 1/Wp entries (5.2 at Wp = 100), at most Wp over a falling run, so a step
+  reads a few rows per group instead of the window's Wp parts. Counts and sums beside them are
+  the cumulative sums above, read from the summary rows. (Before round 14 this form was a helper
+  of per-part partial aggregates and a view combining Helper[j-Wp+1 .. j]: Wp parts a step.)
 * **recompute** (one view): View[j] aggregates S[j-Wp+1 .. j] directly.
 
-A subtractable window over a stream without rows is incremental at once (its one table cannot
-become the recompute plan); a distributive one waits for the first rows (streams/plan_settling.py).
-Subtractable views made before one table keep their helper and view (their stored definitions).
+Over a stream without rows a window is incremental at once (its one table cannot become the
+recompute plan). Views made before one table keep their helper and view (their stored
+definitions), and a min/max window left *pending* then is chosen by streams/plan_settling.py.
 
 Sums of integer columns are exact in both plans. In the subtractable form a floating-point column
 (when the translation is given the stream's column types) is summed exactly: the state keeps its
