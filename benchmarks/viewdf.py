@@ -338,9 +338,9 @@ def naive_window_sql(aggregate: str) -> str:
 
 
 def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
-    """Translated sliding-window views (sum, whose incremental helper keeps running totals and the
-    view subtracts the one ``W`` parts back, and max, whose view reads ``W`` helper parts of
-    per-part maxima), maintained in-process by each plan (incremental; recompute: one view reading
+    """Translated sliding-window views (sum, whose one table keeps running totals and subtracts
+    the part ``W`` back, and max, whose one table keeps a monotonic queue of maxima per group),
+    maintained in-process by each plan (incremental; recompute: one view reading
     the window's ``W`` stream parts), against naive recomputation over the window's ``W`` stream
     parts in-process (the same DuckDB engine), written as a bare Parquet file and committed as a
     materialized view keeps it; ``tuples`` rows per part (10 readings of each of tuples/10 pairs).
