@@ -230,3 +230,16 @@ def test_queued_extremes_of_doubles_order_nan_above_infinity(spark, tmp_path, ex
             lo = min(present, key=_spark_order) if present else None
             expected.add((g, repr(hi), repr(lo)))
         assert found[part] == expected, part
+
+
+def test_explain_names_the_queue_and_no_helper() -> None:
+    from arrayviews.language.parser import parse_statement
+    from arrayviews.streams.translate import explain
+
+    text = "CREATE VIEW w AS SELECT g, max(x) AS hi, count(*) AS n FROM S [WINDOW 5 MINUTES] GROUP BY g"
+    shown = explain(parse_statement("EXPLAIN " + text), 60, types={"g": "string", "x": "bigint"})
+    assert "min/max, one table: a monotonic queue per group" in shown
+    assert "cumulative sums per epoch minus the part one window earlier" in shown  # count(*) beside it
+    assert "w[j-1]" in shown and "w[j-5]" in shown and "__helper" not in shown
+    alone = explain(parse_statement("EXPLAIN " + text.replace(", count(*) AS n", "")), 60)
+    assert "w[j-5]" not in alone  # nothing to subtract: the part one window back is not read
