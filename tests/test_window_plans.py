@@ -24,7 +24,7 @@ SUM_WINDOW = (
     "CREATE VIEW w AS SELECT g, sum(v) AS total, count(*) AS n FROM S [WINDOW {minutes} MINUTES] GROUP BY g"
 )
 MAX_WINDOW = "CREATE VIEW w AS SELECT g, max(v) AS top FROM S [WINDOW {minutes} MINUTES] GROUP BY g"
-COST = StreamStepCost(per_view=0.01, per_part=0.0, per_row=1.0e-6, per_helper=0.0)
+COST = StreamStepCost(per_view=0.01, per_part=0.0, per_row=1.0e-6, per_helper=0.0, per_queue=0.0)
 
 
 def _translation(text: str, types: dict[str, str] | None = None) -> WindowTranslation:
@@ -44,18 +44,26 @@ def test_the_predicted_steps_follow_the_window_rows_and_groups() -> None:
     assert long.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0112})
     assert long.plan == "incremental"
     # max keeps a queue of about H(20) = 3.5977 entries a group: 0.01 + (1000 part + 3 * (100 + 359.77)
-    # previous rows read three times + 100 one window back) rows against 0.01 + 20 * 1000
+    # previous rows read three times; no sums, so nothing one window back) rows against 0.01 + 20 * 1000
     maxima = choose_plan(_translation(MAX_WINDOW.format(minutes=20)), sizes, COST)
-    assert maxima.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0124793}, rel=1e-5)
+    assert maxima.predicted == pytest.approx({"recompute": 0.03, "incremental": 0.0123793}, rel=1e-5)
     assert maxima.plan == "incremental"
-    # 1 ms a part read: recompute reads 5 parts, incremental 3 (sum) or 5 (max: its previous part
-    # three times); and 5 ms more for the incremental plan's joins of earlier parts. The queue of
-    # max at W = 5 holds H(5) = 2.2833 entries a group: 1000 + 3 * (100 + 228.33) + 100 rows
-    per_part = StreamStepCost(per_view=0.01, per_part=0.001, per_row=1.0e-6, per_helper=0.005)
+    # 1 ms a part read: recompute reads 5 parts, incremental 3 (sum) or 4 (max: the stream's part and
+    # its previous part three times); and 5 ms more for the sum's joins of earlier parts, 6 ms for
+    # the queue's. The queue of max at W = 5 holds H(5) = 2.2833 entries a group: 1000 + 3 * (100 +
+    # 228.33) rows
+    per_part = StreamStepCost(
+        per_view=0.01, per_part=0.001, per_row=1.0e-6, per_helper=0.005, per_queue=0.006
+    )
     priced = choose_plan(_translation(SUM_WINDOW.format(minutes=5)), sizes, per_part)
     assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.0192})
     priced = choose_plan(_translation(MAX_WINDOW.format(minutes=5)), sizes, per_part)
-    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.022085}, rel=1e-5)
+    assert priced.predicted == pytest.approx({"recompute": 0.02, "incremental": 0.021985}, rel=1e-5)
+    # count(*) beside max: the part one window back is read too (one part, 100 rows more)
+    mixed = _translation(
+        "CREATE VIEW w AS SELECT g, max(v) AS top, count(*) AS n FROM S [WINDOW 5 MINUTES] GROUP BY g"
+    )
+    assert choose_plan(mixed, sizes, per_part).predicted["incremental"] == pytest.approx(0.023085, rel=1e-5)
 
 
 def test_the_choice_flips_once_as_the_window_grows() -> None:
@@ -186,7 +194,7 @@ def test_recomputing_float_sums_is_refused_and_creates_nothing(spark, tmp_path) 
 # -- calibration -------------------------------------------------------------------------------------
 def test_the_fit_recovers_known_step_costs() -> None:
     """Samples made from known terms (with the incremental plan's extra cost) give those terms back."""
-    truth = StreamStepCost(per_view=0.007, per_part=3e-4, per_row=8e-8, per_helper=0.0025)
+    truth = StreamStepCost(per_view=0.007, per_part=3e-4, per_row=8e-8, per_helper=0.0025, per_queue=0.0041)
     samples = []
     for rows in (1000, 10_000):
         groups = rows // 10
@@ -201,8 +209,16 @@ def test_the_fit_recovers_known_step_costs() -> None:
         samples.append(
             {"plan": "incremental", "window": 4, "rows": rows, "groups": groups, "seconds": one_table}
         )
+        # a max window's queue: 4 parts; the stream part's rows and 3 x (groups + H(4) groups)
+        queued = (
+            truth.per_view
+            + truth.per_queue
+            + 4 * truth.per_part
+            + truth.per_row * (rows + 3 * (groups + groups * (1 + 1 / 2 + 1 / 3 + 1 / 4)))
+        )
+        samples.append({"plan": "queue", "window": 4, "rows": rows, "groups": groups, "seconds": queued})
     fitted = fit_stream_steps(samples)
-    for name in ("per_view", "per_part", "per_row", "per_helper"):
+    for name in ("per_view", "per_part", "per_row", "per_helper", "per_queue"):
         assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-6), name
 
 
@@ -218,11 +234,12 @@ def test_calibration_stores_the_step_costs_and_leaves_other_streams_alone(spark,
     assert _stored(db, "w") == _window_totals(frames, 2)  # the user's view is as it was
     assert db.streams() == ["S"] and db.stream_views(helpers=True) == ["w"]  # scratch relations dropped
     assert fitted.per_view > 0 and fitted.per_row >= 0 and fitted.per_part >= 0 and fitted.per_helper >= 0
+    assert fitted.per_queue >= 0
     samples = db.executors.costs.notes["stream_step"]
     assert sorted((s["plan"], s["window"], s["rows"]) for s in samples) == sorted(
         (plan, window, rows)
         for rows in (200, 2000)
-        for plan, window in (("recompute", 2), ("recompute", 8), ("incremental", 4))
+        for plan, window in (("recompute", 2), ("recompute", 8), ("incremental", 4), ("queue", 4))
     )
     assert fit_stream_steps(samples) == fitted  # what is stored is the fit of what was measured
     assert arrayviews.connect(warehouse, spark=spark).executors.costs.stream_step == fitted

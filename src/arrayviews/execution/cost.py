@@ -132,12 +132,17 @@ class StreamStepCost:
     plan, 17 ns a row), with the cost of a part read from its file kept from round 10 (the
     calibration's parts were all in this process's memory): a window view recomputed from W
     parts steps in about 8.5 ms + 0.4 ms per part, a subtractable window's one-table incremental
-    step in about 12 ms whatever the window."""
+    step in about 12 ms whatever the window. A window with min or max keeps a monotonic queue
+    (streams/windows.py): its incremental step reads its previous part three times and joins the
+    entries to the new rows, and pays ``per_queue`` instead of ``per_helper`` (round 13:
+    ``db.calibrate()`` here fitted 1.8-2.4 ms against 1.3-1.4 ms for ``per_helper`` in the same
+    runs, at a quieter time than the other defaults; the default keeps that ratio to them)."""
 
     per_view: float = 0.0085
     per_part: float = 2.0e-4
     per_row: float = 2.0e-8
     per_helper: float = 0.003
+    per_queue: float = 0.0045
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Calibrating the in-process stream step costs (``execution.cost.StreamStepCost``) on the running
 machine: window views of both plans stepped over scratch streams of two part sizes, fitted to
-``per_view + per_part * parts read + per_row * rows read`` and the incremental plan's extra cost."""
+``per_view + per_part * parts read + per_row * rows read`` and the incremental plans' extra costs
+(a sum window's, and a max window's monotonic queue's)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from scipy.optimize import nnls
 
 from arrayviews.execution.cost import StreamStepCost
 from arrayviews.streams.maintainer import maintain_view
+from arrayviews.streams.window_plans import queue_step
 from arrayviews.streams.world import StreamWorld
 
 #: Rows per part of the two scratch streams (a tenth as many groups).
@@ -42,12 +44,14 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
     stream_name = f"calibration_stream_{tag}"
     views = {f"calibration_r{w}_{tag}": ("recompute", w) for w in RECOMPUTE_WINDOWS}
     views[f"calibration_i{INCREMENTAL_WINDOW}_{tag}"] = ("incremental", INCREMENTAL_WINDOW)
+    views[f"calibration_q{INCREMENTAL_WINDOW}_{tag}"] = ("queue", INCREMENTAL_WINDOW)
     stream = db.create_stream(stream_name, "ts timestamp, g string, v bigint", 60, "ts")
     try:
         stream.append(_part(0, rows, rng), maintain=False)
         for name, (plan, window) in views.items():
+            using, aggregate = ("INCREMENTAL", "max") if plan == "queue" else (plan.upper(), "sum")
             db.sql(
-                f"CREATE VIEW {name} USING {plan.upper()} AS SELECT g, sum(v) AS total "
+                f"CREATE VIEW {name} USING {using} AS SELECT g, {aggregate}(v) AS total "
                 f"FROM {stream_name} [WINDOW {window} MINUTES] GROUP BY g"
             )
         order = list(views)
@@ -77,7 +81,8 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
     """Non-negative least squares over the recompute views' steps (a view, W parts, W x rows
     rows), then the incremental plan's extra cost: the median of its one-table view's steps less
     what a view, three parts and their rows (the stream part's, and the groups of its own previous
-    part and of the part one window back) predict."""
+    part and of the part one window back) predict; and the same for a max window's queue
+    (``queue`` samples, less what ``window_plans.queue_step`` predicts without the extra)."""
     recompute = [s for s in samples if s["plan"] == "recompute"]
     matrix = np.array([[1.0, s["window"], s["window"] * s["rows"]] for s in recompute])
     (per_view, per_part, per_row), _ = nnls(matrix, np.array([s["seconds"] for s in recompute]))
@@ -86,11 +91,19 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
         for s in samples
         if s["plan"] == "incremental"
     ]
+    known = StreamStepCost(float(per_view), float(per_part), float(per_row), 0.0, 0.0)
+    queued = [
+        s["seconds"] - queue_step(known, s["rows"], s["groups"], s["window"], cumulates=False)
+        for s in samples
+        if s["plan"] == "queue"
+    ]
+    defaults = StreamStepCost()
     return StreamStepCost(
         per_view=float(per_view),
         per_part=float(per_part),
         per_row=float(per_row),
-        per_helper=max(0.0, float(statistics.median(extra))) if extra else StreamStepCost().per_helper,
+        per_helper=max(0.0, float(statistics.median(extra))) if extra else defaults.per_helper,
+        per_queue=max(0.0, float(statistics.median(queued))) if queued else defaults.per_queue,
     )
 
 

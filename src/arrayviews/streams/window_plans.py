@@ -32,6 +32,7 @@ class WindowShape:
     parts: int
     subtractable: bool
     float_sums: bool = False
+    cumulates: bool = True  # counts or sums beside min/max (the part one window back is read)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,14 @@ def part_sizes(table: PartTable, group_by: tuple[str, ...]) -> PartSizes | None:
     return PartSizes(float(np.median(list(rows_by_part.values()))), float(groups))
 
 
+def queue_step(cost: StreamStepCost, rows: float, groups: float, window: int, cumulates: bool) -> float:
+    """The predicted incremental step of a window with min or max (its monotonic queues; with
+    ``cumulates``, counts or sums beside them, subtracted from the part one window back)."""
+    stored = groups + groups * float(np.sum(1.0 / np.arange(1, window + 1)))
+    read = rows + 3 * stored + (groups if cumulates else 0.0)
+    return cost.per_view + cost.per_queue + cost.per_part * (4 + cumulates) + cost.per_row * read
+
+
 def choose_plan(
     shape: WindowTranslation | WindowShape,
     sizes: PartSizes | None,
@@ -108,15 +117,9 @@ def choose_plan(
         else:
             # one view with a queue of min/max entries per group: it reads the stream's part,
             # its previous part three times (grouped, as entries, as places of the new rows) and,
-            # with sums, the part Wp back; a queue over values in random order holds about
-            # H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
-            queued = groups * float(np.sum(1.0 / np.arange(1, window + 1)))
-            incremental = (
-                cost.per_view
-                + cost.per_helper
-                + cost.per_part * 5
-                + cost.per_row * (rows + 3 * (groups + queued) + groups)
-            )
+            # with counts or sums, the part Wp back; a queue over values in random order holds
+            # about H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
+            incremental = queue_step(cost, rows, groups, window, shape.cumulates)
         predicted = {
             RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
             INCREMENTAL: incremental,
@@ -141,4 +144,12 @@ def choose_plan(
     return PlanChoice(plan, reason, predicted)
 
 
-__all__ = ["PARTS_LOOKED_AT", "PartSizes", "PlanChoice", "WindowShape", "choose_plan", "part_sizes"]
+__all__ = [
+    "PARTS_LOOKED_AT",
+    "PartSizes",
+    "PlanChoice",
+    "WindowShape",
+    "choose_plan",
+    "part_sizes",
+    "queue_step",
+]

@@ -187,6 +187,11 @@ class WindowTranslation:
         self.shown = names.fresh("shown") if query.having is not None else None
 
     @property
+    def cumulates(self) -> bool:
+        """Whether counts or sums are kept (cumulated, and subtracted a window back)."""
+        return bool(self.cumulated())
+
+    @property
     def float_sums(self) -> bool:
         """Whether the view sums a float column (exactly, which only the incremental plan does)."""
         return bool(self.exact)
