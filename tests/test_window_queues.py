@@ -243,3 +243,56 @@ def test_explain_names_the_queue_and_no_helper() -> None:
     assert "w[j-1]" in shown and "w[j-5]" in shown and "__helper" not in shown
     alone = explain(parse_statement("EXPLAIN " + text.replace(", count(*) AS n", "")), 60)
     assert "w[j-5]" not in alone  # nothing to subtract: the part one window back is not read
+
+
+FLOAT_SUMS = [
+    [("a", 1e17), ("a", 1.0), ("b", float("nan"))],
+    [("a", -1e17), ("b", 2.0)],
+    [("a", 3.0), ("a", float("inf"))],
+    [("a", 0.5), ("b", None)],
+    [("a", 1e-3), ("a", -1e17)],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("execution", ["local", "spark"])
+def test_float_sums_beside_max_are_exact(spark, tmp_path, execution: str) -> None:
+    """A float sum beside max (the queue's one table) is the exact sum of the window's values,
+    rounded once (``math.fsum``), whatever large or infinite values left it; and such a view keeps
+    the incremental plan. Before round 14 this window summed per-part sums with Spark's SUM: 0.0
+    for 1e17 + 1 - 1e17."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=execution)
+    stream = db.create_stream("F", "ts timestamp, g string, y double", 60, "ts")
+
+    def part(number: int) -> pa.Table:
+        rows = FLOAT_SUMS[number]
+        stamps = [(EPOCH + 60 * number + k) * 1_000_000 for k in range(len(rows))]
+        return pa.table(
+            {
+                "ts": pa.array(stamps, pa.timestamp("us", "UTC")),
+                "g": pa.array([g for g, _ in rows], pa.string()),
+                "y": pa.array([y for _, y in rows], pa.float64()),
+            }
+        )
+
+    stream.append(part(0))
+    db.sql("CREATE VIEW fw AS SELECT g, sum(y) AS s, max(y) AS hi FROM F [WINDOW 2 MINUTES] GROUP BY g")
+    assert db.stream_view("fw").status()["plan"]["plan"] == "incremental"
+    for number in range(1, len(FLOAT_SUMS)):
+        stream.append(part(number))
+    found: dict[int, set] = {}
+    for row in db.stream_view("fw").read().collect():
+        stamp = pd.Timestamp(row["PART_TIMESTAMP"]).tz_localize(None)
+        number = int((stamp - pd.Timestamp(0)) // pd.Timedelta(seconds=60)) - EPOCH // 60
+        found.setdefault(number, set()).add((row["g"], repr(row["s"]), repr(row["hi"])))
+    for number in range(len(FLOAT_SUMS)):
+        groups: dict = {}
+        for rows in FLOAT_SUMS[max(0, number - 1) : number + 1]:
+            for g, y in rows:
+                groups.setdefault(g, []).append(y)
+        expected = set()
+        for g, values in groups.items():
+            present = [v for v in values if v is not None]
+            total = math.fsum(present) if present else None
+            expected.add((g, repr(total), repr(max(present, key=_spark_order) if present else None)))
+        assert found[number] == expected, number

@@ -33,15 +33,17 @@ Over a stream without rows a window is incremental at once (its one table cannot
 recompute plan). Views made before one table keep their helper and view (their stored
 definitions), and a min/max window left *pending* then is chosen by streams/plan_settling.py.
 
-Sums of integer columns are exact in both plans. In the subtractable form a floating-point column
-(when the translation is given the stream's column types) is summed exactly: the state keeps its
+Sums of integer columns are exact in both plans. In the incremental plan a floating-point column
+(when the translation is given the stream's column types) is summed exactly, also beside min/max
+(before round 14 a window with min or max summed its per-part float sums with Spark's SUM): the
+state keeps its
 cumulative sum as the components and non-finite counts of an exact sum (streams/exact_sums.py:
 ``sum_y`` is the rounded cumulative sum, ``sum_y_x1`` .. ``sum_y_x3`` the components below it,
 ``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the window's sum
 is the exact difference rounded once, so a window sum equals ``math.fsum`` of the window's values
 however large the values that left it (an infinity that left no longer counts). Such views keep the
-incremental plan. The distributive form adds per-part sums and never subtracts. Sums keep the
-type of the per-part sums, so decimal columns are not supported by the subtractable form.
+incremental plan. Sums keep the type of the per-part sums, so decimal columns are not supported
+by the incremental form.
 """
 
 from __future__ import annotations
@@ -153,13 +155,12 @@ class WindowTranslation:
         # state (in the order of exact_sums.FIELDS) and the name of the per-part state in Batch
         self.exact: dict[str, list[str]] = {}
         self.exact_batch: dict[str, str] = {}
-        if self.subtractable:
-            for attribute, column in self.sums.items():
-                if types.get(attribute.lower()) in ("double", "float"):
-                    lower = [names.fresh(f"{column}_x{k}") for k in range(1, len(exact_sums.FIELDS) - 3)]
-                    counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
-                    self.exact[attribute] = [column, *lower, *counts]
-                    self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
+        for attribute, column in self.sums.items():
+            if types.get(attribute.lower()) in ("double", "float"):
+                lower = [names.fresh(f"{column}_x{k}") for k in range(1, len(exact_sums.FIELDS) - 3)]
+                counts = [names.fresh(f"{column}_{suffix}") for suffix in ("pinf", "ninf", "nan")]
+                self.exact[attribute] = [column, *lower, *counts]
+                self.exact_batch[attribute] = names.fresh(f"state_{attribute}")
         # a window's incremental plan is one table: the view's rows are its state (cumulative
         # sums, age, idle; a queue per min/max), the window's values under fresh names and, with
         # HAVING, a marker of the rows readers see; its UPDATE reads the view's own earlier parts
