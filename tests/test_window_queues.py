@@ -178,6 +178,38 @@ def _spark_order(value: float) -> tuple:
     return (1, 0.0) if math.isnan(value) else (0, value)
 
 
+def _arrow_part(number: int, rows: list[tuple], column: str) -> pa.Table:
+    """Part ``number`` of (group, DOUBLE value) rows as Arrow, so that NaN stays NaN and None is NULL."""
+    stamps = [(EPOCH + 60 * number + k) * 1_000_000 for k in range(len(rows))]
+    return pa.table(
+        {
+            "ts": pa.array(stamps, pa.timestamp("us", "UTC")),
+            "g": pa.array([g for g, _ in rows], pa.string()),
+            column: pa.array([x for _, x in rows], pa.float64()),
+        }
+    )
+
+
+def _read_reprs(db, name: str, columns: list[str]) -> dict[int, set]:
+    """Per part (counted from EPOCH), the rows' group and the ``repr`` of ``columns``, read through
+    Spark, whose rows keep NULL apart from NaN."""
+    found: dict[int, set] = {}
+    for row in db.stream_view(name).read().collect():
+        stamp = pd.Timestamp(row["PART_TIMESTAMP"]).tz_localize(None)
+        number = int((stamp - pd.Timestamp(0)) // pd.Timedelta(seconds=60)) - EPOCH // 60
+        found.setdefault(number, set()).add((row["g"], *(repr(row[c]) for c in columns)))
+    return found
+
+
+def _window_values(parts: list[list[tuple]], number: int, window: int) -> dict:
+    """Group -> the non-NULL values of the window of ``window`` parts ending at part ``number``."""
+    groups: dict = {}
+    for rows in parts[max(0, number - window + 1) : number + 1]:
+        for g, x in rows:
+            groups.setdefault(g, []).append(x)
+    return {g: [v for v in values if v is not None] for g, values in groups.items()}
+
+
 FLOATS = [
     [("a", 1.5), ("b", float("nan")), ("c", -0.0)],
     [("a", float("inf")), ("b", 2.0), ("c", None)],
@@ -195,37 +227,17 @@ def test_queued_extremes_of_doubles_order_nan_above_infinity(spark, tmp_path, ex
     extremes): NaN is above +inf, as Spark orders them, when it enters, is beaten and leaves."""
     db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=execution)
     stream = db.create_stream("F", "ts timestamp, g string, x double", 60, "ts")
-    frames = [  # Arrow, so that NaN stays NaN and None is NULL
-        pa.table(
-            {
-                "ts": pa.array(
-                    [(EPOCH + 60 * part + k) * 1_000_000 for k in range(len(rows))], pa.timestamp("us", "UTC")
-                ),
-                "g": pa.array([g for g, _ in rows], pa.string()),
-                "x": pa.array([x for _, x in rows], pa.float64()),
-            }
-        )
-        for part, rows in enumerate(FLOATS)
-    ]
+    frames = [_arrow_part(part, rows, "x") for part, rows in enumerate(FLOATS)]
     stream.append(frames[0])
     db.sql(
         "CREATE VIEW fx USING INCREMENTAL AS SELECT g, max(x) AS hi, min(x) AS lo FROM F [WINDOW 3 MINUTES] GROUP BY g"
     )
     for frame in frames[1:]:
         stream.append(frame)
-    found: dict[int, set] = {}
-    for row in db.stream_view("fx").read().collect():  # Spark rows keep NULL apart from NaN
-        stamp = pd.Timestamp(row["PART_TIMESTAMP"]).tz_localize(None)
-        part = int((stamp - pd.Timestamp(0)) // pd.Timedelta(seconds=60)) - EPOCH // 60
-        found.setdefault(part, set()).add((row["g"], repr(row["hi"]), repr(row["lo"])))
+    found = _read_reprs(db, "fx", ["hi", "lo"])
     for part in range(len(FLOATS)):
-        groups: dict = {}
-        for rows in FLOATS[max(0, part - 2) : part + 1]:
-            for g, x in rows:
-                groups.setdefault(g, []).append(x)
         expected = set()
-        for g, values in groups.items():
-            present = [v for v in values if v is not None]
+        for g, present in _window_values(FLOATS, part, 3).items():
             hi = max(present, key=_spark_order) if present else None
             lo = min(present, key=_spark_order) if present else None
             expected.add((g, repr(hi), repr(lo)))
@@ -264,35 +276,15 @@ def test_float_sums_beside_max_are_exact(spark, tmp_path, execution: str) -> Non
     db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution=execution)
     stream = db.create_stream("F", "ts timestamp, g string, y double", 60, "ts")
 
-    def part(number: int) -> pa.Table:
-        rows = FLOAT_SUMS[number]
-        stamps = [(EPOCH + 60 * number + k) * 1_000_000 for k in range(len(rows))]
-        return pa.table(
-            {
-                "ts": pa.array(stamps, pa.timestamp("us", "UTC")),
-                "g": pa.array([g for g, _ in rows], pa.string()),
-                "y": pa.array([y for _, y in rows], pa.float64()),
-            }
-        )
-
-    stream.append(part(0))
+    stream.append(_arrow_part(0, FLOAT_SUMS[0], "y"))
     db.sql("CREATE VIEW fw AS SELECT g, sum(y) AS s, max(y) AS hi FROM F [WINDOW 2 MINUTES] GROUP BY g")
     assert db.stream_view("fw").status()["plan"]["plan"] == "incremental"
     for number in range(1, len(FLOAT_SUMS)):
-        stream.append(part(number))
-    found: dict[int, set] = {}
-    for row in db.stream_view("fw").read().collect():
-        stamp = pd.Timestamp(row["PART_TIMESTAMP"]).tz_localize(None)
-        number = int((stamp - pd.Timestamp(0)) // pd.Timedelta(seconds=60)) - EPOCH // 60
-        found.setdefault(number, set()).add((row["g"], repr(row["s"]), repr(row["hi"])))
+        stream.append(_arrow_part(number, FLOAT_SUMS[number], "y"))
+    found = _read_reprs(db, "fw", ["s", "hi"])
     for number in range(len(FLOAT_SUMS)):
-        groups: dict = {}
-        for rows in FLOAT_SUMS[max(0, number - 1) : number + 1]:
-            for g, y in rows:
-                groups.setdefault(g, []).append(y)
         expected = set()
-        for g, values in groups.items():
-            present = [v for v in values if v is not None]
+        for g, present in _window_values(FLOAT_SUMS, number, 2).items():
             total = math.fsum(present) if present else None
             expected.add((g, repr(total), repr(max(present, key=_spark_order) if present else None)))
         assert found[number] == expected, number
