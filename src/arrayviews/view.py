@@ -86,16 +86,21 @@ class View(Array):
         pending = any(r["reflected"] != r["current"] for r in rows)
         return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
 
-    def refresh(self, strategy: str = "auto") -> RefreshResult:
+    def refresh(self, strategy: str = "auto", bases: str | list[str] | None = None) -> RefreshResult:
         """Bring the view up to date with its base arrays (one atomic snapshot).
 
         ``"auto"`` (default) estimates a full recomputation and an incremental (``"baseline"``)
         refresh from metadata (touched chunks, cells, pairs) and the calibrated costs, and runs the
         cheaper; ``"full"`` and ``"baseline"`` force one. The result reports the estimates, the
         executor and the measured time, and the same report is stored with the new view version
-        (see :meth:`refresh_history`)."""
+        (see :meth:`refresh_history`).
+
+        ``bases`` names the base arrays to bring forward (default: all). The others stay at the
+        versions the view reflects: processing the cheap base's batches now and the expensive
+        one's later, in larger batches, is how a refresh-time limit is kept at least cost (see
+        :meth:`pending_costs`)."""
         check_strategy(strategy)
-        return refresh_view(self._db, self, strategy)
+        return refresh_view(self._db, self, strategy, bases)
 
     def refresh_history(self) -> pd.DataFrame:
         """One row per view version still held: how it was computed (strategy asked and run,
@@ -103,10 +108,19 @@ class View(Array):
         rewritten, update triples)."""
         return history.refresh_history(self._current().table)
 
-    def explain_refresh(self, strategy: str = "auto") -> str:
-        """What ``refresh(strategy)`` would do now, and why: the estimates of full and incremental
-        refresh, the executor for each and the choice (nothing is computed or committed)."""
-        return explain_refresh(self._db, self, strategy)
+    def explain_refresh(self, strategy: str = "auto", bases: str | list[str] | None = None) -> str:
+        """What ``refresh(strategy, bases)`` would do now, and why: the estimates of full and
+        incremental refresh, the executor for each and the choice (nothing is computed or committed)."""
+        return explain_refresh(self._db, self, strategy, bases)
+
+    def pending_costs(self) -> pd.DataFrame:
+        """One row per base array: versions reflected and current, batches pending, and the
+        strategy and predicted seconds of refreshing that base alone now (from metadata and the
+        calibrated costs; nothing runs)."""
+        return pd.DataFrame(
+            maintenance.pending_costs(self._db, self),
+            columns=["base", "reflected", "current", "pending_batches", "strategy", "predicted_seconds"],
+        )
 
     def verify(self) -> bool:
         """Recompute the view from scratch and compare with what is stored; True when they agree

@@ -370,9 +370,10 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         return ast.CreateView(str(name), self.view_query(query_tree), chunks)
 
     def refresh_view(self, tree: Tree) -> ast.Statement:
-        _, _, name, _, strategy = tree.children
+        _, _, name, _, strategy, on = tree.children
+        bases = None if on is None else tuple(str(t) for t in on.children if t.type == "IDENTIFIER")
         if strategy is None:
-            return ast.RefreshView(str(name))
+            return ast.RefreshView(str(name), None, bases)
         if str(strategy).lower() not in ast.REFRESH_STRATEGIES:
             known = tuple(sorted(s.upper() for s in ast.REFRESH_STRATEGIES))
             raise self.source.error(
@@ -380,7 +381,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                 strategy.start_pos,
                 known,
             )
-        return ast.RefreshView(str(name), str(strategy).lower())
+        return ast.RefreshView(str(name), str(strategy).lower(), bases)
 
     def verify_view(self, tree: Tree) -> ast.Statement:
         return ast.VerifyView(str(tree.children[2]))

@@ -150,7 +150,9 @@ def _create_view(s: ast.CreateView) -> str:
 
 def _refresh_view(s: ast.RefreshView) -> str:
     text = f"REFRESH VIEW {s.name}"
-    return text if s.strategy is None else f"{text} USING {s.strategy.upper()}"
+    if s.strategy is not None:
+        text += f" USING {s.strategy.upper()}"
+    return text if s.bases is None else f"{text} ON {', '.join(s.bases)}"
 
 
 # -- values -------------------------------------------------------------------------------------

@@ -273,7 +273,7 @@ def _show_status(db: Database, s: ast.ShowStatus) -> pd.DataFrame:
 @statement_runner(ast.RefreshView)
 def _refresh_view(db: Database, s: ast.RefreshView) -> Any:
     view = open_view(db, s.name)
-    return view.refresh() if s.strategy is None else view.refresh(s.strategy)
+    return view.refresh(s.strategy or "auto", None if s.bases is None else list(s.bases))
 
 
 statement_runner(ast.VerifyView)(lambda db, s: open_view(db, s.name).verify())
@@ -288,7 +288,7 @@ def _explain_refresh(db: Database, s: ast.RefreshView) -> str:
         state = "pending" if row.pending else "fresh"
         lines.append(f"  base {row.base}: reflects version {row.reflected}, current {row.current} ({state})")
     if status.pending.any():
-        lines.append(view.explain_refresh(s.strategy or "auto"))
+        lines.append(view.explain_refresh(s.strategy or "auto", None if s.bases is None else list(s.bases)))
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -167,14 +168,23 @@ def join_spec(db: Database, definition: SimilarityViewDefinition, bases: dict | 
 
 
 def compute_from_scratch(db: Database, view) -> pd.DataFrame:
-    """The view's public content recomputed from the current base arrays (nothing is stored)."""
+    """The view's public content recomputed from its base arrays at the versions its current
+    version reflects (nothing is stored): a view left behind by its bases, or brought forward on
+    some bases only, is compared with what it claims to hold."""
     definition = view.definition
+    reflected = reflected_versions(view._current().table)
+
+    def base(name: str):
+        array = db.array(name)
+        version = reflected.get(name)
+        return array if version is None or version == array.version else array.at_version(version)
+
     if isinstance(definition, WindowViewDefinition):
         flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
-        return db.array(definition.base).window(flat, *definition.aggregates).to_pandas()
+        return base(definition.base).window(flat, *definition.aggregates).to_pandas()
     stored = view._current().stored_schema
     spec = join_spec(db, definition)
-    left, right = db.array(definition.left).source, db.array(definition.right).source
+    left, right = base(definition.left).source, base(definition.right).source
     engine, _ = db.executors.choose(left.estimate() + right.estimate())
     fragments, _ = similarity.full_computation(engine, spec, definition, stored, left, right)
     computed = ComputedSource(stored, fragments, db.scratch_location, engine=engine)
@@ -250,13 +260,19 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 MAX_REFRESH_ATTEMPTS = 5
 
 
-def refresh_view(db: Database, view, strategy: str) -> RefreshResult:
+def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | None = None) -> RefreshResult:
     """Refresh the view; if another process refreshed it first, report that it is already as
-    fresh (nothing committed) or, when the other refresh reflects older base versions, plan again."""
+    fresh (nothing committed) or, when the other refresh reflects older base versions, plan again.
+
+    ``advance`` names the base arrays whose pending batches are processed (None: every base); the
+    other bases stay at the versions the view reflects, so the new view version is the view of the
+    advanced bases' current versions and the others' reflected ones (an asymmetric refresh, the
+    action of paper 003's maintenance plans)."""
+    chosen = advanced_bases(view, advance)
     lost: BaseMovedError | None = None
     for _ in range(MAX_REFRESH_ATTEMPTS):
         try:
-            return _run_refresh(db, view, strategy)
+            return _run_refresh(db, view, strategy, chosen)
         except BaseMovedError as moved:
             lost = moved
             time.sleep(random.uniform(0.0, 0.1))
@@ -266,13 +282,38 @@ def refresh_view(db: Database, view, strategy: str) -> RefreshResult:
     )
 
 
-def _pinned_bases(db: Database, definition: ViewDefinition) -> dict[str, StoredSource]:
-    """Every base array at its current version, read once: the refresh reads exactly these
-    snapshots and records exactly these versions."""
+def advanced_bases(view, advance: Iterable[str] | None) -> tuple[str, ...]:
+    """The bases a refresh brings forward: all of the view's with None, else the named ones
+    (ValidationError, naming the view, for a name that is not one of its bases or for none)."""
+    bases = tuple(view.definition.bases)
+    if advance is None:
+        return bases
+    names = [advance] if isinstance(advance, str) else list(advance)
+    unknown = [n for n in names if n not in bases]
+    if unknown:
+        raise ValidationError(
+            f"view {view.name}: {', '.join(map(str, unknown))} is not a base array of the view "
+            f"(its bases: {', '.join(bases)})"
+        )
+    if not names:
+        raise ValidationError(f"view {view.name}: a refresh must advance at least one base array")
+    return tuple(b for b in bases if b in names)
+
+
+def _pinned_bases(
+    db: Database,
+    definition: ViewDefinition,
+    reflected: dict[str, int] | None = None,
+    advance: tuple[str, ...] | None = None,
+) -> dict[str, StoredSource]:
+    """Every base array pinned once: the ones in ``advance`` (all with None) at their current
+    version, the others at the version the view reflects. The refresh reads exactly these snapshots
+    and records exactly these versions."""
     pinned = {}
     for base in definition.bases:
         table = db.warehouse.open(base)
-        pinned[base] = StoredSource(table, table.current_version())
+        stays = advance is not None and base not in advance and reflected and base in reflected
+        pinned[base] = StoredSource(table, reflected[base] if stays else table.current_version())
     return pinned
 
 
@@ -512,17 +553,18 @@ def _plan_strategy(
     return prepared[chosen.strategy], chosen, costs, reason, kind
 
 
-def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
+def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterable[str] | None = None) -> str:
     """The refresh plan of ``view`` now: estimates, executors and the choice (nothing runs)."""
     check_strategy(strategy)
+    chosen_bases = advanced_bases(view, advance)
     table = view._current().table
     reflected = reflected_versions(table)
-    bases = _pinned_bases(db, view.definition)
+    bases = _pinned_bases(db, view.definition, reflected, chosen_bases)
     if all(reflected.get(b, 0) == s.version for b, s in bases.items()):
-        return f"view {view.name} is up to date (nothing pending)"
+        return f"view {view.name} is up to date{_on(view, chosen_bases)} (nothing pending)"
     source = ViewSource(table, table.current_version(), table.schema)
     _, chosen, costs, reason, kind = _plan_strategy(db, view, strategy, bases, reflected, source)
-    lines = [f"refresh of view {view.name} ({strategy}): {reason} [{kind}]"]
+    lines = [f"refresh of view {view.name}{_on(view, chosen_bases)} ({strategy}): {reason} [{kind}]"]
     for cost in costs.values():
         lines.append(
             f"  {cost.strategy}: reads {cost.estimate.text()}, {cost.pairs} chunk pair(s), rewrites "
@@ -539,18 +581,53 @@ def explain_refresh(db: Database, view, strategy: str = "auto") -> str:
     return "\n".join(lines)
 
 
+def pending_costs(db: Database, view) -> list[dict]:
+    """Per base array of ``view``: the versions it reflects and the current one, how many batches
+    (commits) are pending, and what refreshing that base alone would cost now as ``auto`` plans it
+    (strategy and predicted seconds from metadata and the calibrated costs; nothing runs). These
+    are the per-table costs f_i(s_i) a refresh-time scheduler weighs (paper 003, section 2)."""
+    table = view._current().table
+    reflected = reflected_versions(table)
+    source = ViewSource(table, table.current_version(), table.schema)
+    rows = []
+    for base in view.definition.bases:
+        bases = _pinned_bases(db, view.definition, reflected, (base,))
+        pinned = bases[base]
+        before = reflected.get(base, 0)
+        row = {
+            "base": base,
+            "reflected": before,
+            "current": pinned.version,
+            "pending_batches": sum(
+                1 for v in pinned.table.versions() if before < v.version <= pinned.version
+            ),
+            "strategy": None,
+            "predicted_seconds": 0.0,
+        }
+        if pinned.version != before:
+            _, chosen, _, _, _ = _plan_strategy(db, view, "auto", bases, reflected, source)
+            row.update(strategy=chosen.strategy, predicted_seconds=float(chosen.seconds))
+        rows.append(row)
+    return rows
+
+
 def check_strategy(strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
 
 
-def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
+def _on(view, advance: tuple[str, ...]) -> str:
+    """Words naming the advanced bases when a refresh leaves some bases behind."""
+    return "" if set(advance) == set(view.definition.bases) else f" on {', '.join(advance)}"
+
+
+def _run_refresh(db: Database, view, requested: str, advance: tuple[str, ...]) -> RefreshResult:
     started = time.perf_counter()
     table = view._current().table
     expected = table.current_version()
     reflected = reflected_versions(table)
     definition = view.definition
-    bases = _pinned_bases(db, definition)
+    bases = _pinned_bases(db, definition, reflected, advance)
     current = {b: source.version for b, source in bases.items()}
     if all(reflected.get(b, 0) == v for b, v in current.items()):
         return RefreshResult(
@@ -559,7 +636,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
             False,
             expected,
             {b: (v, v) for b, v in current.items()},
-            message=f"view {view.name} is up to date (nothing pending)",
+            message=f"view {view.name} is up to date{_on(view, advance)} (nothing pending)",
             requested=requested,
         )
     stored = table.schema
@@ -633,7 +710,7 @@ def _run_refresh(db: Database, view, requested: str) -> RefreshResult:
         0 if affected is None else len(affected),
         recomputed,
         seconds,
-        f"refresh ({strategy}) of view {view.name}: now at version {version}, reflecting "
+        f"refresh ({strategy}) of view {view.name}{_on(view, advance)}: now at version {version}, reflecting "
         + ", ".join(f"{b} v{v}" for b, v in current.items())
         + f"; {triples} update triple(s), view chunks rewritten: {chunks_rewritten}"
         + (f", min/max recomputed at {recomputed} cell(s)" if recomputed else "")
@@ -689,6 +766,8 @@ __all__ = [
     "frames_agree",
     "check_strategy",
     "explain_refresh",
+    "pending_costs",
+    "advanced_bases",
     "read_definition",
     "refresh_view",
 ]

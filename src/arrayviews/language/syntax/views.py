@@ -339,13 +339,17 @@ class ShowStatus(Statement):
 
 @dataclass(frozen=True)
 class RefreshView(Statement):
-    """``REFRESH VIEW name [USING AUTO | FULL | BASELINE]`` (None: the API's default strategy, auto)."""
+    """``REFRESH VIEW name [USING AUTO | FULL | BASELINE] [ON base, ...]`` (strategy None: the
+    API's default, auto; bases None: every base array of the view)."""
 
     name: str
     strategy: str | None = None
+    bases: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _identifier(self.name, "view")
+        if self.bases is not None:
+            _set(self, "bases", _identifiers(self.bases, "base array"))
         if self.strategy is not None:
             if str(self.strategy).lower() not in REFRESH_STRATEGIES:
                 raise ValueError(
