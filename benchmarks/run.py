@@ -23,6 +23,7 @@ BENCHMARKS = (
     "uncertain_engine",
     "engine",
     "refresh_jobs",
+    "asymmetric_plans",
 )
 
 

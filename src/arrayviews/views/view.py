@@ -19,7 +19,7 @@ import pandas as pd
 
 from arrayviews.execution.cost import Estimate
 from arrayviews.execution.engine import Engine
-from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, ValidationError
+from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema, Dimension
@@ -170,14 +170,20 @@ def join_spec(db: Database, definition: SimilarityViewDefinition, bases: dict | 
 def compute_from_scratch(db: Database, view) -> pd.DataFrame:
     """The view's public content recomputed from its base arrays at the versions its current
     version reflects (nothing is stored): a view left behind by its bases, or brought forward on
-    some bases only, is compared with what it claims to hold."""
+    some bases only, is compared with what it claims to hold. A base whose reflected version is no
+    longer held (expired) is read at its current version."""
     definition = view.definition
     reflected = reflected_versions(view._current().table)
 
     def base(name: str):
         array = db.array(name)
         version = reflected.get(name)
-        return array if version is None or version == array.version else array.at_version(version)
+        if version is None or version == array.version:
+            return array
+        try:
+            return array.at_version(version)
+        except NotFoundError:
+            return array
 
     if isinstance(definition, WindowViewDefinition):
         flat = [x for pair in zip(definition.before, definition.after, strict=True) for x in pair]
