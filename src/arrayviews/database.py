@@ -385,6 +385,17 @@ class Database:
         """Drop a stream view and the helper views only it reads; returns the names dropped."""
         return self.drop(name, kinds.STREAM_VIEW)
 
+    def maintain_views(self) -> list:
+        """One scheduling decision for every array view with a refresh limit
+        (``V.set_refresh_limit``): each is refreshed on just enough of its bases to keep a complete
+        refresh within its limit (``View.keep_within_limit``). Returns the decisions."""
+        decisions = []
+        for name in self.views():
+            view = self.view(name)
+            if view.refresh_limit is not None:
+                decisions.append(view.keep_within_limit())
+        return decisions
+
     def maintain_streams(self, retry_failed: bool = False):
         """Bring every stream view up to date (new parts, late rows, retention). Views whose
         maintenance failed are reported (``MaintenanceResult.error``) and skipped on later passes,

@@ -11,6 +11,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import writes
+from arrayviews.scheduling import refresh_limit as limits
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.views import history
 from arrayviews.views import view as maintenance
@@ -113,13 +114,38 @@ class View(Array):
         incremental refresh, the executor for each and the choice (nothing is computed or committed)."""
         return explain_refresh(self._db, self, strategy, bases)
 
+    def set_refresh_limit(self, seconds: float | None) -> None:
+        """Keep this view's refresh within ``seconds`` (None removes the limit): each
+        :meth:`keep_within_limit` (or ``db.maintain_views()``) refreshes just enough of its bases,
+        when refreshing everything pending is predicted to take longer (paper 003)."""
+        limits.set_refresh_limit(self, seconds)
+
+    @property
+    def refresh_limit(self) -> float | None:
+        """The refresh-time limit in seconds, or None."""
+        return limits.refresh_limit(self)
+
+    def keep_within_limit(self) -> limits.LimitDecision:
+        """One scheduling decision under the view's refresh limit: nothing while refreshing
+        everything pending is predicted within it, else a refresh of the bases the ONLINE rule of
+        paper 003 picks (greedy, minimal, least amortized cost). The decision says what and why."""
+        return limits.keep_within_limit(self._db, self)
+
     def pending_costs(self) -> pd.DataFrame:
         """One row per base array: versions reflected and current, batches pending, and the
         strategy and predicted seconds of refreshing that base alone now (from metadata and the
         calibrated costs; nothing runs)."""
         return pd.DataFrame(
             maintenance.pending_costs(self._db, self),
-            columns=["base", "reflected", "current", "pending_batches", "strategy", "predicted_seconds"],
+            columns=[
+                "base",
+                "reflected",
+                "current",
+                "pending_batches",
+                "strategy",
+                "predicted_seconds",
+                "first_batch_seconds",
+            ],
         )
 
     def verify(self) -> bool:

@@ -298,6 +298,10 @@ _STATEMENTS: dict[type, Callable] = {
     ast.CreateWindowView: _create_window_view,
     ast.AlterViewLateness: lambda s: f"ALTER VIEW {s.name} SET LATENESS {s.lateness} PARTS",
     ast.AlterViewKeepVersions: lambda s: f"ALTER VIEW {s.name} SET KEEP {s.versions} VERSIONS",
+    ast.AlterViewRefreshLimit: lambda s: (
+        f"ALTER VIEW {s.name} SET REFRESH LIMIT "
+        + ("NONE" if s.seconds is None else f"{s.seconds!r} SECONDS")
+    ),
     ast.CreateArray: _create_array,
     ast.CreateUncertainArray: _create_uncertain_array,
     ast.DropArray: lambda s: f"DROP ARRAY {s.name}",

@@ -38,6 +38,7 @@ _INTEGER = re.compile(r"[0-9]+")
 _PATTERN_FUNCTIONS = ("sum",)
 _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _PARTS = ("part", "parts")
+_SECONDS = ("second", "seconds")
 _VERSIONS = ("version", "versions")
 
 
@@ -233,6 +234,8 @@ class StreamStatements:
 
     def alter_view(self, tree: Tree) -> ast.Statement:
         name = self.name(tree.children[2], "the view's name")
+        if tree.children[4].type == "REFRESH":
+            return self.refresh_limit(name, tree.children[5:])
         setting, amount, unit = tree.children[4:7]
         if setting.type == "LATENESS":
             return ast.AlterViewLateness(name, self.lateness([amount, unit]))
@@ -253,6 +256,33 @@ class StreamStatements:
                 ("VERSIONS",),
             )
         return ast.AlterViewKeepVersions(name, int(amount))
+
+    def refresh_limit(self, name: str, tokens: list) -> ast.Statement:
+        """``SET REFRESH LIMIT n SECONDS`` or ``SET REFRESH LIMIT NONE``."""
+        word, rest = tokens[0], tokens[1:]
+        if str(word).lower() != "limit":
+            raise self.source.error(
+                f"ALTER VIEW ... SET REFRESH sets the LIMIT, got {str(word)!r}", word.start_pos, ("LIMIT",)
+            )
+        if len(rest) == 1:
+            if str(rest[0]).lower() != "none":
+                raise self.source.error(
+                    f"the refresh limit is a number of SECONDS or NONE, got {str(rest[0])!r}",
+                    rest[0].start_pos,
+                    ("NONE",),
+                )
+            return ast.AlterViewRefreshLimit(name, None)
+        amount, unit = rest
+        seconds = float(amount)
+        if not seconds > 0:
+            raise self.source.error(
+                f"the refresh limit must be above 0 seconds, got {str(amount)!r}", amount.start_pos
+            )
+        if str(unit).lower() not in _SECONDS:
+            raise self.source.error(
+                f"the refresh limit is counted in SECONDS, got {str(unit)!r}", unit.start_pos, ("SECONDS",)
+            )
+        return ast.AlterViewRefreshLimit(name, seconds)
 
     # -- hand-written ViewDFs ----------------------------------------------------------------
     def viewdf(self, node: Tree, name: str, text: str) -> ViewDFDefinition:

@@ -277,6 +277,7 @@ def _refresh_view(db: Database, s: ast.RefreshView) -> Any:
 
 
 statement_runner(ast.VerifyView)(lambda db, s: open_view(db, s.name).verify())
+statement_runner(ast.AlterViewRefreshLimit)(lambda db, s: open_view(db, s.name).set_refresh_limit(s.seconds))
 
 
 @explainer(ast.RefreshView)

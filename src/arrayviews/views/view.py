@@ -264,6 +264,9 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 # -- refresh ---------------------------------------------------------------------------------------
 #: How many times a refresh is planned again after another refresh of the view committed first.
 MAX_REFRESH_ATTEMPTS = 5
+#: The commit property naming the bases a refresh brought forward (absent before partial refreshes
+#: existed: all of them).
+ADVANCED_KEY = "advanced"
 
 
 def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | None = None) -> RefreshResult:
@@ -590,8 +593,9 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
 def pending_costs(db: Database, view) -> list[dict]:
     """Per base array of ``view``: the versions it reflects and the current one, how many batches
     (commits) are pending, and what refreshing that base alone would cost now as ``auto`` plans it
-    (strategy and predicted seconds from metadata and the calibrated costs; nothing runs). These
-    are the per-table costs f_i(s_i) a refresh-time scheduler weighs (paper 003, section 2)."""
+    (strategy and predicted seconds from metadata and the calibrated costs; nothing runs), with the
+    predicted seconds of its first pending batch alone. These are the per-table costs f_i(s_i) and
+    f_i(1) a refresh-time scheduler weighs (paper 003, section 2)."""
     table = view._current().table
     reflected = reflected_versions(table)
     source = ViewSource(table, table.current_version(), table.schema)
@@ -600,19 +604,24 @@ def pending_costs(db: Database, view) -> list[dict]:
         bases = _pinned_bases(db, view.definition, reflected, (base,))
         pinned = bases[base]
         before = reflected.get(base, 0)
+        pending = sorted(v.version for v in pinned.table.versions() if before < v.version <= pinned.version)
         row = {
             "base": base,
             "reflected": before,
             "current": pinned.version,
-            "pending_batches": sum(
-                1 for v in pinned.table.versions() if before < v.version <= pinned.version
-            ),
+            "pending_batches": len(pending),
             "strategy": None,
             "predicted_seconds": 0.0,
+            "first_batch_seconds": 0.0,
         }
-        if pinned.version != before:
+        if pending:
             _, chosen, _, _, _ = _plan_strategy(db, view, "auto", bases, reflected, source)
             row.update(strategy=chosen.strategy, predicted_seconds=float(chosen.seconds))
+            first = chosen
+            if len(pending) > 1:
+                one = {**bases, base: StoredSource(pinned.table, pending[0])}
+                _, first, _, _, _ = _plan_strategy(db, view, "auto", one, reflected, source)
+            row["first_batch_seconds"] = float(first.seconds)
         rows.append(row)
     return rows
 
@@ -658,7 +667,7 @@ def _run_refresh(db: Database, view, requested: str, advance: tuple[str, ...]) -
     fragments, affected, triples, recomputed = _execute(db, engine, prepared, view_source)
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
-    properties.update({"strategy": strategy, "update-triples": str(triples)})
+    properties.update({"strategy": strategy, "update-triples": str(triples), ADVANCED_KEY: ",".join(advance)})
     chunks_rewritten = "all" if affected is None else str(len(affected))
     timings: dict[str, float] = {}
 
@@ -765,6 +774,7 @@ def read_definition(table: ArrayTable) -> tuple[ViewDefinition, ArraySchema]:
 
 
 __all__ = [
+    "ADVANCED_KEY",
     "BASE_KEY",
     "RefreshResult",
     "compute_from_scratch",

@@ -359,6 +359,26 @@ class RefreshView(Statement):
 
 
 @dataclass(frozen=True)
+class AlterViewRefreshLimit(Statement):
+    """``ALTER VIEW V SET REFRESH LIMIT n SECONDS`` (``NONE``: seconds None): the refresh-time
+    limit an array view is kept within (``View.set_refresh_limit``)."""
+
+    name: str
+    seconds: float | None
+
+    def __post_init__(self) -> None:
+        _identifier(self.name, "view")
+        if self.seconds is not None:
+            if (
+                isinstance(self.seconds, bool)
+                or not isinstance(self.seconds, int | float)
+                or not self.seconds > 0
+            ):
+                raise ValueError("ALTER VIEW ... SET REFRESH LIMIT needs a number of seconds above 0")
+            _set(self, "seconds", float(self.seconds))
+
+
+@dataclass(frozen=True)
 class VerifyView(Statement):
     """``VERIFY VIEW name``: recompute from scratch and compare (True when they agree)."""
 
@@ -379,6 +399,7 @@ __all__ = [
     "Locations",
     "ProductShape",
     "RefreshView",
+    "AlterViewRefreshLimit",
     "SetShape",
     "ShapeExpr",
     "ShowStatus",

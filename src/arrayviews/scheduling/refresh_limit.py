@@ -1,0 +1,175 @@
+"""A refresh-time limit on an array view, kept by paper 003's ONLINE decision taken on the live view."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arrayviews.model.errors import ValidationError
+from arrayviews.scheduling.asymmetric import online_action
+from arrayviews.views.history import SECONDS
+from arrayviews.views.view import ADVANCED_KEY, RefreshResult, pending_costs, refresh_view
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+#: The view table property holding the limit, in seconds.
+LIMIT_PROPERTY = "arrayviews.refresh-limit-seconds"
+#: A base's arrival rate is measured over its newest this many commits.
+RATE_COMMITS = 10
+
+
+def set_refresh_limit(view, seconds: float | None) -> None:
+    """Store ``seconds`` as the view's refresh-time limit C (None removes it). A metadata change
+    only: no view version is made."""
+    table = view._current().table
+    if seconds is None:
+        table.update_properties({}, removals=[LIMIT_PROPERTY])
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        raise ValidationError(f"view {view.name}: the refresh limit is a number of seconds, got {seconds!r}")
+    if seconds <= 0:
+        raise ValidationError(f"view {view.name}: the refresh limit must be above 0 seconds, got {seconds!r}")
+    table.update_properties({LIMIT_PROPERTY: repr(float(seconds))})
+
+
+def refresh_limit(view) -> float | None:
+    """The view's refresh-time limit in seconds, or None."""
+    text = view._current().table.properties.get(LIMIT_PROPERTY)
+    return None if text is None else float(text)
+
+
+@dataclass(frozen=True)
+class BaseLoad:
+    """One base array's pending work as the scheduler prices it: f(k) = fixed + per_batch * k for
+    k >= 1 batches (0 for none), fitted through the planner's predictions for the first pending batch
+    and for all of them; ``rate`` is its recent arrivals in batches per second."""
+
+    base: str
+    pending_batches: int
+    seconds: float
+    fixed: float
+    per_batch: float
+    rate: float
+
+    def cost(self) -> Callable[[int], float]:
+        def f(k: int) -> float:
+            if k <= 0:
+                return 0.0
+            return self.seconds if k == self.pending_batches else self.fixed + self.per_batch * k
+
+        return f
+
+
+@dataclass(frozen=True)
+class LimitDecision:
+    """One scheduling decision for a view under its refresh-time limit: the predicted cost of
+    refreshing everything pending now, the bases refreshed (none when within the limit) and why."""
+
+    view: str
+    limit: float
+    pending_seconds: float
+    advanced: tuple[str, ...]
+    reason: str
+    bases: tuple[BaseLoad, ...]
+    spent_seconds: float
+    elapsed_seconds: float
+    result: RefreshResult | None = None
+
+    def __str__(self) -> str:
+        return self.reason if self.result is None else f"{self.reason}\n{self.result.message}"
+
+
+def fit(base: str, row: dict, rate: float) -> BaseLoad:
+    """The linear cost of a base's batches through the planner's two predictions (one batch, all
+    of them); with one batch pending the growth is unknown and taken as none; clamped to >= 0."""
+    pending, every, first = row["pending_batches"], row["predicted_seconds"], row["first_batch_seconds"]
+    if pending >= 2:
+        per_batch = max(0.0, (every - first) / (pending - 1))
+        fixed = max(0.0, first - per_batch)
+    else:
+        per_batch, fixed = 0.0, every
+    return BaseLoad(base, pending, every, fixed, per_batch, rate)
+
+
+def arrival_rate(versions: Sequence, now: dt.datetime) -> float:
+    """Batches per second over the newest :data:`RATE_COMMITS` commits of a base (0 with none)."""
+    times = sorted(v.time for v in versions)[-RATE_COMMITS:]
+    if not times:
+        return 0.0
+    span = (now - times[0]).total_seconds()
+    return len(times) / max(span, 1e-3)
+
+
+def since_complete_refresh(table, bases: Sequence[str], now: dt.datetime) -> tuple[float, float]:
+    """(seconds of partial refreshes since the view was last refreshed on every base, seconds
+    since then): the paper's F_t and t, with time 0 at the last complete refresh."""
+    spent, start = 0.0, None
+    for info in sorted(table.versions(), key=lambda v: v.version, reverse=True):
+        advanced = info.properties.get(ADVANCED_KEY)
+        if advanced is None or set(advanced.split(",")) >= set(bases):
+            start = info.time
+            break
+        spent += float(info.properties.get(SECONDS, 0.0))
+    elapsed = 0.0 if start is None else max(0.0, (now - start).total_seconds())
+    return spent, elapsed
+
+
+def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> LimitDecision:
+    """Take one decision for ``view`` under its refresh-time limit C (paper 003): when refreshing
+    everything pending is predicted to take at most C seconds, nothing (a lazy plan acts only when
+    forced); otherwise refresh the set of bases, emptying each entirely (greedy) and no more than
+    needed to get under C (minimal), that minimizes the amortized maintenance cost
+    H(q) = (F_t + f(q)) / (t + TIMETOFULL(s - q)) of the ONLINE heuristic (section 4.3), with time
+    in seconds since the last complete refresh and f_i fitted per base from the refresh planner's
+    predictions. The refresh runs with ``auto``'s strategy."""
+    limit = refresh_limit(view)
+    if limit is None:
+        raise ValidationError(
+            f"view {view.name} has no refresh limit: set one with V.set_refresh_limit(seconds) "
+            f"or ALTER VIEW {view.name} SET REFRESH LIMIT n SECONDS"
+        )
+    now = now or dt.datetime.now(dt.UTC)
+    rows = pending_costs(db, view)
+    loads = []
+    for row in rows:
+        versions = db.warehouse.open(row["base"]).versions()
+        loads.append(fit(row["base"], row, arrival_rate([v for v in versions if v is not None], now)))
+    pending = sum(load.seconds for load in loads)
+    spent, elapsed = since_complete_refresh(view._current().table, [r["base"] for r in rows], now)
+    if pending <= limit:
+        reason = (
+            f"view {view.name}: refreshing everything pending is predicted at {pending:.3f} s, "
+            f"within the limit of {limit:g} s: nothing to do now"
+        )
+        return LimitDecision(view.name, limit, pending, (), reason, tuple(loads), spent, elapsed)
+    action = online_action(
+        [load.cost() for load in loads],
+        limit,
+        [load.pending_batches for load in loads],
+        spent,
+        int(elapsed),
+        [load.rate for load in loads],
+    )
+    advanced = tuple(load.base for load, taken in zip(loads, action, strict=True) if taken)
+    left = sum(load.seconds for load, taken in zip(loads, action, strict=True) if not taken)
+    reason = (
+        f"view {view.name}: refreshing everything pending is predicted at {pending:.3f} s, over the "
+        f"limit of {limit:g} s: refreshing {', '.join(advanced)} (leaves {left:.3f} s pending; "
+        f"chosen by the least amortized cost over {elapsed:.0f} s since the last complete refresh)"
+    )
+    result = refresh_view(db, view, "auto", advanced)
+    return LimitDecision(view.name, limit, pending, advanced, reason, tuple(loads), spent, elapsed, result)
+
+
+__all__ = [
+    "LIMIT_PROPERTY",
+    "BaseLoad",
+    "LimitDecision",
+    "keep_within_limit",
+    "refresh_limit",
+    "set_refresh_limit",
+]
