@@ -24,6 +24,7 @@ BENCHMARKS = (
     "engine",
     "refresh_jobs",
     "asymmetric_plans",
+    "refresh_limit",
 )
 
 
