@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from arrayviews.model.shapes import Linf
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
-from arrayviews.views.view import pending_costs
+from arrayviews.views.pending import pending_costs
 from benchmarks.common import bar_plot, write_results
 
 EXTENT = 2000

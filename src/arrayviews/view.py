@@ -13,7 +13,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import writes
 from arrayviews.scheduling import refresh_limit as limits
 from arrayviews.storage.array_table import ArrayTable
-from arrayviews.views import history
+from arrayviews.views import history, pending
 from arrayviews.views import view as maintenance
 from arrayviews.views.commit import VIEW_FILE_BYTES
 from arrayviews.views.definition import ViewDefinition
@@ -136,7 +136,7 @@ class View(Array):
         strategy and predicted seconds of refreshing that base alone now (from metadata and the
         calibrated costs; nothing runs)."""
         return pd.DataFrame(
-            maintenance.pending_costs(self._db, self),
+            pending.pending_costs(self._db, self),
             columns=[
                 "base",
                 "reflected",

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from arrayviews.model.errors import ValidationError
 from arrayviews.scheduling.asymmetric import online_action
 from arrayviews.views.history import SECONDS
-from arrayviews.views.view import ADVANCED_KEY, RefreshResult, pending_costs, refresh_view
+from arrayviews.views.pending import first_batch_seconds, pending_costs
+from arrayviews.views.view import ADVANCED_KEY, RefreshResult, refresh_view
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -143,9 +144,14 @@ def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> Lim
             f"within the limit of {limit:g} s: nothing to do now"
         )
         return LimitDecision(view.name, limit, pending, (), reason, (), 0.0, 0.0)
-    rows = pending_costs(db, view)
     loads = []
     for row in rows:
+        if row["pending_batches"]:
+            row["first_batch_seconds"] = (
+                row["predicted_seconds"]
+                if row["pending_batches"] == 1
+                else first_batch_seconds(db, view, row["base"])
+            )
         versions = db.warehouse.open(row["base"]).versions()
         loads.append(fit(row["base"], row, arrival_rate([v for v in versions if v is not None], now)))
     pending = sum(load.seconds for load in loads)

@@ -590,43 +590,6 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
     return "\n".join(lines)
 
 
-def pending_costs(db: Database, view, first_batch: bool = True) -> list[dict]:
-    """Per base array of ``view``: the versions it reflects and the current one, how many batches
-    (commits) are pending, and what refreshing that base alone would cost now as ``auto`` plans it
-    (strategy and predicted seconds from metadata and the calibrated costs; nothing runs), with the
-    predicted seconds of its first pending batch alone (with ``first_batch``; else 0, sparing a
-    planning per base). These are the per-table costs f_i(s_i) and f_i(1) a refresh-time scheduler
-    weighs (paper 003, section 2)."""
-    table = view._current().table
-    reflected = reflected_versions(table)
-    source = ViewSource(table, table.current_version(), table.schema)
-    rows = []
-    for base in view.definition.bases:
-        bases = _pinned_bases(db, view.definition, reflected, (base,))
-        pinned = bases[base]
-        before = reflected.get(base, 0)
-        pending = sorted(v.version for v in pinned.table.versions() if before < v.version <= pinned.version)
-        row = {
-            "base": base,
-            "reflected": before,
-            "current": pinned.version,
-            "pending_batches": len(pending),
-            "strategy": None,
-            "predicted_seconds": 0.0,
-            "first_batch_seconds": 0.0,
-        }
-        if pending:
-            _, chosen, _, _, _ = _plan_strategy(db, view, "auto", bases, reflected, source)
-            row.update(strategy=chosen.strategy, predicted_seconds=float(chosen.seconds))
-            first = chosen
-            if first_batch and len(pending) > 1:
-                one = {**bases, base: StoredSource(pinned.table, pending[0])}
-                _, first, _, _, _ = _plan_strategy(db, view, "auto", one, reflected, source)
-            row["first_batch_seconds"] = float(first.seconds)
-        rows.append(row)
-    return rows
-
-
 def check_strategy(strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
@@ -783,7 +746,6 @@ __all__ = [
     "frames_agree",
     "check_strategy",
     "explain_refresh",
-    "pending_costs",
     "advanced_bases",
     "read_definition",
     "refresh_view",

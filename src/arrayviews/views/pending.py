@@ -1,0 +1,72 @@
+"""What refreshing a view on each base's pending batches would cost, as ``auto`` plans it from
+metadata and the calibrated costs (nothing runs): the per-table costs a refresh-time scheduler weighs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from arrayviews.operators.source import StoredSource
+from arrayviews.views.source import ViewSource
+from arrayviews.views.view import _pinned_bases, _plan_strategy, reflected_versions
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+
+def pending_costs(db: Database, view, first_batch: bool = True) -> list[dict]:
+    """Per base array of ``view``: the versions it reflects and the current one, how many batches
+    (commits) are pending, and what refreshing that base alone would cost now as ``auto`` plans it
+    (strategy and predicted seconds from metadata and the calibrated costs; nothing runs), with the
+    predicted seconds of its first pending batch alone (with ``first_batch``; else 0, sparing a
+    planning per base: :func:`first_batch_seconds` gives it later). These are the per-table costs
+    f_i(s_i) and f_i(1) a refresh-time scheduler weighs (paper 003, section 2)."""
+    table = view._current().table
+    reflected = reflected_versions(table)
+    source = ViewSource(table, table.current_version(), table.schema)
+    rows = []
+    for base in view.definition.bases:
+        bases = _pinned_bases(db, view.definition, reflected, (base,))
+        pinned = bases[base]
+        before = reflected.get(base, 0)
+        pending = _pending_versions(pinned, before)
+        row = {
+            "base": base,
+            "reflected": before,
+            "current": pinned.version,
+            "pending_batches": len(pending),
+            "strategy": None,
+            "predicted_seconds": 0.0,
+            "first_batch_seconds": 0.0,
+        }
+        if pending:
+            _, chosen, _, _, _ = _plan_strategy(db, view, "auto", bases, reflected, source)
+            row.update(strategy=chosen.strategy, predicted_seconds=float(chosen.seconds))
+            if first_batch:
+                row["first_batch_seconds"] = (
+                    row["predicted_seconds"] if len(pending) == 1 else first_batch_seconds(db, view, base)
+                )
+        rows.append(row)
+    return rows
+
+
+def _pending_versions(pinned: StoredSource, reflected: int) -> list[int]:
+    """The versions of a base after the one the view reflects, up to the pinned one, oldest first."""
+    return sorted(v.version for v in pinned.table.versions() if reflected < v.version <= pinned.version)
+
+
+def first_batch_seconds(db: Database, view, base: str) -> float:
+    """The predicted seconds of refreshing ``view`` on the first pending batch of ``base`` alone
+    (0 with none pending), as ``auto`` plans it; nothing runs."""
+    table = view._current().table
+    reflected = reflected_versions(table)
+    bases = _pinned_bases(db, view.definition, reflected, (base,))
+    pending = _pending_versions(bases[base], reflected.get(base, 0))
+    if not pending:
+        return 0.0
+    one = {**bases, base: StoredSource(bases[base].table, pending[0])}
+    source = ViewSource(table, table.current_version(), table.schema)
+    _, first, _, _, _ = _plan_strategy(db, view, "auto", one, reflected, source)
+    return float(first.seconds)
+
+
+__all__ = ["first_batch_seconds", "pending_costs"]
