@@ -25,6 +25,7 @@ BENCHMARKS = (
     "refresh_jobs",
     "asymmetric_plans",
     "refresh_limit",
+    "query_through_view",
 )
 
 

@@ -20,11 +20,18 @@ from arrayviews.model.shapes import Shape
 from arrayviews.operators import halo, simjoin
 from arrayviews.operators.cells import cells_to_fragment_table
 from arrayviews.operators.simjoin import JoinSpec
-from arrayviews.operators.source import ComputedSource
-from arrayviews.storage import layout
+from arrayviews.operators.source import ComputedSource, StoredSource
+from arrayviews.storage import kinds, layout
+from arrayviews.views import answering, state
 from arrayviews.views import similarity as views_similarity
-from arrayviews.views import state
-from arrayviews.views.definition import check_aggregates, parse_view_aggregate, similarity
+from arrayviews.views.definition import (
+    SimilarityViewDefinition,
+    ViewAggregate,
+    check_aggregates,
+    parse_view_aggregate,
+    similarity,
+)
+from arrayviews.views.view import reflected_versions
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -46,8 +53,7 @@ class SimilarityJoin:
         right_chunks = views_similarity._chunks_of(self.right.source)
         return simjoin.plan_pairs(self.spec, left_chunks, right_chunks)
 
-    def aggregate(self, *aggregates: str) -> Array:
-        """One cell per left cell that has a pair, e.g. ``aggregate("count(*) as cnt", "avg(right.v) as m")``."""
+    def _definition(self, aggregates: tuple[str, ...]):
         if not aggregates:
             raise ValidationError(
                 "similarity join aggregate needs at least one aggregate, e.g. 'count(*) as cnt'"
@@ -56,10 +62,101 @@ class SimilarityJoin:
             self.left.name,
             self.right.name,
             self.spec.shape,
-            [parse_view_aggregate(a) for a in aggregates],
+            [a if isinstance(a, ViewAggregate) else parse_view_aggregate(a) for a in aggregates],
             self.spec.mapping,
         )
         check_aggregates(definition, self.spec.left, self.spec.right)
+        return definition
+
+    def _candidates(self) -> list[answering.Candidate]:
+        """The similarity views over the same two arrays (from the catalog's record of what each view
+        reads; only those are opened)."""
+        wanted = {self.left.name.lower(), self.right.name.lower()}
+        found = []
+        for entry, bases in self._db.catalog.reads().values():
+            if bases != frozenset(wanted) or entry.kind != kinds.ARRAY_VIEW:
+                continue
+            view = self._db.view(entry.name)
+            definition = view.definition
+            if not isinstance(definition, SimilarityViewDefinition):
+                continue
+            if (definition.left.lower(), definition.right.lower()) != (
+                self.left.name.lower(),
+                self.right.name.lower(),
+            ):
+                continue
+            table = view._current().table
+            found.append(
+                answering.Candidate(
+                    view.name,
+                    definition,
+                    table.schema,
+                    reflected_versions(table),
+                    StoredSource(table, table.current_version()),
+                )
+            )
+        return sorted(found, key=lambda c: c.name.lower())
+
+    def plan(self, *aggregates: str, through: str | None = "auto") -> answering.AnswerPlan:
+        """How ``aggregate(*aggregates, through=through)`` would be answered, and why (nothing runs)."""
+        definition = self._definition(aggregates)
+        return self._plan(definition, through)
+
+    def explain(self, *aggregates: str, through: str | None = "auto") -> str:
+        """The text of :meth:`plan`: the way chosen, the cost of each way, the views not usable."""
+        return self.plan(*aggregates, through=through).text()
+
+    def _plan(self, definition, through) -> answering.AnswerPlan:
+        if through is not None and not isinstance(through, str):
+            raise ValidationError(f"through must be 'auto', 'none' or a view name, got {through!r}")
+        stored = [isinstance(s, StoredSource) for s in (self.left.source, self.right.source)]
+        if not all(stored):
+            plan = answering.AnswerPlan(self.spec.shape, "scratch")
+            if through not in ("auto", "none", None):
+                raise ValidationError(
+                    f"view {through} cannot answer this similarity aggregate: it joins a computed array, "
+                    "not a stored one"
+                )
+            plan.reason = "a computed (not stored) array is joined: no view holds it"
+            return plan
+        return answering.plan_answer(
+            self._db.executors.costs,
+            self._db.executors.choose,
+            self.spec,
+            definition.aggregates,
+            self.left.source,
+            self.right.source,
+            [] if through in ("none", None) else self._candidates(),
+            through,
+        )
+
+    def aggregate(self, *aggregates: str, through: str | None = "auto") -> Array:
+        """One cell per left cell that has a pair, e.g. ``aggregate("count(*) as cnt", "avg(right.v) as m")``.
+
+        ``through``: ``"auto"`` answers through a similarity view over the same arrays when the cost
+        model predicts it cheaper (paper 000, section 5: the view plus the join over the delta shape),
+        ``"none"`` always from the base arrays, a view's name through that view (refused, with the
+        reason, when it cannot answer). The answer is the same either way, to the last bit."""
+        definition = self._definition(aggregates)
+        plan = self._plan(definition, through)
+        public = state.stored_schema(
+            self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
+        )
+        public = public.with_attributes([a for a in public.attributes if not a.internal])
+        if plan.chosen == "view":
+            candidate = next(c for c in self._candidates() if c.name == plan.view)
+            estimate = (
+                self.left.source.estimate() + self.right.source.estimate() + candidate.source.estimate()
+            )
+            engine, choice = self._db.executors.choose(estimate)
+            fragments = answering.answer_through_view(
+                engine, plan, candidate, self.spec, self.left.source, self.right.source
+            )
+            out = public.with_dimensions(candidate.stored.dimensions)
+            frame = answering.public_answer(
+                engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out
+            )
+            return Array(self._db, ComputedSource(out, frame, engine=engine, choice=choice))
         stored = state.stored_schema(
             self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
         )
@@ -67,7 +164,6 @@ class SimilarityJoin:
         fragments, _ = views_similarity.full_computation(
             engine, self.spec, definition, stored, self.left.source, self.right.source
         )
-        public = stored.with_attributes([a for a in stored.attributes if not a.internal])
         frame = engine.select(fragments, layout.fragment_schema(public).names)
         return Array(self._db, ComputedSource(public, frame, engine=engine, choice=choice))
 

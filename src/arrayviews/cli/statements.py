@@ -25,6 +25,7 @@ STATEMENT_SUMMARY: tuple[tuple[str, tuple[str, ...]], ...] = (
             "CREATE ARRAY VIEW V [WITH CHUNKS (n, ...)] AS SELECT ... SIMILARITY JOIN ... WITH SHAPE ... GROUP BY ...",
             "CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, 1, 1, avg(v))",
             "REFRESH VIEW V [USING AUTO|FULL|BASELINE] [ON base, ...]  |  VERIFY VIEW V  |  SHOW STATUS OF V",
+            "SELECT ... SIMILARITY JOIN ... WITH SHAPE ... GROUP BY ... [USING VIEW V | USING BASE ARRAYS]",
             "ALTER VIEW V SET REFRESH LIMIT n SECONDS | NONE  (kept by db.maintain_views())",
             "DROP VIEW V",
         ),

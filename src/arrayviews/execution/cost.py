@@ -116,9 +116,15 @@ class RefreshCost:
     fixed: float = 0.08
     per_pair: float = 1.0e-3
     per_view_chunk: float = 2.0e-3
+    #: Each match (a pair of cells inside the shape) the join kernel aggregates: prices joins over
+    #: shapes of different sizes, as in answering a query through a view (views/answering.py).
+    per_match: float = 2.0e-8
 
     def seconds(self, pairs: int, view_chunks: int) -> float:
         return self.fixed + self.per_pair * pairs + self.per_view_chunk * view_chunks
+
+    def match_seconds(self, matches: float) -> float:
+        return self.per_match * matches
 
 
 @dataclass(frozen=True)

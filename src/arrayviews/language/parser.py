@@ -254,6 +254,16 @@ class StatementBuilder(StreamStatements, UncertainStatements):
 
     def select(self, tree: Tree) -> ast.Statement:
         _, items_tree, into_keyword, into, _, source_tree = tree.children
+        words = [] if source_tree is None else [str(t).lower() for t in tokens_of(source_tree)]
+        if any(a == "similarity" and b == "join" for a, b in zip(words, words[1:], strict=False)):
+            if into is not None:
+                raise self.source.error(
+                    "SELECT ... INTO stores array queries; a similarity aggregate is stored as a view: "
+                    "CREATE ARRAY VIEW V AS SELECT ... SIMILARITY JOIN ...",
+                    into_keyword.start_pos,
+                )
+            reparsed = self.source.parse_tree(tree.meta.start_pos, tree.meta.end_pos, "similarity_query")
+            return self.similarity_query(reparsed)
         attributes = self.select_attributes(items_tree)
         array_form, array_error = None, None
         if source_tree is not None:
@@ -401,6 +411,22 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                 ("window",),
             )
         return ast.WindowSelect(window)
+
+    def similarity_query(self, tree: Tree) -> ast.Statement:
+        select_tree, using = tree.children
+        query = self.similarity_select(select_tree)
+        if using is None:
+            return ast.SimilarityQuery(query)
+        if using.children[1].type == "VIEW":
+            return ast.SimilarityQuery(query, str(using.children[2]))
+        word = using.children[1]
+        if str(word).lower() != "base":
+            raise self.source.error(
+                f"unexpected {str(word)!r}: write USING VIEW name or USING BASE ARRAYS",
+                word.start_pos,
+                ("VIEW", "BASE"),
+            )
+        return ast.SimilarityQuery(query, "none")
 
     def similarity_select(self, tree: Tree) -> ast.ViewQuery:
         parts = {c.data: c for c in tree.children if isinstance(c, Tree) and c.data != "view_aggregate"}

@@ -148,6 +148,13 @@ def _create_view(s: ast.CreateView) -> str:
     return f"{text} AS {view_query_text(s.query)}"
 
 
+def _similarity_query(s: ast.SimilarityQuery) -> str:
+    text = _similarity_select(s.query)
+    if s.through is None:
+        return text
+    return text + (" USING BASE ARRAYS" if s.through == "none" else f" USING VIEW {s.through}")
+
+
 def _refresh_view(s: ast.RefreshView) -> str:
     text = f"REFRESH VIEW {s.name}"
     if s.strategy is not None:
@@ -316,6 +323,7 @@ _STATEMENTS: dict[type, Callable] = {
     ast.DropView: lambda s: f"DROP VIEW {s.name}",
     ast.ShowStatus: lambda s: f"SHOW STATUS OF {s.name}",
     ast.RefreshView: _refresh_view,
+    ast.SimilarityQuery: _similarity_query,
     ast.VerifyView: lambda s: f"VERIFY VIEW {s.name}",
 }
 

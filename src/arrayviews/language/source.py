@@ -22,7 +22,7 @@ from arrayviews.model.errors import ParseError
 from arrayviews.model.schema_parser import parse_schema
 
 #: The start rules of the grammar: a whole script, and the pieces parsed again on their own.
-START_RULES = ("script", "array_expr", "array_source", "view_select")
+START_RULES = ("script", "array_expr", "array_source", "view_select", "similarity_query")
 
 # How the grammar's terminals are shown to users in "expected one of" lists; keywords not listed
 # here are shown as themselves (CREATE, ARRAY, ...).

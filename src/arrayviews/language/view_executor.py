@@ -280,6 +280,24 @@ statement_runner(ast.VerifyView)(lambda db, s: open_view(db, s.name).verify())
 statement_runner(ast.AlterViewRefreshLimit)(lambda db, s: open_view(db, s.name).set_refresh_limit(s.seconds))
 
 
+def _similarity_join(db: Database, s: ast.SimilarityQuery):
+    definition = _similarity_definition(db, s.query)
+    join = db.similarity_join(definition.left, definition.right, definition.shape, definition.mapping)
+    return join, definition.aggregates
+
+
+@statement_runner(ast.SimilarityQuery)
+def _similarity_query(db: Database, s: ast.SimilarityQuery) -> Any:
+    join, aggregates = _similarity_join(db, s)
+    return join.aggregate(*aggregates, through=s.through or "auto")
+
+
+@explainer(ast.SimilarityQuery)
+def _explain_similarity_query(db: Database, s: ast.SimilarityQuery) -> str:
+    join, aggregates = _similarity_join(db, s)
+    return join.explain(*aggregates, through=s.through or "auto")
+
+
 @explainer(ast.RefreshView)
 def _explain_refresh(db: Database, s: ast.RefreshView) -> str:
     view = open_view(db, s.name)

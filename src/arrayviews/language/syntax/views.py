@@ -379,6 +379,22 @@ class AlterViewRefreshLimit(Statement):
 
 
 @dataclass(frozen=True)
+class SimilarityQuery(Statement):
+    """A similarity aggregate as a query: ``SELECT aggregates FROM A a SIMILARITY JOIN B b ... WITH
+    SHAPE s GROUP BY a.dims [USING VIEW V | USING BASE ARRAYS]`` (``through`` None: a view when the
+    cost model predicts it cheaper; ``"none"``: the base arrays; else that view)."""
+
+    query: SimilaritySelect
+    through: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, SimilaritySelect):
+            raise ValueError("a similarity query holds a SimilaritySelect")
+        if self.through is not None and self.through != "none":
+            _set(self, "through", _identifier(self.through, "view"))
+
+
+@dataclass(frozen=True)
 class VerifyView(Statement):
     """``VERIFY VIEW name``: recompute from scratch and compare (True when they agree)."""
 
@@ -403,6 +419,7 @@ __all__ = [
     "SetShape",
     "ShapeExpr",
     "ShowStatus",
+    "SimilarityQuery",
     "SimilaritySelect",
     "VerifyView",
     "ViewAggregateItem",

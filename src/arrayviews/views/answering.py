@@ -1,0 +1,416 @@
+"""Answering a similarity-join aggregate through a materialized similarity view (paper 000, section 5):
+the delta shapes, which views can answer, the cost of each way (Eq. 3, in this engine's terms), and
+the differential evaluation itself.
+
+A view keeps, per left cell, the exact state of its aggregates over the right cells inside the view's
+shape. A query over the same two arrays with the same mapping but another shape differs from the
+view by the right cells inside ``query \\ view`` (to add) and ``view \\ query`` (to take away): the
+delta shape ``view xor query``. The answer is the view's state plus the signed join over the delta
+shape, merged per view chunk by the code that merges a refresh (the change of a view whose shape
+moved from ``view`` to ``query``). Counts and sums are exact, so the answer equals the query computed
+from scratch to the last bit. A min or max cannot be subtracted: a cell whose stored extreme may lie
+in ``view \\ query`` is recomputed from the base arrays with the query's shape, as a refresh recomputes
+cells whose extreme left.
+
+The choice (Eq. 3). Both ways read the two base arrays; the view's way also reads and merges the view.
+The join work that differs is the number of matches (pairs of cells the kernel aggregates, estimated
+from the right array's density times the shape's size, per left cell) and the chunk pairs formed.
+Each way is priced with the calibrated engine costs and the refresh terms (execution/cost.py); the
+cheaper runs. As the paper finds, the ratio of ``|delta|`` to ``|query|`` decides: a delta shape
+larger than the query shape never pays.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from arrayviews.execution.cost import CostModel, Estimate
+from arrayviews.execution.engine import Data, Engine
+from arrayviews.model.errors import ValidationError
+from arrayviews.model.mappings import Mapping
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.shapes import Shape
+from arrayviews.operators import simjoin
+from arrayviews.operators.simjoin import JoinSpec
+from arrayviews.operators.source import StoredSource
+from arrayviews.storage import layout
+from arrayviews.views import similarity
+from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+
+#: The ways a similarity aggregate may be answered.
+THROUGH_CHOICES = ("auto", "none")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A stored similarity view as the planner sees it: definition, stored schema, the base versions
+    it reflects, and its fragments at its current version (state columns included)."""
+
+    name: str
+    definition: SimilarityViewDefinition
+    stored: ArraySchema
+    reflected: dict[str, int]
+    source: StoredSource
+
+
+@dataclass(frozen=True)
+class WayCost:
+    """One way of answering: what it reads and joins, and the predicted seconds."""
+
+    way: str  # "scratch" or "view"
+    executor: str
+    cells: int
+    chunk_pairs: int
+    matches: float
+    view_chunks: int
+    seconds: float
+
+    def text(self) -> str:
+        where = f", {self.view_chunks} view chunk(s) merged" if self.way == "view" else ""
+        return (
+            f"{self.way}: {self.cells:,} cells read, {self.chunk_pairs} chunk pair(s), "
+            f"~{self.matches:,.0f} matches{where}; {self.seconds:.3f} s predicted ({self.executor})"
+        )
+
+
+@dataclass
+class AnswerPlan:
+    """How a similarity aggregate will be answered, and why (``explain`` prints it)."""
+
+    query_shape: Shape
+    chosen: str  # "scratch" or "view"
+    view: str | None = None
+    added: Shape | None = None  # query \\ view
+    removed: Shape | None = None  # view \\ query
+    scratch: WayCost | None = None
+    through_view: WayCost | None = None
+    reason: str = ""
+    refused: dict[str, str] = field(default_factory=dict)  # view name -> why it cannot answer
+
+    def text(self) -> str:
+        lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
+        lines.append(f"  why: {self.reason}")
+        if self.added is not None or self.removed is not None:
+            lines.append(
+                f"  delta shape: {_size(self.added)} offset(s) added, {_size(self.removed)} taken away "
+                f"(query shape {len(self.query_shape)})"
+            )
+        for cost in (self.scratch, self.through_view):
+            if cost is not None:
+                lines.append("  " + cost.text())
+        for name, why in self.refused.items():
+            lines.append(f"  view {name} not used: {why}")
+        return "\n".join(lines)
+
+    def _how(self) -> str:
+        return f"through view {self.view}" if self.chosen == "view" else "from the base arrays"
+
+
+def _size(shape: Shape | None) -> int:
+    return 0 if shape is None else len(shape)
+
+
+def aggregate_key(aggregate: ViewAggregate) -> tuple:
+    return (
+        aggregate.function,
+        aggregate.side,
+        None if aggregate.attribute is None else aggregate.attribute.lower(),
+    )
+
+
+def _same_mapping(a: Mapping, b: Mapping) -> bool:
+    return a.to_json() == b.to_json()
+
+
+def usable(
+    candidate: Candidate, spec: JoinSpec, aggregates: tuple[ViewAggregate, ...], versions: dict[str, int]
+) -> str | None:
+    """Why ``candidate`` cannot answer the query (None: it can): another mapping, an aggregate it
+    does not keep, or base versions other than those the query reads (a view behind its bases)."""
+    definition = candidate.definition
+    view_spec_mapping = Mapping.of(spec.left, spec.right, definition.mapping)
+    if not _same_mapping(view_spec_mapping, spec.mapping):
+        return "its mapping of the left array onto the right one differs from the query's"
+    if definition.shape.ndim != spec.shape.ndim:
+        return f"its shape has {definition.shape.ndim} dimension(s), the query's {spec.shape.ndim}"
+    kept = {aggregate_key(a) for a in definition.aggregates}
+    for aggregate in aggregates:
+        if aggregate_key(aggregate) not in kept:
+            what = "*" if aggregate.attribute is None else f"{aggregate.side}.{aggregate.attribute}"
+            return f"it does not keep {aggregate.function}({what})"
+    for base, version in versions.items():
+        if candidate.reflected.get(base, 0) != version:
+            return (
+                f"it reflects {base} v{candidate.reflected.get(base, 0)}, the query reads {base} v{version} "
+                f"(refresh it first)"
+            )
+    return None
+
+
+def delta_shapes(view_shape: Shape, query_shape: Shape) -> tuple[Shape | None, Shape | None]:
+    """(query \\ view, view \\ query), each None when empty."""
+    added, removed = query_shape - view_shape, view_shape - query_shape
+    return (added if len(added) else None), (removed if len(removed) else None)
+
+
+def _chunk_cells(source: StoredSource) -> tuple[np.ndarray, np.ndarray]:
+    cells = similarity._chunk_cells(source)
+    chunks = np.array(list(cells), dtype=np.int64).reshape(-1, source.schema.ndim)
+    return chunks, np.array(list(cells.values()), dtype=np.int64)
+
+
+def _same(left: StoredSource, right: StoredSource) -> bool:
+    return left.table.name == right.table.name and left.version == right.version
+
+
+def _density(chunks: np.ndarray, cells: np.ndarray, schema: ArraySchema) -> float:
+    """Cells per position of the right array, over the chunks that hold cells."""
+    if len(chunks) == 0:
+        return 0.0
+    volume = 1
+    for dimension in schema.dimensions:
+        volume *= dimension.chunk_length
+    return float(cells.sum()) / (volume * len(chunks))
+
+
+@dataclass
+class JoinInputs:
+    """Chunk metadata of both arrays, read once for every way priced."""
+
+    left_chunks: np.ndarray
+    left_cells: np.ndarray
+    right_chunks: np.ndarray
+    right_cells: np.ndarray
+    density: float
+
+    @classmethod
+    def of(cls, left: StoredSource, right: StoredSource) -> JoinInputs:
+        left_chunks, left_cells = _chunk_cells(left)
+        right_chunks, right_cells = (left_chunks, left_cells) if _same(left, right) else _chunk_cells(right)
+        return cls(
+            left_chunks,
+            left_cells,
+            right_chunks,
+            right_cells,
+            _density(right_chunks, right_cells, right.schema),
+        )
+
+    def pairs(self, spec: JoinSpec) -> list:
+        return simjoin.plan_pairs(spec, self.left_chunks, self.right_chunks)
+
+    def matches(self, shape: Shape | None) -> float:
+        """Expected matches of a join with ``shape``: left cells x right density x shape size."""
+        return 0.0 if shape is None else float(self.left_cells.sum()) * self.density * len(shape)
+
+
+def with_shape(spec: JoinSpec, shape: Shape) -> JoinSpec:
+    return JoinSpec(spec.left, spec.right, shape, spec.mapping)
+
+
+def price(
+    costs: CostModel,
+    choose,
+    inputs: JoinInputs,
+    spec: JoinSpec,
+    read: Estimate,
+    candidate: Candidate | None,
+    added: Shape | None,
+    removed: Shape | None,
+) -> WayCost:
+    """The predicted seconds of answering from scratch (``candidate`` None) or through a view: the
+    engine's cost of the cells read and jobs run, plus the refresh terms for chunk pairs, matches
+    and view chunks merged (execution/cost.py)."""
+    if candidate is None:
+        pairs = len(inputs.pairs(spec))
+        matches = inputs.matches(spec.shape)
+        estimate, view_chunks = read, 0
+    else:
+        pairs = sum(len(inputs.pairs(with_shape(spec, s))) for s in (added, removed) if s is not None)
+        matches = inputs.matches(added) + inputs.matches(removed)
+        kept = candidate.source.estimate()
+        view_chunks = kept.chunks
+        # one job per delta term; a min/max view losing offsets finds its stale cells in one more job,
+        # whose state is computed again by the answer's own job
+        terms = sum(s is not None for s in (added, removed))
+        stale = removed is not None and _has_right_extremes(candidate.definition)
+        jobs = 1 + max(terms, 1) + (2 if stale else 0)
+        estimate = Estimate(read.cells + kept.cells, read.bytes + kept.bytes, read.chunks + kept.chunks, jobs)
+    _, choice = choose(estimate)
+    terms = costs.refresh_terms(choice.executor)
+    seconds = (
+        choice.predicted[choice.executor] + terms.seconds(pairs, view_chunks) + terms.match_seconds(matches)
+    )
+    return WayCost(
+        "scratch" if candidate is None else "view",
+        choice.executor,
+        estimate.cells,
+        pairs,
+        matches,
+        view_chunks,
+        seconds,
+    )
+
+
+def _has_right_extremes(definition: SimilarityViewDefinition) -> bool:
+    return any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
+
+
+def plan_answer(
+    costs: CostModel,
+    choose,
+    spec: JoinSpec,
+    aggregates: tuple[ViewAggregate, ...],
+    left: StoredSource,
+    right: StoredSource,
+    candidates: list[Candidate],
+    through: str | None = "auto",
+) -> AnswerPlan:
+    """Decide how to answer: from scratch, or through the cheapest usable view (``through``: "auto",
+    "none", or a view's name, which must be usable). ``choose(estimate) -> (engine, Choice)``."""
+    versions = {left.table.name: left.version, right.table.name: right.version}
+    plan = AnswerPlan(spec.shape, "scratch")
+    if through == "none" or through is None:
+        plan.reason = "asked to answer from the base arrays"
+        return plan
+    inputs = JoinInputs.of(left, right)
+    read = left.estimate() if _same(left, right) else left.estimate() + right.estimate()
+    read = Estimate(read.cells, read.bytes, read.chunks, 2)
+    plan.scratch = price(costs, choose, inputs, spec, read, None, None, None)
+    best: tuple[WayCost, Candidate, Shape | None, Shape | None] | None = None
+    for candidate in candidates:
+        if through not in ("auto", candidate.name):
+            continue
+        why = usable(candidate, spec, aggregates, versions)
+        if why is not None:
+            plan.refused[candidate.name] = why
+            continue
+        added, removed = delta_shapes(candidate.definition.shape, spec.shape)
+        cost = price(costs, choose, inputs, spec, read, candidate, added, removed)
+        if best is None or cost.seconds < best[0].seconds:
+            best = (cost, candidate, added, removed)
+    if best is None:
+        if through not in ("auto", None):
+            why = plan.refused.get(through, "it is not a similarity view over these two arrays")
+            raise ValidationError(f"view {through} cannot answer this similarity aggregate: {why}")
+        plan.reason = (
+            "no similarity view over these arrays can answer it"
+            if not plan.refused
+            else "no view can answer it"
+        )
+        return plan
+    cost, candidate, added, removed = best
+    plan.view, plan.added, plan.removed, plan.through_view = candidate.name, added, removed, cost
+    if through == candidate.name:
+        plan.chosen, plan.reason = "view", f"asked to answer through view {candidate.name}"
+    elif cost.seconds < plan.scratch.seconds:
+        plan.chosen = "view"
+        plan.reason = (
+            f"through {candidate.name} is predicted {plan.scratch.seconds / max(cost.seconds, 1e-9):.1f}x "
+            "faster (delta shape "
+            f"{_size(added) + _size(removed)} offset(s) against {len(spec.shape)})"
+        )
+    else:
+        plan.reason = (
+            f"from scratch is predicted {cost.seconds / max(plan.scratch.seconds, 1e-9):.1f}x faster than "
+            f"through {candidate.name} (delta shape {_size(added) + _size(removed)} offset(s) against "
+            f"{len(spec.shape)})"
+        )
+    return plan
+
+
+# -- the differential evaluation ------------------------------------------------------------------
+def _signed_state(
+    engine: Engine,
+    spec: JoinSpec,
+    shape: Shape,
+    role: int,
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+    left: StoredSource,
+    right: StoredSource,
+    inputs: JoinInputs,
+) -> Data:
+    """State change of every left cell from the right cells inside ``shape`` (sign of ``role``)."""
+    term_spec = with_shape(spec, shape)
+    pairs = inputs.pairs(term_spec)
+    left_rows = simjoin.route_left(engine, left.data(engine), term_spec, simjoin.LEFT_OLD)
+    right_rows = simjoin.route_right(engine, right.data(engine), term_spec, pairs, role)
+    terms = (((simjoin.LEFT_OLD,), (role,)),)
+    return similarity.compute_state(engine, term_spec, definition, stored, left_rows, right_rows, terms)
+
+
+def answer_through_view(
+    engine: Engine,
+    plan: AnswerPlan,
+    candidate: Candidate,
+    spec: JoinSpec,
+    left: StoredSource,
+    right: StoredSource,
+) -> Data:
+    """Fragments (the view's stored schema) of the query's answer: the view's state plus the signed
+    joins over the delta shapes, merged per view chunk; cells whose min/max may have been in
+    ``view \\ query`` recomputed from the base arrays with the query's shape."""
+    definition, stored = candidate.definition, candidate.stored
+    inputs = JoinInputs.of(left, right)
+    states = [
+        _signed_state(engine, spec, shape, role, definition, stored, left, right, inputs)
+        for shape, role in ((plan.added, simjoin.RIGHT_PLUS), (plan.removed, simjoin.RIGHT_MINUS))
+        if shape is not None
+    ]
+    old = candidate.source.data(engine)
+    if not states:  # the same shape: the view is the answer
+        return old
+    state = engine.union(states)
+    if plan.removed is not None and _has_right_extremes(definition):
+        cells = int(inputs.left_cells.sum() + inputs.right_cells.sum())
+        stale = similarity.find_stale_cells(engine, state, old, definition, stored, cells)
+        if stale.num_rows:
+            fresh = similarity.fresh_extremes(engine, spec, definition, stored, stale, left, right)
+            state = engine.union([state, fresh])
+    return similarity.merge_into_view(engine, state, old, definition, stored, full=False)
+
+
+def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
+    return table.rename_columns([names.get(c, c) for c in table.column_names])
+
+
+def public_answer(
+    engine: Engine,
+    fragments: Data,
+    stored: ArraySchema,
+    definition: SimilarityViewDefinition,
+    aggregates: tuple[ViewAggregate, ...],
+    public: ArraySchema,
+) -> Data:
+    """The view-shaped answer as the query's public array: the requested aggregates only, under the
+    query's names, in the query's order (the view's other aggregates and state are left out)."""
+    by_key = {aggregate_key(a): a.alias for a in definition.aggregates}
+    names: dict[str, str] = {}
+    kept_schema = stored.with_attributes([stored.attribute(by_key[aggregate_key(a)]) for a in aggregates])
+    selected = engine.select(fragments, layout.fragment_schema(kept_schema).names)
+    for aggregate, attribute in zip(aggregates, public.attributes, strict=True):
+        old = by_key[aggregate_key(aggregate)]
+        for column in (layout.value_column, layout.null_column, layout.min_column, layout.max_column):
+            names[column(old)] = column(attribute.name)
+    if all(k == v for k, v in names.items()):
+        return selected
+    return engine.map_batches(
+        selected, functools.partial(_renamed, names=names), layout.fragment_schema(public)
+    )
+
+
+__all__ = [
+    "AnswerPlan",
+    "Candidate",
+    "THROUGH_CHOICES",
+    "WayCost",
+    "answer_through_view",
+    "delta_shapes",
+    "plan_answer",
+    "public_answer",
+    "usable",
+]
