@@ -38,7 +38,7 @@ from arrayviews.operators import simjoin
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import StoredSource
 from arrayviews.storage import layout
-from arrayviews.views import similarity
+from arrayviews.views import compute, similarity
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 
 #: The ways a similarity aggregate may be answered.
@@ -233,11 +233,10 @@ def price(
         matches = inputs.matches(added) + inputs.matches(removed)
         kept = candidate.source.estimate()
         view_chunks = kept.chunks
-        # one job per delta term; a min/max view losing offsets finds its stale cells in one more job,
-        # whose state is computed again by the answer's own job
-        terms = sum(s is not None for s in (added, removed))
+        # one job computes the delta shapes' state and merges it; a min/max view losing offsets
+        # finds its stale cells in one more job, whose state the answer's own job computes again
         stale = removed is not None and _has_right_extremes(candidate.definition)
-        jobs = 1 + max(terms, 1) + (2 if stale else 0)
+        jobs = 2 + (2 if stale else 0)
         estimate = Estimate(read.cells + kept.cells, read.bytes + kept.bytes, read.chunks + kept.chunks, jobs)
     _, choice = choose(estimate)
     terms = costs.refresh_terms(choice.executor)
@@ -323,24 +322,58 @@ def plan_answer(
 
 
 # -- the differential evaluation ------------------------------------------------------------------
-def _signed_state(
+def _delta_chunk(
+    left_rows: pa.Table,
+    right_rows: pa.Table,
+    terms: tuple[tuple[JoinSpec, int], ...],
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+) -> pa.Table | None:
+    """The state change of one left chunk from the right cells routed to it (within reach of every
+    delta shape): one signed join per delta shape, each testing its own stencil."""
+    parts = []
+    for spec, role in terms:
+        signed = right_rows.set_column(
+            right_rows.schema.get_field_index(simjoin.ROLE),
+            simjoin.ROLE,
+            pa.array(np.full(right_rows.num_rows, role, dtype=np.int8)),
+        )
+        part = compute.join_chunk(
+            left_rows, signed, spec, definition, stored, (((simjoin.LEFT_OLD,), (role,)),)
+        )
+        if part is not None:
+            parts.append(part)
+    return pa.concat_tables(parts) if parts else None
+
+
+def _delta_state(
     engine: Engine,
     spec: JoinSpec,
-    shape: Shape,
-    role: int,
+    plan: AnswerPlan,
     definition: SimilarityViewDefinition,
     stored: ArraySchema,
     left: StoredSource,
     right: StoredSource,
     inputs: JoinInputs,
 ) -> Data:
-    """State change of every left cell from the right cells inside ``shape`` (sign of ``role``)."""
-    term_spec = with_shape(spec, shape)
-    pairs = inputs.pairs(term_spec)
-    left_rows = simjoin.route_left(engine, left.data(engine), term_spec, simjoin.LEFT_OLD)
-    right_rows = simjoin.route_right(engine, right.data(engine), term_spec, pairs, role)
-    terms = (((simjoin.LEFT_OLD,), (role,)),)
-    return similarity.compute_state(engine, term_spec, definition, stored, left_rows, right_rows, terms)
+    """State change of every left cell over the delta shapes: the right cells within reach of their
+    union are routed once, and each shape's signed join runs on them (sign +1 for ``query \\ view``,
+    -1 for ``view \\ query``)."""
+    terms = tuple(
+        (with_shape(spec, shape), role)
+        for shape, role in ((plan.added, simjoin.RIGHT_PLUS), (plan.removed, simjoin.RIGHT_MINUS))
+        if shape is not None
+    )
+    reach = terms[0][0].shape if len(terms) == 1 else terms[0][0].shape | terms[1][0].shape
+    routing = with_shape(spec, reach)
+    left_rows = simjoin.route_left(engine, left.data(engine), routing, simjoin.LEFT_OLD)
+    right_rows = simjoin.route_right(
+        engine, right.data(engine), routing, inputs.pairs(routing), simjoin.RIGHT_OLD
+    )
+    function = functools.partial(_delta_chunk, terms=terms, definition=definition, stored=stored)
+    keys = simjoin.halo.target_columns(spec.left.dimension_names)
+    delta = compute.delta_schema(stored)
+    return engine.cogroup(left_rows, right_rows, keys, function, layout.cell_schema(delta))
 
 
 def answer_through_view(
@@ -355,16 +388,11 @@ def answer_through_view(
     joins over the delta shapes, merged per view chunk; cells whose min/max may have been in
     ``view \\ query`` recomputed from the base arrays with the query's shape."""
     definition, stored = candidate.definition, candidate.stored
-    inputs = JoinInputs.of(left, right)
-    states = [
-        _signed_state(engine, spec, shape, role, definition, stored, left, right, inputs)
-        for shape, role in ((plan.added, simjoin.RIGHT_PLUS), (plan.removed, simjoin.RIGHT_MINUS))
-        if shape is not None
-    ]
     old = candidate.source.data(engine)
-    if not states:  # the same shape: the view is the answer
+    if plan.added is None and plan.removed is None:  # the same shape: the view is the answer
         return old
-    state = engine.union(states)
+    inputs = JoinInputs.of(left, right)
+    state = _delta_state(engine, spec, plan, definition, stored, left, right, inputs)
     if plan.removed is not None and _has_right_extremes(definition):
         cells = int(inputs.left_cells.sum() + inputs.right_cells.sum())
         stale = similarity.find_stale_cells(engine, state, old, definition, stored, cells)

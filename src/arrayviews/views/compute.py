@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums
+from arrayviews.kernels.rows import unique_rows
 from arrayviews.kernels.simjoin import join_aggregate
 from arrayviews.model.errors import RangeError
 from arrayviews.model.names import NEGATIVE
@@ -251,7 +252,7 @@ def join_chunk(
     coords = np.vstack(rows_coords)
     if len(coords) == 0:
         return None
-    cells, inverse = np.unique(coords, axis=0, return_inverse=True)
+    cells, inverse = unique_rows(coords, return_inverse=True)
     inverse = inverse.reshape(-1)
     count = len(cells)
     for name, parts in additive.items():
@@ -302,7 +303,7 @@ def fresh_extremes_chunk(
         for name, functions in _inputs(definition, "right").items()
         if functions & {"min", "max"}
     }
-    cells = np.unique(left.coords, axis=0)
+    cells = unique_rows(left.coords)
     if len(right.coords):
         result = join_aggregate(
             spec.mapping.apply(cells, spec.left),
@@ -356,7 +357,7 @@ def stale_cells(
     old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
     old_coords, old_values, old_nulls = cell_columns(old_cells, stored)
     everything = np.vstack([old_coords, coords])
-    _, inverse = np.unique(everything, axis=0, return_inverse=True)
+    _, inverse = unique_rows(everything, return_inverse=True)
     inverse = inverse.reshape(-1)
     old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
     stale = np.zeros(len(coords), dtype=bool)
@@ -418,7 +419,7 @@ def merge_chunk(
     else:
         old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
         old_coords, old_values, old_nulls = cell_columns(old_cells, stored)
-    cells, inverse = np.unique(np.vstack([old_coords, coords]), axis=0, return_inverse=True)
+    cells, inverse = unique_rows(np.vstack([old_coords, coords]), return_inverse=True)
     inverse = inverse.reshape(-1)
     old_index, new_index = inverse[: len(old_coords)], inverse[len(old_coords) :]
     change = ~fresh
