@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pyarrow as pa
 
+from arrayviews.kernels.exact_divide import int_quotient
 from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, K
 from arrayviews.model.aggregate_calls import canonical_function
 from arrayviews.model.types import numpy_dtype, type_of_dtype
@@ -410,12 +411,11 @@ def finalize(states: PartialStates, function: str) -> tuple[np.ndarray, np.ndarr
 
 
 def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``total / count`` as float64 (0 where count is 0); integer totals are split as q + r / count so
-    that the result is as close to the exact quotient as float64 allows, even beyond 2**53."""
+    """``total / count`` as float64 (0 where count is 0); an integer total's mean is the float64
+    nearest the exact quotient (kernels/exact_divide.py), even beyond 2**53."""
     if total.dtype.kind == "f":
         return _safe_divide(total, count)
-    quotient, remainder = np.divmod(total, np.maximum(count, 1))
-    return np.where(count > 0, quotient.astype(np.float64) + remainder / np.maximum(count, 1), 0.0)
+    return np.where(count > 0, int_quotient(total, np.maximum(count, 1)), 0.0)
 
 
 # -- serialization ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arrayviews.kernels.exact_divide import int_quotient, wide_quotient
 from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, IntSums, K
 from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.schema import ArraySchema, Attribute
@@ -334,13 +335,12 @@ def _left_sum(count: np.ndarray, value: np.ndarray, empty: np.ndarray):
 
 
 def _int_average(exact: IntSums, count: np.ndarray) -> np.ndarray:
-    """``sum / count`` as float64: split as q + r / count where the sum fits int64 (as close to the
-    exact quotient as float64 allows), else the correctly rounded sum divided by count."""
-    total = exact.values()
+    """``sum / count`` as the float64 nearest the exact quotient (kernels/exact_divide.py)."""
     safe = np.maximum(count, 1)
-    quotient, remainder = np.divmod(total, safe)
-    result = quotient.astype(np.float64) + remainder / safe
-    wide = ~exact.fits()
+    fits = exact.fits()
+    result = np.empty(len(count), np.float64)
+    result[fits] = int_quotient(exact.values()[fits], safe[fits])
+    wide = ~fits
     if wide.any():
-        result[wide] = exact.take(wide).to_float() / safe[wide]
+        result[wide] = wide_quotient(exact.high[wide], exact.low[wide], safe[wide])
     return result
