@@ -24,6 +24,7 @@ BENCHMARKS = (
     "engine",
     "refresh_jobs",
     "asymmetric_plans",
+    "maintenance_plans",
     "refresh_limit",
     "query_through_view",
 )
