@@ -86,7 +86,20 @@ def _minimal_sets(pending: dict[str, float], limit: float) -> list[set[str]]:
     return [s for s in fits if not any(other < s for other in fits)]
 
 
-def test_decisions_on_a_live_view(db) -> None:
+def _priced(monkeypatch, combine) -> None:
+    """Price one refresh of several bases as ``combine`` of the planner's per-base predictions
+    (the paper's additive costs with ``sum``; an engine whose refreshes share everything with ``max``)."""
+    from arrayviews.views import pending as planner
+
+    def joint(db, view, bases=None):
+        rows = planner.pending_costs(db, view, first_batch=False)
+        chosen = [r["predicted_seconds"] for r in rows if bases is None or r["base"] in bases]
+        return combine(chosen) if chosen else 0.0
+
+    monkeypatch.setattr(limits, "joint_seconds", joint)
+
+
+def test_decisions_on_a_live_view(db, monkeypatch) -> None:
     left_cells, right_cells = {(0, 0): 1, (2, 2): 5}, {(0, 1): 10, (3, 3): -4}
     left, right, view = two_bases(db, left_cells, right_cells)
     left.insert(batch({(4, 4): 7}))
@@ -101,7 +114,9 @@ def test_decisions_on_a_live_view(db) -> None:
     assert decision.advanced == () and decision.result is None and "nothing to do now" in str(decision)
     assert len(view.versions()) == versions
 
-    # a limit above the larger base's cost and below the total: refreshing one base is enough
+    # additive costs (the paper's model): a limit above the larger base's cost and below the total:
+    # refreshing one base is enough
+    _priced(monkeypatch, sum)
     limit = (max(pending.values()) + sum(pending.values())) / 2
     view.set_refresh_limit(limit)
     (decision,) = db.maintain_views()
@@ -129,3 +144,21 @@ def test_decisions_on_a_live_view(db) -> None:
     assert set(decision.advanced) == {"L", "R"} == _minimal_sets(pending, min(pending.values()) / 2)[0]
     assert not view.status()["pending"]
     assert view.verify()
+
+    # shared costs (one refresh of both costs what the dearer one does): ONLINE's single base is
+    # widened to every base, which empties both for the same predicted time
+    _priced(monkeypatch, max)
+    left.insert(batch({(5, 0): 3}))
+    right.insert(batch({(5, 1): 9}))
+    right.insert(batch({(0, 5): 1}))
+    pending = {r.base: r.predicted_seconds for r in view.pending_costs().itertuples()}
+    limit = (max(pending.values()) + min(pending.values())) / 2  # over: the dearer base must go
+    view.set_refresh_limit(limit)
+    decision = view.keep_within_limit()
+    assert decision.pending_seconds == max(pending.values())
+    assert set(decision.advanced) == {"L", "R"} and "refreshing every base" in decision.reason
+    assert not view.status()["pending"]
+    assert view.to_arrow().to_pylist() == expected(
+        {**left_cells, (4, 4): 7, (5, 5): 2, (5, 0): 3},
+        {**right_cells, (1, 2): 3, (4, 5): 8, (5, 4): 6, (5, 1): 9, (0, 5): 1},
+    )

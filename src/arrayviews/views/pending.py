@@ -54,6 +54,21 @@ def _pending_versions(pinned: StoredSource, reflected: int) -> list[int]:
     return sorted(v.version for v in pinned.table.versions() if reflected < v.version <= pinned.version)
 
 
+def joint_seconds(db: Database, view, bases: tuple[str, ...] | None = None) -> float:
+    """The predicted seconds of ONE refresh bringing ``bases`` (all with None) forward over all their
+    pending batches, as ``auto`` plans it (0 when none of them has any); nothing runs. A refresh of
+    several bases shares one plan, one computation and one commit, so this is usually far less than
+    the sum of each base's :func:`pending_costs` row."""
+    table = view._current().table
+    reflected = reflected_versions(table)
+    pinned = _pinned_bases(db, view.definition, reflected, bases)
+    if all(reflected.get(b, 0) == source.version for b, source in pinned.items()):
+        return 0.0
+    source = ViewSource(table, table.current_version(), table.schema)
+    _, chosen, _, _, _ = _plan_strategy(db, view, "auto", pinned, reflected, source)
+    return float(chosen.seconds)
+
+
 def first_batch_seconds(db: Database, view, base: str) -> float:
     """The predicted seconds of refreshing ``view`` on the first pending batch of ``base`` alone
     (0 with none pending), as ``auto`` plans it; nothing runs."""
@@ -69,4 +84,4 @@ def first_batch_seconds(db: Database, view, base: str) -> float:
     return float(first.seconds)
 
 
-__all__ = ["first_batch_seconds", "pending_costs"]
+__all__ = ["first_batch_seconds", "joint_seconds", "pending_costs"]
