@@ -223,3 +223,28 @@ def test_the_statement_and_its_explain(loaded):
     assert "answered through view V" in explained and "4 offset(s) added" in explained
     with pytest.raises(Exception, match="USING VIEW name or USING BASE ARRAYS"):
         parse(text + " USING SOME ARRAYS")
+
+
+def test_a_commit_during_the_query_does_not_mix_versions(loaded, monkeypatch):
+    """Another writer commits to A after the plan checked the view against A's version: the answer
+    is still the query at the version it started on (the view's state is never combined with newer
+    base cells)."""
+    from arrayviews.views import answering
+
+    db, cells = loaded
+    db.create_view("V", similarity("A", "A", L1(1), AGGREGATES))
+    taken = set(zip(cells.i.tolist(), cells.j.tolist(), strict=True))
+    fresh = [(i, 0) for i in range(24) if (i, 0) not in taken]
+    planned = answering.plan_answer
+
+    def racing(*args, **kwargs):
+        plan = planned(*args, **kwargs)
+        db.array("A").insert(
+            pd.DataFrame({"i": [c[0] for c in fresh], "j": [0] * len(fresh), "v": 1.0, "w": 1})
+        )
+        return plan
+
+    monkeypatch.setattr(answering, "plan_answer", racing)
+    answer = db.similarity_join("A", "A", Linf(1)).aggregate(*AGGREGATES, through="V").to_pandas()
+    _check(answer, _brute_force(cells, Linf(1).offsets()))
+    assert db.array("A").version == 2  # the other writer did commit

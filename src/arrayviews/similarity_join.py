@@ -106,11 +106,24 @@ class SimilarityJoin:
         """The text of :meth:`plan`: the way chosen, the cost of each way, the views not usable."""
         return self.plan(*aggregates, through=through).text()
 
-    def _plan(self, definition, through) -> answering.AnswerPlan:
+    def _sources(self):
+        """Both sides' sources read once: every later step of one query reads these versions (a
+        self-join reads one version on both sides), whatever commits meanwhile."""
+        left = self.left.source
+        one_array = (
+            isinstance(left, StoredSource)
+            and not self.left._pinned
+            and not self.right._pinned
+            and self.right.name == self.left.name
+        )
+        right = left if self.right is self.left or one_array else self.right.source
+        return left, right
+
+    def _plan(self, definition, through, sources=None) -> answering.AnswerPlan:
         if through is not None and not isinstance(through, str):
             raise ValidationError(f"through must be 'auto', 'none' or a view name, got {through!r}")
-        stored = [isinstance(s, StoredSource) for s in (self.left.source, self.right.source)]
-        if not all(stored):
+        left, right = sources or self._sources()
+        if not all(isinstance(s, StoredSource) for s in (left, right)):
             plan = answering.AnswerPlan(self.spec.shape, "scratch")
             if through not in ("auto", "none", None):
                 raise ValidationError(
@@ -124,8 +137,8 @@ class SimilarityJoin:
             self._db.executors.choose,
             self.spec,
             definition.aggregates,
-            self.left.source,
-            self.right.source,
+            left,
+            right,
             [] if through in ("none", None) else self._candidates(),
             through,
         )
@@ -136,22 +149,20 @@ class SimilarityJoin:
         ``through``: ``"auto"`` answers through a similarity view over the same arrays when the cost
         model predicts it cheaper (paper 000, section 5: the view plus the join over the delta shape),
         ``"none"`` always from the base arrays, a view's name through that view (refused, with the
-        reason, when it cannot answer). The answer is the same either way, to the last bit."""
+        reason, when it cannot answer). The answer is the same either way, to the last bit. The
+        arrays and the view are each read at one version, fixed when the call starts."""
         definition = self._definition(aggregates)
-        plan = self._plan(definition, through)
+        left, right = self._sources()
+        plan = self._plan(definition, through, (left, right))
         public = state.stored_schema(
             self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
         )
         public = public.with_attributes([a for a in public.attributes if not a.internal])
         if plan.chosen == "view":
-            candidate = next(c for c in self._candidates() if c.name == plan.view)
-            estimate = (
-                self.left.source.estimate() + self.right.source.estimate() + candidate.source.estimate()
-            )
+            candidate = plan.candidate  # the view at the version whose reflected versions were checked
+            estimate = left.estimate() + right.estimate() + candidate.source.estimate()
             engine, choice = self._db.executors.choose(estimate)
-            fragments = answering.answer_through_view(
-                engine, plan, candidate, self.spec, self.left.source, self.right.source
-            )
+            fragments = answering.answer_through_view(engine, plan, candidate, self.spec, left, right)
             out = public.with_dimensions(candidate.stored.dimensions)
             frame = answering.public_answer(
                 engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out
@@ -160,10 +171,8 @@ class SimilarityJoin:
         stored = state.stored_schema(
             self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
         )
-        engine, choice = self._engine()
-        fragments, _ = views_similarity.full_computation(
-            engine, self.spec, definition, stored, self.left.source, self.right.source
-        )
+        engine, choice = self._db.executors.choose(left.estimate() + right.estimate())
+        fragments, _ = views_similarity.full_computation(engine, self.spec, definition, stored, left, right)
         frame = engine.select(fragments, layout.fragment_schema(public).names)
         return Array(self._db, ComputedSource(public, frame, engine=engine, choice=choice))
 

@@ -90,6 +90,8 @@ class AnswerPlan:
     through_view: WayCost | None = None
     reason: str = ""
     refused: dict[str, str] = field(default_factory=dict)  # view name -> why it cannot answer
+    #: the view chosen, at the version whose reflected base versions were checked (not printed)
+    candidate: Candidate | None = field(default=None, repr=False)
 
     def text(self) -> str:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
@@ -303,6 +305,7 @@ def plan_answer(
         return plan
     cost, candidate, added, removed = best
     plan.view, plan.added, plan.removed, plan.through_view = candidate.name, added, removed, cost
+    plan.candidate = candidate
     if through == candidate.name:
         plan.chosen, plan.reason = "view", f"asked to answer through view {candidate.name}"
     elif cost.seconds < plan.scratch.seconds:
