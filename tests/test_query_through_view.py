@@ -248,3 +248,13 @@ def test_a_commit_during_the_query_does_not_mix_versions(loaded, monkeypatch):
     answer = db.similarity_join("A", "A", Linf(1)).aggregate(*AGGREGATES, through="V").to_pandas()
     _check(answer, _brute_force(cells, Linf(1).offsets()))
     assert db.array("A").version == 2  # the other writer did commit
+
+
+def test_a_view_chunked_unlike_its_base(loaded):
+    """The view's own chunking (4 x 4 over a base of 6 x 6 chunks): the answer is chunked like the
+    view and equals the brute force."""
+    db, cells = loaded
+    db.create_view("V", similarity("A", "A", Linf(1), AGGREGATES), chunks=(4, 4))
+    answer = db.similarity_join("A", "A", L1(2)).aggregate(*AGGREGATES, through="V")
+    assert [d.chunk_length for d in answer.schema.dimensions] == [4, 4]
+    _check(answer.to_pandas(), _brute_force(cells, L1(2).offsets()))
