@@ -30,11 +30,12 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import CostModel, Estimate
 from arrayviews.execution.engine import Data, Engine
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
 from arrayviews.operators import simjoin
+from arrayviews.operators.deltas import Delta, version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import StoredSource
 from arrayviews.storage import layout
@@ -92,10 +93,18 @@ class AnswerPlan:
     refused: dict[str, str] = field(default_factory=dict)  # view name -> why it cannot answer
     #: the view chosen, at the version whose reflected base versions were checked (not printed)
     candidate: Candidate | None = field(default=None, repr=False)
+    #: how that view is brought to the query's versions first, when it is behind them
+    catch_up: CatchUp | None = field(default=None, repr=False)
 
     def text(self) -> str:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
         lines.append(f"  why: {self.reason}")
+        if self.catch_up is not None:
+            lines.append(
+                f"  the view is behind the query's versions: brought forward in memory first "
+                f"({self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s); "
+                "nothing is stored)"
+            )
         if self.added is not None or self.removed is not None:
             lines.append(
                 f"  delta shape: {_size(self.added)} offset(s) added, {_size(self.removed)} taken away "
@@ -145,12 +154,75 @@ def usable(
             what = "*" if aggregate.attribute is None else f"{aggregate.side}.{aggregate.attribute}"
             return f"it does not keep {aggregate.function}({what})"
     for base, version in versions.items():
-        if candidate.reflected.get(base, 0) != version:
+        if candidate.reflected.get(base, 0) > version:
             return (
-                f"it reflects {base} v{candidate.reflected.get(base, 0)}, the query reads {base} v{version} "
-                f"(refresh it first)"
+                f"it reflects {base} v{candidate.reflected.get(base, 0)}, newer than the v{version} the "
+                "query reads"
             )
     return None
+
+
+def behind(candidate: Candidate, versions: dict[str, int]) -> bool:
+    """Whether the view reflects older versions of its bases than the query reads."""
+    return any(candidate.reflected.get(base, 0) < version for base, version in versions.items())
+
+
+@dataclass
+class CatchUp:
+    """A view behind the query's versions, brought forward in memory by its own incremental refresh
+    (the baseline plan of section 4.1 over the bases' deltas); nothing is stored."""
+
+    plan: similarity.Plan
+    left_old: StoredSource
+    right_old: StoredSource
+    left_delta: Delta
+    right_delta: Delta
+    affected: np.ndarray
+
+    @classmethod
+    def of(cls, candidate: Candidate, spec: JoinSpec, left: StoredSource, right: StoredSource) -> CatchUp:
+        """The catch-up plan from chunk metadata and the deltas' cells (NotFoundError when a
+        reflected version has expired)."""
+        definition = candidate.definition
+        view_spec = with_shape(spec, definition.shape)
+        left_old = StoredSource(left.table, candidate.reflected.get(definition.left, 0))
+        right_old = StoredSource(right.table, candidate.reflected.get(definition.right, 0))
+        left_delta = version_delta(left.table, left_old.version, left.version)
+        right_delta = (
+            left_delta if _same(left, right) else version_delta(right.table, right_old.version, right.version)
+        )
+        plan = similarity.plan_baseline(view_spec, left_old, right_old, left_delta, right_delta)
+        affected = similarity.affected_view_chunks(view_spec, candidate.stored, plan)
+        return cls(plan, left_old, right_old, left_delta, right_delta, affected)
+
+    @property
+    def pairs(self) -> int:
+        return len(self.plan.first) + len(self.plan.second) + len(self.plan.third)
+
+    def caught_up(
+        self, engine: Engine, candidate: Candidate, spec: JoinSpec, left: StoredSource, right: StoredSource
+    ) -> Data:
+        """The view's fragments at the query's versions: its chunks the deltas change, refreshed; the
+        others as stored."""
+        old = candidate.source.data(engine)
+        merged, affected, _ = similarity.baseline_refresh(
+            engine,
+            with_shape(spec, candidate.definition.shape),
+            candidate.definition,
+            candidate.stored,
+            self.left_old,
+            self.right_old,
+            self.left_delta,
+            self.right_delta,
+            candidate.source,
+            left_new=left,
+            right_new=right,
+            plan=self.plan,
+        )
+        if merged is None or len(affected) == 0:
+            return old
+        kept = engine.where_keys(old, layout.chunk_columns(candidate.stored), affected, keep=False)
+        return engine.union([kept, merged])
 
 
 def delta_shapes(view_shape: Shape, query_shape: Shape) -> tuple[Shape | None, Shape | None]:
@@ -222,10 +294,12 @@ def price(
     candidate: Candidate | None,
     added: Shape | None,
     removed: Shape | None,
+    catch_up: CatchUp | None = None,
 ) -> WayCost:
     """The predicted seconds of answering from scratch (``candidate`` None) or through a view: the
     engine's cost of the cells read and jobs run, plus the refresh terms for chunk pairs, matches
-    and view chunks merged (execution/cost.py)."""
+    and view chunks merged (execution/cost.py); a view behind the query's versions also pays its
+    catch-up (the incremental refresh's cells, pairs and rewritten chunks)."""
     if candidate is None:
         pairs = len(inputs.pairs(spec))
         matches = inputs.matches(spec.shape)
@@ -240,6 +314,11 @@ def price(
         stale = removed is not None and _has_right_extremes(candidate.definition)
         jobs = 2 + (2 if stale else 0)
         estimate = Estimate(read.cells + kept.cells, read.bytes + kept.bytes, read.chunks + kept.chunks, jobs)
+        if catch_up is not None:
+            cells = catch_up.plan.base_cells + catch_up.plan.delta_cells
+            estimate = estimate + Estimate(cells, 0, len(catch_up.affected), 1)
+            pairs += catch_up.pairs
+            view_chunks += len(catch_up.affected)
     _, choice = choose(estimate)
     terms = costs.refresh_terms(choice.executor)
     seconds = (
@@ -281,7 +360,7 @@ def plan_answer(
     read = left.estimate() if _same(left, right) else left.estimate() + right.estimate()
     read = Estimate(read.cells, read.bytes, read.chunks, 2)
     plan.scratch = price(costs, choose, inputs, spec, read, None, None, None)
-    best: tuple[WayCost, Candidate, Shape | None, Shape | None] | None = None
+    best: tuple[WayCost, Candidate, Shape | None, Shape | None, CatchUp | None] | None = None
     for candidate in candidates:
         if through not in ("auto", candidate.name):
             continue
@@ -290,9 +369,18 @@ def plan_answer(
             plan.refused[candidate.name] = why
             continue
         added, removed = delta_shapes(candidate.definition.shape, spec.shape)
-        cost = price(costs, choose, inputs, spec, read, candidate, added, removed)
+        catch_up = None
+        if behind(candidate, versions):
+            try:
+                catch_up = CatchUp.of(candidate, spec, left, right)
+            except NotFoundError:
+                plan.refused[candidate.name] = (
+                    "it is behind the query's versions and the versions it reflects have expired (refresh it)"
+                )
+                continue
+        cost = price(costs, choose, inputs, spec, read, candidate, added, removed, catch_up)
         if best is None or cost.seconds < best[0].seconds:
-            best = (cost, candidate, added, removed)
+            best = (cost, candidate, added, removed, catch_up)
     if best is None:
         if through not in ("auto", None):
             why = plan.refused.get(through, "it is not a similarity view over these two arrays")
@@ -303,9 +391,9 @@ def plan_answer(
             else "no view can answer it"
         )
         return plan
-    cost, candidate, added, removed = best
+    cost, candidate, added, removed, catch_up = best
     plan.view, plan.added, plan.removed, plan.through_view = candidate.name, added, removed, cost
-    plan.candidate = candidate
+    plan.candidate, plan.catch_up = candidate, catch_up
     if through == candidate.name:
         plan.chosen, plan.reason = "view", f"asked to answer through view {candidate.name}"
     elif cost.seconds < plan.scratch.seconds:
@@ -391,7 +479,10 @@ def answer_through_view(
     joins over the delta shapes, merged per view chunk; cells whose min/max may have been in
     ``view \\ query`` recomputed from the base arrays with the query's shape."""
     definition, stored = candidate.definition, candidate.stored
-    old = candidate.source.data(engine)
+    if plan.catch_up is not None:
+        old = plan.catch_up.caught_up(engine, candidate, spec, left, right)
+    else:
+        old = candidate.source.data(engine)
     if plan.added is None and plan.removed is None:  # the same shape: the view is the answer
         return old
     inputs = JoinInputs.of(left, right)
