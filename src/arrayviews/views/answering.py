@@ -305,7 +305,9 @@ def price(
         matches = inputs.matches(spec.shape)
         estimate, view_chunks = read, 0
     else:
-        pairs = sum(len(inputs.pairs(with_shape(spec, s))) for s in (added, removed) if s is not None)
+        shapes = [s for s in (added, removed) if s is not None]
+        reach = shapes[0] if len(shapes) == 1 else (shapes[0] | shapes[1] if shapes else None)
+        pairs = 0 if reach is None else len(inputs.pairs(with_shape(spec, reach)))  # routed once
         matches = inputs.matches(added) + inputs.matches(removed)
         kept = candidate.source.estimate()
         view_chunks = kept.chunks
