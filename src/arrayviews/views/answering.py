@@ -300,10 +300,10 @@ def price(
     engine's cost of the cells read and jobs run, plus the refresh terms for chunk pairs, matches
     and view chunks merged (execution/cost.py); a view behind the query's versions also pays its
     catch-up (the incremental refresh's cells, pairs and rewritten chunks)."""
-    if candidate is None:
+    if candidate is None:  # every result chunk is merged and written, as in a full refresh
         pairs = len(inputs.pairs(spec))
         matches = inputs.matches(spec.shape)
-        estimate, view_chunks = read, 0
+        estimate, view_chunks = read, len(inputs.left_chunks)
     else:
         shapes = [s for s in (added, removed) if s is not None]
         reach = shapes[0] if len(shapes) == 1 else (shapes[0] | shapes[1] if shapes else None)
@@ -312,10 +312,19 @@ def price(
         kept = candidate.source.estimate()
         view_chunks = kept.chunks
         # one job computes the delta shapes' state and merges it; a min/max view losing offsets
-        # finds its stale cells in one more job, whose state the answer's own job computes again
+        # finds its stale cells in one more job, whose state the answer's own job computes again,
+        # and recomputes their extremes
         stale = removed is not None and _has_right_extremes(candidate.definition)
         jobs = 2 + (2 if stale else 0)
-        estimate = Estimate(read.cells + kept.cells, read.bytes + kept.bytes, read.chunks + kept.chunks, jobs)
+        if stale:  # at worst every cell's extreme is recomputed: a join with the query's shape
+            pairs += len(inputs.pairs(spec))
+            matches += inputs.matches(spec.shape)
+        if reach is None:  # the view's own shape: only the view is read (and what catching up reads)
+            estimate = Estimate(kept.cells, kept.bytes, kept.chunks, 1)
+        else:
+            estimate = Estimate(
+                read.cells + kept.cells, read.bytes + kept.bytes, read.chunks + kept.chunks, jobs
+            )
         if catch_up is not None:
             cells = catch_up.plan.base_cells + catch_up.plan.delta_cells
             estimate = estimate + Estimate(cells, 0, len(catch_up.affected), 1)
