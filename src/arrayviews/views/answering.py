@@ -10,14 +10,16 @@ shape, merged per view chunk by the code that merges a refresh (the change of a 
 moved from ``view`` to ``query``). Counts and sums are exact, so the answer equals the query computed
 from scratch to the last bit. A min or max cannot be subtracted: a cell whose stored extreme may lie
 in ``view \\ query`` is recomputed from the base arrays with the query's shape, as a refresh recomputes
-cells whose extreme left.
+cells whose extreme left. A view behind the versions the query reads is first brought forward in
+memory by its own incremental refresh (:class:`CatchUp`); nothing is stored.
 
-The choice (Eq. 3). Both ways read the two base arrays; the view's way also reads and merges the view.
+The choice (Eq. 3). Both ways read the two base arrays when the shapes differ (the view's own shape
+reads the view alone); the view's way also reads and merges the view, and catches up when behind.
 The join work that differs is the number of matches (pairs of cells the kernel aggregates, estimated
 from the right array's density times the shape's size, per left cell) and the chunk pairs formed.
 Each way is priced with the calibrated engine costs and the refresh terms (execution/cost.py); the
-cheaper runs. As the paper finds, the ratio of ``|delta|`` to ``|query|`` decides: a delta shape
-larger than the query shape never pays.
+cheaper runs. A delta shape larger than the query shape never pays; here, because the join kernel's
+work follows the shape's bounding box, a smaller but non-empty one rarely does (docs/views.md).
 """
 
 from __future__ import annotations
