@@ -21,7 +21,7 @@ import pytest
 import arrayviews
 from arrayviews.execution.cost import CostModel, Estimate, choose, load_costs, save_costs
 from arrayviews.model.errors import ConflictError
-from arrayviews.model.shapes import L1
+from arrayviews.model.shapes import L1, Linf
 from arrayviews.views.definition import similarity, window
 from conftest import MASTER_VARIABLE
 from test_stream_views import (
@@ -239,6 +239,29 @@ def test_join_across_chunk_grids(dbs, grid) -> None:
 
 # -- writes ---------------------------------------------------------------------------------------
 WRITE_SHAPE = (24, 18)
+
+
+def test_similarity_aggregate_through_a_view(dbs, grid) -> None:
+    """A neighbour count and sum over Linf(1) answered through a stored L1(1) view (paper 000,
+    section 5: the view's state plus the delta shape's join), on every engine, against brute force."""
+    present, values, _, _ = grid
+    for mode, db in dbs.items():
+        if f"Q_{mode}" not in db.views():
+            db.create_view(
+                f"Q_{mode}", similarity("A", "A", L1(1), ["count(*) as cnt", "sum(right.v) as total"])
+            )
+    coords = np.argwhere(present)
+    expected = {}
+    for a, b in coords:
+        near = np.abs(coords - (a, b)).max(axis=1) <= 1
+        expected[(int(a), int(b))] = (int(near.sum()), float(values[tuple(coords[near].T)].sum()))
+
+    def build(db):
+        mode = db.executors.mode
+        join = db.similarity_join("A", "A", Linf(1))
+        return join.aggregate("count(*) as cnt", "sum(right.v) as total", through=f"Q_{mode}")
+
+    assert run_both(dbs, build, ["cnt", "total"]) == expected
 
 
 @pytest.mark.slow
