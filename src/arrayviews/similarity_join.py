@@ -12,7 +12,7 @@ import pyarrow as pa
 from arrayviews.array import Array
 from arrayviews.execution.failures import translating
 from arrayviews.kernels.simjoin import join_pairs
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import ArrayViewsError, ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
@@ -69,21 +69,22 @@ class SimilarityJoin:
         return definition
 
     def _candidates(self) -> list[answering.Candidate]:
-        """The similarity views over the same two arrays (from the catalog's record of what each view
-        reads; only those are opened)."""
-        wanted = {self.left.name.lower(), self.right.name.lower()}
+        """The similarity views over the same two arrays (left and right as in the query), each at
+        its current version. Only array views are opened; one that cannot be read is left out
+        (``Database.check`` reports it)."""
         found = []
-        for entry, bases in self._db.catalog.reads().values():
-            if bases != frozenset(wanted) or entry.kind != kinds.ARRAY_VIEW:
+        for entry in self._db.catalog.entries(helpers=False):
+            if entry.kind != kinds.ARRAY_VIEW:
                 continue
-            view = self._db.view(entry.name)
+            try:
+                view = self._db.view(entry.name)
+            except ArrayViewsError:
+                continue
             definition = view.definition
-            if not isinstance(definition, SimilarityViewDefinition):
-                continue
-            if (definition.left.lower(), definition.right.lower()) != (
-                self.left.name.lower(),
-                self.right.name.lower(),
-            ):
+            if not isinstance(definition, SimilarityViewDefinition) or (
+                definition.left.lower(),
+                definition.right.lower(),
+            ) != (self.left.name.lower(), self.right.name.lower()):
                 continue
             table = view._current().table
             found.append(
