@@ -369,11 +369,7 @@ def plan_answer(
     if through == "none" or through is None:
         plan.reason = "asked to answer from the base arrays"
         return plan
-    inputs = JoinInputs.of(left, right)
-    read = left.estimate() if _same(left, right) else left.estimate() + right.estimate()
-    read = Estimate(read.cells, read.bytes, read.chunks, 2)
-    plan.scratch = price(costs, choose, inputs, spec, read, None, None, None)
-    best: tuple[WayCost, Candidate, Shape | None, Shape | None, CatchUp | None] | None = None
+    usable_views = []
     for candidate in candidates:
         if through not in ("auto", candidate.name):
             continue
@@ -381,7 +377,6 @@ def plan_answer(
         if why is not None:
             plan.refused[candidate.name] = why
             continue
-        added, removed = delta_shapes(candidate.definition.shape, spec.shape)
         catch_up = None
         if behind(candidate, versions):
             try:
@@ -391,9 +386,18 @@ def plan_answer(
                     "it is behind the query's versions and the versions it reflects have expired (refresh it)"
                 )
                 continue
-        cost = price(costs, choose, inputs, spec, read, candidate, added, removed, catch_up)
-        if best is None or cost.seconds < best[0].seconds:
-            best = (cost, candidate, added, removed, catch_up)
+        usable_views.append((candidate, catch_up))
+    best: tuple[WayCost, Candidate, Shape | None, Shape | None, CatchUp | None] | None = None
+    if usable_views:  # the chunk metadata is read, and the ways priced, only when a view can answer
+        inputs = JoinInputs.of(left, right)
+        read = left.estimate() if _same(left, right) else left.estimate() + right.estimate()
+        read = Estimate(read.cells, read.bytes, read.chunks, 2)
+        plan.scratch = price(costs, choose, inputs, spec, read, None, None, None)
+        for candidate, catch_up in usable_views:
+            added, removed = delta_shapes(candidate.definition.shape, spec.shape)
+            cost = price(costs, choose, inputs, spec, read, candidate, added, removed, catch_up)
+            if best is None or cost.seconds < best[0].seconds:
+                best = (cost, candidate, added, removed, catch_up)
     if best is None:
         if through not in ("auto", None):
             why = plan.refused.get(through, "it is not a similarity view over these two arrays")
