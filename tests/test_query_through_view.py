@@ -191,7 +191,9 @@ def test_views_that_cannot_answer_are_refused_with_the_reason(loaded):
         "V", "SELECT count(*) AS n FROM A a SIMILARITY JOIN A b WITH SHAPE L1(1) GROUP BY a.i, a.j"
     )
     join = db.similarity_join("A", "A", Linf(1))
-    with pytest.raises(ValidationError, match=r"view V cannot answer .* does not keep sum\(right.v\)"):
+    with pytest.raises(
+        ValidationError, match=r"view V cannot answer .* keeps no state sum\(right.v\) can be computed from"
+    ):
         join.aggregate("count(*) as n", "sum(right.v) as s", through="V")
     # a view ahead of the version a query reads (a pinned older version) cannot answer it
     db.array("A").insert(pd.DataFrame({"i": [23], "j": [23], "v": [1.0], "w": [1]}), on_conflict="replace")
@@ -302,3 +304,33 @@ def test_a_view_behind_its_bases_is_brought_forward_in_memory(spark, tmp_path, e
         _check(answer, _brute_force(current, query.offsets()))
     assert len(current) == len(now)
     assert len(view.versions()) == versions and view.status()["pending"]  # nothing was stored
+
+
+def test_aggregates_computed_from_the_views_state(loaded):
+    """The query asks for other aggregates than the view keeps, computable from its state: an avg
+    from a kept sum, counts from a kept min, a left sum from a kept left max; a right max from a view
+    keeping only the min is refused."""
+    db, cells = loaded
+    db.create_view(
+        "V",
+        similarity(
+            "A", "A", L1(1), ["count(*) as n", "sum(right.v) as s", "min(right.w) as lo", "max(left.v) as lv"]
+        ),
+    )
+    asked = ("avg(right.v) as m", "count(right.w) as cw", "sum(left.v) as ls", "count(*) as pairs")
+    join = db.similarity_join("A", "A", Linf(1))
+    answer = join.aggregate(*asked, through="V").to_pandas()
+    assert list(answer.columns) == ["i", "j", "m", "cw", "ls", "pairs"]
+    where = {(int(i), int(j)): k for k, (i, j) in enumerate(zip(cells.i, cells.j, strict=True))}
+    v = cells.v.tolist()
+    rows = []
+    for (i, j), k in sorted(where.items()):
+        found = [where[(i + a, j + b)] for a, b in Linf(1).offsets() if (i + int(a), j + int(b)) in where]
+        if found:
+            rows.append(
+                (i, j, math.fsum(v[f] for f in found) / len(found), len(found), len(found) * v[k], len(found))
+            )
+    assert list(answer.itertuples(index=False, name=None)) == rows
+    pd.testing.assert_frame_equal(answer, join.aggregate(*asked, through="none").to_pandas())
+    with pytest.raises(ValidationError, match=r"keeps no state max\(right.w\) can be computed from"):
+        join.aggregate("max(right.w) as hi", through="V")

@@ -37,11 +37,13 @@ from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
 from arrayviews.operators import simjoin
+from arrayviews.operators.cells import cell_columns, cells_to_fragment_table
 from arrayviews.operators.deltas import Delta, version_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import StoredSource
 from arrayviews.storage import layout
 from arrayviews.views import compute, similarity
+from arrayviews.views import state as st
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 
 #: The ways a similarity aggregate may be answered.
@@ -127,11 +129,50 @@ def _size(shape: Shape | None) -> int:
     return 0 if shape is None else len(shape)
 
 
-def aggregate_key(aggregate: ViewAggregate) -> tuple:
-    return (
-        aggregate.function,
-        aggregate.side,
-        None if aggregate.attribute is None else aggregate.attribute.lower(),
+def _kept_functions(definition: SimilarityViewDefinition) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    """Per (side, lower-case attribute) the view aggregates: its spelling and the functions over it."""
+    kept: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    for aggregate in definition.aggregates:
+        if aggregate.attribute is not None:
+            key = (aggregate.side, aggregate.attribute.lower())
+            kept.setdefault(key, (aggregate.attribute, set()))[1].add(aggregate.function)
+    return kept
+
+
+def derivable(aggregate: ViewAggregate, definition: SimilarityViewDefinition) -> bool:
+    """Whether the view's state (views/state.py) holds what ``aggregate`` is computed from: the pair
+    count for count(*); for an attribute the view aggregates at all, its count; a left value for any
+    left aggregate but count; the exact sum for a right sum or avg (either kept); the extreme itself
+    for a right min or max."""
+    if aggregate.attribute is None:
+        return True
+    kept = _kept_functions(definition).get((aggregate.side, aggregate.attribute.lower()))
+    if kept is None:
+        return False
+    functions = kept[1]
+    if aggregate.function == "count":
+        return True
+    if aggregate.side == "left":
+        return bool(functions - {"count"})
+    if aggregate.function in ("sum", "avg"):
+        return bool(functions & {"sum", "avg"})
+    return aggregate.function in functions
+
+
+def in_view_terms(
+    aggregates: tuple[ViewAggregate, ...], definition: SimilarityViewDefinition
+) -> SimilarityViewDefinition:
+    """The query's aggregates over the view's state: the view's definition with the query's
+    aggregates (attributes spelt as the view spells them), for :func:`views.state.finalize`."""
+    kept = _kept_functions(definition)
+    calls = tuple(
+        a
+        if a.attribute is None
+        else ViewAggregate(a.function, a.side, kept[(a.side, a.attribute.lower())][0], a.alias)
+        for a in aggregates
+    )
+    return SimilarityViewDefinition(
+        definition.left, definition.right, definition.shape, calls, definition.mapping
     )
 
 
@@ -150,11 +191,10 @@ def usable(
         return "its mapping of the left array onto the right one differs from the query's"
     if definition.shape.ndim != spec.shape.ndim:
         return f"its shape has {definition.shape.ndim} dimension(s), the query's {spec.shape.ndim}"
-    kept = {aggregate_key(a) for a in definition.aggregates}
     for aggregate in aggregates:
-        if aggregate_key(aggregate) not in kept:
+        if not derivable(aggregate, definition):
             what = "*" if aggregate.attribute is None else f"{aggregate.side}.{aggregate.attribute}"
-            return f"it does not keep {aggregate.function}({what})"
+            return f"it keeps no state {aggregate.function}({what}) can be computed from"
     for base, version in versions.items():
         if candidate.reflected.get(base, 0) > version:
             return (
@@ -513,8 +553,28 @@ def answer_through_view(
     return similarity.merge_into_view(engine, state, old, definition, stored, full=False)
 
 
-def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
-    return table.rename_columns([names.get(c, c) for c in table.column_names])
+def _answer_fragments(
+    table: pa.Table, stored: ArraySchema, definition: SimilarityViewDefinition, public: ArraySchema
+) -> pa.Table | None:
+    """Fragments of the query's public array from fragments of the view's state: each cell's public
+    values computed from its state by the query's aggregates (the view's own public values unused)."""
+    if table.num_rows == 0:
+        return None
+    cells = layout.fragments_to_cells(table.select(layout.fragment_schema(stored).names), stored)
+    if cells.num_rows == 0:
+        return None
+    coords, values, _ = cell_columns(cells, stored)
+    state = {a.name: values[a.name] for a in stored.attributes if a.internal}
+    answers, nulls = st.finalize(definition, state, stored, coords)
+    columns = {d: pa.array(coords[:, k], pa.int64()) for k, d in enumerate(public.dimension_names)}
+    for attribute in public.attributes:
+        mask = nulls.get(attribute.name)
+        columns[attribute.name] = pa.array(
+            answers[attribute.name],
+            type=layout.arrow_type_of(attribute),
+            mask=mask if mask is not None and mask.any() else None,
+        )
+    return cells_to_fragment_table(pa.table(columns, schema=layout.cell_schema(public)), public)
 
 
 def public_answer(
@@ -525,21 +585,13 @@ def public_answer(
     aggregates: tuple[ViewAggregate, ...],
     public: ArraySchema,
 ) -> Data:
-    """The view-shaped answer as the query's public array: the requested aggregates only, under the
-    query's names, in the query's order (the view's other aggregates and state are left out)."""
-    by_key = {aggregate_key(a): a.alias for a in definition.aggregates}
-    names: dict[str, str] = {}
-    kept_schema = stored.with_attributes([stored.attribute(by_key[aggregate_key(a)]) for a in aggregates])
-    selected = engine.select(fragments, layout.fragment_schema(kept_schema).names)
-    for aggregate, attribute in zip(aggregates, public.attributes, strict=True):
-        old = by_key[aggregate_key(aggregate)]
-        for column in (layout.value_column, layout.null_column, layout.min_column, layout.max_column):
-            names[column(old)] = column(attribute.name)
-    if all(k == v for k, v in names.items()):
-        return selected
-    return engine.map_batches(
-        selected, functools.partial(_renamed, names=names), layout.fragment_schema(public)
+    """The view-shaped answer as the query's public array: the query's aggregates, under its names
+    and in its order, computed from the answer's state (so an avg comes from a view keeping the sum,
+    a count from one keeping a min; :func:`derivable`)."""
+    function = functools.partial(
+        _answer_fragments, stored=stored, definition=in_view_terms(aggregates, definition), public=public
     )
+    return engine.map_batches(fragments, function, layout.fragment_schema(public))
 
 
 __all__ = [
