@@ -588,10 +588,30 @@ def public_answer(
     """The view-shaped answer as the query's public array: the query's aggregates, under its names
     and in its order, computed from the answer's state (so an avg comes from a view keeping the sum,
     a count from one keeping a min; :func:`derivable`)."""
+    kept = {_key(a): a.alias for a in definition.aggregates}
+    if all(_key(a) in kept for a in aggregates):  # every one kept as is: select and rename columns
+        names = {}
+        chosen = stored.with_attributes([stored.attribute(kept[_key(a)]) for a in aggregates])
+        for aggregate, attribute in zip(aggregates, public.attributes, strict=True):
+            for column in (layout.value_column, layout.null_column, layout.min_column, layout.max_column):
+                names[column(kept[_key(aggregate)])] = column(attribute.name)
+        selected = engine.select(fragments, layout.fragment_schema(chosen).names)
+        return engine.map_batches(
+            selected, functools.partial(_renamed, names=names), layout.fragment_schema(public)
+        )
     function = functools.partial(
         _answer_fragments, stored=stored, definition=in_view_terms(aggregates, definition), public=public
     )
     return engine.map_batches(fragments, function, layout.fragment_schema(public))
+
+
+def _key(aggregate: ViewAggregate) -> tuple:
+    attribute = None if aggregate.attribute is None else aggregate.attribute.lower()
+    return (aggregate.function, aggregate.side, attribute)
+
+
+def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
+    return table.rename_columns([names.get(c, c) for c in table.column_names])
 
 
 __all__ = [
