@@ -54,6 +54,33 @@ def sky_cells(cells: int, extent: int) -> pa.Table:
     )
 
 
+def measure(db, label: str, view: str, shape) -> dict:
+    """Both ways of one query, timed in the same run, the answers compared, and what auto picks."""
+    join = db.similarity_join("SKY", "SKY", shape)
+    forced = join.plan(*AGGREGATES, through=view)
+    auto = join.plan(*AGGREGATES)
+    scratch_seconds, scratch = timed(lambda: join.aggregate(*AGGREGATES, through="none").to_pandas(), REPEAT)
+    view_seconds, answer = timed(lambda: join.aggregate(*AGGREGATES, through=view).to_pandas(), REPEAT)
+    assert answer.equals(scratch), f"{label}: the answers differ"
+    faster = "view" if view_seconds < scratch_seconds else "scratch"
+    picked = auto.chosen if auto.view == view or auto.chosen == "scratch" else "other view"
+    return {
+        "delta_offsets": len(forced.added or []) + len(forced.removed or []),
+        "query_offsets": len(shape),
+        "scratch_seconds": scratch_seconds,
+        "view_seconds": view_seconds,
+        "scratch_over_view": scratch_seconds / view_seconds,
+        "predicted_scratch": forced.scratch.seconds,
+        "predicted_view": forced.through_view.seconds,
+        "auto_chose": auto.chosen,
+        "auto_view": auto.view,
+        "faster": faster,
+        "auto_right": picked == faster,
+        "auto_over_best": (view_seconds if auto.chosen == "view" else scratch_seconds)
+        / min(view_seconds, scratch_seconds),
+    }
+
+
 def run(db, quick: bool = False) -> dict:
     extent = EXTENT // 2 if quick else EXTENT
     cells = 30_000 if quick else 150_000
@@ -63,72 +90,21 @@ def run(db, quick: bool = False) -> dict:
         db.create_view(name, similarity("SKY", "SKY", shape, AGGREGATES))
     results = {"extent": extent, "cells": array.count(), "chunk": CHUNK, "queries": {}}
     for label, view, shape in QUERIES:
-        join = db.similarity_join("SKY", "SKY", shape)
-        forced = join.plan(*AGGREGATES, through=view)
-        auto = join.plan(*AGGREGATES)
-        scratch_seconds, scratch = timed(
-            lambda j=join: j.aggregate(*AGGREGATES, through="none").to_pandas(), REPEAT
-        )
-        view_seconds, answer = timed(
-            lambda j=join, v=view: j.aggregate(*AGGREGATES, through=v).to_pandas(), REPEAT
-        )
-        assert answer.equals(scratch), f"{label}: the answers differ"
-        faster = "view" if view_seconds < scratch_seconds else "scratch"
-        picked = auto.chosen if auto.view == view or auto.chosen == "scratch" else "other view"
-        results["queries"][label] = {
-            "delta_offsets": len(forced.added or []) + len(forced.removed or [])
-            if (forced.added or forced.removed)
-            else 0,
-            "query_offsets": len(shape),
-            "scratch_seconds": scratch_seconds,
-            "view_seconds": view_seconds,
-            "scratch_over_view": scratch_seconds / view_seconds,
-            "predicted_scratch": forced.scratch.seconds,
-            "predicted_view": forced.through_view.seconds,
-            "auto_chose": auto.chosen,
-            "auto_view": auto.view,
-            "faster": faster,
-            "auto_right": picked == faster,
-            "auto_over_best": (view_seconds if auto.chosen == "view" else scratch_seconds)
-            / min(view_seconds, scratch_seconds),
-        }
+        results["queries"][label] = measure(db, label, view, shape)
     # a view one small batch behind: brought forward in memory, then answered (its own shape)
     batch = sky_cells(cells + 500, extent).slice(cells, 500)  # cells the catalog does not hold yet
+    held = array.to_arrow()
     batch = batch.filter(
         pa.compute.invert(
             pa.compute.is_in(
                 pa.compute.add(pa.compute.multiply(batch["i"], extent), batch["j"]),
-                value_set=pa.compute.add(
-                    pa.compute.multiply(array.to_arrow()["i"], extent), array.to_arrow()["j"]
-                ),
+                value_set=pa.compute.add(pa.compute.multiply(held["i"], extent), held["j"]),
             )
         )
     )
     array.insert(batch)
     label = "L1(1) <- L1(1), view behind"
-    join = db.similarity_join("SKY", "SKY", L1(1))
-    auto = join.plan(*AGGREGATES)
-    scratch_seconds, scratch = timed(lambda: join.aggregate(*AGGREGATES, through="none").to_pandas(), REPEAT)
-    view_seconds, answer = timed(lambda: join.aggregate(*AGGREGATES, through="VL1").to_pandas(), REPEAT)
-    assert answer.equals(scratch), f"{label}: the answers differ"
-    faster = "view" if view_seconds < scratch_seconds else "scratch"
-    forced = join.plan(*AGGREGATES, through="VL1")
-    results["queries"][label] = {
-        "delta_offsets": 0,
-        "query_offsets": len(L1(1)),
-        "batch_cells": batch.num_rows,
-        "scratch_seconds": scratch_seconds,
-        "view_seconds": view_seconds,
-        "scratch_over_view": scratch_seconds / view_seconds,
-        "predicted_scratch": forced.scratch.seconds,
-        "predicted_view": forced.through_view.seconds,
-        "auto_chose": auto.chosen,
-        "auto_view": auto.view,
-        "faster": faster,
-        "auto_right": auto.chosen == faster,
-        "auto_over_best": (view_seconds if auto.chosen == "view" else scratch_seconds)
-        / min(view_seconds, scratch_seconds),
-    }
+    results["queries"][label] = {**measure(db, label, "VL1", L1(1)), "batch_cells": batch.num_rows}
     return results
 
 
