@@ -24,6 +24,7 @@ from arrayviews.model.shapes import L1, Linf, Shape, box, product, stencil
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.operators.writes import WriteResult
+from arrayviews.scheduling.refresh_limit import LimitDecision
 from arrayviews.similarity_join import SimilarityJoin
 from arrayviews.storage.check import CheckReport
 from arrayviews.storage.expiry import ExpireResult
@@ -34,6 +35,7 @@ from arrayviews.stream_view import StreamView
 from arrayviews.streams.maintainer import MaintenanceResult
 from arrayviews.uncertain import UncertainArray
 from arrayviews.view import RefreshResult, View
+from arrayviews.views.answering import AnswerPlan
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewAggregate,
@@ -50,6 +52,7 @@ __all__ = [
     "STREAM_VIEW",
     "UNCERTAIN_ARRAY",
     "AlreadyExistsError",
+    "AnswerPlan",
     "AppendResult",
     "Array",
     "ArraySchema",
@@ -63,6 +66,7 @@ __all__ = [
     "Dimension",
     "ExecutionError",
     "ExpireResult",
+    "LimitDecision",
     "Linf",
     "MaintenanceResult",
     "NotFoundError",
