@@ -46,9 +46,6 @@ from arrayviews.views import compute, similarity
 from arrayviews.views import state as st
 from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 
-#: The ways a similarity aggregate may be answered.
-THROUGH_CHOICES = ("auto", "none")
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -617,7 +614,6 @@ def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
 __all__ = [
     "AnswerPlan",
     "Candidate",
-    "THROUGH_CHOICES",
     "WayCost",
     "answer_through_view",
     "delta_shapes",
