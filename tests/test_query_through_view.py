@@ -178,6 +178,10 @@ def test_auto_chooses_by_cost_and_says_why(loaded):
     db.create_view("V", VIEW_SQL.format(shape="Linf(3)"))
     same = db.similarity_join("A", "A", Linf(3)).plan(*AGGREGATES)
     assert same.chosen == "view" and same.added is None and same.removed is None
+    # the view's own shape reads the view and merges none of its chunks (it was priced as merging
+    # every one, which made the view's way look 4x dearer than measured)
+    assert same.through_view.view_chunks == 0 and same.through_view.chunk_pairs == 0
+    assert same.through_view.cells == len(db.view("V").to_pandas())
     far = db.similarity_join("A", "A", L1(1)).plan(*AGGREGATES)  # 44 offsets to take away, 5 asked
     assert far.chosen == "scratch" and far.view == "V" and len(far.removed) == 44
     assert "from scratch is predicted" in far.reason

@@ -349,7 +349,8 @@ def price(
         pairs = 0 if reach is None else len(inputs.pairs(with_shape(spec, reach)))  # routed once
         matches = inputs.matches(added) + inputs.matches(removed)
         kept = candidate.source.estimate()
-        view_chunks = kept.chunks
+        # the view's own shape merges nothing: its chunks are only read and finalized
+        view_chunks = 0 if reach is None else kept.chunks
         # one job computes the delta shapes' state and merges it; a min/max view losing offsets
         # finds its stale cells in one more job, whose state the answer's own job computes again,
         # and recomputes their extremes
