@@ -24,6 +24,7 @@ from arrayviews.model.shapes import L1, Linf, Shape, box, product, stencil
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.operators.writes import WriteResult
+from arrayviews.scheduling.maintenance_pass import MaintenancePass
 from arrayviews.scheduling.refresh_limit import LimitDecision
 from arrayviews.similarity_join import SimilarityJoin
 from arrayviews.storage.check import CheckReport
@@ -68,6 +69,7 @@ __all__ = [
     "ExpireResult",
     "LimitDecision",
     "Linf",
+    "MaintenancePass",
     "MaintenanceResult",
     "NotFoundError",
     "ParseError",

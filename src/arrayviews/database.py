@@ -34,6 +34,7 @@ from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.uncertain_calibration import calibrate_engines
 from arrayviews.operators.writes import WriteResult
 from arrayviews.operators.xarray_block import xarray_block
+from arrayviews.scheduling.maintenance_pass import MaintenancePass, run_pass
 from arrayviews.similarity_join import similarity_join
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
@@ -402,6 +403,13 @@ class Database:
         with the views that read them, until ``retry_failed=True``."""
         world = StreamWorld(self.spark, self.warehouse.catalog, self.executors.mode, self.executors.costs)
         return maintain_all(self.spark, world, retry_failed=retry_failed)
+
+    def maintain(self, refresh_all: bool = False) -> MaintenancePass:
+        """One maintenance pass (what ``arrayviews maintain`` runs, once or every few seconds):
+        stream views brought up to date, array views with a refresh limit kept within it, and with
+        ``refresh_all`` every other array view with pending batches refreshed. A view that fails is
+        named in the result's ``errors`` and the others are still maintained."""
+        return run_pass(self, refresh_all)
 
     # -- the warehouse check --------------------------------------------------------------------------
     def check(self, repair: bool = False, orphans_older_than: dt.timedelta = dt.timedelta(hours=1)):

@@ -244,6 +244,11 @@ def demo(context: Context, batches: int, nights: int) -> None:
     run_demo(context.db, batches=batches, nights=nights)
 
 
+from arrayviews.cli.maintain import maintain  # noqa: E402 - the command module needs cli's options
+
+cli.add_command(maintain)
+
+
 def _verbose() -> bool:
     return os.environ.get(LOG_LEVEL_VARIABLE, "OFF").upper() != "OFF"
 

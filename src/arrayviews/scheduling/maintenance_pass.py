@@ -1,0 +1,97 @@
+"""One maintenance pass over a warehouse: stream views brought up to date, array views kept within
+their refresh limits (paper 003) and, when asked, every other stale array view refreshed; a failure
+of one view is reported and the pass goes on with the others."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from arrayviews.model.errors import ArrayViewsError
+
+if TYPE_CHECKING:
+    from arrayviews.database import Database
+
+
+@dataclass
+class MaintenancePass:
+    """What one pass did: the stream views' steps, the decisions under refresh limits, the refreshes
+    of array views without a limit, and the views that failed (name -> message)."""
+
+    started: dt.datetime
+    seconds: float = 0.0
+    streams: list = field(default_factory=list)  # streams.maintainer.MaintenanceResult
+    decisions: list = field(default_factory=list)  # scheduling.refresh_limit.LimitDecision
+    refreshed: list = field(default_factory=list)  # views.view.RefreshResult
+    fresh: list[str] = field(default_factory=list)  # array views without a limit, nothing pending
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed(self) -> bool:
+        """Whether the pass wrote anything (a stream view's part, a view refresh)."""
+        built = any(r.built or r.recomputed or r.rebuilt for r in self.streams if r.error is None)
+        return built or bool(self.refreshed) or any(d.result is not None for d in self.decisions)
+
+    def lines(self) -> list[str]:
+        out = []
+        for step in self.streams:
+            if step.error is None and (step.built or step.recomputed or step.rebuilt):
+                parts = step.built or step.recomputed
+                span = f"part {parts[0]}" if len(parts) == 1 else f"parts {parts[0]}..{parts[-1]}"
+                out.append(
+                    f"stream view {step.view}: {len(parts)} part(s) built ({span}), now at version {step.version} "
+                    f"({step.seconds:.3f} s, {step.executor or 'nothing run'})"
+                )
+        for decision in self.decisions:
+            out.append(decision.reason)
+        for result in self.refreshed:
+            out.append(str(result).splitlines()[0])
+        for name, message in self.errors.items():
+            out.append(f"error: {name}: {message.splitlines()[0] if message else 'failed'}")
+        if not out:
+            out.append("nothing to do: every view is up to date or within its refresh limit")
+        return out
+
+    def __str__(self) -> str:
+        head = f"maintenance pass at {self.started:%Y-%m-%d %H:%M:%S} UTC ({self.seconds:.2f} s)"
+        return "\n".join([head, *("  " + line for line in self.lines())])
+
+
+def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
+    """One pass: ``db.maintain_streams()``, then each array view with a refresh limit takes one
+    ONLINE decision (``keep_within_limit``); with ``refresh_all``, each array view without a limit
+    that has pending batches is refreshed (``auto``). An arrayviews error in one view is recorded in
+    ``errors`` and the pass goes on; every write is the view's own validated commit, so two passes
+    running at once on one warehouse refresh a view once and the other finds it fresh."""
+    started = dt.datetime.now(dt.UTC)
+    clock = time.perf_counter()
+    report = MaintenancePass(started)
+    try:
+        report.streams = list(db.maintain_streams())
+    except ArrayViewsError as error:
+        report.errors["streams"] = str(error)
+    for step in report.streams:
+        if step.error is not None:
+            report.errors[step.view] = step.error
+    for name in db.views():
+        try:
+            view = db.view(name)
+            if view.refresh_limit is not None:
+                report.decisions.append(view.keep_within_limit())
+            elif refresh_all and view.status()["pending"]:
+                report.refreshed.append(view.refresh())
+            elif refresh_all:
+                report.fresh.append(name)
+        except ArrayViewsError as error:
+            report.errors[name] = str(error)
+    report.seconds = time.perf_counter() - clock
+    return report
+
+
+__all__ = ["MaintenancePass", "run_pass"]
