@@ -15,6 +15,7 @@ rewrite merely copied) cancel out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,9 @@ from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.assemble import sort_cells
 from arrayviews.storage.files import read_parquet_files
+
+if TYPE_CHECKING:
+    from arrayviews.operators.source import StoredSource
 
 
 @dataclass
@@ -115,9 +119,13 @@ def _chunk_cells(paths: list[str], schema: ArraySchema, chunks: np.ndarray) -> p
     return layout.fragments_to_cells(fragments, schema)
 
 
-def version_delta(array: ArrayTable, old_version: int, new_version: int) -> Delta:
-    """The cell-level delta of ``array`` from ``old_version`` to ``new_version``."""
-    schema = array.schema
+def version_delta(
+    array: ArrayTable, old_version: int, new_version: int, schema: ArraySchema | None = None
+) -> Delta:
+    """The cell-level delta of ``array`` from ``old_version`` to ``new_version``, over the attributes
+    of ``schema`` (default the table's; a view read as an array passes its public ones, so a cell
+    whose hidden state alone changed is not in the delta)."""
+    schema = schema if schema is not None else array.schema
     before, after = _files(array, old_version), _files(array, new_version)
     removed = [path for path in before if path not in after]
     added = [path for path in after if path not in before]
@@ -151,3 +159,8 @@ def version_delta(array: ArrayTable, old_version: int, new_version: int) -> Delt
     return Delta(
         schema, old_version, new_version, old.filter(pa.array(keep_old)), new.filter(pa.array(keep_new))
     )
+
+
+def source_delta(old: StoredSource, new: StoredSource) -> Delta:
+    """The delta between two versions of one source, over the attributes the source reads."""
+    return version_delta(new.table, old.version, new.version, new.schema)

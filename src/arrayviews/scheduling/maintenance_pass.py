@@ -79,9 +79,9 @@ def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
     for step in report.streams:
         if step.error is not None:
             report.errors[step.view] = step.error
-    for name in db.views():
+    for view in _in_dependency_order(db, report):
+        name = view.name
         try:
-            view = db.view(name)
             if view.refresh_limit is not None:
                 report.decisions.append(view.keep_within_limit())
             elif refresh_all and view.status()["pending"]:
@@ -92,6 +92,32 @@ def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
             report.errors[name] = str(error)
     report.seconds = time.perf_counter() - clock
     return report
+
+
+def _in_dependency_order(db: Database, report: MaintenancePass) -> list:
+    """The array views, each after the views it reads (views over views), so one pass brings a
+    chain of derived products up to date; a view that cannot be opened goes to ``errors``."""
+    views = {}
+    for name in db.views():
+        try:
+            views[name.lower()] = db.view(name)
+        except ArrayViewsError as error:
+            report.errors[name] = str(error)
+    ordered: list = []
+    placed: set[str] = set()
+
+    def place(key: str) -> None:
+        if key in placed:
+            return
+        placed.add(key)  # views only read relations older than themselves: no cycle
+        for base in views[key].definition.bases:
+            if base.lower() in views:
+                place(base.lower())
+        ordered.append(views[key])
+
+    for key in sorted(views):
+        place(key)
+    return ordered
 
 
 __all__ = ["MaintenancePass", "run_pass"]

@@ -25,7 +25,7 @@ work follows the shape's bounding box, a smaller but non-empty one rarely does (
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +38,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
 from arrayviews.operators import simjoin
 from arrayviews.operators.cells import cell_columns, cells_to_fragment_table
-from arrayviews.operators.deltas import Delta, version_delta
+from arrayviews.operators.deltas import Delta, source_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import StoredSource
 from arrayviews.storage import layout
@@ -224,12 +224,10 @@ class CatchUp:
         reflected version has expired)."""
         definition = candidate.definition
         view_spec = with_shape(spec, definition.shape)
-        left_old = StoredSource(left.table, candidate.reflected.get(definition.left, 0))
-        right_old = StoredSource(right.table, candidate.reflected.get(definition.right, 0))
-        left_delta = version_delta(left.table, left_old.version, left.version)
-        right_delta = (
-            left_delta if _same(left, right) else version_delta(right.table, right_old.version, right.version)
-        )
+        left_old = replace(left, version=candidate.reflected.get(definition.left, 0))
+        right_old = replace(right, version=candidate.reflected.get(definition.right, 0))
+        left_delta = source_delta(left_old, left)
+        right_delta = left_delta if _same(left, right) else source_delta(right_old, right)
         plan = similarity.plan_baseline(view_spec, left_old, right_old, left_delta, right_delta)
         affected = similarity.affected_view_chunks(view_spec, candidate.stored, plan)
         return cls(plan, left_old, right_old, left_delta, right_delta, affected)

@@ -4,10 +4,13 @@ unchanged) and swap the files in one snapshot that records the base versions ref
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.execution.engine import Data, Engine, WrittenFile
 from arrayviews.model.faults import checkpoint
@@ -23,15 +26,27 @@ from arrayviews.storage.snapshots import discard_unless_committed
 VIEW_FILE_BYTES = 4 * 1024 * 1024
 
 
+def stamp_computed(rows: pa.Table, version: int) -> pa.Table:
+    """Fragments computed by this refresh (stamped 0 when built) take the version that commits
+    them; fragments copied from rewritten files keep theirs. So the view's version delta (what a
+    view over this view reads) tells a rewritten chunk from a copied one, as it does for arrays."""
+    index = rows.schema.get_field_index(layout.VERSION)
+    stamps = rows.column(index)
+    fresh = pc.if_else(pc.equal(stamps, 0), pa.scalar(version, pa.int64()), stamps)
+    return rows.set_column(index, layout.VERSION, fresh)
+
+
 def write_view_files(
-    engine: Engine, fragments: Data, directory: str, schema: ArraySchema
+    engine: Engine, fragments: Data, directory: str, schema: ArraySchema, version: int
 ) -> list[WrittenFile]:
     """Write view fragments (of ``schema``) under ``directory`` as files of about VIEW_FILE_BYTES,
-    clustered by chunk."""
+    clustered by chunk; the fragments computed now are stamped with ``version``, the one the
+    commit will create."""
     return engine.write_files(
         fragments,
         directory,
         layout.fragment_schema(schema),
+        stamp=functools.partial(stamp_computed, version=version),
         target_bytes=VIEW_FILE_BYTES,
         cluster_by=layout.chunk_columns(schema),
     )
@@ -74,7 +89,7 @@ def replace_chunks(
         if frames:  # one job writes the new chunks and the copied ones
             frame = frames[0] if len(frames) == 1 else engine.union(frames)
             with engine.one_job(cells):
-                written = write_view_files(engine, frame, view.data_directory, schema)
+                written = write_view_files(engine, frame, view.data_directory, schema, expected_version + 1)
         checkpoint("refresh.written")
         timings["write"] = time.perf_counter() - started
         checkpoint("refresh.before-commit")

@@ -3,6 +3,7 @@ metadata and the calibrated costs (nothing runs): the per-table costs a refresh-
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from arrayviews.operators.source import StoredSource
@@ -78,7 +79,7 @@ def first_batch_seconds(db: Database, view, base: str) -> float:
     pending = _pending_versions(bases[base], reflected.get(base, 0))
     if not pending:
         return 0.0
-    one = {**bases, base: StoredSource(bases[base].table, pending[0])}
+    one = {**bases, base: replace(bases[base], version=pending[0])}
     source = ViewSource(table, table.current_version(), table.schema)
     _, first, _, _, _ = _plan_strategy(db, view, "auto", one, reflected, source)
     return float(first.seconds)

@@ -10,7 +10,8 @@ import pyarrow as pa
 from arrayviews.execution.spark_engine import SparkEngine
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.source import ChunkRanges, StoredSource
-from arrayviews.storage import layout
+from arrayviews.storage import kinds, layout
+from arrayviews.storage.array_table import ArrayTable
 
 if TYPE_CHECKING:  # only named in the hints of ``frame``, the Spark form callers may ask for
     from pyspark.sql import DataFrame, SparkSession
@@ -43,3 +44,16 @@ class ViewSource(StoredSource):
 
     def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
         return StoredSource.local(self, ranges, layout.metadata_columns(self.public))
+
+
+def public_schema(stored: ArraySchema) -> ArraySchema:
+    """A stored view's schema without its maintenance state: the attributes users see."""
+    return stored.with_attributes([a for a in stored.attributes if not a.internal])
+
+
+def base_source(table: ArrayTable, version: int) -> StoredSource:
+    """A view's base as of ``version``: a stored array as it is, a view (views over views) as its
+    public aggregates, so the view above reads and diffs only what users of the view below see."""
+    if table.kind == kinds.STORED_ARRAY_VIEW:
+        return ViewSource(table, version, public_schema(table.schema))
+    return StoredSource(table, version)

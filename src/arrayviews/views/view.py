@@ -11,7 +11,7 @@ import math
 import random
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +24,7 @@ from arrayviews.model.faults import checkpoint
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema, Dimension
 from arrayviews.operators import reads
-from arrayviews.operators.deltas import version_delta
+from arrayviews.operators.deltas import source_delta
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.operators.window import window_extents
@@ -50,7 +50,7 @@ from arrayviews.views.refresh_cost import (
     cost_of,
     previous_full_pairs,
 )
-from arrayviews.views.source import ViewSource
+from arrayviews.views.source import ViewSource, base_source
 
 if TYPE_CHECKING:
     from arrayviews.views.protocols import ArrayDatabase as Database
@@ -221,7 +221,9 @@ def create_view(
         engine = db.executors.engine(cost.choice.executor)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")
-        written = write_view_files(engine, fragments, data_directory, stored) if fragments is not None else []
+        written = (
+            write_view_files(engine, fragments, data_directory, stored, 1) if fragments is not None else []
+        )
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
@@ -248,17 +250,11 @@ def create_view(
 
 
 def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
-    """Views over views are not maintained (no dependency-ordered refresh): refused, as documented."""
+    """A view may read other views (their public aggregates, at the versions it records), never
+    itself; a view only reads relations that exist when it is created, so no cycle can form."""
     for base in definition.bases:
         if base.lower() == name.lower():
             raise ValidationError(f"view {name} cannot read itself")
-        if db.warehouse.open(base).kind == kinds.STORED_ARRAY_VIEW:
-            raise ValidationError(
-                f"view {name}: {base} is a view; views over views are not supported "
-                f"(define the view over the base arrays of {base})",
-                array=name,
-                value=base,
-            )
 
 
 # -- refresh ---------------------------------------------------------------------------------------
@@ -322,7 +318,7 @@ def _pinned_bases(
     for base in definition.bases:
         table = db.warehouse.open(base)
         stays = advance is not None and base not in advance and reflected and base in reflected
-        pinned[base] = StoredSource(table, reflected[base] if stays else table.current_version())
+        pinned[base] = base_source(table, reflected[base] if stays else table.current_version())
     return pinned
 
 
@@ -370,7 +366,7 @@ def _prepare(
             estimate = Estimate(**{**base.estimate().__dict__, "jobs": FULL_JOBS})
             computed = similarity.chunk_count(base)  # every chunk of the base is computed
             return Prepared(definition, stored, bases, strategy, estimate, computed, context=context)
-        delta = version_delta(base.table, reflected.get(definition.base, 0), base.version)
+        delta = source_delta(replace(base, version=reflected.get(definition.base, 0)), base)
         checkpoint("refresh.delta")
         affected = windowed.affected_chunks(delta, stored, before, after)
         estimate = Estimate(jobs=INCREMENTAL_JOBS)
@@ -393,14 +389,10 @@ def _prepare(
         pairs = similarity.full_pairs(spec, left, right)
         context["pairs"] = pairs
         return Prepared(definition, stored, bases, strategy, estimate, len(pairs), context=context)
-    old_left = StoredSource(left.table, reflected.get(definition.left, 0))
-    old_right = StoredSource(right.table, reflected.get(definition.right, 0))
-    left_delta = version_delta(left.table, old_left.version, left.version)
-    right_delta = (
-        left_delta
-        if definition.right == definition.left
-        else version_delta(right.table, old_right.version, right.version)
-    )
+    old_left = replace(left, version=reflected.get(definition.left, 0))
+    old_right = replace(right, version=reflected.get(definition.right, 0))
+    left_delta = source_delta(old_left, left)
+    right_delta = left_delta if definition.right == definition.left else source_delta(old_right, right)
     checkpoint("refresh.delta")
     if touched_cutoff is not None and view_chunks is not None:
         certain = similarity.certainly_touched(
