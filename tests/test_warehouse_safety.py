@@ -1,6 +1,6 @@
 """The warehouse stays usable and safe: ``connect`` refuses folders that hold something else, a broken
 table neither hides nor blocks the healthy ones and ``check`` finds and repairs it, no relation with
-dependents can be dropped, views over views are refused, and the Spark SQL pass-through reads only
+dependents can be dropped (views over views included), and the Spark SQL pass-through reads only
 registered relations (no files, no Java reflection) unless explicitly allowed."""
 
 from __future__ import annotations
@@ -173,18 +173,20 @@ def test_check_command(db) -> None:
 
 
 # -- dependents -------------------------------------------------------------------------------------
-def test_views_over_views_are_refused_and_nothing_with_dependents_can_be_dropped(db) -> None:
+def test_nothing_with_dependents_can_be_dropped_views_over_views_included(db) -> None:
     array = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
     array.insert(cells([(1, 1), (1, 2)]))
     db.create_view("V", SimilarityViewDefinition("A", "A", L1(1), COUNT))
-    with pytest.raises(ValidationError, match="views over views"):
-        db.create_view("W", SimilarityViewDefinition("V", "A", L1(1), COUNT))
-    with pytest.raises(ValidationError, match="views over views"):
-        db.create_view("W", WindowViewDefinition("V", (1, 1), (1, 1), ("count(*)",)))
-    assert db.views() == ["V"] and not db.warehouse.exists("W")
+    db.create_view("W", SimilarityViewDefinition("V", "A", L1(1), COUNT))  # a view over a view
+    db.create_view("X", WindowViewDefinition("V", (1, 1), (1, 1), ("count(*)",)))
+    with pytest.raises(ValidationError, match="cannot read itself"):
+        db.create_view("Y", WindowViewDefinition("Y", (1, 1), (1, 1), ("count(*)",)))
+    assert db.views() == ["V", "W", "X"] and not db.warehouse.exists("Y")
     with pytest.raises(ValidationError, match="drop them first"):
         db.drop_array("A")
-    assert db.arrays() == ["A"]
+    with pytest.raises(ValidationError, match="W"):
+        db.drop_view("V")
+    assert db.arrays() == ["A"] and db.views() == ["V", "W", "X"]
 
     stream = db.create_stream("M", SCHEMA, 60, "ts")
     stream.append(network(range(2)))
@@ -203,6 +205,8 @@ PARTITION LENGTH 60"""
     db.drop_stream_view("Over")
     db.drop_stream_view("Helper")
     db.drop_stream("M")
+    db.drop_view("W")
+    db.drop_view("X")
     db.drop_view("V")
     db.drop_array("A")
     assert db.arrays() == [] and db.views() == [] and db.streams() == []
