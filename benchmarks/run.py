@@ -27,6 +27,7 @@ BENCHMARKS = (
     "maintenance_plans",
     "refresh_limit",
     "query_through_view",
+    "view_chain",
 )
 
 
