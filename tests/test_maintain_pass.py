@@ -168,7 +168,7 @@ def test_the_maintain_command(db, monkeypatch) -> None:
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("arrayviews.cli.maintain.time.sleep", interrupted)
+    monkeypatch.setattr("arrayviews.cli.maintain._wait", interrupted)  # not time.sleep: py4j uses it
     stopped = _cli(db, "maintain", "--every", "5")
     assert stopped.exit_code == 0 and "stopped after 1 pass(es)" in stopped.output
 

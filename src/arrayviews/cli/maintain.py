@@ -9,6 +9,11 @@ import time
 import click
 
 
+def _wait(seconds: float) -> None:
+    """Sleep until the next pass is due (a Ctrl-C arrives here, between passes, as a rule)."""
+    time.sleep(seconds)
+
+
 @click.command()
 @click.option(
     "--every",
@@ -53,7 +58,7 @@ def maintain(context, interval: float | None, passes: int | None, refresh_all: b
                 click.echo(str(report))
             if interval is None or (passes is not None and count >= passes):
                 break
-            time.sleep(max(0.0, interval - (time.monotonic() - start)))
+            _wait(max(0.0, interval - (time.monotonic() - start)))
     except KeyboardInterrupt:
         click.echo(f"stopped after {count} pass(es)")
     if failed:
