@@ -91,6 +91,8 @@ def cli(
     level = log_level or ("WARN" if verbose else None)
     if level is not None:
         os.environ[LOG_LEVEL_VARIABLE] = level.upper()
+    if not _verbose():
+        quiet_pyspark_errors()
     if not isinstance(context.obj, Context):  # an open database given by an in-process caller stays
         context.obj = Context(warehouse, master, catalog_uri)
 
@@ -246,6 +248,21 @@ def demo(context: Context, batches: int, nights: int) -> None:
 
 def _verbose() -> bool:
     return os.environ.get(LOG_LEVEL_VARIABLE, "OFF").upper() != "OFF"
+
+
+#: PySpark's loggers that print a failed query's Java stack trace (as JSON) to standard error.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_pyspark_errors() -> None:
+    """Silence PySpark's error loggers (they print each failed query's Java stack trace on standard
+    error, before arrayviews reports the error in one line); ``--verbose`` keeps them."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def report(error: ArrayViewsError) -> None:

@@ -40,7 +40,8 @@ def _drop_stream(db: Database, s: ast.DropStream) -> None:
             relations.UNCERTAIN_ARRAY: "DROP ARRAY",
         }
         use = drop.get(kind, f"DROP {kind.upper()}")
-        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {use} {s.name}", array=s.name)
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise ValidationError(f"{s.name} is {article} {kind}, not a stream; use {use} {s.name}", array=s.name)
     db.drop_stream(s.name)
 
 
