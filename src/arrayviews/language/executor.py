@@ -144,9 +144,8 @@ def _check_new_name(db: Database, statement: ast.Statement) -> None:
     name = _new_name(statement)
     kind = None if name is None else relations.kind_of(db, name)
     if kind is not None:
-        article = "an" if kind[0] in "aeiou" else "a"
         raise AlreadyExistsError(
-            f"{article} {kind} named {name} already exists (arrays, views and streams share one "
+            f"{relations.a_kind(kind)} named {name} already exists (arrays, views and streams share one "
             "namespace; names are compared without regard to case)"
         )
 
@@ -282,7 +281,8 @@ def _window(db: Database, node: ast.Window) -> Array:
             f"window over {source.name} needs {2 * source.schema.ndim} extents (a before, after pair per "
             f"dimension {', '.join(source.schema.dimension_names)}), got {len(node.extents)}"
         )
-    return source.window(list(node.extents), *(call.to_text() for call in node.aggregates))
+    extents = relations.window_extents(source.schema, node.extents)
+    return source.window(list(extents), *(call.to_text() for call in node.aggregates))
 
 
 @array_builder(ast.Aggregate)
@@ -382,6 +382,12 @@ def _drop_array(db: Database, s: ast.DropArray) -> None:
     views = db.views()
     if s.name in views:
         raise ValidationError(f"{s.name} is a view; drop it with DROP VIEW {s.name}", array=s.name)
+    kind = relations.kind_of(db, s.name)
+    if kind in (relations.STREAM, relations.STREAM_VIEW):
+        use = "DROP STREAM" if kind == relations.STREAM else "DROP VIEW"
+        raise ValidationError(
+            f"{s.name} is {relations.a_kind(kind)}; drop it with {use} {s.name}", array=s.name
+        )
     db.drop_array(s.name)  # refused, naming them, while views read it
 
 

@@ -3,6 +3,7 @@ extents) from their SELECT, checked against the arrays they read, and CREATE / R
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,9 @@ def _at(query: ast.SimilaritySelect, part: str) -> str:
 def _base_schema(db: Database, name: str) -> ArraySchema:
     if name in db.views():
         raise ValidationError(f"views over views are not supported: {name} is a view", array=name)
+    kind = relations.kind_of(db, name)
+    if kind is not None and kind != relations.ARRAY:
+        raise ValidationError(f"array views read arrays; {name} is {relations.a_kind(kind)}", array=name)
     return db.array(name).schema
 
 
@@ -122,7 +126,8 @@ def view_definition_from_text(db: Database, text: str) -> ViewDefinition:
 
 def _window_definition(db: Database, query: ast.WindowSelect) -> WindowViewDefinition:
     schema = _base_schema(db, query.base)
-    extents = query.window.extents
+    extents = relations.window_extents(schema, query.window.extents)
+    query = ast.WindowSelect(dataclasses.replace(query.window, extents=extents))
     if len(extents) != 2 * schema.ndim:
         raise ValidationError(
             f"window over {schema.name} needs {2 * schema.ndim} extents (a before, after pair per dimension "
