@@ -575,3 +575,24 @@ def test_statements_on_the_wrong_kind_say_what_to_write(db) -> None:
         with pytest.raises(ArrayViewsError, match=re.escape(message)):
             db.sql(statement)
         assert _catalog(db) == before
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "L1(9223372036854775807)",  # before: an internal ValueError (Maximum allowed dimension exceeded)
+        "BOX(0:99999999999, 0:0)",
+        "UNION(BOX(0:0, 0:0), BOX(100000000000:100000000000, 0:0))",
+        "PRODUCT(BOX(-5000:5000), L1(5000))",
+    ],
+)
+def test_shapes_too_large_to_build_are_refused_by_name(db, shape) -> None:
+    db.sql("CREATE ARRAY A <v:double> [i=1:10:5; j=1:10:5]; INSERT INTO A VALUES (1, 1, 0.5)")
+    before = _catalog(db)
+    for statement in (
+        f"CREATE ARRAY VIEW V AS SELECT count(*) FROM A a SIMILARITY JOIN A b WITH SHAPE {shape} GROUP BY a.i, a.j",
+        f"SELECT count(*) FROM A a SIMILARITY JOIN A b WITH SHAPE {shape} GROUP BY a.i, a.j",
+    ):
+        with pytest.raises(ArrayViewsError, match=r"is too large: its stencil would hold \d+ cells"):
+            db.sql(statement)
+        assert _catalog(db) == before
