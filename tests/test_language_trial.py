@@ -596,3 +596,22 @@ def test_shapes_too_large_to_build_are_refused_by_name(db, shape) -> None:
         with pytest.raises(ArrayViewsError, match=r"is too large: its stencil would hold \d+ cells"):
             db.sql(statement)
         assert _catalog(db) == before
+
+
+def test_shell_reports_a_failing_spark_job_as_an_error_not_a_bug(db) -> None:
+    """Before, the shell printed ``internal error: NumberFormatException: ...`` (the PySpark exception
+    of the job that showing the result runs was not translated)."""
+    import io
+
+    from arrayviews.cli.shell import Shell
+
+    db.sql(
+        "CREATE STREAM M (ts timestamp, loss int) PARTITION LENGTH 60 TIME COLUMN ts;\n"
+        "INSERT INTO M VALUES ('2015-01-01 00:00:10', 12)"
+    )
+    out = io.StringIO()
+    shell = Shell(lambda: db, out=out, width=100)
+    shell.run("SELECT * FROM M WHERE loss > 'a';")
+    text = out.getvalue()
+    assert text.startswith("error: a Spark job failed: [CAST_INVALID_INPUT] The value 'a'"), text
+    assert "internal" not in text and "Traceback" not in text
