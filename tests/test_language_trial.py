@@ -615,3 +615,19 @@ def test_shell_reports_a_failing_spark_job_as_an_error_not_a_bug(db) -> None:
     text = out.getvalue()
     assert text.startswith("error: a Spark job failed: [CAST_INVALID_INPUT] The value 'a'"), text
     assert "internal" not in text and "Traceback" not in text
+
+
+def test_cli_shows_no_pyspark_warning_before_the_error(db) -> None:
+    """Before, ``arrayviews sql`` printed PySpark's UserWarning about the failed toPandas (with the
+    whole Spark error and the query) on standard error ahead of the one-line error."""
+    import warnings
+
+    db.sql(
+        "CREATE STREAM M (ts timestamp, loss int) PARTITION LENGTH 60 TIME COLUMN ts;\n"
+        "INSERT INTO M VALUES ('2015-01-01 00:00:10', 12)"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(cli, ["sql", "SELECT * FROM M WHERE loss > 'a'"], obj=Context.of(db))
+    assert result.exit_code != 0 and "CAST_INVALID_INPUT" in str(result.exception)
+    assert [str(w.message)[:80] for w in caught if "pyspark" in w.filename] == []

@@ -256,13 +256,16 @@ PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 def quiet_pyspark_errors() -> None:
     """Silence PySpark's error loggers (they print each failed query's Java stack trace on standard
-    error, before arrayviews reports the error in one line); ``--verbose`` keeps them."""
+    error, before arrayviews reports the error in one line) and its warnings (a failed ``toPandas``
+    warns with the whole Spark error first); ``--verbose`` keeps them."""
     import logging
+    import warnings
 
     from pyspark.logger import PySparkLogger
 
     for name in PYSPARK_ERROR_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
 
 
 def report(error: ArrayViewsError) -> None:
