@@ -6,6 +6,8 @@ Spark job); the bad-statement tests run on the same database and check that noth
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -228,7 +230,7 @@ def test_bad_statements_change_nothing(loaded, text: str, kind: type, message: s
     assert message in str(error)
     if kind is not ParseError:
         line = 3 if text.startswith("SHOW ARRAYS;") else 1
-        assert str(error).endswith(f"(statement at line {line})")
+        assert re.search(rf"\(statement at line {line}, column \d+\)$", str(error))
         assert error.statement_line == line
     assert _state(db) == before
 
@@ -301,7 +303,7 @@ def test_drop_array(db) -> None:
     db.sql("CREATE ARRAY A <v:int64> [i=1:3]; CREATE ARRAY B <v:int64> [i=1:3]")
     assert db.sql("DROP ARRAY A") is None
     assert db.arrays() == ["B"]
-    with pytest.raises(NotFoundError, match=r"no array named A \(arrays: B\) \(statement at line 1\)"):
+    with pytest.raises(NotFoundError, match=r"no array named A \(arrays: B\) \(statement at line 1, column 1\)"):
         db.sql("SELECT * FROM A")
 
 
@@ -578,7 +580,7 @@ def test_bad_view_statements_change_nothing(loaded, text: str, kind: type, messa
     with pytest.raises(kind) as caught:
         db.sql(text)
     assert message in str(caught.value)
-    assert str(caught.value).endswith("(statement at line 1)")
+    assert str(caught.value).endswith("(statement at line 1, column 1)")
     assert _state(db) == before and db.views() == []
 
 

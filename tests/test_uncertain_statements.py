@@ -404,7 +404,7 @@ def test_bad_statements_change_nothing(db, statement, error, message) -> None:
     db.sql("INSERT INTO C VALUES (3, 0.25, 4, 0.5, -0.5, 7, 0, 2)")
     with pytest.raises(error) as caught:
         db.sql("SHOW ARRAYS;\n" + statement)
-    assert message in str(caught.value) and "(statement at line 2)" in str(caught.value)
+    assert message in str(caught.value) and "(statement at line 2, column 1)" in str(caught.value)
     array = db.uncertain_array("C")
     assert (array.version, array.count()) == (1, 1)
 

@@ -91,6 +91,8 @@ def cli(
     level = log_level or ("WARN" if verbose else None)
     if level is not None:
         os.environ[LOG_LEVEL_VARIABLE] = level.upper()
+    if not _verbose():
+        quiet_pyspark_errors()
     if not isinstance(context.obj, Context):  # an open database given by an in-process caller stays
         context.obj = Context(warehouse, master, catalog_uri)
 
@@ -251,6 +253,24 @@ cli.add_command(maintain)
 
 def _verbose() -> bool:
     return os.environ.get(LOG_LEVEL_VARIABLE, "OFF").upper() != "OFF"
+
+
+#: PySpark's loggers that print a failed query's Java stack trace (as JSON) to standard error.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_pyspark_errors() -> None:
+    """Silence PySpark's error loggers (they print each failed query's Java stack trace on standard
+    error, before arrayviews reports the error in one line) and its warnings (a failed ``toPandas``
+    warns with the whole Spark error first); ``--verbose`` keeps them."""
+    import logging
+    import warnings
+
+    from pyspark.logger import PySparkLogger
+
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
 
 
 def report(error: ArrayViewsError) -> None:

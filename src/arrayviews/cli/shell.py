@@ -25,6 +25,7 @@ from prompt_toolkit.key_binding import KeyBindings
 
 from arrayviews.cli.render import FORMATS, print_text, show
 from arrayviews.cli.statements import ARRAY_FUNCTIONS, keywords, summary_lines
+from arrayviews.execution.failures import translated_errors
 from arrayviews.model.errors import ArrayViewsError
 
 PROMPT = "arrayviews> "
@@ -206,8 +207,9 @@ class Shell:
             return
         started = time.perf_counter()
         try:
-            result = self.db.sql(text)
-            show(result, output=self.output, file=self.out, width=self.width)
+            with translated_errors():  # showing a Spark SQL result runs its Spark job
+                result = self.db.sql(text)
+                show(result, output=self.output, file=self.out, width=self.width)
         except ArrayViewsError as error:
             message = str(error)
             self.say(f"error: {message.splitlines()[0] if message else type(error).__name__}")

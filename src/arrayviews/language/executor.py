@@ -35,13 +35,16 @@ EXPLAIN statement                    the explanation text
 Names are resolved by kind (:mod:`arrayviews.language.relations`): a view is opened with
 ``db.view(name)``, so reads see its public aggregates only (not the hidden ``_`` state attributes)
 and writes to it are refused. Semantic errors (an unknown relation or attribute, subarray
-coordinates that do not match the dimensions) raise the API's errors, with ``(statement at line N)``
-added to the message when the statement came from text. Every check runs before anything is
-written, and each write is one atomic version, so a failing statement changes nothing.
+coordinates that do not match the dimensions) raise the API's errors, with ``(statement at line N,
+column C)`` added to the message when the statement came from text. Every check runs before anything
+is written, and each write is one atomic version, so a failing statement changes nothing; the
+statements of a script before it stay committed. A statement creating a relation is refused while a
+relation of any kind has its name.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,13 +54,13 @@ import sqlglot
 
 from arrayviews.language import relations, uncertain_executor
 from arrayviews.language import syntax as ast
-from arrayviews.language.parser import parse_statements, relations_read
+from arrayviews.language.parser import ParsedStatement, parse_statements, relations_read
 from arrayviews.language.printer import array_text, to_text
 from arrayviews.language.registry import EXPLAINERS, STATEMENTS, explainer, statement_runner
 from arrayviews.language.relations import open_array
 from arrayviews.language.stream_executor import spark_query, stream_rows
 from arrayviews.language.view_executor import definition_text
-from arrayviews.model.errors import ArrayViewsError, ParseError, ValidationError
+from arrayviews.model.errors import AlreadyExistsError, ArrayViewsError, ParseError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import arrow_type, python_value_problem
 
@@ -67,7 +70,10 @@ if TYPE_CHECKING:
 
 
 def execute_text(db: Database, text: str) -> Any:
-    """Parse ``text`` and run its statements in order; the result of the last one (None if none)."""
+    """Parse ``text`` and run its statements in order; the result of the last one (None if none).
+
+    Each statement commits on its own: when one fails, the statements before it stay committed and
+    the ones after it do not run (the error says at which line and column the failing one starts)."""
     result = None
     for parsed in parse_statements(text):
         try:
@@ -75,18 +81,34 @@ def execute_text(db: Database, text: str) -> Any:
         except ParseError:
             raise
         except ArrayViewsError as error:
-            _add_line(error, parsed.line)
+            _add_position(error, parsed)
             raise
     return result
 
 
-def _add_line(error: ArrayViewsError, line: int) -> None:
-    """Say in ``error``'s message which statement failed (the error keeps its type and fields)."""
+#: Where Spark SQL says a problem is, in the query text it was given (1-based line, 0-based pos).
+_SPARK_POSITION = re.compile(r";? line (\d+) pos (\d+)")
+
+
+def _add_position(error: ArrayViewsError, parsed: ParsedStatement) -> None:
+    """Say in ``error``'s message where in the script the failed statement starts (the error keeps its
+    type and fields); Spark SQL's own ``line l pos p`` in a query is moved to its place in the script."""
     if getattr(error, "statement_line", None) is not None:
         return
-    error.statement_line = line
-    if error.args and isinstance(error.args[0], str):
-        error.args = (f"{error.args[0]} (statement at line {line})", *error.args[1:])
+    line, column = parsed.line, parsed.column
+    error.statement_line, error.statement_column = line, column
+    if not error.args or not isinstance(error.args[0], str):
+        return
+    message = error.args[0]
+    if isinstance(parsed.statement, ast.Query):
+
+        def in_script(match: re.Match) -> str:
+            query_line, pos = int(match.group(1)), int(match.group(2))
+            at = column + pos if query_line == 1 else pos + 1
+            return f" at line {line + query_line - 1}, column {at}"
+
+        message = _SPARK_POSITION.sub(in_script, message)
+    error.args = (f"{message} (statement at line {line}, column {column})", *error.args[1:])
 
 
 def execute(db: Database, statement: ast.Statement) -> Any:
@@ -94,7 +116,38 @@ def execute(db: Database, statement: ast.Statement) -> Any:
     runner = STATEMENTS.get(type(statement))
     if runner is None:
         raise TypeError(f"no executor for statement {statement!r}")
+    _check_new_name(db, statement)
     return runner(db, statement)
+
+
+def _new_name(statement: ast.Statement) -> str | None:
+    """The name of the relation a statement creates (None for the other statements)."""
+    if isinstance(statement, ast.CreateArray):
+        return statement.schema.name
+    if isinstance(statement, ast.CreateViewDF):
+        return statement.definition.name
+    if isinstance(statement, ast.Select):
+        return statement.into
+    creating = (
+        ast.CreateUncertainArray,
+        ast.CreateView,
+        ast.CreateStream,
+        ast.CreatePatternView,
+        ast.CreateWindowView,
+    )
+    return statement.name if isinstance(statement, creating) else None
+
+
+def _check_new_name(db: Database, statement: ast.Statement) -> None:
+    """Arrays, views and streams share one namespace (names compared without regard to case): a
+    statement creating a relation is refused while one of any kind has its name."""
+    name = _new_name(statement)
+    kind = None if name is None else relations.kind_of(db, name)
+    if kind is not None:
+        raise AlreadyExistsError(
+            f"{relations.a_kind(kind)} named {name} already exists (arrays, views and streams share one "
+            "namespace; names are compared without regard to case)"
+        )
 
 
 @statement_runner(ast.Explain)
@@ -102,7 +155,7 @@ def _explain(db: Database, s: ast.Explain) -> str:
     writer = EXPLAINERS.get(type(s.statement))
     if writer is None:
         raise ValidationError(
-            f"EXPLAIN is not available for {to_text(s.statement).split(None, 2)[:2]}; it explains "
+            f"EXPLAIN is not available for {' '.join(to_text(s.statement).split(None, 2)[:2])}; it explains "
             "SELECT, CREATE VIEW (stream views) and REFRESH VIEW"
         )
     return writer(db, s.statement)
@@ -228,7 +281,8 @@ def _window(db: Database, node: ast.Window) -> Array:
             f"window over {source.name} needs {2 * source.schema.ndim} extents (a before, after pair per "
             f"dimension {', '.join(source.schema.dimension_names)}), got {len(node.extents)}"
         )
-    return source.window(list(node.extents), *(call.to_text() for call in node.aggregates))
+    extents = relations.window_extents(source.schema, node.extents)
+    return source.window(list(extents), *(call.to_text() for call in node.aggregates))
 
 
 @array_builder(ast.Aggregate)
@@ -328,6 +382,12 @@ def _drop_array(db: Database, s: ast.DropArray) -> None:
     views = db.views()
     if s.name in views:
         raise ValidationError(f"{s.name} is a view; drop it with DROP VIEW {s.name}", array=s.name)
+    kind = relations.kind_of(db, s.name)
+    if kind in (relations.STREAM, relations.STREAM_VIEW):
+        use = "DROP STREAM" if kind == relations.STREAM else "DROP VIEW"
+        raise ValidationError(
+            f"{s.name} is {relations.a_kind(kind)}; drop it with {use} {s.name}", array=s.name
+        )
     db.drop_array(s.name)  # refused, naming them, while views read it
 
 

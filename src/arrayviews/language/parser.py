@@ -38,6 +38,7 @@ from arrayviews.language.source import Source, tokens_of
 from arrayviews.language.stream_statements import StreamStatements, sql_expression
 from arrayviews.language.uncertain_statements import UncertainStatements
 from arrayviews.model.errors import ParseError, SchemaError
+from arrayviews.model.expression_tree import spark_string_value
 from arrayviews.model.expressions import Expr, parse_expression
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema_parser import parse_schema
@@ -127,19 +128,9 @@ def _tokens(tree: Tree) -> list[Token]:
 
 
 def _unquote(token: Token) -> str:
-    """The value of a Spark SQL string literal token: '' (or "") and backslash escapes resolved."""
-    body, quote = str(token)[1:-1], str(token)[0]
-    escapes = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "0": "\0", "Z": "\x1a"}
-
-    def unescape(match: re.Match) -> str:
-        text = match.group()
-        if text == quote * 2:
-            return quote
-        if text[1] == "u":
-            return chr(int(text[2:], 16))
-        return escapes.get(text[1], text[1])
-
-    return re.sub(r"\\u[0-9A-Fa-f]{4}|\\.|" + re.escape(quote * 2), unescape, body, flags=re.DOTALL)
+    """The value of a Spark SQL string literal token, unescaped as Spark reads it (the model's one
+    reader: doubled quotes, ``\\uXXXX``, octal ``\\ooo``, ``\\%`` and ``\\_`` kept with their backslash)."""
+    return spark_string_value(str(token))
 
 
 class StatementBuilder(StreamStatements, UncertainStatements):

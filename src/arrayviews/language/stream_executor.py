@@ -40,7 +40,9 @@ def _drop_stream(db: Database, s: ast.DropStream) -> None:
             relations.UNCERTAIN_ARRAY: "DROP ARRAY",
         }
         use = drop.get(kind, f"DROP {kind.upper()}")
-        raise ValidationError(f"{s.name} is a {kind}, not a stream; use {use} {s.name}", array=s.name)
+        raise ValidationError(
+            f"{s.name} is {relations.a_kind(kind)}, not a stream; use {use} {s.name}", array=s.name
+        )
     db.drop_stream(s.name)
 
 
@@ -52,7 +54,7 @@ def _drop_view(db: Database, s: ast.DropView) -> None:
     elif kind == relations.STREAM_VIEW:
         db.drop_stream_view(s.name)
     elif kind in (relations.ARRAY, relations.STREAM, relations.UNCERTAIN_ARRAY):
-        raise ValidationError(f"{s.name} is an {kind}, not a view", array=s.name)
+        raise ValidationError(f"{s.name} is {relations.a_kind(kind)}, not a view", array=s.name)
     else:
         known = ", ".join([*db.views(), *db.stream_views()]) or "none"
         raise NotFoundError(f"no view named {s.name} (views: {known})")
@@ -113,7 +115,9 @@ def _stream_view(db: Database, name: str, setting: str):
     if kind != relations.STREAM_VIEW:
         if kind is None:
             raise relations.unknown(db, name)
-        raise ValidationError(f"{name} is an {kind}: {setting} belongs to stream views", array=name)
+        raise ValidationError(
+            f"{name} is {relations.a_kind(kind)}: {setting} belongs to stream views", array=name
+        )
     return db.stream_view(name)
 
 

@@ -46,7 +46,7 @@ def open_uncertain(db: Database, name: str, role: str) -> UncertainArray:
     if kind is None:
         known = ", ".join(db.uncertain_arrays()) or "none"
         raise NotFoundError(f"no uncertain array named {name} (uncertain arrays: {known})")
-    raise ValidationError(f"{name} is an {kind}, not an uncertain array: {role}", array=name)
+    raise ValidationError(f"{name} is {relations.a_kind(kind)}, not an uncertain array: {role}", array=name)
 
 
 # -- queries ----------------------------------------------------------------------------------------

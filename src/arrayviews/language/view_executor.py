@@ -3,6 +3,8 @@ extents) from their SELECT, checked against the arrays they read, and CREATE / R
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
     from arrayviews.database import Database
     from arrayviews.view import View
 
+#: The most cells a shape's stencil may hold (a similarity view visits every offset of it per cell).
+MAX_STENCIL_CELLS = 10**7
+
 #: Builders of each shape node: (node, number of dimensions) -> Shape.
 SHAPES: dict[type, Callable[[Any, int], shapes.Shape]] = {}
 
@@ -42,6 +47,16 @@ def shape_builder(node_type: type) -> Callable:
         return builder
 
     return register
+
+
+def _check_size(node: ast.ShapeExpr, sizes: list[int]) -> None:
+    """Refuse a shape whose stencil (of ``sizes`` per dimension) would exceed MAX_STENCIL_CELLS."""
+    cells = math.prod(sizes)
+    if cells > MAX_STENCIL_CELLS:
+        raise ValidationError(
+            f"shape {shape_text(node)} is too large: its stencil would hold {cells} cells "
+            f"(at most {MAX_STENCIL_CELLS})"
+        )
 
 
 def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
@@ -57,6 +72,7 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
 
 @shape_builder(ast.BallShape)
 def _ball(node: ast.BallShape, ndim: int) -> shapes.Shape:
+    _check_size(node, [2 * node.radius + 1] * ndim)
     return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, ndim)
 
 
@@ -66,6 +82,7 @@ def _box_shape(node: ast.BoxShape, ndim: int) -> shapes.Shape:
         raise ValidationError(
             f"BOX has {len(node.ranges)} range(s) but the shape needs {ndim} (one per dimension)"
         )
+    _check_size(node, [max(high, 0) - min(low, 0) + 1 for low, high in node.ranges])  # the origin too
     return shapes.box(list(node.ranges))
 
 
@@ -79,14 +96,18 @@ def _product_shape(node: ast.ProductShape, ndim: int) -> shapes.Shape:
             f"PRODUCT covers {fixed} dimension(s){' plus a ball' if None in sizes else ''}, "
             f"but the shape needs {ndim}"
         )
-    return shapes.product(
-        *(build_shape(p, free if n is None else n) for p, n in zip(node.parts, sizes, strict=True))
-    )
+    parts = [build_shape(p, free if n is None else n) for p, n in zip(node.parts, sizes, strict=True)]
+    _check_size(node, [part.stencil.size for part in parts])
+    return shapes.product(*parts)
 
 
 @shape_builder(ast.SetShape)
 def _set_shape(node: ast.SetShape, ndim: int) -> shapes.Shape:
     parts = [build_shape(p, ndim) for p in node.parts]
+    _check_size(  # the parts are placed in their common bounding box
+        node,
+        [max(p.before[d] for p in parts) + max(p.after[d] for p in parts) + 1 for d in range(ndim)],
+    )
     combine = {"UNION": shapes.Shape.union, "INTERSECTION": shapes.Shape.intersection}
     result = parts[0]
     for part in parts[1:]:
@@ -100,6 +121,9 @@ def _at(query: ast.SimilaritySelect, part: str) -> str:
 
 
 def _base_schema(db: Database, name: str) -> ArraySchema:
+    kind = relations.kind_of(db, name)
+    if kind is not None and kind not in (relations.ARRAY, relations.ARRAY_VIEW):
+        raise ValidationError(f"array views read arrays; {name} is {relations.a_kind(kind)}", array=name)
     return db.array(name).schema  # a view reads as its public aggregates (views over views)
 
 
@@ -120,7 +144,8 @@ def view_definition_from_text(db: Database, text: str) -> ViewDefinition:
 
 def _window_definition(db: Database, query: ast.WindowSelect) -> WindowViewDefinition:
     schema = _base_schema(db, query.base)
-    extents = query.window.extents
+    extents = relations.window_extents(schema, query.window.extents)
+    query = ast.WindowSelect(dataclasses.replace(query.window, extents=extents))
     if len(extents) != 2 * schema.ndim:
         raise ValidationError(
             f"window over {schema.name} needs {2 * schema.ndim} extents (a before, after pair per dimension "
