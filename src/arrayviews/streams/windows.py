@@ -55,7 +55,7 @@ from sqlglot import exp
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
-from arrayviews.model.viewdf import Presentation, ViewDFDefinition
+from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
 from arrayviews.streams import exact_sums
 from arrayviews.streams.fsm import PREVIOUS
 from arrayviews.streams.queries import AGGREGATE_TYPES, WindowQuery, aggregate_call
@@ -74,6 +74,11 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
+#: The type integer sums are formed in: an epoch's cumulative sums grow without bound, and a
+#: window's total of BIGINT values may pass through more than BIGINT holds on its way.
+_WIDE = "DECIMAL(38,0)"
+_BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ class WindowTranslation:
         counted = dict.fromkeys(a for f, a in self.calls if f in ("sum", "avg", "count") and a)
         self.sums = {a: names.fresh(f"sum_{a}") for a in summed}
         self.counts = {a: names.fresh(f"count_{a}") for a in counted}
+        self.wide = {self.sums[a] for a in summed if types.get(a.lower()) in _INTEGERS}
         self.maxima = {a: names.fresh(f"max_{a}") for f, a in self.calls if f == "max"}
         self.minima = {a: names.fresh(f"min_{a}") for f, a in self.calls if f == "min"}
         self.age = names.fresh("age")
@@ -229,7 +235,7 @@ class WindowTranslation:
         totals = [*self.groups()]
         if self.keeps_count:
             totals.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
-        totals += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
+        totals += [_alias(exp.Sum(this=self.summand(a)), column) for a, column in self.sums.items()]
         totals += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
         totals += [_alias(exp.Max(this=_column(a)), column) for a, column in self.maxima.items()]
         totals += [_alias(exp.Min(this=_column(a)), column) for a, column in self.minima.items()]
@@ -237,6 +243,15 @@ class WindowTranslation:
         return self.results(exp.select(*totals).from_(window).group_by(*self.groups()))
 
     # -- cumulative sums per epoch (subtractable) --------------------------------------------
+    def summand(self, attribute: str) -> exp.Expression:
+        """``attribute`` as it is summed: an integer column as DECIMAL(38,0)."""
+        column = _column(attribute)
+        return exp.cast(column, _WIDE) if self.sums.get(attribute) in self.wide else column
+
+    def widened(self, column: str, total: exp.Expression) -> exp.Expression:
+        """``total`` of the sum column ``column``, kept as DECIMAL(38,0) for an integer column."""
+        return exp.cast(total, _WIDE) if column in self.wide else total
+
     def label(self, attribute: str) -> exp.Literal:
         """What an exact sum's error message names: the view and the summed column."""
         return exp.Literal.string(f"view {self.statement.name}, sum of {attribute}")
@@ -251,7 +266,9 @@ class WindowTranslation:
                 state = exp.Anonymous(this=exact_sums.SUM, expressions=[values, self.label(a)])
                 columns.append(_alias(state, self.exact_batch[a]))
             else:
-                columns.append(_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c))
+                columns.append(
+                    _alias(self.widened(c, _coalesce(exp.Sum(this=self.summand(a)), _number(0))), c)
+                )
         columns += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
         columns += [_alias(q.extreme(_column(q.attribute)), q.batch) for q in self.queues]
         return columns
@@ -323,7 +340,7 @@ class WindowTranslation:
                     this=_coalesce(_column(column, PREVIOUS), _number(0)),
                     expression=_coalesce(_column(column, "Batch"), _number(0)),
                 )
-                step_columns.append(_alias(total, column))
+                step_columns.append(_alias(self.widened(column, total), column))
                 outputs.append(_column(column))
             elif column == self.exact[attribute][0]:
                 state = self.exact_batch[attribute]
@@ -469,7 +486,7 @@ class WindowTranslation:
             total = _column(column, "Cur")
             if not initialize:
                 total = exp.Sub(this=total, expression=_coalesce(_column(column, "Old"), _number(0)))
-            totals.append(_alias(total, column))
+            totals.append(_alias(self.widened(column, total), column))
         for attribute, stored in self.exact.items():
             old = self.no_state() if initialize else self.packed(attribute, "Old")
             difference = exp.Anonymous(
@@ -531,10 +548,41 @@ class WindowTranslation:
         if function == "min":
             return _column(self.minima[attribute])
         some = _column(self.counts[attribute]) > _number(0)
-        total = _column(self.sums[attribute])
+        total: exp.Expression = _column(self.sums[attribute])
+        wide = self.sums[attribute] in self.wide
         if function == "avg":
-            total = exp.Div(this=total, expression=_column(self.counts[attribute]))
+            dividend = exp.cast(total, "DOUBLE") if wide else total
+            total = exp.Div(this=dividend, expression=_column(self.counts[attribute]))
+        elif wide:
+            total = self.checked_bigint(total, attribute)
         return exp.Case().when(some, total)
+
+    def checked_bigint(self, total: exp.Expression, attribute: str) -> exp.Expression:
+        """A window's DECIMAL(38,0) sum as the BIGINT of Spark's ``sum``, or an error naming the
+        view, the attribute and the group when it does not fit (never a wrapped value)."""
+        low, high = _BIGINT_RANGE
+        fits = exp.Between(this=total.copy(), low=exp.Literal.number(low), high=exp.Literal.number(high))
+        group = [
+            exp.Anonymous(
+                this="concat",
+                expressions=[
+                    exp.Literal.string(f"{g}="),
+                    _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
+                ],
+            )
+            for g in self.query.group_by
+        ]
+        text = f"{OVERFLOW_MARK}window view {self.statement.name}: sum({attribute}) over the window leaves bigint"
+        pieces: list[exp.Expression] = [exp.Literal.string(text)]
+        if group:
+            pieces += [
+                exp.Literal.string(" for group "),
+                exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(", "), *group]),
+            ]
+        overflow = exp.Anonymous(
+            this="raise_error", expressions=[exp.Anonymous(this="concat", expressions=pieces)]
+        )
+        return exp.Case().when(fits, exp.cast(total.copy(), "BIGINT")).else_(overflow)
 
     def item_value(self, item) -> exp.Expression:
         if item.is_group:
