@@ -48,6 +48,7 @@ by the incremental form.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -79,6 +80,38 @@ _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 #: window's total of BIGINT values may pass through more than BIGINT holds on its way.
 _WIDE = "DECIMAL(38,0)"
 _BIGINT_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _check_columns(statement, calls, types: Mapping[str, str]) -> None:
+    """Every column the window query reads is the stream's, and every sum and avg reads a number;
+    a ParseError names the view, the column and where it was written otherwise (before, an unknown
+    group column raised a bare KeyError, and ``sum(text)`` a Spark cast error when the first part
+    was built)."""
+    query = statement.query
+    read = [(None, g) for g in query.group_by] + [(f, a) for f, a in calls if a is not None]
+    for function, attribute in read:
+        kind = types.get(attribute.lower())
+        numeric = kind is not None and (
+            kind in _INTEGERS or kind.startswith("decimal") or kind in ("float", "double")
+        )
+        if kind is not None and (function not in ("sum", "avg") or numeric):
+            continue
+        written = (
+            rf"\b{function}\s*\(\s*{re.escape(attribute)}\s*\)"
+            if function
+            else rf"\b{re.escape(attribute)}\b"
+        )
+        found = re.search(written, statement.text, flags=re.IGNORECASE)
+        line = column = None
+        if found is not None:
+            before = statement.text[: found.start()]
+            line, column = before.count("\n") + 1, found.start() - before.rfind("\n")
+        problem = (
+            f"the stream {query.stream} has no column {attribute} (columns: {', '.join(types)})"
+            if kind is None
+            else f"{function}({attribute}) needs a numeric column; {attribute} is {kind}"
+        )
+        raise ParseError(f"view {statement.name}: {problem}", text=statement.text, line=line, column=column)
 
 
 @dataclass(frozen=True)
@@ -142,6 +175,8 @@ class WindowTranslation:
             )
         self.parts = query.window_seconds // partition_length
         self.calls = query.aggregate_calls()
+        if types:
+            _check_columns(statement, self.calls, types)
         self.subtractable = all(function in _SUBTRACTABLE for function, _ in self.calls)
         attributes = [attribute for _, attribute in self.calls if attribute]
         names = _Names([*query.group_by, *attributes])
