@@ -44,8 +44,9 @@ cumulative sum as the components and non-finite counts of an exact sum (streams/
 ``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the window's sum
 is the exact difference rounded once, so a window sum equals ``math.fsum`` of the window's values
 however large the values that left it (an infinity that left no longer counts). Such views keep the
-incremental plan. Sums keep the type of the per-part sums, so decimal columns are not supported
-by the incremental form.
+incremental plan. Sums of DECIMAL(p, s) columns are formed in DECIMAL(38, s) and shown in Spark's
+DECIMAL(p+10, s) the same way (before, the incremental form's sum types disagreed and such a view
+could not be created).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 #: The type integer sums are formed in: an epoch's cumulative sums grow without bound, and a
 #: window's total of BIGINT values may pass through more than BIGINT holds on its way.
 _WIDE = "DECIMAL(38,0)"
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
 
@@ -188,7 +190,18 @@ class WindowTranslation:
         counted = dict.fromkeys(a for f, a in self.calls if f in ("sum", "avg", "count") and a)
         self.sums = {a: names.fresh(f"sum_{a}") for a in summed}
         self.counts = {a: names.fresh(f"count_{a}") for a in counted}
-        self.wide = {self.sums[a] for a in summed if types.get(a.lower()) in _INTEGERS}
+        # per sum column of an integer or decimal attribute: the type its sums are formed in and
+        # the type of Spark's sum, which the window's sum is shown in
+        self.wide: dict[str, tuple[str, str]] = {}
+        for a in summed:
+            kind = types.get(a.lower(), "")
+            decimal = _DECIMAL.fullmatch(kind)
+            if kind in _INTEGERS:
+                self.wide[self.sums[a]] = (_WIDE, "BIGINT")
+            elif decimal:
+                precision, scale = int(decimal.group(1)), int(decimal.group(2))
+                shown = f"DECIMAL({min(38, precision + 10)},{scale})"
+                self.wide[self.sums[a]] = (f"DECIMAL(38,{scale})", shown)
         self.maxima = {a: names.fresh(f"max_{a}") for f, a in self.calls if f == "max"}
         self.minima = {a: names.fresh(f"min_{a}") for f, a in self.calls if f == "min"}
         self.age = names.fresh("age")
@@ -283,11 +296,12 @@ class WindowTranslation:
     def summand(self, attribute: str) -> exp.Expression:
         """``attribute`` as it is summed: an integer column as DECIMAL(38,0)."""
         column = _column(attribute)
-        return exp.cast(column, _WIDE) if self.sums.get(attribute) in self.wide else column
+        wide = self.wide.get(self.sums.get(attribute, ""))
+        return exp.cast(column, wide[0]) if wide else column
 
     def widened(self, column: str, total: exp.Expression) -> exp.Expression:
         """``total`` of the sum column ``column``, kept as DECIMAL(38,0) for an integer column."""
-        return exp.cast(total, _WIDE) if column in self.wide else total
+        return exp.cast(total, self.wide[column][0]) if column in self.wide else total
 
     def label(self, attribute: str) -> exp.Literal:
         """What an exact sum's error message names: the view and the summed column."""
@@ -586,19 +600,23 @@ class WindowTranslation:
             return _column(self.minima[attribute])
         some = _column(self.counts[attribute]) > _number(0)
         total: exp.Expression = _column(self.sums[attribute])
-        wide = self.sums[attribute] in self.wide
+        wide = self.wide.get(self.sums[attribute])
+        if wide is not None and (function == "sum" or wide[1] != "BIGINT"):
+            total = self.checked(total, attribute, wide[1])
         if function == "avg":
-            dividend = exp.cast(total, "DOUBLE") if wide else total
+            dividend = exp.cast(total, "DOUBLE") if wide and wide[1] == "BIGINT" else total
             total = exp.Div(this=dividend, expression=_column(self.counts[attribute]))
-        elif wide:
-            total = self.checked_bigint(total, attribute)
         return exp.Case().when(some, total)
 
-    def checked_bigint(self, total: exp.Expression, attribute: str) -> exp.Expression:
-        """A window's DECIMAL(38,0) sum as the BIGINT of Spark's ``sum``, or an error naming the
+    def checked(self, total: exp.Expression, attribute: str, shown: str) -> exp.Expression:
+        """A window's wide sum in ``shown``, the type of Spark's ``sum``, or an error naming the
         view, the attribute and the group when it does not fit (never a wrapped value)."""
-        low, high = _BIGINT_RANGE
-        fits = exp.Between(this=total.copy(), low=exp.Literal.number(low), high=exp.Literal.number(high))
+        if shown == "BIGINT":
+            low, high = _BIGINT_RANGE
+            fits = exp.Between(this=total.copy(), low=exp.Literal.number(low), high=exp.Literal.number(high))
+        else:
+            kept = exp.TryCast(this=total.copy(), to=exp.DataType.build(shown, dialect="spark"))
+            fits = exp.or_(_is_null(total), _is_set(kept), copy=False)
         group = [
             exp.Anonymous(
                 this="concat",
@@ -609,7 +627,10 @@ class WindowTranslation:
             )
             for g in self.query.group_by
         ]
-        text = f"{OVERFLOW_MARK}window view {self.statement.name}: sum({attribute}) over the window leaves bigint"
+        text = (
+            f"{OVERFLOW_MARK}window view {self.statement.name}: sum({attribute}) over the window "
+            f"leaves {shown.lower()}"
+        )
         pieces: list[exp.Expression] = [exp.Literal.string(text)]
         if group:
             pieces += [
@@ -619,7 +640,7 @@ class WindowTranslation:
         overflow = exp.Anonymous(
             this="raise_error", expressions=[exp.Anonymous(this="concat", expressions=pieces)]
         )
-        return exp.Case().when(fits, exp.cast(total.copy(), "BIGINT")).else_(overflow)
+        return exp.Case().when(fits, exp.cast(total.copy(), shown)).else_(overflow)
 
     def item_value(self, item) -> exp.Expression:
         if item.is_group:
