@@ -33,7 +33,9 @@ Over a stream without rows a window is incremental at once (its one table cannot
 recompute plan). Views made before one table keep their helper and view (their stored
 definitions), and a min/max window left *pending* then is chosen by streams/plan_settling.py.
 
-Sums of integer columns are exact in both plans. In the incremental plan a floating-point column
+Sums of integer columns are exact in both plans: formed in DECIMAL(38,0) (an epoch's cumulative
+sums pass BIGINT long before a window's does), each window's sum shown as BIGINT or, when it
+leaves BIGINT, an error naming the view, the column and the group. In the incremental plan a floating-point column
 (when the translation is given the stream's column types) is summed exactly, also beside min/max
 (before round 14 a window with min or max summed its per-part float sums with Spark's SUM): the
 state keeps its
@@ -42,12 +44,14 @@ cumulative sum as the components and non-finite counts of an exact sum (streams/
 ``sum_y_pinf``, ``sum_y_ninf``, ``sum_y_nan`` the counts of +inf, -inf and NaN), and the window's sum
 is the exact difference rounded once, so a window sum equals ``math.fsum`` of the window's values
 however large the values that left it (an infinity that left no longer counts). Such views keep the
-incremental plan. Sums keep the type of the per-part sums, so decimal columns are not supported
-by the incremental form.
+incremental plan. Sums of DECIMAL(p, s) columns are formed in DECIMAL(38, s) and shown in Spark's
+DECIMAL(p+10, s) the same way (before, the incremental form's sum types disagreed and such a view
+could not be created).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -55,7 +59,7 @@ from sqlglot import exp
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
-from arrayviews.model.viewdf import Presentation, ViewDFDefinition
+from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
 from arrayviews.streams import exact_sums
 from arrayviews.streams.fsm import PREVIOUS
 from arrayviews.streams.queries import AGGREGATE_TYPES, WindowQuery, aggregate_call
@@ -74,6 +78,44 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
+#: The type integer sums are formed in: an epoch's cumulative sums grow without bound, and a
+#: window's total of BIGINT values may pass through more than BIGINT holds on its way.
+_WIDE = "DECIMAL(38,0)"
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_BIGINT_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _check_columns(statement, calls, types: Mapping[str, str]) -> None:
+    """Every column the window query reads is the stream's, and every sum and avg reads a number;
+    a ParseError names the view, the column and where it was written otherwise (before, an unknown
+    group column raised a bare KeyError, and ``sum(text)`` a Spark cast error when the first part
+    was built)."""
+    query = statement.query
+    read = [(None, g) for g in query.group_by] + [(f, a) for f, a in calls if a is not None]
+    for function, attribute in read:
+        kind = types.get(attribute.lower())
+        numeric = kind is not None and (
+            kind in _INTEGERS or kind.startswith("decimal") or kind in ("float", "double")
+        )
+        if kind is not None and (function not in ("sum", "avg") or numeric):
+            continue
+        written = (
+            rf"\b{function}\s*\(\s*{re.escape(attribute)}\s*\)"
+            if function
+            else rf"\b{re.escape(attribute)}\b"
+        )
+        found = re.search(written, statement.text, flags=re.IGNORECASE)
+        line = column = None
+        if found is not None:
+            before = statement.text[: found.start()]
+            line, column = before.count("\n") + 1, found.start() - before.rfind("\n")
+        problem = (
+            f"the stream {query.stream} has no column {attribute} (columns: {', '.join(types)})"
+            if kind is None
+            else f"{function}({attribute}) needs a numeric column; {attribute} is {kind}"
+        )
+        raise ParseError(f"view {statement.name}: {problem}", text=statement.text, line=line, column=column)
 
 
 @dataclass(frozen=True)
@@ -137,6 +179,8 @@ class WindowTranslation:
             )
         self.parts = query.window_seconds // partition_length
         self.calls = query.aggregate_calls()
+        if types:
+            _check_columns(statement, self.calls, types)
         self.subtractable = all(function in _SUBTRACTABLE for function, _ in self.calls)
         attributes = [attribute for _, attribute in self.calls if attribute]
         names = _Names([*query.group_by, *attributes])
@@ -146,6 +190,18 @@ class WindowTranslation:
         counted = dict.fromkeys(a for f, a in self.calls if f in ("sum", "avg", "count") and a)
         self.sums = {a: names.fresh(f"sum_{a}") for a in summed}
         self.counts = {a: names.fresh(f"count_{a}") for a in counted}
+        # per sum column of an integer or decimal attribute: the type its sums are formed in and
+        # the type of Spark's sum, which the window's sum is shown in
+        self.wide: dict[str, tuple[str, str]] = {}
+        for a in summed:
+            kind = types.get(a.lower(), "")
+            decimal = _DECIMAL.fullmatch(kind)
+            if kind in _INTEGERS:
+                self.wide[self.sums[a]] = (_WIDE, "BIGINT")
+            elif decimal:
+                precision, scale = int(decimal.group(1)), int(decimal.group(2))
+                shown = f"DECIMAL({min(38, precision + 10)},{scale})"
+                self.wide[self.sums[a]] = (f"DECIMAL(38,{scale})", shown)
         self.maxima = {a: names.fresh(f"max_{a}") for f, a in self.calls if f == "max"}
         self.minima = {a: names.fresh(f"min_{a}") for f, a in self.calls if f == "min"}
         self.age = names.fresh("age")
@@ -229,7 +285,7 @@ class WindowTranslation:
         totals = [*self.groups()]
         if self.keeps_count:
             totals.append(_alias(exp.Count(this=exp.Star(), big_int=True), self.count))
-        totals += [_alias(exp.Sum(this=_column(a)), column) for a, column in self.sums.items()]
+        totals += [_alias(exp.Sum(this=self.summand(a)), column) for a, column in self.sums.items()]
         totals += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
         totals += [_alias(exp.Max(this=_column(a)), column) for a, column in self.maxima.items()]
         totals += [_alias(exp.Min(this=_column(a)), column) for a, column in self.minima.items()]
@@ -237,6 +293,16 @@ class WindowTranslation:
         return self.results(exp.select(*totals).from_(window).group_by(*self.groups()))
 
     # -- cumulative sums per epoch (subtractable) --------------------------------------------
+    def summand(self, attribute: str) -> exp.Expression:
+        """``attribute`` as it is summed: an integer column as DECIMAL(38,0)."""
+        column = _column(attribute)
+        wide = self.wide.get(self.sums.get(attribute, ""))
+        return exp.cast(column, wide[0]) if wide else column
+
+    def widened(self, column: str, total: exp.Expression) -> exp.Expression:
+        """``total`` of the sum column ``column``, kept as DECIMAL(38,0) for an integer column."""
+        return exp.cast(total, self.wide[column][0]) if column in self.wide else total
+
     def label(self, attribute: str) -> exp.Literal:
         """What an exact sum's error message names: the view and the summed column."""
         return exp.Literal.string(f"view {self.statement.name}, sum of {attribute}")
@@ -251,7 +317,9 @@ class WindowTranslation:
                 state = exp.Anonymous(this=exact_sums.SUM, expressions=[values, self.label(a)])
                 columns.append(_alias(state, self.exact_batch[a]))
             else:
-                columns.append(_alias(_coalesce(exp.Sum(this=_column(a)), _number(0)), c))
+                columns.append(
+                    _alias(self.widened(c, _coalesce(exp.Sum(this=self.summand(a)), _number(0))), c)
+                )
         columns += [_alias(exp.Count(this=_column(a), big_int=True), c) for a, c in self.counts.items()]
         columns += [_alias(q.extreme(_column(q.attribute)), q.batch) for q in self.queues]
         return columns
@@ -323,7 +391,7 @@ class WindowTranslation:
                     this=_coalesce(_column(column, PREVIOUS), _number(0)),
                     expression=_coalesce(_column(column, "Batch"), _number(0)),
                 )
-                step_columns.append(_alias(total, column))
+                step_columns.append(_alias(self.widened(column, total), column))
                 outputs.append(_column(column))
             elif column == self.exact[attribute][0]:
                 state = self.exact_batch[attribute]
@@ -469,7 +537,7 @@ class WindowTranslation:
             total = _column(column, "Cur")
             if not initialize:
                 total = exp.Sub(this=total, expression=_coalesce(_column(column, "Old"), _number(0)))
-            totals.append(_alias(total, column))
+            totals.append(_alias(self.widened(column, total), column))
         for attribute, stored in self.exact.items():
             old = self.no_state() if initialize else self.packed(attribute, "Old")
             difference = exp.Anonymous(
@@ -531,10 +599,48 @@ class WindowTranslation:
         if function == "min":
             return _column(self.minima[attribute])
         some = _column(self.counts[attribute]) > _number(0)
-        total = _column(self.sums[attribute])
+        total: exp.Expression = _column(self.sums[attribute])
+        wide = self.wide.get(self.sums[attribute])
+        if wide is not None and (function == "sum" or wide[1] != "BIGINT"):
+            total = self.checked(total, attribute, wide[1])
         if function == "avg":
-            total = exp.Div(this=total, expression=_column(self.counts[attribute]))
+            dividend = exp.cast(total, "DOUBLE") if wide and wide[1] == "BIGINT" else total
+            total = exp.Div(this=dividend, expression=_column(self.counts[attribute]))
         return exp.Case().when(some, total)
+
+    def checked(self, total: exp.Expression, attribute: str, shown: str) -> exp.Expression:
+        """A window's wide sum in ``shown``, the type of Spark's ``sum``, or an error naming the
+        view, the attribute and the group when it does not fit (never a wrapped value)."""
+        if shown == "BIGINT":
+            low, high = _BIGINT_RANGE
+            fits = exp.Between(this=total.copy(), low=exp.Literal.number(low), high=exp.Literal.number(high))
+        else:
+            kept = exp.TryCast(this=total.copy(), to=exp.DataType.build(shown, dialect="spark"))
+            fits = exp.or_(_is_null(total), _is_set(kept), copy=False)
+        group = [
+            exp.Anonymous(
+                this="concat",
+                expressions=[
+                    exp.Literal.string(f"{g}="),
+                    _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
+                ],
+            )
+            for g in self.query.group_by
+        ]
+        text = (
+            f"{OVERFLOW_MARK}window view {self.statement.name}: sum({attribute}) over the window "
+            f"leaves {shown.lower()}"
+        )
+        pieces: list[exp.Expression] = [exp.Literal.string(text)]
+        if group:
+            pieces += [
+                exp.Literal.string(" for group "),
+                exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(", "), *group]),
+            ]
+        overflow = exp.Anonymous(
+            this="raise_error", expressions=[exp.Anonymous(this="concat", expressions=pieces)]
+        )
+        return exp.Case().when(fits, exp.cast(total.copy(), shown)).else_(overflow)
 
     def item_value(self, item) -> exp.Expression:
         if item.is_group:
