@@ -40,14 +40,14 @@ from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
 from arrayviews.storage.check import check_warehouse
 from arrayviews.storage.chunk_cache import process_cache
-from arrayviews.storage.uncertain_table import UncertainTable, Workload
+from arrayviews.storage.uncertain_table import UncertainTable
 from arrayviews.storage.warehouse import Warehouse, check_folder
 from arrayviews.stream import Stream
 from arrayviews.stream_view import StreamView
 from arrayviews.streams.calibration import calibrate_stream_steps
 from arrayviews.streams.maintainer import maintain_all
 from arrayviews.streams.world import StreamWorld
-from arrayviews.uncertain import UncertainArray, layout_of
+from arrayviews.uncertain import UncertainArray, layout_of, workload_of
 from arrayviews.view import View, create_view, open_view
 from arrayviews.views.catalog import RelationCatalog
 
@@ -309,8 +309,7 @@ class Database:
                 f"create_uncertain_array needs a schema text or UncertainSchema, got {type(schema).__name__}"
             )
         layout = layout_of(schema, scheme, step, sigmas)
-        if workload is not None and not isinstance(workload, Workload):
-            workload = Workload(tuple(tuple(float(x) for x in q) for q in workload))
+        workload = workload_of(schema, workload)
         table = UncertainTable.create(self.warehouse, schema, layout, workload)
         return UncertainArray(self, table)
 

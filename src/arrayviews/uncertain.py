@@ -72,6 +72,49 @@ def layout_of(schema: UncertainSchema, scheme: str, step, sigmas: float) -> Stor
     return StorageLayout(scheme, normalize_steps(step, schema.ndim, schema.name), sigmas)
 
 
+def workload_of(schema: UncertainSchema, workload: object, threshold: object = 0.9) -> Workload | None:
+    """The cost model's workload, checked: query sizes (cells, positive and finite), one per dimension
+    in every query, and a threshold in (0, 1]; a ``Workload`` is checked as given."""
+    if workload is None:
+        return None
+    if isinstance(workload, Workload):
+        workload, threshold = workload.queries, workload.threshold
+
+    def refuse(message: str, value: object) -> ValidationError:
+        return ValidationError(
+            f"uncertain array {schema.name}: workload {message}", array=schema.name, value=value
+        )
+
+    if isinstance(workload, np.ndarray):
+        workload = workload.tolist()
+    if isinstance(workload, str) or not isinstance(workload, Sequence):
+        raise refuse(
+            f"is a list of query sizes (one size in cells per dimension), got {workload!r}", workload
+        )
+    queries = []
+    for query in workload:
+        query = query.tolist() if isinstance(query, np.ndarray) else query
+        if isinstance(query, str) or not isinstance(query, Sequence) or len(query) != schema.ndim:
+            raise refuse(
+                f"query sizes need one size in cells per dimension ({schema.ndim}: "
+                f"{', '.join(schema.dimension_names)}), got {query!r}",
+                query,
+            )
+        for size in query:
+            if isinstance(size, bool) or not isinstance(size, int | float | np.integer | np.floating):
+                raise refuse(f"query size {size!r} is not a number", size)
+            if not (0 < float(size) < float("inf")):
+                raise refuse(f"query size {size!r} must be a positive number of cells", size)
+        queries.append(tuple(float(x) for x in query))
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.integer | np.floating):
+        raise refuse(f"threshold must be a number, got {threshold!r}", threshold)
+    if not (0.0 < float(threshold) <= 1.0):
+        raise refuse(f"threshold {threshold!r} must lie in (0, 1]", threshold)
+    if not queries:
+        raise refuse("has no query sizes", workload)
+    return Workload(tuple(queries), float(threshold))
+
+
 class UncertainArray:
     """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
 
@@ -267,11 +310,7 @@ class UncertainArray:
 
         batch = uncertain_writes.read_all_tuples(self._table, self.version)
         first, last = possible_ranges(batch, self.schema, self.layout.sigmas)
-        workload = (
-            None
-            if queries is None
-            else Workload(tuple(tuple(float(x) for x in q) for q in queries), threshold)
-        )
+        workload = workload_of(self.schema, queries, threshold)
         batches = self._table.batches_at(self.version)
         return uncertain_writes.choose_step(self._table, first, last, workload, units, batches)
 
@@ -344,4 +383,12 @@ class UncertainSubarray:
         return self.to_arrow().num_rows
 
 
-__all__ = ["STORE_ALL", "STORE_MEAN", "STORE_MULTIPLE", "UncertainArray", "UncertainSubarray", "layout_of"]
+__all__ = [
+    "STORE_ALL",
+    "STORE_MEAN",
+    "STORE_MULTIPLE",
+    "UncertainArray",
+    "UncertainSubarray",
+    "layout_of",
+    "workload_of",
+]

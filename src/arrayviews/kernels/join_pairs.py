@@ -14,6 +14,9 @@ from numba import njit
 
 from arrayviews.kernels.probability import pair_probability
 
+# numba's on-disk cache (cache=True) is keyed on this file alone, not on the kernels it inlines:
+# change this file when kernels/probability.py changes (last: its interval and pair probabilities).
+
 
 @njit(cache=True)
 def _overlaps(a_first, a_last, b_first, b_last, i, j, delta) -> bool:

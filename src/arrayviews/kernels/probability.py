@@ -1,7 +1,8 @@
 """Probabilities of Gaussian positions: intervals, bands and rectangles, exact and deterministic.
 
 * One dimension: P(a <= X < b) for X ~ N(mu, sigma) as a difference of complementary error
-  functions, taken on the side of the mean where both terms are small (no cancellation in the tails).
+  functions, taken on the side of the mean where both terms are small (no cancellation in the tails),
+  or of error functions within a sigma of the mean (no 1 - (1 - p) for narrow intervals there).
 * The band |X_A - X_B| < delta of two independent Gaussians: X_A - X_B is N(mu_A - mu_B,
   sqrt(sigma_A^2 + sigma_B^2)), an interval again.
 * A correlated pair: the rectangle probability of a bivariate normal by inclusion-exclusion of four
@@ -49,14 +50,15 @@ def interval_probability(mu: float, sigma: float, a: float, b: float, closed_low
         return 1.0 if (inside_low and mu < b) else 0.0
     za = (a - mu) / sigma
     zb = (b - mu) / sigma
-    if za > 0.0:
-        # Both bounds above the mean: upper tails are small and exact.
+    if za >= 1.0:
+        # Both bounds a sigma or more above the mean: upper tails are small and exact.
         p = 0.5 * (math.erfc(za / _SQRT2) - math.erfc(zb / _SQRT2))
-    elif zb < 0.0:
+    elif zb <= -1.0:
         p = 0.5 * (math.erfc(-zb / _SQRT2) - math.erfc(-za / _SQRT2))
     else:
-        # The interval holds the mean: one minus both tails.
-        p = 1.0 - 0.5 * (math.erfc(-za / _SQRT2) + math.erfc(zb / _SQRT2))
+        # Near the mean: erf is exact relative to its (small) argument, and over an interval holding
+        # the mean the two terms add; 1 - tails or a difference of erfc near 1 would lose a small p.
+        p = 0.5 * (math.erf(zb / _SQRT2) - math.erf(za / _SQRT2))
     return min(1.0, max(0.0, p))
 
 
@@ -268,24 +270,27 @@ def pair_probability(
     l1 band); values below ``threshold`` may be upper bounds. Returns (probability, integrals done)."""
     p = 1.0
     for i in single_dims:
-        p *= band_probability(ma[i] - mb[i], math.sqrt(sa[i] * sa[i] + sb[i] * sb[i]), delta)
+        p *= band_probability(ma[i] - mb[i], math.hypot(sa[i], sb[i]), delta)
         if p < threshold:
             return p, 0
     integrals = 0
     for q in range(pair_dims.shape[0]):
         i, j = pair_dims[q, 0], pair_dims[q, 1]
         m1, m2 = ma[i] - mb[i], ma[j] - mb[j]
-        s1 = math.sqrt(sa[i] * sa[i] + sb[i] * sb[i])
-        s2 = math.sqrt(sa[j] * sa[j] + sb[j] * sb[j])
+        s1 = math.hypot(sa[i], sb[i])  # no overflow or underflow of the squares
+        s2 = math.hypot(sa[j], sb[j])
         p1 = band_probability(m1, s1, delta)
         p2 = band_probability(m2, s2, delta)
         if p * min(p1, p2) < threshold:
             return p * min(p1, p2), integrals
-        covariance = ca[q] * sa[i] * sa[j] + cb[q] * sb[i] * sb[j]
-        if covariance == 0.0 or s1 == 0.0 or s2 == 0.0:
+        if s1 == 0.0 or s2 == 0.0:
+            rho = 0.0
+        else:  # the covariance over s1 * s2, scaled first (no overflow of the products)
+            rho = ca[q] * (sa[i] / s1) * (sa[j] / s2) + cb[q] * (sb[i] / s1) * (sb[j] / s2)
+        if rho == 0.0:
             p *= p1 * p2
         else:
-            rho = max(-1.0, min(1.0, covariance / (s1 * s2)))
+            rho = max(-1.0, min(1.0, rho))
             p *= rectangle_probability(m1, m2, s1, s2, rho, -delta, delta, -delta, delta, False)
             integrals += 1
         if p < threshold:

@@ -247,10 +247,41 @@ def possible_range(
     """First and last cell (int64) of mean +- k * sigma rounded out to cells, clipped to [low, high].
 
     The interval [m - k s, m + k s] is closed, so a bound falling exactly on a cell boundary c still
-    includes cell c. Means must lie in [low, high + 1).
+    includes cell c; a low bound that rounding alone put on c (the exact m - k s is below it) also
+    includes c - 1. Means must lie in [low, high + 1).
     """
     means = np.asarray(means, dtype=np.float64)
-    reach = k * np.asarray(sigmas, dtype=np.float64)
-    first = np.floor(np.clip(means - reach, low, high))
-    last = np.floor(np.clip(means + reach, low, high))
-    return first.astype(np.int64), last.astype(np.int64)
+    sigmas = np.asarray(sigmas, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = k * sigmas
+        bound = means - reach
+        first = np.floor(np.clip(bound, low, high))
+        last = np.floor(np.clip(means + reach, low, high))
+        # m - k s rounded up onto a cell boundary c while the exact bound is below c (a tiny sigma at
+        # a mean on the boundary: 2 - 1e-17 == 2.0): the cell below c belongs to the range too.
+        below = (
+            (bound == first)
+            & (bound > low)
+            & (reach > 0)
+            & (_rounding_error(means, -reach, bound) < _product_error(k, sigmas, reach))
+        )
+    return (first - below).astype(np.int64), last.astype(np.int64)
+
+
+def _rounding_error(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """a + b - fl(a + b), exactly (Knuth's TwoSum)."""
+    virtual = total - a
+    return (a - (total - virtual)) + (b - virtual)
+
+
+def _product_error(k: float, sigmas: np.ndarray, product: np.ndarray) -> np.ndarray:
+    """k * sigma - fl(k * sigma), exactly for products in the normal range (Dekker's TwoProduct)."""
+
+    def split(x):
+        scaled = 134217729.0 * x  # 2**27 + 1
+        high = scaled - (scaled - x)
+        return high, x - high
+
+    kh, kl = split(np.float64(k))
+    sh, sl = split(sigmas)
+    return ((kh * sh - product) + kh * sl + kl * sh) + kl * sl

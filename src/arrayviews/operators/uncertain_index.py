@@ -50,13 +50,12 @@ class PossibleRangeIndex:
         first = np.stack([rows.columns[ul.first_column(d)] for d in schema.dimension_names], axis=1)
         last = np.stack([rows.columns[ul.last_column(d)] for d in schema.dimension_names], axis=1)
         properties = rtree_index.Property()
-        properties.dimension = schema.ndim
+        properties.dimension = max(2, schema.ndim)  # libspatialindex needs 2 dimensions at least
         properties.interleaved = True
         entries = np.arange(len(rows), dtype=np.int64)
         if len(rows):
-            tree = rtree_index.Index(
-                (entries, first.astype(np.float64), (last + 1).astype(np.float64)), properties=properties
-            )
+            lows, highs = _padded(first.astype(np.float64), (last + 1).astype(np.float64))
+            tree = rtree_index.Index((entries, lows, highs), properties=properties)
         else:
             tree = rtree_index.Index(properties=properties)
         return cls(table, version, tree, rows.columns[ID], rows.cells, time.perf_counter() - started)
@@ -65,9 +64,8 @@ class PossibleRangeIndex:
         """(query, entry) pairs whose boxes intersect, for query boxes given as (m, d) arrays."""
         if len(self.ids) == 0 or len(lows) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        hits, counts = self.tree.intersection_v(
-            np.ascontiguousarray(lows, np.float64), np.ascontiguousarray(highs, np.float64)
-        )
+        lows, highs = _padded(np.asarray(lows, np.float64), np.asarray(highs, np.float64))
+        hits, counts = self.tree.intersection_v(np.ascontiguousarray(lows), np.ascontiguousarray(highs))
         return np.repeat(np.arange(len(lows), dtype=np.int64), counts.astype(np.int64)), hits.astype(np.int64)
 
     def fetch(self, entries: np.ndarray, stats) -> ul.Rows:
@@ -90,6 +88,13 @@ class PossibleRangeIndex:
         stats.copies_read += len(rows)
         wanted = np.isin(rows.columns[ID], self.ids[entries]) & (rows.columns[ul.ROLE] == ul.ROLE_HOME)
         return rows.take(np.flatnonzero(wanted))
+
+
+def _padded(lows: np.ndarray, highs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes of a 1-D array as 2-D boxes (the second side [0, 1] for all), others unchanged."""
+    if lows.shape[1] >= 2:
+        return lows, highs
+    return np.pad(lows, ((0, 0), (0, 1))), np.pad(highs, ((0, 0), (0, 1)), constant_values=1.0)
 
 
 def index_subarray(

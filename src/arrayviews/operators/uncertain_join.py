@@ -538,6 +538,10 @@ class _Counter:
         self.stats.inner_copies_read = value
 
 
+#: The largest band: regions widened by delta are counted in whole cells (int64).
+MAX_DELTA = float(2**52)
+
+
 class StructureJoin:
     """A probabilistic Structure-Join, evaluated when read."""
 
@@ -567,9 +571,10 @@ class StructureJoin:
             delta = float(delta)
         except (TypeError, ValueError):
             delta = float("nan")
-        if not (delta > 0) or math.isinf(delta):
+        if not (0 < delta <= MAX_DELTA):
             raise ValidationError(
-                f"structure join of {ls.name} and {rs.name}: delta must be a positive number of cells, got {delta!r}",
+                f"structure join of {ls.name} and {rs.name}: delta must be a positive number of cells up to "
+                f"2**52 (regions are whole cells in int64), got {delta!r}",
                 value=delta,
             )
         lam = check_threshold(ls, left.layout, threshold, "structure join")
