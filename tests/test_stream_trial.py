@@ -131,7 +131,7 @@ def test_the_documented_examples_run_as_written(scratch) -> None:
     assert (7, "a", 185, 4) in shown(db, "w", ["src", "s", "n"])  # 50 (minute 5) + 60 + 70 + 5
     F = db.create_stream("F", "ts timestamp, g string, y double", partition_length=60, time_column="ts")
     with pytest.raises(ValidationError, match="y"):
-        db.sql("CREATE VIEW f USING RECOMPUTE AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")
+        db.sql("CREATE VIEW fv USING RECOMPUTE AS SELECT g, sum(y) AS s FROM F [WINDOW 2 MINUTES] GROUP BY g")
     assert F.name.lower() == "f"
     S.set_max_gap_parts(5)
     with pytest.raises(ValidationError, match="max_gap_parts"):

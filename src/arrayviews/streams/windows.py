@@ -33,9 +33,12 @@ Over a stream without rows a window is incremental at once (its one table cannot
 recompute plan). Views made before one table keep their helper and view (their stored
 definitions), and a min/max window left *pending* then is chosen by streams/plan_settling.py.
 
-Sums of integer columns are exact in both plans: formed in DECIMAL(38,0) (an epoch's cumulative
-sums pass BIGINT long before a window's does), each window's sum shown as BIGINT or, when it
-leaves BIGINT, an error naming the view, the column and the group. In the incremental plan a floating-point column
+Sums of integer columns are exact in both plans. Those of BIGINT columns are formed in
+DECIMAL(38,0) (an epoch's cumulative sums pass BIGINT long before a window's does), each window's
+sum shown as BIGINT or, when it leaves BIGINT, an error naming the view, the column and the group.
+Narrower integer columns keep BIGINT sums, which stay on the faster in-process path: an epoch
+would need more than 2^32 rows before its sums could leave BIGINT, and then Spark's overflow error
+stops the step. In the incremental plan a floating-point column
 (when the translation is given the stream's column types) is summed exactly, also beside min/max
 (before round 14 a window with min or max summed its per-part float sums with Spark's SUM): the
 state keeps its
@@ -196,7 +199,7 @@ class WindowTranslation:
         for a in summed:
             kind = types.get(a.lower(), "")
             decimal = _DECIMAL.fullmatch(kind)
-            if kind in _INTEGERS:
+            if kind == "bigint":  # narrower integers: 2^32 rows an epoch before BIGINT could overflow
                 self.wide[self.sums[a]] = (_WIDE, "BIGINT")
             elif decimal:
                 precision, scale = int(decimal.group(1)), int(decimal.group(2))
