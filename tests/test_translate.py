@@ -168,14 +168,20 @@ def test_subtractable_window_structure() -> None:
 
 def test_subtractable_float_sums_are_kept_exactly() -> None:
     """With the stream's column types, a float column's cumulative sum is an exact sum state (seven
-    stored columns) and the window's sum the exact difference; integer sums stay Spark's SUM."""
+    stored columns) and the window's sum the exact difference; integer sums are Spark's SUM (of BIGINT
+    columns formed in DECIMAL(38,0))."""
     statement = _window(
         "CREATE VIEW W AS SELECT g, sum(y) AS s, avg(y) AS m, sum(k) AS t FROM S [WINDOW 3 MINUTES] GROUP BY g"
     )
     (view,) = translate(statement, 60, types={"g": "string", "y": "double", "k": "bigint"})
     state = "AV_EXACT_SUM(COLLECT_LIST(y), 'view W, sum of y') AS state_y"
     assert state in view.initialize.text and state in view.update.text
-    assert "AV_EXACT_ADD(" in view.update.text and "COALESCE(SUM(k), 0) AS sum_k" in view.update.text
+    assert "AV_EXACT_ADD(" in view.update.text
+    # a BIGINT column's running sums are formed in DECIMAL(38,0), the window's sum checked into BIGINT
+    assert "CAST(COALESCE(SUM(CAST(k AS DECIMAL(38, 0))), 0) AS DECIMAL(38, 0)) AS sum_k" in view.update.text
+    assert "WHEN sum_k BETWEEN -9223372036854775808 AND 9223372036854775807" in view.update.text
+    (narrow,) = translate(statement, 60, types={"g": "string", "y": "double", "k": "int"})
+    assert "COALESCE(SUM(k), 0) AS sum_k" in narrow.update.text  # INT: BIGINT sums, the fast plan
     for column in ("sum_y", "sum_y_x1", "sum_y_x2", "sum_y_x3", "sum_y_pinf", "sum_y_ninf", "sum_y_nan"):
         assert f"AS {column}" in view.initialize.text and f"AS {column}" in view.update.text
         assert f"Old.{column}" in view.update.text

@@ -99,6 +99,20 @@ def _is_set(expression: exp.Expression) -> exp.Expression:
     return exp.Not(this=_is_null(expression))
 
 
+def _group_values(group_by: Iterable[str]) -> list[exp.Expression]:
+    """``g=value`` per group column (NULL spelled out), for error messages naming a group."""
+    return [
+        exp.Anonymous(
+            this="concat",
+            expressions=[
+                exp.Literal.string(f"{g}="),
+                _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
+            ],
+        )
+        for g in group_by
+    ]
+
+
 def _same_groups(group_by: tuple[str, ...], left: str, right: str) -> exp.Expression:
     """Null-safe equality of the group columns of ``left`` and ``right``."""
     return exp.and_(

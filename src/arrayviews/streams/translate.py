@@ -44,6 +44,7 @@ from arrayviews.streams.query_building import (
     _column,
     _definition,
     _duration,
+    _group_values,
     _is_null,
     _is_set,
     _Names,
@@ -266,16 +267,7 @@ class _PatternTranslation:
         total: exp.Expression = exp.Anonymous(this="try_add", expressions=[carried.copy(), value.copy()])
         if kept is not None and kept.startswith("decimal"):
             total = exp.TryCast(this=total, to=exp.DataType.build(kept, dialect="spark"))
-        group = [
-            exp.Anonymous(
-                this="concat",
-                expressions=[
-                    exp.Literal.string(f"{g}="),
-                    _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
-                ],
-            )
-            for g in self.query.group_by
-        ]
+        group = _group_values(self.query.group_by)
         message = exp.Anonymous(
             this="concat",
             expressions=[

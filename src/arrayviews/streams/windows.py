@@ -72,6 +72,7 @@ from arrayviews.streams.query_building import (
     _column,
     _definition,
     _duration,
+    _group_values,
     _is_null,
     _is_set,
     _Names,
@@ -620,16 +621,7 @@ class WindowTranslation:
         else:
             kept = exp.TryCast(this=total.copy(), to=exp.DataType.build(shown, dialect="spark"))
             fits = exp.or_(_is_null(total), _is_set(kept), copy=False)
-        group = [
-            exp.Anonymous(
-                this="concat",
-                expressions=[
-                    exp.Literal.string(f"{g}="),
-                    _coalesce(exp.cast(_column(g), "STRING"), exp.Literal.string("NULL")),
-                ],
-            )
-            for g in self.query.group_by
-        ]
+        group = _group_values(self.query.group_by)
         text = (
             f"{OVERFLOW_MARK}window view {self.statement.name}: sum({attribute}) over the window "
             f"leaves {shown.lower()}"
