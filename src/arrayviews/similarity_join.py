@@ -31,6 +31,7 @@ from arrayviews.views.definition import (
     parse_view_aggregate,
     similarity,
 )
+from arrayviews.views.source import public_schema
 from arrayviews.views.view import reflected_versions
 
 if TYPE_CHECKING:
@@ -155,10 +156,11 @@ class SimilarityJoin:
         definition = self._definition(aggregates)
         left, right = self._sources()
         plan = self._plan(definition, through, (left, right))
-        public = state.stored_schema(
-            self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
+        public = public_schema(
+            state.stored_schema(
+                self.left.name, definition, self.spec.left, self.spec.right, self.spec.left.dimensions
+            )
         )
-        public = public.with_attributes([a for a in public.attributes if not a.internal])
         if plan.chosen == "view":
             candidate = plan.candidate  # the view at the version whose reflected versions were checked
             estimate = left.estimate() + right.estimate() + candidate.source.estimate()

@@ -50,7 +50,7 @@ from arrayviews.views.refresh_cost import (
     cost_of,
     previous_full_pairs,
 )
-from arrayviews.views.source import ViewSource, base_source
+from arrayviews.views.source import ViewSource, base_source, public_schema
 
 if TYPE_CHECKING:
     from arrayviews.views.protocols import ArrayDatabase as Database
@@ -724,9 +724,7 @@ def read_definition(table: ArrayTable) -> tuple[ViewDefinition, ArraySchema]:
     if DEFINITION_PROPERTY not in properties:
         raise ValidationError(f"{table.name} is an array, not a view")
     definition = definition_from_json(properties[DEFINITION_PROPERTY])
-    stored = table.schema
-    public = stored.with_attributes([a for a in stored.attributes if not a.internal])
-    return definition, public
+    return definition, public_schema(table.schema)
 
 
 __all__ = [
