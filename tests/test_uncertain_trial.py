@@ -448,13 +448,9 @@ def test_correlated_pair_probability_of_huge_sigmas():
     assert abs(p - expected) <= 1e-12
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="possible ranges are clipped to each array's own domain, so with different dimension "
-    "ranges a pair whose mass meets outside both domains fails Prop. 4.1 and is never validated; "
-    "needs unclipped ranges in the join's I/O and filter steps",
-)
 def test_join_of_arrays_over_different_domains(db):
+    """Bug: possible ranges were clipped to each array's own domain, so a pair whose mass meets
+    outside both domains failed Prop. 4.1 and was never validated (a silently dropped match)."""
     left = db.create_uncertain_array("da<>[x=0:9:5]", scheme="store-multiple", step=1)
     right = db.create_uncertain_array("db<>[x=40:49:5]", scheme="store-multiple", step=1)
     left.insert({"x": [9.9], "x_sigma": [20.0]})

@@ -4,8 +4,8 @@ An *uncertain array* holds tuples whose position along every dimension is a Gaus
 in cell units (a position p lies in cell floor(p)); pairs of dimensions may be correlated (a
 bivariate Gaussian). Value attributes are exact (any attribute type), Gaussian (mean and sigma) or
 uniform (low and high). A tuple's *possible range* along a dimension is mean +- k * sigma rounded
-out to whole cells (the smallest run of cells holding the interval) and clipped to the dimension
-range; ``k`` (``sigmas``) defaults to 3, which leaves a two-sided tail mass of erfc(k / sqrt 2)
+out to whole cells (the smallest run of cells holding the interval), clipped to the dimension
+range where copies are placed (not where two arrays' tuples are compared); ``k`` (``sigmas``) defaults to 3, which leaves a two-sided tail mass of erfc(k / sqrt 2)
 (0.0027) outside the range.
 
 Column conventions (what ``insert`` takes and ``to_pandas`` gives): per dimension ``x`` (the mean)
@@ -244,28 +244,38 @@ class UncertainSchema:
 def possible_range(
     means: np.ndarray, sigmas: np.ndarray, k: float, low: int, high: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """First and last cell (int64) of mean +- k * sigma rounded out to cells, clipped to [low, high].
+    """First and last cell (int64) of mean +- k * sigma rounded out to cells, clipped to [low, high]
+    (the cells a tuple's copies may occupy). Means must lie in [low, high + 1)."""
+    first, last = unclipped_possible_range(means, sigmas, k)
+    return np.clip(first, low, high).astype(np.int64), np.clip(last, low, high).astype(np.int64)
+
+
+def unclipped_possible_range(
+    means: np.ndarray, sigmas: np.ndarray, k: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """First and last cell (float64, possibly infinite) of mean +- k * sigma rounded out to cells,
+    not clipped to the array's domain: a tuple's probability mass beyond its own array's domain can
+    still meet another array's tuples (the structure join's Prop. 4.1 test reads these).
 
     The interval [m - k s, m + k s] is closed, so a bound falling exactly on a cell boundary c still
     includes cell c; a low bound that rounding alone put on c (the exact m - k s is below it) also
-    includes c - 1. Means must lie in [low, high + 1).
+    includes c - 1.
     """
     means = np.asarray(means, dtype=np.float64)
     sigmas = np.asarray(sigmas, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         reach = k * sigmas
         bound = means - reach
-        first = np.floor(np.clip(bound, low, high))
-        last = np.floor(np.clip(means + reach, low, high))
+        first = np.floor(bound)
+        last = np.floor(means + reach)
         # m - k s rounded up onto a cell boundary c while the exact bound is below c (a tiny sigma at
         # a mean on the boundary: 2 - 1e-17 == 2.0): the cell below c belongs to the range too.
         below = (
             (bound == first)
-            & (bound > low)
             & (reach > 0)
             & (_rounding_error(means, -reach, bound) < _product_error(k, sigmas, reach))
         )
-    return (first - below).astype(np.int64), last.astype(np.int64)
+    return first - below, last
 
 
 def _rounding_error(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN, StorageLayout
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema
+from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema, unclipped_possible_range
 from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
@@ -90,7 +90,8 @@ class Side:
 
 @dataclass
 class SideRows:
-    """Rows of one side in kernel form (possible ranges as floats for the Prop. 4.1 test)."""
+    """Rows of one side in kernel form: possible ranges (``first``, ``last``) as floats, not clipped to
+    the side's domain, for the Prop. 4.1 test (two arrays' tuples may meet outside either domain)."""
 
     ids: np.ndarray
     cells: np.ndarray
@@ -125,7 +126,8 @@ def pair_structure(left: UncertainSchema, right: UncertainSchema) -> tuple[np.nd
     return singles, np.array(pairs, np.int64).reshape(-1, 2)
 
 
-def side_rows(rows: ul.Rows, schema: UncertainSchema, pairs: np.ndarray) -> SideRows:
+def side_rows(rows: ul.Rows, schema: UncertainSchema, pairs: np.ndarray, sigmas: float) -> SideRows:
+    """Decoded rows in kernel form; ``sigmas`` is the side's k of the possible range mean +- k sigma."""
     names = schema.dimension_names
 
     def stack(column):
@@ -140,15 +142,10 @@ def side_rows(rows: ul.Rows, schema: UncertainSchema, pairs: np.ndarray) -> Side
         column = own.get(tuple(int(x) for x in pair))
         if column is not None:
             corrs[:, q] = rows.columns[column]
-    return SideRows(
-        rows.columns[ID],
-        rows.cells,
-        stack(ul.first_column).astype(np.float64),
-        stack(ul.last_column).astype(np.float64),
-        np.ascontiguousarray(stack(ul.mean_column), np.float64),
-        np.ascontiguousarray(stack(ul.sigma_column), np.float64),
-        corrs,
-    )
+    means = np.ascontiguousarray(stack(ul.mean_column), np.float64)
+    deviations = np.ascontiguousarray(stack(ul.sigma_column), np.float64)
+    first, last = unclipped_possible_range(means, deviations, sigmas)
+    return SideRows(rows.columns[ID], rows.cells, first, last, means, deviations, corrs)
 
 
 def position_names(schema: UncertainSchema) -> list[str]:
@@ -156,10 +153,13 @@ def position_names(schema: UncertainSchema) -> list[str]:
 
 
 # -- candidate regions (Prop. 4.2 / 4.3) -----------------------------------------------------------
-def outer_regions(rows: SideRows, outer: SideSpec, delta: float) -> tuple[np.ndarray, np.ndarray]:
-    """The Subarray region on the inner array (cells, inclusive) of every outer row's cell."""
+def outer_regions(
+    rows: SideRows, outer: SideSpec, inner: SideSpec, delta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Subarray region on the inner array of every outer row's cell, as the open interval
+    (lower, upper) per dimension (floats, possibly infinite; not yet clipped to the inner domain)."""
     if len(rows) == 0:
-        z = np.zeros((0, outer.schema.ndim), np.int64)
+        z = np.zeros((0, outer.schema.ndim))
         return z, z
     if outer.layout.scheme == STORE_MEAN:
         # Prop. 4.2: the widest possible range among the tuples of the cell, widened by delta.
@@ -173,17 +173,48 @@ def outer_regions(rows: SideRows, outer: SideSpec, delta: float) -> tuple[np.nda
         high = np.full((groups, rows.cells.shape[1]), -np.inf)
         np.minimum.at(low, cell_of, rows.first)
         np.maximum.at(high, cell_of, rows.last)
-        lower, upper = low[cell_of] - delta, high[cell_of] + 1.0 + delta
-    else:
-        # Prop. 4.3: the cell widened by the outer step, then by delta.
-        k = (
-            np.zeros(rows.cells.shape[1])
-            if outer.layout.scheme == STORE_ALL
-            else np.asarray(outer.layout.steps, float)
-        )
-        lower, upper = rows.cells - k - delta, rows.cells + k + 1.0 + delta
-    # cells c meeting the open interval (lower, upper): floor(lower) <= c <= ceil(upper) - 1
-    return np.floor(lower).astype(np.int64), (np.ceil(upper) - 1).astype(np.int64)
+        return low[cell_of] - delta, high[cell_of] + 1.0 + delta
+    # Prop. 4.3: the cell widened by the outer step, then by delta.
+    k = (
+        np.zeros(rows.cells.shape[1])
+        if outer.layout.scheme == STORE_ALL
+        else np.asarray(outer.layout.steps, float)
+    )
+    lower, upper = rows.cells - k - delta, rows.cells + k + 1.0 + delta
+    # Copies lie in the possible range clipped to the outer domain, so Prop. 4.3 covers the part of
+    # the range inside it. Where the inner domain reaches beyond the outer's, a tuple whose range
+    # leaves its own domain may meet inner tuples out there: its region covers that part too.
+    outer_low, outer_high = _domain(outer.schema)
+    inner_low, inner_high = _domain(inner.schema)
+    beyond_low = (rows.first < outer_low) & (inner_low < outer_low)
+    beyond_high = (rows.last > outer_high) & (inner_high > outer_high)
+    lower = np.where(beyond_low, np.minimum(lower, rows.first - delta), lower)
+    upper = np.where(beyond_high, np.maximum(upper, rows.last + 1.0 + delta), upper)
+    return lower, upper
+
+
+def _domain(schema: UncertainSchema) -> tuple[np.ndarray, np.ndarray]:
+    """First and last cell of every dimension (int64)."""
+    return (
+        np.array([d.low for d in schema.dimensions], np.int64),
+        np.array([d.high for d in schema.dimensions], np.int64),
+    )
+
+
+def _clamped_box(
+    lower: np.ndarray, upper: np.ndarray, inner: SideSpec, walks: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inner cells to search for regions given as open intervals (lower, upper): the cells meeting
+    the interval, *moved into* the inner domain (a region beyond it becomes its nearest edge cell,
+    where the clipped possible ranges of inner tuples reaching the region end), then expanded by the
+    inner scheme's walks and clipped. Moving, not cutting: clipping a range and a region to the same
+    box keeps every meeting, so no inner tuple whose full range meets the region is missed."""
+    low_cell, high_cell = _domain(inner.schema)
+    with np.errstate(invalid="ignore"):
+        # cells c meeting the open interval (lower, upper): floor(lower) <= c <= ceil(upper) - 1
+        low = np.clip(np.floor(lower), low_cell, high_cell).astype(np.int64)
+        high = np.clip(np.ceil(upper) - 1, low_cell, high_cell).astype(np.int64)
+    return np.maximum(low - walks[0], low_cell), np.minimum(high + walks[1], high_cell)
 
 
 def inner_walks_from_metadata(inner: Side) -> tuple[np.ndarray, np.ndarray]:
@@ -241,11 +272,10 @@ def expected_pairs(outer: Side, inner: Side, delta: float) -> float:
 def candidate_boxes(
     rows: SideRows, outer: SideSpec, inner: SideSpec, delta: float, walks: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate inner cells per outer row: its region, expanded by the inner scheme, clipped."""
-    low, high = outer_regions(rows, outer, delta)
-    domain_low = np.array([d.low for d in inner.schema.dimensions], np.int64)
-    domain_high = np.array([d.high for d in inner.schema.dimensions], np.int64)
-    return np.maximum(low - walks[0], domain_low), np.minimum(high + walks[1], domain_high)
+    """Candidate inner cells per outer row: its region moved into the inner domain, expanded by the
+    inner scheme, clipped (``_clamped_box``)."""
+    lower, upper = outer_regions(rows, outer, inner, delta)
+    return _clamped_box(lower, upper, inner, walks)
 
 
 def per_tuple(rows: SideRows, low: np.ndarray, high: np.ndarray) -> tuple[SideRows, np.ndarray, np.ndarray]:
@@ -310,9 +340,12 @@ def inner_chunk_ranges(outer: Side, inner: Side, delta: float, walks) -> tuple[t
     high = np.array(
         [max(np.asarray(metadata.column(layout.max_column(ul.last_column(d))))) for d in names], float
     )
-    low = np.floor(low - k - delta).astype(np.int64) - walks[0]
-    high = (np.ceil(high + 1 + k + delta) - 1).astype(np.int64) + walks[1]
-    return ChunkGrid.of(inner.table.storage).chunk_ranges_overlapping(low, high)
+    # the stored ranges are clipped to the outer domain: one that ends on its edge may reach on
+    outer_low, outer_high = _domain(outer.schema)
+    lower = np.where(low <= outer_low, -np.inf, low - k - delta)
+    upper = np.where(high >= outer_high, np.inf, high + 1 + k + delta)
+    low, high = _clamped_box(lower[None, :], upper[None, :], inner.spec, walks)
+    return ChunkGrid.of(inner.table.storage).chunk_ranges_overlapping(low[0], high[0])
 
 
 def read_side(side: Side, pairs: np.ndarray, selection=None, stats_target=None) -> SideRows:
@@ -325,7 +358,7 @@ def read_side(side: Side, pairs: np.ndarray, selection=None, stats_target=None) 
     if stats_target is not None:
         stats_target[0] += fragments.num_rows
         stats_target[1] += len(rows)
-    return side_rows(rows, side.schema, pairs)
+    return side_rows(rows, side.schema, pairs, side.layout.sigmas)
 
 
 def _outer_blocks(outer: Side) -> list[tuple[tuple[int, int], ...]]:
@@ -483,10 +516,15 @@ def index_local(
         stats.outer_copies_read += target[1]
         _, first = np.unique(outer_rows.ids, return_index=True)
         outer_rows = outer_rows.take(np.sort(first))
-        query, entries = tree.candidates(outer_rows.first - delta, outer_rows.last + 1.0 + delta)
+        # the tree holds the inner ranges clipped to the inner domain: probe with each outer range
+        # (widened by delta) moved into that domain too, so a meeting outside it is still found
+        inner_low, inner_high = _domain(inner.schema)
+        lows = np.clip(outer_rows.first - delta, inner_low, inner_high + 0.5)
+        highs = np.clip(outer_rows.last + 1.0 + delta, inner_low, inner_high + 0.5)
+        query, entries = tree.candidates(lows, highs)
         stats.pairs_looked_at += len(entries)
         fetched = tree.fetch(entries, _Counter(stats))
-        inner_rows = side_rows(fetched, inner.schema, pairs)
+        inner_rows = side_rows(fetched, inner.schema, pairs, inner.layout.sigmas)
         position = {int(i): n for n, i in enumerate(inner_rows.ids)}
         ib = (
             np.array([position[int(i)] for i in tree.ids[entries]], np.int64)

@@ -99,7 +99,8 @@ def _home_rows(fragments: pa.Table, side: SideSpec, pairs: np.ndarray) -> SideRo
     fragments = ul.home_fragments(fragments)
     if fragments.num_rows == 0:
         return None
-    return side_rows(ul.decode_rows(fragments, side.storage, position_names(side.schema)), side.schema, pairs)
+    rows = ul.decode_rows(fragments, side.storage, position_names(side.schema))
+    return side_rows(rows, side.schema, pairs, side.layout.sigmas)
 
 
 def _corr_matrix(table: pa.Table, npairs: int) -> np.ndarray:
