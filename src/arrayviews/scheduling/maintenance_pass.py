@@ -66,11 +66,12 @@ class MaintenancePass:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per view the pass dealt with (``MAINTAIN``'s table): view, kind, action, seconds
-        and error (empty unless the view failed); views the pass left alone have no row."""
+        and error (the first line of its message, empty unless the view failed; ``errors`` keeps the
+        whole); views the pass left alone have no row."""
         rows: list[tuple[str, str, str, float | None, str]] = []
         for step in self.streams:
             if step.error is not None:
-                rows.append((step.view, "stream view", "failed", step.seconds, step.error))
+                rows.append((step.view, "stream view", "failed", step.seconds, _first_line(step.error)))
             elif step.rebuilt:
                 rows.append(
                     (step.view, "stream view", f"rebuilt, now at version {step.version}", step.seconds, "")
@@ -99,11 +100,15 @@ class MaintenancePass:
         for name, message in self.errors.items():
             if name not in listed:
                 kind = "stream views" if name == "streams" else "array view"
-                rows.append((name, kind, "failed", None, message))
+                rows.append((name, kind, "failed", None, _first_line(message)))
         return pd.DataFrame(rows, columns=["view", "kind", "action", "seconds", "error"])
 
     def __str__(self) -> str:
         return "\n".join([self.heading, *("  " + line for line in self.lines())])
+
+
+def _first_line(message: str) -> str:
+    return message.splitlines()[0] if message else "failed"
 
 
 def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
