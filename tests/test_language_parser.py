@@ -253,6 +253,7 @@ ERRORS = [
             "EXPLAIN",
             "INSERT",
             "LOAD",
+            "MAINTAIN",
             "REFRESH",
             "SELECT",
             "SHOW",

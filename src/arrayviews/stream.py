@@ -30,6 +30,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
@@ -162,7 +163,7 @@ def _check_max_gap(name: str, max_gap_parts: object) -> int:
             array=name,
             value=max_gap_parts,
         )
-    return max_gap_parts
+    return bounds.at_most(max_gap_parts, bounds.INT64_MAX, "max_gap_parts (MAX GAP)", f"stream {name}")
 
 
 def create_stream(
@@ -190,6 +191,7 @@ def create_stream(
             array=name,
             value=partition_length,
         )
+    bounds.at_most(partition_length, bounds.MAX_SECONDS, "the partition length in seconds", f"stream {name}")
     if isinstance(schema, str):
         schema = parse_ddl(schema, name)
     if not isinstance(schema, T.StructType):

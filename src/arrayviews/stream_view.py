@@ -13,6 +13,7 @@ from pyspark.sql.utils import AnalysisException
 
 from arrayviews.execution.failures import translating
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, check_identifier
@@ -116,6 +117,17 @@ def _check_view_name(definition: ViewDFDefinition) -> None:
     check_identifier(name, "helper view" if definition.helper else "view", ValidationError)
 
 
+def check_lateness(view: str, parts: object) -> int:
+    """A lateness allowance: a number of parts from 0 to INT64_MAX, else a ValidationError naming the view."""
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 0:
+        raise ValidationError(
+            f"view {view}: the lateness allowance is a number of parts >= 0, got {parts!r}",
+            array=view,
+            value=parts,
+        )
+    return bounds.at_most(parts, bounds.INT64_MAX, "the lateness allowance", f"view {view}")
+
+
 def create_views(
     spark: SparkSession,
     catalog,
@@ -128,6 +140,15 @@ def create_views(
     """Create the views (helpers first), build their parts, and return what maintenance did. On any
     error every view created by this call is dropped again. ``execution``/``costs``: where parts are
     built (see streams/maintainer.py); ``window_plan``: kept with the last (final) view."""
+    for definition in definitions:  # before anything is created
+        bounds.at_most(
+            definition.partition_length,
+            bounds.MAX_SECONDS,
+            "the partition length in seconds",
+            f"view {definition.name}",
+        )
+    if lateness_parts is not None:
+        check_lateness(definitions[-1].name, lateness_parts)
     created: list[str] = []
     try:
         for index, definition in enumerate(definitions):
@@ -311,12 +332,7 @@ class StreamView:
 
     def set_lateness(self, parts: int) -> None:
         """Change the lateness allowance (in parts; see :attr:`lateness_parts`)."""
-        if isinstance(parts, bool) or not isinstance(parts, int) or parts < 0:
-            raise ValidationError(
-                f"view {self.name}: the lateness allowance is a number of parts >= 0, got {parts!r}",
-                array=self.name,
-                value=parts,
-            )
+        check_lateness(self.name, parts)
         self._handle.table.set_properties(**{rel.LATENESS: str(parts)})
 
     def set_keep_versions(self, versions: int) -> None:
@@ -328,6 +344,7 @@ class StreamView:
                 array=self.name,
                 value=versions,
             )
+        bounds.at_most(versions, bounds.INT64_MAX, "the number of versions kept", f"view {self.name}")
         self._handle.table.set_properties(**{KEEP_VERSIONS: str(versions)})
 
     def bases(self) -> list[tuple[str, int, int]]:

@@ -163,7 +163,11 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
     A Spark DataFrame is read in full for CSV and JSON and up to one row past the preview for tables.
     """
     from arrayviews.array import Array
+    from arrayviews.scheduling.maintenance_pass import MaintenancePass
 
+    if isinstance(result, MaintenancePass):  # MAINTAIN: one row per view the pass dealt with
+        rows = result.to_pandas()
+        return rows, result.heading if len(rows) else f"{result.heading}: nothing to do"
     if isinstance(result, pd.DataFrame):
         return result, None
     if isinstance(result, Array):
@@ -197,7 +201,7 @@ def show(
     frame, heading = found
     if heading and output == "table":
         print_text(heading, file, width)
-        if frame.empty:  # an empty array (as CREATE ARRAY returns it): its schema says it all
+        if frame.empty:  # an empty array (as CREATE ARRAY returns it), a pass with nothing to do
             return
     print_frame(frame, title, output, file, width=width)
 

@@ -26,7 +26,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from arrayviews.cli.render import FORMATS, print_text, show
 from arrayviews.cli.statements import ARRAY_FUNCTIONS, keywords, summary_lines
 from arrayviews.execution.failures import translated_errors
-from arrayviews.model.errors import ArrayViewsError
+from arrayviews.model.errors import ArrayViewsError, MaintenanceError
 
 PROMPT = "arrayviews> "
 CONTINUATION = "         -> "
@@ -211,6 +211,8 @@ class Shell:
                 result = self.db.sql(text)
                 show(result, output=self.output, file=self.out, width=self.width)
         except ArrayViewsError as error:
+            if isinstance(error, MaintenanceError) and error.report is not None:
+                show(error.report, output=self.output, file=self.out, width=self.width)  # what did run
             message = str(error)
             self.say(f"error: {message.splitlines()[0] if message else type(error).__name__}")
         except KeyboardInterrupt:

@@ -28,6 +28,8 @@ structure_join(A, B, delta, p)
 INSERT / LOAD / DELETE               the WriteResult (an array or uncertain array) or AppendResult
 REFRESH VIEW                         the RefreshResult (``str()`` is its message)
 VERIFY VIEW                          bool (True when the stored view equals a recomputation)
+MAINTAIN [ALL]                       the MaintenancePass (a table per view: action, seconds, error);
+                                     raises MaintenanceError naming the views that failed
 ALTER VIEW ... SET LATENESS / KEEP   None
 EXPLAIN statement                    the explanation text
 ===================================  =============================================================
@@ -156,7 +158,7 @@ def _explain(db: Database, s: ast.Explain) -> str:
     if writer is None:
         raise ValidationError(
             f"EXPLAIN is not available for {' '.join(to_text(s.statement).split(None, 2)[:2])}; it explains "
-            "SELECT, CREATE VIEW (stream views) and REFRESH VIEW"
+            "SELECT, CREATE VIEW (stream views), REFRESH VIEW and MAINTAIN"
         )
     return writer(db, s.statement)
 
@@ -281,8 +283,7 @@ def _window(db: Database, node: ast.Window) -> Array:
             f"window over {source.name} needs {2 * source.schema.ndim} extents (a before, after pair per "
             f"dimension {', '.join(source.schema.dimension_names)}), got {len(node.extents)}"
         )
-    extents = relations.window_extents(source.schema, node.extents)
-    return source.window(list(extents), *(call.to_text() for call in node.aggregates))
+    return source.window(list(node.extents), *(call.to_text() for call in node.aggregates))
 
 
 @array_builder(ast.Aggregate)

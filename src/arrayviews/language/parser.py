@@ -387,6 +387,9 @@ class StatementBuilder(StreamStatements, UncertainStatements):
     def verify_view(self, tree: Tree) -> ast.Statement:
         return ast.VerifyView(str(tree.children[2]))
 
+    def maintain(self, tree: Tree) -> ast.Statement:
+        return ast.Maintain(refresh_all=tree.children[1] is not None)
+
     def view_query(self, tree: Tree) -> ast.ViewQuery:
         return getattr(self, tree.data)(tree)
 

@@ -325,6 +325,7 @@ _STATEMENTS: dict[type, Callable] = {
     ast.RefreshView: _refresh_view,
     ast.SimilarityQuery: _similarity_query,
     ast.VerifyView: lambda s: f"VERIFY VIEW {s.name}",
+    ast.Maintain: lambda s: "MAINTAIN ALL" if s.refresh_all else "MAINTAIN",
 }
 
 

@@ -27,15 +27,6 @@ def a_kind(kind: str) -> str:
     return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
-def window_extents(schema, extents: tuple[int, ...]) -> tuple[int, ...]:
-    """A window's (before, after) extents per dimension, each cut to its dimension's length: a window
-    reaching past either end of the dimension covers the same cells (and the extent stays far from
-    the int64 edge, where the window's arithmetic would overflow)."""
-    lengths = [d.high - d.low for d in schema.dimensions for _ in (0, 1)]
-    cut = tuple(min(extent, length) for extent, length in zip(extents, lengths, strict=False))
-    return cut + tuple(extents[len(cut) :])
-
-
 def all_names(db: Database) -> list[str]:
     return list(db.relations().name)
 

@@ -19,6 +19,8 @@ from sqlglot import exp
 
 from arrayviews.language import syntax as ast
 from arrayviews.language.source import Source, tokens_of
+from arrayviews.model import bounds
+from arrayviews.model.errors import ValidationError
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition, read_part_query
 from arrayviews.streams import literals
 from arrayviews.streams.queries import (
@@ -40,8 +42,6 @@ _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _PARTS = ("part", "parts")
 _SECONDS = ("second", "seconds")
 _VERSIONS = ("version", "versions")
-#: The longest duration in seconds (partition and window lengths): its microseconds fit in int64.
-MAX_SECONDS = ast.INT64_MAX // 1_000_000
 
 
 def sql_expression(source: Source, start: int, end: int, condition: bool = False) -> exp.Expression:
@@ -134,12 +134,12 @@ class StreamStatements:
         return int(token)
 
     def at_most(self, value: int, limit: int, token: Token, what: str) -> int:
-        """``value`` (read from ``token``) when it is at most ``limit``, else a ParseError at ``token``."""
-        if value > limit:
-            raise self.source.error(
-                f"{what} is too large: {value} (at most {limit})", token.start_pos, ("integer",)
-            )
-        return value
+        """``value`` (read from ``token``) when it is at most ``limit`` (the API's own check,
+        ``model.bounds``), else a ParseError at ``token``."""
+        try:
+            return bounds.at_most(value, limit, what)
+        except ValidationError as error:
+            raise self.source.error(str(error), token.start_pos, ("integer",)) from None
 
     # -- streams -----------------------------------------------------------------------------
     def create_stream(self, tree: Tree) -> ast.Statement:
@@ -153,7 +153,7 @@ class StreamStatements:
                     f"unknown time unit {str(unit)!r}", unit.start_pos, ("SECONDS", "MINUTES", "HOURS")
                 )
             seconds *= factor
-        self.at_most(seconds, MAX_SECONDS, length, "the partition length in seconds")
+        self.at_most(seconds, bounds.MAX_SECONDS, length, "the partition length in seconds")
         pieces = [tokens_of(column) for column in columns_tree.children]
         columns = tuple(self.stream_column(piece) for piece in pieces)
         seen: dict[str, Token] = {}
@@ -184,7 +184,7 @@ class StreamStatements:
                     (word,),
                 )
         gap = self.at_most(
-            self.positive(amount, "the largest gap (MAX GAP)"), ast.INT64_MAX, amount, "MAX GAP"
+            self.positive(amount, "the largest gap (MAX GAP)"), bounds.INT64_MAX, amount, "MAX GAP"
         )
         if str(unit).lower() not in _PARTS:
             raise self.source.error(
@@ -243,7 +243,7 @@ class StreamStatements:
             raise self.source.error(
                 f"the lateness allowance is counted in PARTS, got {str(unit)!r}", unit.start_pos, ("PARTS",)
             )
-        return self.at_most(int(amount), ast.INT64_MAX, amount, "the lateness allowance")
+        return self.at_most(int(amount), bounds.INT64_MAX, amount, "the lateness allowance")
 
     def alter_view(self, tree: Tree) -> ast.Statement:
         name = self.name(tree.children[2], "the view's name")
@@ -269,7 +269,7 @@ class StreamStatements:
                 ("VERSIONS",),
             )
         return ast.AlterViewKeepVersions(
-            name, self.at_most(int(amount), ast.INT64_MAX, amount, "the number of versions kept")
+            name, self.at_most(int(amount), bounds.INT64_MAX, amount, "the number of versions kept")
         )
 
     def refresh_limit(self, name: str, tokens: list) -> ast.Statement:
@@ -340,7 +340,7 @@ class StreamStatements:
                 length.meta.start_pos,
                 ("positive integer",),
             )
-        return self.at_most(int(text), MAX_SECONDS, length.meta, "the partition length in seconds")
+        return self.at_most(int(text), bounds.MAX_SECONDS, length.meta, "the partition length in seconds")
 
     def body(self, body: Tree, view: str, variable: str, other_variable: str, clause: str) -> PartQuery:
         """The PartQuery of a body: its text verbatim and its part references, with their positions in
@@ -545,7 +545,9 @@ class StreamStatements:
                 f"unknown time unit {str(unit)!r}", unit.start_pos, ("SECONDS", "MINUTES", "HOURS")
             )
         line, column = self.source.position(window_token.start_pos)
-        seconds = self.at_most(int(amount) * factor, MAX_SECONDS, amount, "the window length in seconds")
+        seconds = self.at_most(
+            int(amount) * factor, bounds.MAX_SECONDS, amount, "the window length in seconds"
+        )
         return seconds, Position(line, column)
 
     def having(self, tree: Tree, group_by: tuple[str, ...], items: tuple[SelectItem, ...]) -> Having:

@@ -4,7 +4,6 @@ extents) from their SELECT, checked against the arrays they read, and CREATE / R
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,14 +12,15 @@ import pandas as pd
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse_view_query
-from arrayviews.language.printer import shape_text, view_query_text
+from arrayviews.language.printer import shape_text, to_text, view_query_text
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.language.relations import open_view
 from arrayviews.model import shapes
 from arrayviews.model.aggregate_calls import parse_aggregate
-from arrayviews.model.errors import ArrayViewsError, ValidationError
+from arrayviews.model.errors import ArrayViewsError, MaintenanceError, ValidationError
 from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.schema import ArraySchema
+from arrayviews.operators.window import window_extents
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewAggregate,
@@ -31,9 +31,6 @@ from arrayviews.views.definition import (
 if TYPE_CHECKING:
     from arrayviews.database import Database
     from arrayviews.view import View
-
-#: The most cells a shape's stencil may hold (a similarity view visits every offset of it per cell).
-MAX_STENCIL_CELLS = 10**7
 
 #: Builders of each shape node: (node, number of dimensions) -> Shape.
 SHAPES: dict[type, Callable[[Any, int], shapes.Shape]] = {}
@@ -49,18 +46,9 @@ def shape_builder(node_type: type) -> Callable:
     return register
 
 
-def _check_size(node: ast.ShapeExpr, sizes: list[int]) -> None:
-    """Refuse a shape whose stencil (of ``sizes`` per dimension) would exceed MAX_STENCIL_CELLS."""
-    cells = math.prod(sizes)
-    if cells > MAX_STENCIL_CELLS:
-        raise ValidationError(
-            f"shape {shape_text(node)} is too large: its stencil would hold {cells} cells "
-            f"(at most {MAX_STENCIL_CELLS})"
-        )
-
-
 def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
-    """The Shape of ``node`` over ``ndim`` dimensions (balls take the dimensions their place leaves)."""
+    """The Shape of ``node`` over ``ndim`` dimensions (balls take the dimensions their place leaves);
+    a stencil too large to build is refused by the model's constructors (``shapes.check_stencil_size``)."""
     builder = SHAPES.get(type(node))
     if builder is None:
         raise TypeError(f"no executor for shape {node!r}")
@@ -72,7 +60,6 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
 
 @shape_builder(ast.BallShape)
 def _ball(node: ast.BallShape, ndim: int) -> shapes.Shape:
-    _check_size(node, [2 * node.radius + 1] * ndim)
     return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, ndim)
 
 
@@ -82,7 +69,6 @@ def _box_shape(node: ast.BoxShape, ndim: int) -> shapes.Shape:
         raise ValidationError(
             f"BOX has {len(node.ranges)} range(s) but the shape needs {ndim} (one per dimension)"
         )
-    _check_size(node, [max(high, 0) - min(low, 0) + 1 for low, high in node.ranges])  # the origin too
     return shapes.box(list(node.ranges))
 
 
@@ -97,17 +83,12 @@ def _product_shape(node: ast.ProductShape, ndim: int) -> shapes.Shape:
             f"but the shape needs {ndim}"
         )
     parts = [build_shape(p, free if n is None else n) for p, n in zip(node.parts, sizes, strict=True)]
-    _check_size(node, [part.stencil.size for part in parts])
     return shapes.product(*parts)
 
 
 @shape_builder(ast.SetShape)
 def _set_shape(node: ast.SetShape, ndim: int) -> shapes.Shape:
     parts = [build_shape(p, ndim) for p in node.parts]
-    _check_size(  # the parts are placed in their common bounding box
-        node,
-        [max(p.before[d] for p in parts) + max(p.after[d] for p in parts) + 1 for d in range(ndim)],
-    )
     combine = {"UNION": shapes.Shape.union, "INTERSECTION": shapes.Shape.intersection}
     result = parts[0]
     for part in parts[1:]:
@@ -144,18 +125,20 @@ def view_definition_from_text(db: Database, text: str) -> ViewDefinition:
 
 def _window_definition(db: Database, query: ast.WindowSelect) -> WindowViewDefinition:
     schema = _base_schema(db, query.base)
-    extents = relations.window_extents(schema, query.window.extents)
-    query = ast.WindowSelect(dataclasses.replace(query.window, extents=extents))
+    extents = query.window.extents
     if len(extents) != 2 * schema.ndim:
         raise ValidationError(
             f"window over {schema.name} needs {2 * schema.ndim} extents (a before, after pair per dimension "
             f"{', '.join(schema.dimension_names)}), got {len(extents)}",
             array=schema.name,
         )
+    before, after = window_extents(schema, extents)  # cut to the dimensions, as A.window cuts them
+    cut = tuple(x for pair in zip(before, after, strict=True) for x in pair)
+    query = ast.WindowSelect(dataclasses.replace(query.window, extents=cut))
     return WindowViewDefinition(
         query.base,
-        tuple(extents[0::2]),
-        tuple(extents[1::2]),
+        before,
+        after,
         tuple(call.to_text() for call in query.window.aggregates),
         view_query_text(query),
     )
@@ -301,6 +284,59 @@ def _refresh_view(db: Database, s: ast.RefreshView) -> Any:
 
 statement_runner(ast.VerifyView)(lambda db, s: open_view(db, s.name).verify())
 statement_runner(ast.AlterViewRefreshLimit)(lambda db, s: open_view(db, s.name).set_refresh_limit(s.seconds))
+
+
+@statement_runner(ast.Maintain)
+def _maintain(db: Database, s: ast.Maintain) -> Any:
+    """One pass (``db.maintain``); when a view failed, the others are maintained and the statement
+    then raises naming each failed view (as ``arrayviews maintain`` exits 1), so a script stops."""
+    report = db.maintain(refresh_all=s.refresh_all)
+    if report.ok:
+        return report
+    failed = "; ".join(
+        f"{name}: {message.splitlines()[0] if message else 'failed'}"
+        for name, message in report.errors.items()
+    )
+    raise MaintenanceError(
+        f"{to_text(s)}: {len(report.errors)} view(s) failed ({failed}); the other views were maintained",
+        views=report.errors,
+        report=report,
+    )
+
+
+@explainer(ast.Maintain)
+def _explain_maintain(db: Database, s: ast.Maintain) -> str:
+    """What a pass would do now with each view (nothing is computed or committed)."""
+    lines = [f"{to_text(s)}: one maintenance pass; per view, what it would do now"]
+    for name in db.stream_views():
+        view = db.stream_view(name)
+        failed = view.status()["failed"]
+        if failed:
+            first = str(failed).splitlines()[0]
+            lines.append(f"  stream view {view.name}: skipped (its maintenance failed: {first})")
+        elif view.pending():
+            lines.append(f"  stream view {view.name}: brought up to date (a source changed)")
+        else:
+            lines.append(f"  stream view {view.name}: up to date")
+    for name in db.views():
+        view = open_view(db, name)
+        pending = view.status()["pending"]
+        if view.refresh_limit is not None:
+            what = "batches pending" if pending else "nothing pending"
+            lines.append(
+                f"  array view {view.name}: an ONLINE decision under its limit of {view.refresh_limit:g} s ({what})"
+            )
+        elif not pending:
+            lines.append(f"  array view {view.name}: up to date")
+        elif s.refresh_all:
+            lines.append(f"  array view {view.name}: refreshed (auto): batches pending")
+        else:
+            lines.append(
+                f"  array view {view.name}: left alone (batches pending, no refresh limit; MAINTAIN ALL refreshes it)"
+            )
+    if len(lines) == 1:
+        lines.append("  no views")
+    return "\n".join(lines) + "\n"
 
 
 def _similarity_join(db: Database, s: ast.SimilarityQuery):

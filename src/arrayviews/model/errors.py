@@ -99,3 +99,14 @@ class RangeError(ArrayViewsError, ArithmeticError):
         self.column = column
         self.value = value
         super().__init__(message)
+
+
+class MaintenanceError(ArrayViewsError, RuntimeError):
+    """A maintenance pass (``MAINTAIN``) could not maintain some views; the others were maintained.
+    ``views`` maps each failed view to its message and ``report`` is the whole pass
+    (``scheduling.maintenance_pass.MaintenancePass``)."""
+
+    def __init__(self, message: str, *, views: dict[str, str], report: object = None) -> None:
+        self.views = dict(views)
+        self.report = report
+        super().__init__(message)

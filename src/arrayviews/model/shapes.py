@@ -17,6 +17,22 @@ import numpy as np
 
 from arrayviews.model.errors import ValidationError
 
+#: The most cells a shape's stencil may hold (a similarity view visits every offset of it per cell).
+MAX_STENCIL_CELLS = 10**7
+
+
+def check_stencil_size(name: str, sizes: Sequence[int]) -> None:
+    """Refuse, naming the shape, a stencil of ``sizes`` cells per dimension that would hold more than
+    MAX_STENCIL_CELLS cells (checked before anything is allocated: a far BOX once asked for 93 GiB)."""
+    cells = 1
+    for size in sizes:
+        cells *= int(size)
+    if cells > MAX_STENCIL_CELLS:
+        raise ValidationError(
+            f"shape {name} is too large: its stencil would hold {cells} cells (at most {MAX_STENCIL_CELLS})",
+            value=name,
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class Shape:
@@ -98,6 +114,7 @@ class Shape:
         before = tuple(max(a, b) for a, b in zip(self.before, other.before, strict=True))
         after = tuple(max(a, b) for a, b in zip(self.after, other.after, strict=True))
         size = tuple(b + a + 1 for b, a in zip(before, after, strict=True))
+        check_stencil_size(f"combining {self!r} and {other!r}", size)
 
         def place(shape: Shape) -> np.ndarray:
             out = np.zeros(size, dtype=bool)
@@ -147,6 +164,7 @@ def _ball(radius: int, ndim: int, norm: str) -> Shape:
         raise ValidationError(f"{norm}({radius!r}): the radius must be an integer >= 0")
     if ndim < 1:
         raise ValidationError(f"{norm}({radius}): needs at least one dimension")
+    check_stencil_size(f"{norm}({radius}, {ndim})", (2 * int(radius) + 1,) * ndim)
     grid = np.indices((2 * radius + 1,) * ndim) - radius
     distance = np.abs(grid).sum(axis=0) if norm == "L1" else np.abs(grid).max(axis=0)
     return Shape(distance <= radius, (int(radius),) * ndim, f"{norm}({radius}, {ndim})")
@@ -171,6 +189,7 @@ def box(ranges: Sequence[tuple[int, int]]) -> Shape:
         lows.append(int(low))
         highs.append(int(high))
     size = tuple(max(h, 0) - min(lo, 0) + 1 for lo, h in zip(lows, highs, strict=True))
+    check_stencil_size(f"BOX({', '.join(f'{lo}:{h}' for lo, h in zip(lows, highs, strict=True))})", size)
     centre = tuple(-min(lo, 0) for lo in lows)
     stencil = np.zeros(size, dtype=bool)
     stencil[tuple(slice(c + lo, c + h + 1) for c, lo, h in zip(centre, lows, highs, strict=True))] = True
@@ -182,6 +201,7 @@ def product(*parts: Shape) -> Shape:
     e.g. ``product(box([(-200, 0)]), L1(1, 2))``: the previous 200 time steps times a cross on ra/dec."""
     if not parts:
         raise ValidationError("product needs at least one shape")
+    check_stencil_size(" x ".join(repr(p) for p in parts), [n for p in parts for n in p.stencil.shape])
     stencil = parts[0].stencil
     for part in parts[1:]:
         stencil = np.multiply.outer(stencil, part.stencil)

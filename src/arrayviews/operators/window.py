@@ -48,7 +48,11 @@ TILE_READ_CELLS = MAX_BLOCK_CELLS
 def window_extents(
     schema: ArraySchema, extents: Mapping[str, tuple[int, int]] | Sequence[int]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Per dimension (before, after) from a mapping or SciDB's flat list ``b1, a1, b2, a2, ...``."""
+    """Per dimension (before, after) from a mapping or SciDB's flat list ``b1, a1, b2, a2, ...``,
+    each cut to its dimension's length: a window reaching past either end of the dimension covers the
+    same cells, and the extent stays far from the int64 edge, where the window's arithmetic would
+    overflow (wrong averages before). Every front end (``A.window``, window views, statements) comes
+    through here."""
     if isinstance(extents, Mapping):
         for name in extents:
             schema.dimension(name)
@@ -66,7 +70,10 @@ def window_extents(
             raise ValidationError(
                 f"array {schema.name}: window extent for {name} must be two integers >= 0, got {pair!r}"
             )
-    return tuple(int(p[0]) for p in pairs), tuple(int(p[1]) for p in pairs)
+    lengths = [d.high - d.low for d in schema.dimensions]
+    before = tuple(min(int(p[0]), n) for p, n in zip(pairs, lengths, strict=True))
+    after = tuple(min(int(p[1]), n) for p, n in zip(pairs, lengths, strict=True))
+    return before, after
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from arrayviews.model.errors import ArrayViewsError
 
 if TYPE_CHECKING:
@@ -58,9 +60,55 @@ class MaintenancePass:
             out.append("nothing to do: every view is up to date or within its refresh limit")
         return out
 
+    @property
+    def heading(self) -> str:
+        return f"maintenance pass at {self.started:%Y-%m-%d %H:%M:%S} UTC ({self.seconds:.2f} s)"
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per view the pass dealt with (``MAINTAIN``'s table): view, kind, action, seconds
+        and error (the first line of its message, empty unless the view failed; ``errors`` keeps the
+        whole); views the pass left alone have no row."""
+        rows: list[tuple[str, str, str, float | None, str]] = []
+        for step in self.streams:
+            if step.error is not None:
+                rows.append((step.view, "stream view", "failed", step.seconds, _first_line(step.error)))
+            elif step.rebuilt:
+                rows.append(
+                    (step.view, "stream view", f"rebuilt, now at version {step.version}", step.seconds, "")
+                )
+            elif step.built or step.recomputed:
+                parts = step.built or step.recomputed
+                span = f"part {parts[0]}" if len(parts) == 1 else f"parts {parts[0]}..{parts[-1]}"
+                action = f"built {len(parts)} part(s) ({span}), now at version {step.version}"
+                rows.append((step.view, "stream view", action, step.seconds, ""))
+            else:
+                rows.append((step.view, "stream view", "up to date", step.seconds, ""))
+        for decision in self.decisions:
+            if decision.result is None:
+                action = (
+                    f"within its limit of {decision.limit:g} s (predicted {decision.pending_seconds:.3g} s)"
+                )
+            else:
+                action = f"refreshed on {', '.join(decision.advanced)} (limit {decision.limit:g} s)"
+            seconds = None if decision.result is None else decision.result.seconds
+            rows.append((decision.view, "array view", action, seconds, ""))
+        for result in self.refreshed:
+            rows.append((result.view, "array view", f"refreshed ({result.strategy})", result.seconds, ""))
+        for name in self.fresh:
+            rows.append((name, "array view", "up to date", None, ""))
+        listed = {row[0] for row in rows}
+        for name, message in self.errors.items():
+            if name not in listed:
+                kind = "stream views" if name == "streams" else "array view"
+                rows.append((name, kind, "failed", None, _first_line(message)))
+        return pd.DataFrame(rows, columns=["view", "kind", "action", "seconds", "error"])
+
     def __str__(self) -> str:
-        head = f"maintenance pass at {self.started:%Y-%m-%d %H:%M:%S} UTC ({self.seconds:.2f} s)"
-        return "\n".join([head, *("  " + line for line in self.lines())])
+        return "\n".join([self.heading, *("  " + line for line in self.lines())])
+
+
+def _first_line(message: str) -> str:
+    return message.splitlines()[0] if message else "failed"
 
 
 def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:

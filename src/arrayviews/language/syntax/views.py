@@ -1,5 +1,5 @@
 """The syntax tree of array views: similarity shapes, dimension mappings, the two SELECT forms of
-CREATE ARRAY VIEW, and the statements that refresh, verify and drop views."""
+CREATE ARRAY VIEW, and the statements that refresh, verify, maintain and drop views."""
 
 from __future__ import annotations
 
@@ -404,6 +404,19 @@ class VerifyView(Statement):
         _identifier(self.name, "view")
 
 
+@dataclass(frozen=True)
+class Maintain(Statement):
+    """``MAINTAIN [ALL]``: one maintenance pass (``db.maintain(refresh_all)``): stream views brought
+    up to date, an ONLINE decision for each array view with a refresh limit and, with ``ALL``, every
+    other array view with pending batches refreshed."""
+
+    refresh_all: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.refresh_all, bool):
+            raise ValueError(f"MAINTAIN: refresh_all must be True or False, got {self.refresh_all!r}")
+
+
 __all__ = [
     "REFRESH_STRATEGIES",
     "VIEW_FUNCTIONS",
@@ -413,6 +426,7 @@ __all__ = [
     "CreateView",
     "DropView",
     "Locations",
+    "Maintain",
     "ProductShape",
     "RefreshView",
     "AlterViewRefreshLimit",
