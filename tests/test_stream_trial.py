@@ -612,13 +612,9 @@ def test_decimal_windows_sum_exactly_in_both_plans(scratch, plan) -> None:
     assert shown(db, "d", ["g", "s", "n"]) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in-process (DuckDB) a DECIMAL divided by a count is a DOUBLE: avg of decimal(10,2) "
-    "values 1.25 and 99999999.99 is 50000000.61999999731779098511, Spark's 50000000.62 "
-    "(execution/local_sql.py, outside streams/)",
-)
 def test_a_decimal_windows_average_in_process_equals_spark(scratch) -> None:
+    """In-process, DuckDB would divide the DECIMAL sum by the count in DOUBLE (50000000.619999997...):
+    the step is refused and Spark computes it (execution/decimal_guard.py)."""
     from decimal import Decimal
 
     db = scratch()

@@ -12,6 +12,10 @@ Differences handled (each checked by tests/test_local_sql.py):
 * integer ``+ - *`` raise on overflow in both engines; DuckDB sums integers in 128 bits, so a sum is
   exact where Spark's would overflow BIGINT, and casting the result to the view's column raises
   when it does not fit (never a wrapped value);
+* a DECIMAL divided (``/``, ``%``) or averaged is refused (DuckDB computes it in DOUBLE, Spark in
+  DECIMAL with its own result scale, rounding HALF_UP), as is a DECIMAL product and, when a DECIMAL
+  has more than 6 decimal places, a DECIMAL sum of two values (Spark rounds either past 38 digits);
+  a ``sum`` past 38 digits raises (DuckDB would return it): execution/decimal_guard.py;
 * string literals keep Spark's backslash escapes (sqlglot re-quotes them); timestamps are UTC wall
   times (Spark's session time zone is UTC), returned without a time zone.
 """
@@ -32,6 +36,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from arrayviews.execution.arrow_sql import Unsupported, run_arrow
+from arrayviews.execution.decimal_guard import SUM_CHECK_MACRO, DecimalRefused, guard_decimals
 
 #: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
 _RAISED = "\x1eraised:"
@@ -39,6 +44,7 @@ _RAISED = "\x1eraised:"
 _MACROS = (
     # Spark (ANSI) raises DIVIDE_BY_ZERO: the error (not the query's own) sends the query to Spark
     "CREATE MACRO av_nonzero(d) AS CASE WHEN d = 0 THEN error('division by zero') ELSE d END",
+    SUM_CHECK_MACRO,
 )
 
 
@@ -115,23 +121,32 @@ def _rewrite(tree: exp.Expression, functions: Mapping[str, ArrowFunction]) -> ex
 
 
 @functools.lru_cache(maxsize=256)
-def _translated(text: str, functions: tuple[ArrowFunction, ...]) -> str:
+def _translated(
+    text: str, functions: tuple[ArrowFunction, ...], schemas: tuple[tuple[str, pa.Schema], ...]
+) -> str:
     try:
         statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
     except sqlglot.errors.SqlglotError as error:
         raise CannotRunLocally(f"sqlglot could not read the query ({str(error).splitlines()[0]})") from None
     if len(statements) != 1:
         raise CannotRunLocally("not one query")
-    tree = _rewrite(statements[0], {f.name: f for f in functions})
+    try:
+        tree = guard_decimals(statements[0], dict(schemas))
+    except DecimalRefused as refused:
+        raise CannotRunLocally(str(refused)) from None
+    tree = _rewrite(tree, {f.name: f for f in functions})
     try:
         return tree.sql(dialect="duckdb")
     except sqlglot.errors.SqlglotError as error:
         raise CannotRunLocally(f"sqlglot could not write the query for DuckDB ({error})") from None
 
 
-def duckdb_sql(text: str, functions: Sequence[ArrowFunction] = ()) -> str:
-    """The DuckDB SQL meaning what Spark SQL ``text`` means (CannotRunLocally if there is none)."""
-    return _translated(text, tuple(functions))
+def duckdb_sql(
+    text: str, functions: Sequence[ArrowFunction] = (), schemas: Mapping[str, pa.Schema] | None = None
+) -> str:
+    """The DuckDB SQL meaning what Spark SQL ``text`` over inputs of ``schemas`` (name -> Arrow
+    schema) means (CannotRunLocally if there is none)."""
+    return _translated(text, tuple(functions), tuple((schemas or {}).items()))
 
 
 _local = threading.local()
@@ -267,7 +282,7 @@ def run_sql(
     if arrow_first:
         with contextlib.suppress(Unsupported):  # refused: DuckDB runs it below
             return run_arrow(text, inputs)
-    translated = duckdb_sql(text, functions)
+    translated = duckdb_sql(text, functions, {name: table.schema for name, table in inputs.items()})
     prepared = None
     try:
         prepared = _prepared(translated, inputs, tuple(functions), tuple(macros))

@@ -82,7 +82,15 @@ def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: s
 
 
 def _spark_type(type_name: str) -> T.DataType:
+    """The Spark type an attribute's values take in a Spark DataFrame: Spark has no unsigned
+    integers, so each is in the signed type holding all its values (uint64 in DECIMAL(20,0))."""
     return {
+        "int8": T.ByteType(),
+        "int16": T.ShortType(),
+        "uint8": T.ShortType(),
+        "uint16": T.IntegerType(),
+        "uint32": T.LongType(),
+        "uint64": T.DecimalType(20, 0),
         "int32": T.IntegerType(),
         "int64": T.LongType(),
         "float32": T.FloatType(),

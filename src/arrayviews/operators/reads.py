@@ -240,16 +240,39 @@ def to_pandas(source: Source, sort: bool = True) -> pd.DataFrame:
     return to_arrow(source, sort).to_pandas()
 
 
-def _cells_of_batch(table: pa.Table, schema: ArraySchema) -> pa.Table:
-    return layout.fragments_to_cells(table, schema)
+#: Spark has no unsigned integers (its Arrow conversion refuses them): each is presented in the
+#: signed type holding every one of its values exactly (uint64 as DECIMAL(20,0)).
+_SPARK_UNSIGNED = {
+    "uint8": pa.int16(),
+    "uint16": pa.int32(),
+    "uint32": pa.int64(),
+    "uint64": pa.decimal128(20, 0),
+}
+
+
+def spark_cell_schema(schema: ArraySchema) -> pa.Schema:
+    """The cell schema as Spark is given it: unsigned attributes in an exact signed type."""
+    cells = layout.cell_schema(schema)
+    for attribute in schema.attributes:
+        kind = _SPARK_UNSIGNED.get(attribute.type)
+        if kind is not None:
+            index = cells.get_field_index(attribute.name)
+            cells = cells.set(index, cells.field(index).with_type(kind))
+    return cells
+
+
+def _cells_of_batch(table: pa.Table, schema: ArraySchema, out: pa.Schema | None = None) -> pa.Table:
+    cells = layout.fragments_to_cells(table, schema)
+    return cells if out is None or cells.schema == out else cells.cast(out, safe=True)
 
 
 def to_spark(source: Source, engine: Engine) -> Data:
     """A data set of ``engine`` (a Spark DataFrame for the Spark engine) with one row per non-empty
-    cell, decoded by its tasks."""
+    cell, decoded by its tasks; unsigned attributes in an exact signed type (:func:`spark_cell_schema`)."""
     schema = source.schema
+    out = spark_cell_schema(schema)
     return engine.map_batches(
-        source.data(engine), functools.partial(_cells_of_batch, schema=schema), layout.cell_schema(schema)
+        source.data(engine), functools.partial(_cells_of_batch, schema=schema, out=out), out
     )
 
 
