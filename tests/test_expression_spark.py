@@ -190,7 +190,7 @@ def no_rows(rules_off):
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(any_trees(names=list(COLUMNS), max_leaves=6), min_size=1, max_size=8))
 def test_typing_agrees_with_spark(no_rows, exprs: list[Expr]) -> None:
     expected = []
@@ -216,7 +216,7 @@ def _typed_ok(expr: Expr) -> bool:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(expression_chunks(), st.lists(well_typed(depth=4).filter(_typed_ok), min_size=1, max_size=6))
 def test_evaluation_agrees_with_spark(rules_off, chunk, exprs: list[Expr]) -> None:
@@ -233,7 +233,7 @@ def test_evaluation_agrees_with_spark(rules_off, chunk, exprs: list[Expr]) -> No
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     expression_chunks(null_rate=0.1),
     st.lists(

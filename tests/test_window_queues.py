@@ -129,7 +129,7 @@ def streams(draw) -> list[list[tuple]]:
 
 @pytest.mark.slow
 @settings(
-    max_examples=12,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -132,10 +132,12 @@ def load(context: Context, array: str, path: str, file_format: str | None, repla
 def sql(context: Context, statement: str | None, script: str | None, output: str) -> None:
     """Run statements of the statement language and print the result of the last one."""
     from arrayviews.cli.render import show
+    from arrayviews.language.parser import parse_statements
 
     if (statement is None) == (script is None):
         raise click.UsageError("give a statement or --file, not both")
     text = Path(script).read_text() if script else statement
+    parse_statements(text)  # a syntax error is reported before Spark starts
     show(context.db.sql(text), output=output.lower())
 
 
