@@ -123,11 +123,15 @@ def test_the_cli_prints_one_line_and_exits_1(tmp_path) -> None:
         "error: number 1e400 is outside the float64 range (write inf for infinity) at line 3, column 7"
     ]
 
-    missing = _cli(warehouse, "--verbose", "sql", "SELECT * FROM regrid(B, 2, sum(v))")
-    assert missing.returncode == 1
-    lines = missing.stderr.splitlines()
+    missing = _cli(warehouse, "sql", "SELECT * FROM regrid(B, 2, sum(v))")  # found without Spark
+    assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
+    assert missing.stderr.startswith("error: ") and "B" in missing.stderr
+
+    unknown = _cli(warehouse, "--verbose", "sql", "SELECT nope(v) FROM A")  # Spark SQL: Spark starts
+    assert unknown.returncode == 1
+    lines = unknown.stderr.splitlines()
     at = next(k for k, line in enumerate(lines) if line.startswith("error: "))
-    assert "B" in lines[at]
+    assert "nope" in lines[at]
     assert any("WARN" in line for line in lines[:at])  # Spark's start-up log is back
 
     # a syntax error is found before Spark starts (no start-up log even with --verbose)

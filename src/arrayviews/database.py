@@ -18,7 +18,7 @@ from arrayviews.execution.cost import MODES
 from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
 from arrayviews.execution.memory import tune_allocator
-from arrayviews.execution.session import start_session
+from arrayviews.execution.session import LazySession
 from arrayviews.language import syntax as ast
 from arrayviews.language.executor import execute, execute_text
 from arrayviews.language.parser import parse_statement
@@ -77,6 +77,10 @@ def connect(
 ) -> Database:
     """Open (creating if needed) a warehouse and the Spark session to work on it.
 
+    Without ``spark``, the session is started on first use (``execution/session.py``
+    ``LazySession``): small array, view and uncertain work that runs in-process never waits for the
+    JVM; streams, Spark SQL and work the cost model sends to Spark start it.
+
     ``path`` is a local folder (default ``./warehouse``) or a URL of any Hadoop-compatible file
     system pyarrow reaches (``hdfs://...``, ``s3://...``). The embedded default runs Spark in local
     mode with all cores and keeps the catalog in ``catalog.db`` (SQLite) inside the warehouse.
@@ -114,7 +118,7 @@ def connect(
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     check_folder(location, catalog_uri, create_in_existing_folder)
-    session = spark or start_session(master=master, config=spark_config)
+    session = spark or LazySession(master=master, config=spark_config)
     warehouse = Warehouse(location, catalog_uri, create_in_existing_folder)
     return Database(warehouse, session, allow_unsafe_sql=allow_unsafe_sql, execution=execution)
 
@@ -142,6 +146,9 @@ class Database:
         return self.warehouse.location.rstrip("/") + "/_scratch"
 
     def __repr__(self) -> str:
+        if isinstance(self.spark, LazySession):
+            waiting = "" if self.spark.started else ", not started yet"
+            return f"<Database {self.warehouse.location} on Spark {self.spark.master}{waiting}>"
         return f"<Database {self.warehouse.location} on Spark {self.spark.sparkContext.master}>"
 
     # -- arrays ------------------------------------------------------------------------------------

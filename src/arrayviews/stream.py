@@ -30,6 +30,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.execution.session import ensure_started
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
@@ -192,6 +193,7 @@ def create_stream(
             value=partition_length,
         )
     bounds.at_most(partition_length, bounds.MAX_SECONDS, "the partition length in seconds", f"stream {name}")
+    ensure_started(db.spark)  # Spark parses the DDL; streams build pyspark columns
     if isinstance(schema, str):
         schema = parse_ddl(schema, name)
     if not isinstance(schema, T.StructType):
@@ -259,6 +261,7 @@ class Stream:
     """An append-only, time-partitioned table of rows."""
 
     def __init__(self, db: Database, table: SparkPartTable) -> None:
+        ensure_started(db.spark)
         self.db = db
         self.table = table
 

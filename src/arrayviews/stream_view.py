@@ -13,6 +13,7 @@ from pyspark.sql.utils import AnalysisException
 
 from arrayviews.execution.failures import translating
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.execution.session import ensure_started
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, ParseError, ValidationError
@@ -229,7 +230,7 @@ class StreamView:
     """A ViewDF view as users see it: its parts, read with Spark, and its maintenance status."""
 
     def __init__(self, spark: SparkSession, catalog, name: str) -> None:
-        self.spark = spark
+        self.spark = ensure_started(spark)
         self.catalog = catalog
         world = StreamWorld(spark, catalog)
         self._handle = world.view(name)

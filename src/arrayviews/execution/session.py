@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
@@ -87,6 +88,49 @@ def start_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(level)
     return session
+
+
+class LazySession:
+    """A Spark session started on first use: a warehouse opened for small, in-process work (a
+    syntax check, a listing, a one-chunk read or refresh) never waits for the JVM to start. Every
+    attribute is the started session's (``LazySession`` stands wherever a ``SparkSession`` goes)."""
+
+    def __init__(self, master: str | None = None, config: dict[str, str] | None = None) -> None:
+        self._master, self._config = master, dict(config or {})
+        self._session: SparkSession | None = None
+        self._starting = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        """Whether the session has been started (by a use of this object or by anyone else)."""
+        return self._session is not None or SparkContext._active_spark_context is not None
+
+    @property
+    def master(self) -> str:
+        """The master URL asked for (the session's own once it runs), without starting it."""
+        if self._session is not None:
+            return self._session.sparkContext.master
+        return self._master or "local[*]"
+
+    def session(self) -> SparkSession:
+        """The session, started now if it was not."""
+        with self._starting:  # two threads' first uses start one session
+            if self._session is None:
+                self._session = start_session(master=self._master, config=self._config)
+        return self._session
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("_session", "_master", "_config", "_starting"):
+            raise AttributeError(name)  # copy, pickle and repr probes do not start Spark
+        return getattr(self.session(), name)
+
+
+def ensure_started(spark):
+    """``spark`` with its session running: a :class:`LazySession` is started now (code that calls
+    pyspark functions needing an active session, as streams do, calls this first)."""
+    if isinstance(spark, LazySession):
+        spark.session()
+    return spark
 
 
 def _start_quiet_context(master: str, app_name: str, settings: dict[str, str]) -> None:

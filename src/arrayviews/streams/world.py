@@ -13,6 +13,7 @@ from pyspark.sql.types import StructType
 
 from arrayviews.execution.cost import MODES, CostModel
 from arrayviews.execution.part_jobs import SparkPartTable
+from arrayviews.execution.session import ensure_started
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART, PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, Presentation, ViewDFDefinition
@@ -144,6 +145,7 @@ class StreamWorld:
     def table(self, name: str) -> SparkPartTable:
         key = self.key(name)
         if key not in self._tables:
+            ensure_started(self.spark)  # stream code builds pyspark columns and schemas
             self._tables[key] = SparkPartTable.open(self.catalog, rel.NAMESPACE, key)
         return self._tables[key]
 
