@@ -28,6 +28,7 @@ BENCHMARKS = (
     "refresh_limit",
     "query_through_view",
     "view_chain",
+    "cold_start",
 )
 
 

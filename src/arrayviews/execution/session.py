@@ -119,6 +119,12 @@ class LazySession:
                 self._session = start_session(master=self._master, config=self._config)
         return self._session
 
+    def stop(self) -> None:
+        """Stop the session if it was started (a session never started is not started to stop it)."""
+        if self._session is not None:
+            self._session.stop()
+            self._session = None
+
     def __getattr__(self, name: str):
         if name.startswith("__") or name in ("_session", "_master", "_config", "_starting"):
             raise AttributeError(name)  # copy, pickle and repr probes do not start Spark
