@@ -5,12 +5,11 @@ too large to build refused by name before anything is allocated. Each bad value 
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.window_reference import window_averages
 
 from arrayviews.model import shapes
 from arrayviews.model.errors import ParseError, ValidationError
@@ -105,17 +104,7 @@ CELLS = [(1, 0, 0.5), (2, 0, 1.5), (5, 7, 2.0), (9, 7, -4.0), (9, 60, 8.0), (100
 
 
 def _reference(before: tuple[int, int], after: tuple[int, int], cells=CELLS) -> dict[tuple[int, int], float]:
-    """Each cell's average over the cells within its window, by math.fsum (bounds compared as
-    Python integers)."""
-    out = {}
-    for i, j, _ in cells:
-        inside = [
-            w
-            for k, m, w in cells
-            if i - before[0] <= k <= i + after[0] and j - before[1] <= m <= j + after[1]
-        ]
-        out[(i, j)] = math.fsum(inside) / len(inside)
-    return out
+    return window_averages(cells, before, after)
 
 
 def _averages(frame: pd.DataFrame) -> dict[tuple[int, int], float]:

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from tests.spark_literals import spark_literal
+from tests.window_reference import window_averages
 
 from arrayviews.cli.main import Context, cli
 from arrayviews.language.parser import parse
@@ -510,16 +511,7 @@ WINDOW_CELLS = [(1, 0, 0.5), (2, 0, 1.5), (5, 7, 2.0), (9, 7, -4.0), (9, 60, 8.0
 
 
 def _window_reference(before: tuple[int, int], after: tuple[int, int]) -> dict[tuple[int, int], float]:
-    """Brute force: each cell's average over the cells within its window."""
-    result = {}
-    for i, j, _ in WINDOW_CELLS:
-        inside = [
-            w
-            for k, m, w in WINDOW_CELLS
-            if i - before[0] <= k <= i + after[0] and j - before[1] <= m <= j + after[1]
-        ]
-        result[(i, j)] = math.fsum(inside) / len(inside)
-    return result
+    return window_averages(WINDOW_CELLS, before, after)
 
 
 @pytest.mark.parametrize(
