@@ -328,3 +328,19 @@ def test_block_probabilities_match_scipy():
                 hit = (owner == t) & (index[:, 0] == bx) & (index[:, 1] == by)
                 got = weight[hit].sum()
                 assert got == pytest.approx(px * py, abs=1e-15), (t, bx, by)
+
+
+@pytest.mark.parametrize(
+    "m,s,d", [(-10.0, 6.5, 1e-6), (-13.0 + 3.0, 6.5, 1e-6), (0.5, 1.0, 1e-3), (40.0, 20.0, 0.05)]
+)
+def test_narrow_bands_keep_their_relative_accuracy(m, s, d) -> None:
+    """Bug: a narrow band's probability was a difference of two close CDF values, so it kept only
+    the digits the bounds differ in (3.758968941669494e-08 for 3.7589689477698377e-08, 1.6e-9
+    relative, failed a Hypothesis join test). Reference: mpmath at 50 digits."""
+    import mpmath
+
+    from arrayviews.kernels.probability import band_probability
+
+    with mpmath.workdps(50):
+        want = float(mpmath.ncdf(d, mu=m, sigma=s) - mpmath.ncdf(-d, mu=m, sigma=s))
+    assert abs(band_probability(m, s, d) - want) <= 1e-12 * want
