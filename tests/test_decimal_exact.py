@@ -64,7 +64,7 @@ def _spark_rows(spark, query: str, precision: int, scale: int, rows: list[tuple]
 
 
 @settings(
-    max_examples=60,
+    max_examples=30,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -97,7 +97,7 @@ def test_every_plan_sends_each_chunk_exactly_the_cells_in_its_reach(case) -> Non
     table, content = _table(schema, cells, rng)
     expected = _expected(schema, content, before, after)
     chunks = np.unique(halo.ChunkGrid.of(schema).chunk_of(cells), axis=0) if len(cells) else cells
-    visits = len(chunks) * halo._most_neighbours(halo.ChunkGrid.of(schema), before, after)
+    visits = len(chunks) * halo.most_neighbours(halo.ChunkGrid.of(schema), before, after)
     for plan in ("cells", "auto") + (("neighbours",) if visits <= 20_000 else ()):
         pieces = halo.cut_pieces(table, schema, before, after, plan=plan)
         assert _received(pieces, schema) == expected, plan

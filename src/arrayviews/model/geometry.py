@@ -145,21 +145,38 @@ class ChunkGrid:
         return itertools.product(*(range(a, b + 1) for a, b in ranges))
 
     def neighbour_ranges(
-        self, chunk: Sequence[int], before: Sequence[int], after: Sequence[int]
-    ) -> tuple[tuple[int, int], ...]:
-        """Per dimension the chunk range within ``before``/``after`` cells of ``chunk`` (includes itself)."""
+        self,
+        chunk: Sequence[int],
+        before: Sequence[int],
+        after: Sequence[int],
+        within: tuple[Sequence[int], Sequence[int]] | None = None,
+    ) -> tuple[tuple[int, int], ...] | None:
+        """Per dimension the chunk range within ``before``/``after`` cells of ``chunk`` (includes itself),
+        cut to the chunk box ``within`` (first, last chunk per dimension) when given; None if empty."""
         ranges = []
-        for grid, k, b, a in zip(self.dimensions, chunk, before, after, strict=True):
-            span = grid.chunks_within_reach(int(k), int(b), int(a))
+        for k, (grid, c, b, a) in enumerate(zip(self.dimensions, chunk, before, after, strict=True)):
+            span = grid.chunks_within_reach(int(c), int(b), int(a))
             assert span is not None  # the chunk itself is always within reach
+            if within is not None:
+                span = (max(span[0], int(within[0][k])), min(span[1], int(within[1][k])))
+                if span[0] > span[1]:
+                    return None
             ranges.append(span)
         return tuple(ranges)
 
     def neighbour_chunks(
-        self, chunk: Sequence[int], before: Sequence[int], after: Sequence[int]
+        self,
+        chunk: Sequence[int],
+        before: Sequence[int],
+        after: Sequence[int],
+        within: tuple[Sequence[int], Sequence[int]] | None = None,
     ) -> Iterator[tuple[int, ...]]:
-        """Every chunk (including ``chunk``) holding a cell within the given per-dimension reach."""
-        return itertools.product(*(range(a, b + 1) for a, b in self.neighbour_ranges(chunk, before, after)))
+        """Every chunk (including ``chunk``) holding a cell within the given per-dimension reach, only
+        those in the chunk box ``within`` when given."""
+        ranges = self.neighbour_ranges(chunk, before, after, within)
+        if ranges is None:
+            return iter(())
+        return itertools.product(*(range(a, b + 1) for a, b in ranges))
 
     def contains(self, cells: np.ndarray) -> np.ndarray:
         """Boolean mask of the cells (n, d) that lie inside the array range."""

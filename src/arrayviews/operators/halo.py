@@ -58,8 +58,11 @@ def cut_pieces(
     before: tuple[int, ...],
     after: tuple[int, ...],
     plan: str = "auto",
+    present: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pa.Table:
-    """Pieces of every fragment in ``table`` for every chunk within reach.
+    """Pieces of every fragment in ``table`` for every chunk within reach (only the chunks in the box
+    ``present``, the first and last chunk per dimension holding cells, when given: over an unbounded
+    dimension a long reach would otherwise name ~2**61 chunks).
 
     Target chunk ``T`` needs the cells in ``[T_low - before, T_high + after]`` (a window reaching
     ``before`` cells down and ``after`` cells up from each of its cells), so a fragment of chunk ``C``
@@ -77,7 +80,7 @@ def cut_pieces(
         return t_low - reach_low, t_high + reach_high
 
     def regions(chunk: tuple[int, ...]):
-        for target in grid.neighbour_chunks(chunk, after, before):
+        for target in grid.neighbour_chunks(chunk, after, before, present):
             yield (tuple(target), *region(target))
 
     def cell_targets(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,12 +88,14 @@ def cut_pieces(
         # the chunks overlapping [x - after, x + before].
         first = np.array([g.first_chunk for g in grid.dimensions], dtype=np.int64)
         last = np.array([g.last_chunk for g in grid.dimensions], dtype=np.int64)
+        if present is not None:
+            first, last = np.maximum(first, present[0]), np.minimum(last, present[1])
         low = np.maximum(grid.chunk_of(cells - reach_high), first)
         high = np.minimum(grid.chunk_of(cells + reach_low), last)
         return expand_ranges(low, high)
 
     if plan == "auto":
-        plan = "neighbours" if _most_neighbours(grid, before, after) <= FEW_NEIGHBOURS else "cells"
+        plan = "neighbours" if most_neighbours(grid, before, after, present) <= FEW_NEIGHBOURS else "cells"
     if plan == "neighbours":
         return cut_to_regions(table, schema, regions, schema.dimension_names)
     return cut_to_regions(table, schema, regions, schema.dimension_names, cell_targets, region)
@@ -101,12 +106,16 @@ def cut_pieces(
 FEW_NEIGHBOURS = 32
 
 
-def _most_neighbours(grid: ChunkGrid, before: Sequence[int], after: Sequence[int]) -> int:
-    """The largest number of chunks within reach of one chunk (an interior one, clipped to the grid)."""
+def most_neighbours(grid: ChunkGrid, before: Sequence[int], after: Sequence[int], present=None) -> int:
+    """The largest number of chunks within reach of one chunk (an interior one, clipped to the grid
+    and to the chunk box ``present`` when given)."""
     count = 1
-    for dimension, b, a in zip(grid.dimensions, before, after, strict=True):
+    for k, (dimension, b, a) in enumerate(zip(grid.dimensions, before, after, strict=True)):
         reach = 1 + -(-int(b) // dimension.length) + -(-int(a) // dimension.length)
-        count *= min(reach, dimension.chunk_count)
+        span = dimension.chunk_count
+        if present is not None:
+            span = min(span, int(present[1][k]) - int(present[0][k]) + 1)
+        count *= min(reach, span)
     return count
 
 

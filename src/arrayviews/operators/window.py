@@ -247,13 +247,32 @@ def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
     """The window by halo exchange: every fragment cut into pieces for the chunks within reach, the
     pieces grouped by target chunk, each group computed by :func:`_window_chunk`."""
     schema = job.schema
-    pieces = engine.map_batches(
-        data,
-        functools.partial(halo.cut_pieces, schema=schema, before=job.before, after=job.after),
-        halo.piece_schema(schema),
+    present = present_chunk_box(data, engine, schema, job.before, job.after)
+    cut = functools.partial(
+        halo.cut_pieces, schema=schema, before=job.before, after=job.after, present=present
     )
+    pieces = engine.map_batches(data, cut, halo.piece_schema(schema))
     function = functools.partial(_window_chunk, job=job)
     return engine.group(pieces, halo.target_columns(schema), function, layout.fragment_schema(job.out_schema))
+
+
+#: Past this many chunks within reach of one chunk (a long reach over an unbounded dimension), the
+#: halo is cut to the box of the chunks present, found by reading the chunk columns first.
+MANY_NEIGHBOURS = 1 << 16
+
+
+def present_chunk_box(data: Data, engine: Engine, schema: ArraySchema, before, after):
+    """(first, last) chunk per dimension holding cells in ``data`` when the reach names more than
+    :data:`MANY_NEIGHBOURS` chunks per chunk (None otherwise: the grid bounds the halo well enough)."""
+    if halo.most_neighbours(ChunkGrid.of(schema), before, after) <= MANY_NEIGHBOURS:
+        return None
+    columns = layout.chunk_columns(schema)
+    fields = [layout.fragment_schema(schema).field(c) for c in columns]
+    table = engine.collect(engine.select(data, columns), pa.schema(fields))
+    if table.num_rows == 0:
+        return None
+    chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in columns], axis=1)
+    return chunks.min(axis=0), chunks.max(axis=0)
 
 
 def window_in_process(

@@ -368,7 +368,8 @@ def _prepare(
             return Prepared(definition, stored, bases, strategy, estimate, computed, context=context)
         delta = source_delta(replace(base, version=reflected.get(definition.base, 0)), base)
         checkpoint("refresh.delta")
-        affected = windowed.affected_chunks(delta, stored, before, after)
+        present = windowed.present_chunks(base, before, after)
+        affected = windowed.affected_chunks(delta, stored, before, after, present)
         estimate = Estimate(jobs=INCREMENTAL_JOBS)
         if len(affected):
             read = base.estimate(windowed.reach_ranges(base.schema, affected, before, after))

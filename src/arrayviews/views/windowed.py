@@ -14,30 +14,36 @@ from arrayviews.operators import halo
 from arrayviews.operators.deltas import Delta
 from arrayviews.operators.reduce import parse_calls
 from arrayviews.operators.source import StoredSource
-from arrayviews.operators.window import WindowJob, _window_chunk
+from arrayviews.operators.window import MANY_NEIGHBOURS, WindowJob, _window_chunk, present_chunk_box
 from arrayviews.storage import layout
 
 
-def affected_chunks(delta: Delta, view: ArraySchema, before, after) -> np.ndarray:
+def affected_chunks(
+    delta: Delta, view: ArraySchema, before, after, present: np.ndarray | None = None
+) -> np.ndarray:
     """View chunks with a cell whose window reaches a changed base cell.
 
     A change at ``x`` alters the windows of cells in ``[x - after, x + before]``; the affected view
-    chunks are those overlapping that box around any changed cell.
+    chunks are those overlapping that box around any changed cell. With ``present`` (the chunks
+    holding base cells at the new version), only chunks in the box of those and of the removed cells'
+    chunks are candidates (the other chunks hold no view cell before or after), so a long reach over
+    an unbounded dimension stays within the data.
     """
     coords = np.vstack([delta.coords("minus"), delta.coords("plus")])
     if len(coords) == 0:
         return np.zeros((0, view.ndim), np.int64)
     grid = ChunkGrid.of(view)
+    within = None
+    if present is not None:
+        held = np.vstack(
+            [np.asarray(present, np.int64).reshape(-1, view.ndim), grid.chunk_of(delta.coords("minus"))]
+        )
+        if len(held) == 0:
+            return np.zeros((0, view.ndim), np.int64)
+        within = (held.min(axis=0), held.max(axis=0))
     chunks = set()
-    low_cells = np.unique(
-        grid.chunk_of(np.maximum(coords - np.asarray(after), [d.low for d in view.dimensions])), axis=0
-    )
-    high_cells = np.unique(
-        grid.chunk_of(np.minimum(coords + np.asarray(before), [d.high for d in view.dimensions])), axis=0
-    )
-    del low_cells, high_cells
     for cell in np.unique(grid.chunk_of(coords), axis=0):
-        chunks.update(grid.neighbour_chunks(tuple(int(c) for c in cell), after, before))
+        chunks.update(grid.neighbour_chunks(tuple(int(c) for c in cell), after, before, within))
     # keep only chunks whose dilated box really meets a changed cell
     result = []
     for chunk in sorted(chunks):
@@ -47,6 +53,20 @@ def affected_chunks(delta: Delta, view: ArraySchema, before, after) -> np.ndarra
         if np.any(np.all((coords >= reach_low) & (coords <= reach_high), axis=1)):
             result.append(chunk)
     return np.array(result, dtype=np.int64).reshape(-1, view.ndim)
+
+
+def present_chunks(base: StoredSource, before, after) -> np.ndarray | None:
+    """The chunks holding cells in ``base`` (from the fragments' metadata columns) when the window's
+    reach names more than :data:`~arrayviews.operators.window.MANY_NEIGHBOURS` chunks per chunk, else
+    None (the grid bounds the affected chunks well enough)."""
+    schema = base.schema
+    if halo.most_neighbours(ChunkGrid.of(schema), before, after) <= MANY_NEIGHBOURS:
+        return None
+    meta = base.metadata()
+    columns = layout.chunk_columns(schema)
+    if meta.num_rows == 0:
+        return np.zeros((0, schema.ndim), np.int64)
+    return np.unique(np.stack([np.asarray(meta.column(c), np.int64) for c in columns], axis=1), axis=0)
 
 
 def window_fragments(
@@ -66,11 +86,10 @@ def window_fragments(
     schema = base.schema
     calls = parse_calls(schema, aggregates, window=True)
     ranges = None if targets is None else reach_ranges(schema, targets, before, after)
-    pieces = engine.map_batches(
-        base.data(engine, ranges),
-        functools.partial(halo.cut_pieces, schema=schema, before=before, after=after),
-        halo.piece_schema(schema),
-    )
+    data = base.data(engine, ranges)
+    present = present_chunk_box(data, engine, schema, before, after)
+    cut = functools.partial(halo.cut_pieces, schema=schema, before=before, after=after, present=present)
+    pieces = engine.map_batches(data, cut, halo.piece_schema(schema))
     if targets is not None:
         pieces = engine.where_keys(pieces, halo.target_columns(schema), np.asarray(targets))
     function = functools.partial(_window_chunk, job=WindowJob(schema, view, before, after, calls))
