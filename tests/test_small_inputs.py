@@ -5,6 +5,7 @@ attribute type accepts, checked against plain Python arithmetic."""
 
 from __future__ import annotations
 
+import decimal
 import math
 import os
 
@@ -17,7 +18,13 @@ from hypothesis import strategies as st
 
 from arrayviews.model.errors import NotFoundError, ParseError, ValidationError
 from arrayviews.model.schema_parser import parse_schema
-from arrayviews.model.types import accepts, always_fits, first_misfit, python_value_problem
+from arrayviews.model.types import (
+    accepts,
+    always_fits,
+    first_misfit,
+    integral_decimals_as_integers,
+    python_value_problem,
+)
 
 INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 FLOAT_BITS = {"float32": 24, "float64": 53}  # significand bits: integers up to 2**bits are exact
@@ -67,6 +74,37 @@ def test_type_level_rules() -> None:
     assert not accepts("float64", pa.string()) and accepts("float64", pa.null())
     assert not accepts("int64", np.dtype(object))
     assert always_fits(pa.decimal128(21, 2), pa.int64()) and not always_fits(pa.decimal128(20, 2), pa.int64())
+
+
+INTEGER_RANGES = {
+    name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+}
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-(10**38) + 1, 10**38 - 1),
+            st.sampled_from([2**64, 2**64 - 1, -1, 2**63, -(2**63) - 1]),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(sorted(INTEGER_RANGES)),
+)
+def test_whole_decimals_fit_integer_types_as_python_integers_do(values: list[int], target: str) -> None:
+    """Scale-0 decimals (Spark's uint64) go into integer types value by value: the first that Python
+    says is out of range is the one named, and the others are stored unchanged."""
+    low, high = INTEGER_RANGES[target]
+    column = pa.array([decimal.Decimal(v) for v in values], pa.decimal128(38, 0))
+    assert accepts(target, column.type) and not always_fits(target, column.type)
+    cast, misfit = integral_decimals_as_integers(target, column)
+    outside = [k for k, v in enumerate(values) if not low <= v <= high]
+    assert misfit == (outside[0] if outside else None)
+    if misfit is None:
+        assert cast.type == pa.from_numpy_dtype(np.dtype(target)) and cast.to_pylist() == values
+    assert always_fits("int16", pa.decimal128(4, 0)) and not always_fits("int16", pa.decimal128(5, 0))
+    assert not accepts("int64", pa.decimal128(20, 1))
 
 
 # -- through the API ---------------------------------------------------------------------------------

@@ -5,7 +5,10 @@ such an attribute is checked and refused with an error naming the array and colu
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from arrayviews.model.errors import ValidationError
@@ -49,12 +52,6 @@ def test_a_spark_frame_into_a_small_integer_attribute_is_checked(db, spark) -> N
     assert A.count() == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a DECIMAL(20,0) Spark column is not accepted into a uint64 attribute (model/types.accepts "
-    "takes integers only for integer types); the insert is refused with a clear error, so a uint64 "
-    "array's to_spark() frame cannot be inserted back",
-)
 def test_a_uint64_frame_goes_back_into_a_uint64_array(db, spark) -> None:
     A = db.create_array("A<a:uint64>[i=0:3:2]")
     A.write_dense({"a": np.array([2**64 - 1, 0, 2**63, 5], np.uint64)})
@@ -67,8 +64,87 @@ def test_a_uint64_frame_goes_back_into_a_uint64_array(db, spark) -> None:
         B.insert(spark.sql("SELECT 0L AS i, CAST(18446744073709551616 AS DECIMAL(20,0)) AS a"))
 
 
-def test_a_uint64_frame_into_a_uint64_array_is_refused_clearly(db, spark) -> None:
+def test_a_fractional_decimal_frame_into_a_uint64_array_is_refused_clearly(db, spark) -> None:
     B = db.create_array("B<a:uint64>[i=0:3:2]")
-    with pytest.raises(ValidationError, match="array B, column a: values of type decimal\\(20,0\\)"):
-        B.insert(spark.sql("SELECT 0L AS i, CAST(5 AS DECIMAL(20,0)) AS a"))
+    with pytest.raises(ValidationError, match="array B, column a: values of type decimal\\(20,2\\)"):
+        B.insert(spark.sql("SELECT 0L AS i, CAST(5 AS DECIMAL(20,2)) AS a"))
     assert B.count() == 0
+
+
+def test_whole_decimals_go_into_integer_attributes_in_process(db) -> None:
+    """pandas and pyarrow carry integers past int64 as scale-0 decimals: they are stored when they
+    fit and named exactly (against Python integers) when they do not; nothing is written then."""
+    big = [2**64 - 1, 0, 2**63, None]
+    A = db.create_array("A<a:uint64 NULL, b:int16>[i=0:3:2]")
+    A.insert(
+        pa.table(
+            {
+                "i": pa.array([0, 1, 2, 3], pa.int64()),
+                "a": pa.array([None if v is None else decimal.Decimal(v) for v in big], pa.decimal128(20, 0)),
+                "b": pa.array([decimal.Decimal(v) for v in (-(2**15), 2**15 - 1, 0, 7)], pa.decimal128(5, 0)),
+            }
+        )
+    )
+    rows = sorted(A.to_arrow().to_pylist(), key=lambda r: r["i"])
+    assert [r["a"] for r in rows] == big and [r["b"] for r in rows] == [-(2**15), 2**15 - 1, 0, 7]
+    for column, value, bad in (("a", 2**64, "18446744073709551616"), ("a", -1, "-1"), ("b", 2**15, "32768")):
+        cells = {
+            "i": pa.array([0, 1], pa.int64()),
+            "b": pa.array([0, 0], pa.int16()),
+            column: pa.array([decimal.Decimal(0), decimal.Decimal(value)], pa.decimal128(38, 0)),
+        }
+        with pytest.raises(
+            ValidationError, match=f"array A, column {column}: {bad} is outside the .* range .*row 1"
+        ):
+            A.insert(pa.table(cells))
+    assert A.version == 1 and A.count() == 4
+
+
+def test_whole_decimals_go_into_integer_stream_and_uncertain_columns(db) -> None:
+    stream = db.create_stream("S", "ts timestamp, n bigint, k int", 60, "ts")
+    times = pa.array([0, 1], pa.timestamp("us"))
+    stream.append(
+        pa.table(
+            {
+                "ts": times,
+                "n": pa.array([decimal.Decimal(-(2**63)), decimal.Decimal(2**63 - 1)], pa.decimal128(19, 0)),
+                "k": pa.array([decimal.Decimal(-(2**31)), decimal.Decimal(2**31 - 1)], pa.decimal128(10, 0)),
+            }
+        )
+    )
+    assert sorted(stream.read().toPandas()["n"].tolist()) == [-(2**63), 2**63 - 1]
+    with pytest.raises(ValidationError, match="stream S, column k: 2147483648 is outside the int32 range"):
+        stream.append(
+            pa.table(
+                {
+                    "ts": times,
+                    "n": pa.array([0, 0], pa.int64()),
+                    "k": pa.array([decimal.Decimal(1), decimal.Decimal(2**31)], pa.decimal128(10, 0)),
+                }
+            )
+        )
+    assert stream.version == 1
+    U = db.create_uncertain_array("U<flux:gaussian, n:uint64>[x=0:9:5; y=0:9:5]")
+    tuples = {
+        "x": [1.0, 2.0],
+        "y": [1.0, 2.0],
+        "x_sigma": [0.1, 0.1],
+        "y_sigma": [0.1, 0.1],
+        "flux": [1.0, 2.0],
+        "flux_sigma": [0.1, 0.1],
+    }
+    U.insert(
+        pa.table(
+            {**tuples, "n": pa.array([decimal.Decimal(2**64 - 1), decimal.Decimal(3)], pa.decimal128(20, 0))}
+        )
+    )
+    assert sorted(U.to_pandas()["n"].map(int).tolist()) == [3, 2**64 - 1]
+    with pytest.raises(
+        ValidationError, match="uncertain array U, column n: 18446744073709551616 is outside the uint64 range"
+    ):
+        U.insert(
+            pa.table(
+                {**tuples, "n": pa.array([decimal.Decimal(0), decimal.Decimal(2**64)], pa.decimal128(21, 0))}
+            )
+        )
+    assert U.count() == 2

@@ -36,7 +36,8 @@ from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
-from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
+from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason, type_of_arrow
+from arrayviews.operators.ingest import whole_decimals
 from arrayviews.storage import kinds, part_table
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem, read_parquet_files
@@ -634,6 +635,13 @@ class Stream:
             column = table.column(name)
             if not _arrow_accepts(target, column.type):
                 raise self._type_error(name, str(target), str(column.type))
+            column = whole_decimals(
+                column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column,
+                type_of_arrow(target),
+                lambda reason, value, name=name: ValidationError(
+                    f"stream {self.name}, column {name}: {reason}", array=self.name, column=name, value=value
+                ),
+            )
             self._check_values(name, target, column)
             try:
                 # Timestamps keep microseconds (finer digits are dropped); other values must fit exactly.

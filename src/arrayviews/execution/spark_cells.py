@@ -8,6 +8,8 @@ writing, conflict checks) is engine-neutral and lives in operators/writes.py.
 
 from __future__ import annotations
 
+import decimal
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -67,12 +69,14 @@ def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: s
     (model.types.value_limits); the first that does not is named."""
     low, high = limits
     column = F.col(name)
+    if isinstance(low, int):  # as decimals: a uint64 bound is past Spark's long
+        low, high = decimal.Decimal(low), decimal.Decimal(high)
     outside = (column < F.lit(low)) | (column > F.lit(high))
     if isinstance(low, float):  # floats: NaN and infinities are values of every float type
         outside = outside & ~F.isnan(column) & (F.abs(column) != F.lit(float("inf")))
     row = frame.where(outside).select(name).first()
     if row is not None:
-        value = row[name]
+        value = int(row[name]) if isinstance(row[name], decimal.Decimal) else row[name]
         raise ValidationError(
             f"array {schema.name}, column {name}: {misfit_reason(type_name, value)}",
             array=schema.name,

@@ -13,6 +13,7 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.model.errors import SchemaError
 
@@ -218,8 +219,8 @@ def accepts(target: pa.DataType | str, given: pa.DataType | np.dtype | str) -> b
     """Whether values of type ``given`` may be stored in a column of type ``target``, subject to each
     value passing :func:`value_limits` (a column of nulls only is accepted by every type).
 
-    bool takes bool only; integer types take integers of any width and sign; floating types take
-    integers and floats; decimals take integers and decimals; strings take strings; timestamps and
+    bool takes bool only; integer types take integers of any width and sign, and decimals of scale 0
+    (how Spark carries uint64 and integers past 64 bits); floating types take integers and floats; decimals take integers and decimals; strings take strings; timestamps and
     dates their own kind. Floats never go into integer columns (not even 1.0) and nothing else into
     bool columns.
     """
@@ -234,7 +235,7 @@ def accepts(target: pa.DataType | str, given: pa.DataType | np.dtype | str) -> b
     if target_kind == "b":
         return given_kind == "b"
     if target_kind == "i":
-        return given_kind == "i"
+        return given_kind == "i" or is_integral_decimal(given)
     if target_kind == "f":
         return given_kind in ("i", "f")
     if pa.types.is_decimal(target):
@@ -262,6 +263,10 @@ def value_limits(
         return None
     target, given = as_arrow(target), as_arrow(given)
     target_kind, given_kind = _numeric_kind(target), _numeric_kind(given)
+    if target_kind == "i" and is_integral_decimal(given):
+        low, high = _integer_range(target)
+        widest = 10**given.precision - 1
+        return None if low <= -widest and widest <= high else (low, high)
     if given_kind is None or target_kind in (None, "b"):
         return None
     if target_kind == "i":
@@ -278,6 +283,27 @@ def value_limits(
     return None
 
 
+def is_integral_decimal(data_type: pa.DataType) -> bool:
+    """Whether ``data_type`` is a decimal of scale 0: whole numbers, as Spark gives uint64 values."""
+    return pa.types.is_decimal(data_type) and data_type.scale == 0
+
+
+def integral_decimals_as_integers(target: pa.DataType | str, column: pa.Array) -> tuple[pa.Array, int | None]:
+    """A scale-0 decimal column bound for the integer type ``target``: the column cast to ``target``
+    and None when every (non-null) value is in its range, else the column unchanged and the index
+    of the first value that is not (compared as decimals, so values past 64 bits are named exactly)."""
+    target = as_arrow(target)
+    low, high = _integer_range(target)
+    wide = pa.decimal128(38, 0) if column.type.precision <= 38 else pa.decimal256(76, 0)
+    outside = pc.or_(
+        pc.less(column, pa.scalar(decimal.Decimal(low), wide)),
+        pc.greater(column, pa.scalar(decimal.Decimal(high), wide)),
+    ).fill_null(False)
+    if pc.any(outside).as_py():
+        return column, int(np.flatnonzero(np.asarray(outside))[0])
+    return column.cast(target), None
+
+
 def _integer_range(data_type: pa.DataType) -> tuple[int, int]:
     info = np.iinfo(data_type.to_pandas_dtype())
     return int(info.min), int(info.max)
@@ -290,6 +316,8 @@ def always_fits(target: pa.DataType | str, given: pa.DataType | np.dtype | str) 
     target, given = as_arrow(target), as_arrow(given)
     if pa.types.is_null(given) or given == target:
         return True
+    if is_integral_decimal(given) and _numeric_kind(target) == "i":
+        return value_limits(target, given) is None
     if _numeric_kind(given) is not None and _numeric_kind(target) is not None:
         return value_limits(target, given) is None
     if pa.types.is_decimal(target):

@@ -6,7 +6,7 @@ offending value, so a rejected batch leaves the array exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,15 @@ from arrayviews.model.cell_checks import check_columns  # noqa: F401 - callers t
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
+from arrayviews.model.types import (
+    accepts,
+    as_arrow,
+    first_misfit,
+    integral_decimals_as_integers,
+    is_integral_decimal,
+    misfit_reason,
+    numpy_dtype,
+)
 from arrayviews.storage import codec
 
 
@@ -96,6 +104,19 @@ def _not_text(array: str, columns: Mapping) -> ValidationError:
     return ValidationError(f"array {array}: a text value is not valid Unicode", array=array)
 
 
+def whole_decimals(column: pa.Array, type_name: str, fail: Callable[[str, object], Exception]) -> pa.Array:
+    """A scale-0 decimal column (how Spark and pandas carry uint64 and big integers) bound for an
+    integer attribute, cast to its type; ``fail(reason, value)`` is raised for the first value out
+    of range. Any other column is returned as it is."""
+    if not (is_integral_decimal(column.type) and pa.types.is_integer(as_arrow(type_name))):
+        return column
+    column, misfit = integral_decimals_as_integers(type_name, column)
+    if misfit is not None:
+        value = int(column[misfit].as_py())
+        raise fail(f"{misfit_reason(type_name, value)} (row {misfit})", value)
+    return column
+
+
 def _first_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -168,6 +189,13 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
                 column=attribute.name,
                 value=str(column.type),
             )
+        column = whole_decimals(
+            column,
+            attribute.type,
+            lambda reason, value, name=attribute.name: ValidationError(
+                f"array {schema.name}, column {name}: {reason}", array=schema.name, column=name, value=value
+            ),
+        )
         null_mask = np.asarray(column.is_null()) if column.null_count else None
         if null_mask is not None and not attribute.nullable:
             row = _first_index(null_mask)

@@ -19,7 +19,7 @@ from arrayviews.model.copy_layout import STORE_MEAN, StorageLayout, scheme_copie
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
-from arrayviews.operators.ingest import to_arrow
+from arrayviews.operators.ingest import to_arrow, whole_decimals
 from arrayviews.storage import uncertain_layout as ul
 
 
@@ -196,6 +196,11 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
             f"values of type {column.type} cannot be stored as {attribute.type}",
             str(column.type),
         )
+    column = whole_decimals(
+        column,
+        attribute.type,
+        lambda reason, value: _error(schema, attribute.name, reason, value),
+    )
     mask = np.asarray(column.is_null()) if column.null_count else None
     if mask is not None and not attribute.nullable:
         row = int(np.flatnonzero(mask)[0])
