@@ -93,8 +93,60 @@ def test_zero_sigma_is_an_exact_position():
 @given(finite, finite, sigma, sigma, corr, finite, st.floats(0.05, 30), finite, st.floats(0.05, 30))
 def test_rectangle_matches_high_precision(m1, m2, s1, s2, rho, a1, w1, a2, w2):
     expected = float(mp_rectangle(m1, m2, s1, s2, rho, a1, a1 + w1, a2, a2 + w2))
-    got = rectangle_probability(m1, m2, s1, s2, rho, a1, a1 + w1, a2, a2 + w2, True)
+    got = rectangle_probability(m1, m2, s1, s2, rho, a1, a1 + w1, a2, a2 + w2, True, np.inf)
     assert abs(got - expected) <= 2e-14
+
+
+def mp_tail_rectangle(mu1, mu2, s1, s2, rho, a1, b1, a2, b2):
+    """P(a1 < X < b1, a2 < Y < b2) relatively exact however small: the conditional form with each
+    conditional interval a difference of erfc on the side away from its mean (30 digits)."""
+    with mpmath.workdps(30):
+        c = mpmath.sqrt(1 - mpmath.mpf(rho) ** 2)
+        lo_z, hi_z = (mpmath.mpf(a2) - mu2) / s2, (mpmath.mpf(b2) - mu2) / s2
+        root2 = mpmath.sqrt(2)
+
+        def inner(x):
+            low, high = (lo_z - rho * x) / c, (hi_z - rho * x) / c
+            if low + high > 0:
+                tail = (mpmath.erfc(low / root2) - mpmath.erfc(high / root2)) / 2
+            else:
+                tail = (mpmath.erfc(-high / root2) - mpmath.erfc(-low / root2)) / 2
+            return mpmath.npdf(x) * tail
+
+        za, zb = max((mpmath.mpf(a1) - mu1) / s1, -40), min((mpmath.mpf(b1) - mu1) / s1, 40)
+        if za >= zb:
+            return mpmath.mpf(0)
+        centres = [0.0] if rho == 0 else [0.0, float(lo_z / rho), float(hi_z / rho)]
+        width = 1.0 if rho == 0 else min(1.0, float(c) / abs(rho))
+        points = _steps(centres, width, float(za), float(zb))
+        # pieces over which the integrand changes by at most about a factor e: the density's log
+        # moves by |z| per unit, the conditional interval's by up to |rho| / c times its bounds' reach
+        reach = float(max(abs(lo_z), abs(hi_z)) + abs(rho) * max(abs(za), abs(zb))) / float(c)
+        step = min(0.5, 1.0 / (1.0 + max(abs(float(za)), abs(float(zb))) + abs(rho) / float(c) * (1 + reach)))
+        pieces = min(120, int(np.ceil(float(zb - za) / step)))
+        points = sorted(set(points) | set(np.linspace(float(za), float(zb), pieces + 1).tolist()))
+        return mpmath.quad(inner, points, method="gauss-legendre")
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.floats(-3, 3),
+    st.floats(-3, 3),
+    st.floats(0.1, 3),
+    st.floats(0.1, 3),
+    st.floats(-0.99, 0.99).filter(lambda r: abs(r) > 0.01),
+    st.floats(-12, 12),
+    st.floats(1e-4, 3),
+    st.floats(-12, 12),
+    st.floats(1e-4, 3),
+)
+def test_small_rectangles_are_relatively_exact(m1, m2, s1, s2, rho, a1, w1, a2, w2):
+    """Bug: a far-tail or thin rectangle's probability came from four orthants of 1e-15 absolute
+    accuracy, so a 1e-60 probability read as 0 (a correlated tuple dropped from a subarray with a
+    1e-80 threshold). Reference: the conditional form in 30-digit mpmath with erfc tails."""
+    expected = float(mp_tail_rectangle(m1, m2, s1, s2, rho, a1, a1 + w1, a2, a2 + w2))
+    got = rectangle_probability(m1, m2, s1, s2, rho, a1, a1 + w1, a2, a2 + w2, True, 0.0)
+    assert abs(got - expected) <= 1e-10 * expected + 1e-300, (got, expected)
 
 
 @pytest.mark.parametrize("rho", [-0.999, -0.93, -0.5, 0.0, 0.2, 0.74, 0.76, 0.924, 0.926, 0.9999])
@@ -111,7 +163,7 @@ def test_bivariate_upper_orthant_across_branches(h, k, rho):
 
 
 def test_probability_kernel_is_deterministic():
-    args = (0.3, -1.2, 1.7, 0.4, 0.81, -1.0, 2.5, -2.0, 0.0, True)
+    args = (0.3, -1.2, 1.7, 0.4, 0.81, -1.0, 2.5, -2.0, 0.0, True, 0.0)
     values = {rectangle_probability(*args) for _ in range(50)}
     assert len(values) == 1
 

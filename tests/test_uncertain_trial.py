@@ -349,30 +349,23 @@ def test_correlated_subarray_against_scipy_integration(db, rho, sx, sy, mx, my, 
         assert threshold <= p <= 1.0 and abs(p - expected) <= 1e-12
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bivariate rectangle probabilities are accurate to about 1e-15 absolute (Genz), so a "
-    "correlated tuple's 1e-60 probability reads as 0: thresholds that many sigmas allow below 1e-15 "
-    "miss it; needs a relatively accurate tail method for the bivariate normal",
-)
 def test_correlated_far_tail_probability_is_not_lost(db):
     array = db.create_uncertain_array(
         "tail<>[x=-4:15:5; y=-4:15:5; corr(x, y)]", scheme="store-all", sigmas=20
     )
     array.insert({"x": [0.5], "x_sigma": [1.0], "y": [0.5], "y_sigma": [1.0], "x_y_corr": [-0.5]})
     with mpmath.workdps(40):
-        c = mpmath.sqrt(1 - mpmath.mpf(0.25))
-        expected = float(
-            mpmath.quad(
-                lambda x: (
-                    mpmath.npdf(x) * (mpmath.ncdf((9.5 + 0.5 * x) / c) - mpmath.ncdf((8.5 + 0.5 * x) / c))
-                ),
-                [8.5, 9.0, 9.5],
-            )
-        )
+        c, root2 = mpmath.sqrt(1 - mpmath.mpf(0.25)), mpmath.sqrt(2)
+
+        def density(x):  # P(8.5 < Y < 9.5 | X = x) by upper tails: relatively exact
+            low, high = (8.5 + 0.5 * x) / c, (9.5 + 0.5 * x) / c
+            return mpmath.npdf(x) * (mpmath.erfc(low / root2) - mpmath.erfc(high / root2)) / 2
+
+        expected = float(mpmath.quad(density, mpmath.linspace(8.5, 9.5, 41)))
     assert 1e-70 < expected < 1e-50
     result = array.subarray(x=(9, 9), y=(9, 9), threshold=1e-80).to_pandas()
     assert result["id"].tolist() == [0]
+    assert abs(result["probability"].iloc[0] - expected) <= 1e-10 * expected
 
 
 # -- structure join ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from numba import njit
 from arrayviews.kernels.probability import interval_probability, rectangle_probability
 
 # numba's on-disk cache (cache=True) is keyed on this file alone, not on the kernels it inlines:
-# change this file when kernels/probability.py changes (last: its interval and pair probabilities).
+# change this file when kernels/probability.py changes (last: relatively exact far-tail rectangles).
 
 #: Standard deviations beyond which a tuple's mass is ignored (Phi(-8.3) < 5.3e-17).
 REACH = 8.3
@@ -94,7 +94,17 @@ def block_contributions(
                 a1, b1 = _bounds(cursor[i], lows[i], highs[i], blocks[i])
                 a2, b2 = _bounds(cursor[j], lows[j], highs[j], blocks[j])
                 p *= rectangle_probability(
-                    means[t, i], means[t, j], sigmas[t, i], sigmas[t, j], corrs[t, q], a1, b1, a2, b2, True
+                    means[t, i],
+                    means[t, j],
+                    sigmas[t, i],
+                    sigmas[t, j],
+                    corrs[t, q],
+                    a1,
+                    b1,
+                    a2,
+                    b2,
+                    True,
+                    np.inf,  # expected counts: absolute accuracy (weights are rounded to a grid)
                 )
             if p > 0.0 and p >= threshold:
                 owner[written] = t
