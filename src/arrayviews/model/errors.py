@@ -79,6 +79,16 @@ class CommitConflictError(ArrayViewsError, RuntimeError):
     """Another writer committed to the same array first; nothing of this write was committed."""
 
 
+class CatalogBusyError(ArrayViewsError, RuntimeError):
+    """The catalog database stayed locked by another process for longer than its busy timeout
+    (``storage.catalog.BUSY_TIMEOUT_SECONDS``); the statement that waited changed nothing, so the
+    operation can simply be retried. ``table`` names the table being committed, when known."""
+
+    def __init__(self, message: str, *, table: str | None = None) -> None:
+        self.table = table
+        super().__init__(message)
+
+
 class ExecutionError(ArrayViewsError, RuntimeError):
     """A Spark job failed for a reason arrayviews has no error of its own for (a failed task, a lost
     executor, a file Spark could not read). The message is one line; ``details`` keeps Spark's full

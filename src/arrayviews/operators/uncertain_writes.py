@@ -15,7 +15,7 @@ from arrayviews.model.faults import checkpoint
 from arrayviews.model.uncertain import ID
 from arrayviews.model.uncertain_cost import RangeStatistics, StepChoice, UnitCosts, choose_subarray_steps
 from arrayviews.operators.uncertain_ingest import TupleBatch, normalize_tuples, place, possible_ranges
-from arrayviews.operators.writes import WriteResult
+from arrayviews.operators.writes import WriteResult, replanned
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
 from arrayviews.storage.files import delete_files, filesystem
@@ -166,7 +166,12 @@ def _write(
 
 def insert_tuples(table: UncertainTable, data: object, units: UnitCosts | None = None) -> WriteResult:
     """Validate and insert a batch as one version; the first batch of an array whose step is
-    ``auto`` fixes the step by the cost model."""
+    ``auto`` fixes the step by the cost model. When another writer commits first, the insert is
+    planned again on the new version (ids, step and copies follow it), as array writes are."""
+    return replanned(table, "insert", lambda: _insert_once(table, data, units))
+
+
+def _insert_once(table: UncertainTable, data: object, units: UnitCosts | None) -> WriteResult:
     table.refresh()
     batch = normalize_tuples(data, table.schema)
     expected = table.current_version()
@@ -211,7 +216,12 @@ def read_all_tuples(table: UncertainTable, version: int) -> TupleBatch:
 
 def relayout(table: UncertainTable, layout_: StorageLayout) -> WriteResult:
     """Store every tuple again under ``layout_`` (e.g. a step chosen on request) as one version that
-    replaces all files; earlier versions keep their own layout for time travel."""
+    replaces all files; earlier versions keep their own layout for time travel. Planned again (every
+    tuple read again) when another writer commits first."""
+    return replanned(table, "relayout", lambda: _relayout_once(table, layout_))
+
+
+def _relayout_once(table: UncertainTable, layout_: StorageLayout) -> WriteResult:
     table.refresh()
     expected = table.current_version()
     batch = read_all_tuples(table, expected)

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from arrayviews.execution.cost import Choice, Estimate
 from arrayviews.execution.engine import Engine, WrittenFile
-from arrayviews.model.errors import CommitConflictError, ConflictError, ValidationError
+from arrayviews.model.errors import CatalogBusyError, CommitConflictError, ConflictError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.operators import ingest_parallel, staging
@@ -34,6 +34,7 @@ from arrayviews.storage.array_table import ArrayTable, CommitInfo
 from arrayviews.storage.assemble import TARGET_FILE_BYTES, encode_sorted, merge_fragments, sort_cells
 from arrayviews.storage.files import delete_files, filesystem, read_parquet_files
 from arrayviews.storage.snapshots import BaseMovedError, discard_unless_committed
+from arrayviews.storage.uncertain_table import UncertainTable
 
 ON_CONFLICT = ("error", "replace")
 #: How many times a write is planned again after another writer committed first.
@@ -108,7 +109,9 @@ def _check_on_conflict(on_conflict: str, array: str) -> None:
         )
 
 
-def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResult]) -> WriteResult:
+def replanned(
+    array: ArrayTable | UncertainTable, operation: str, attempt: Callable[[], WriteResult]
+) -> WriteResult:
     """Run ``attempt`` (plan on the array's current version, stage, check, commit) until it commits
     on the version it planned on. When another writer committed first, the write is planned again
     from scratch on the new version: conflicts are checked against the cells now stored, and the
@@ -124,9 +127,16 @@ def replanned(array: ArrayTable, operation: str, attempt: Callable[[], WriteResu
             lost = moved
             time.sleep(random.uniform(0.0, 0.01 * 2 ** min(number, 6)))
             continue
+        except CatalogBusyError as busy:
+            raise CatalogBusyError(f"{array.label}, {operation}: {busy}", table=array.name) from None
+        except FileNotFoundError:
+            # a file of the array vanished under the write: if another process dropped the array
+            # (its folder goes with it), say so (refresh raises NotFoundError naming the array)
+            array.refresh()
+            raise
         return dataclasses.replace(result, attempts=number)
     raise CommitConflictError(
-        f"array {array.name}: {operation} lost the commit to other writers {MAX_ATTEMPTS} times "
+        f"{array.label}: {operation} lost the commit to other writers {MAX_ATTEMPTS} times "
         f"({lost}); nothing was committed"
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import os
@@ -19,6 +20,7 @@ from pyiceberg.table.locations import load_location_provider
 from pyiceberg.utils.config import Config
 from sqlalchemy import bindparam, event, select, update
 
+from arrayviews.model.errors import CatalogBusyError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage import inline_executor
 from arrayviews.storage.avro_schemas import write_whole
@@ -29,6 +31,9 @@ CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
 #: Parsed table metadata files a catalog keeps (one per metadata location, oldest dropped first).
 METADATA_KEPT = 256
+#: How long a statement on a SQLite catalog waits for another process's lock before it fails with
+#: CatalogBusyError (read when a connection is made).
+BUSY_TIMEOUT_SECONDS = 5.0
 #: Sizes of the metadata files this process wrote lately, by location (for the catalog's cache).
 _written_sizes: dict[str, int] = {}
 
@@ -252,12 +257,16 @@ class _Catalog(SqlCatalog):
             "expected": location,
             "location": staged.metadata_location,
         }
-        swapped = _swap_on_sqlite(self, values)
-        if swapped is None:
-            with self.engine.begin() as connection:
-                swapped = connection.execute(self._swap_statement(), values).rowcount
+        try:
+            swapped = _swap_on_sqlite(self, values)
+            if swapped is None:
+                with self.engine.begin() as connection:
+                    swapped = connection.execute(self._swap_statement(), values).rowcount
+        except CatalogBusyError:  # the swap never ran: the new metadata file is nobody's
+            _delete_quietly(staged.io, staged.metadata_location)
+            raise
         if swapped < 1:
-            staged.io.delete(staged.metadata_location)
+            _delete_quietly(staged.io, staged.metadata_location)
             return None
         return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
 
@@ -370,12 +379,54 @@ def _write_ahead_log(engine) -> None:
     def _pragmas(connection, _record) -> None:
         cursor = connection.cursor()
         try:
+            cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
 
+    @event.listens_for(engine, "handle_error")
+    def _locked(context) -> CatalogBusyError | None:
+        if not is_busy(context.original_exception):
+            return None
+        parameters = context.parameters
+        if isinstance(parameters, (list, tuple)) and parameters and isinstance(parameters[0], dict):
+            parameters = parameters[0]
+        table = None
+        if isinstance(parameters, dict):
+            table = parameters.get("table_name") or parameters.get("name") or parameters.get("table_name_1")
+        elif isinstance(parameters, (list, tuple)):  # positional: the table name follows the namespace
+            names = [p for p in parameters if isinstance(p, str)]
+            table = names[2] if len(names) > 2 else None
+        return busy_error(engine.url.database, "a catalog statement", table)
+
     engine.dispose()  # connections made while creating the catalog's tables lack the settings
+
+
+def _delete_quietly(io, location: str) -> None:
+    """Delete a metadata file no table refers to; one already gone (its table's folder was deleted
+    by a drop in another process) is fine."""
+    with contextlib.suppress(FileNotFoundError):
+        io.delete(location)
+
+
+def is_busy(error: BaseException | None) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" / "busy" (another process held the lock
+    for longer than the busy timeout; the statement changed nothing)."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+def busy_error(database: str | None, what: str, table: str | None = None) -> CatalogBusyError:
+    """The error for a SQLite catalog that stayed locked: which file, what waited, for which table."""
+    subject = f" (table {table})" if table else ""
+    return CatalogBusyError(
+        f"catalog {database}: another process held its lock for more than {BUSY_TIMEOUT_SECONDS:g} s "
+        f"during {what}{subject}; nothing was changed, retry the operation",
+        table=table,
+    )
 
 
 def open_catalog(warehouse: str, catalog_uri: str | None = None, name: str = CATALOG_NAME) -> SqlCatalog:
@@ -460,7 +511,14 @@ def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> 
             row = connection.execute(statement, parameters).first()
         return None if row is None else row.metadata_location
     connection, sql, names, fixed = reader
-    row = connection.execute(sql, [parameters[n] if n in parameters else fixed[n] for n in names]).fetchone()
+    try:
+        row = connection.execute(
+            sql, [parameters[n] if n in parameters else fixed[n] for n in names]
+        ).fetchone()
+    except sqlite3.OperationalError as error:
+        if not is_busy(error):
+            raise
+        raise busy_error(catalog.engine.url.database, "a table lookup", parameters["name"]) from None
     return None if row is None else row[2]
 
 
@@ -479,7 +537,12 @@ def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:
     if swap is None or swap[0] is not connection:
         compiled = catalog._swap_statement().compile(dialect=catalog.engine.dialect)
         swap = local.swap = (connection, str(compiled), list(compiled.positiontup or ()))
-    return connection.execute(swap[1], [values[n] for n in swap[2]]).rowcount
+    try:
+        return connection.execute(swap[1], [values[n] for n in swap[2]]).rowcount
+    except sqlite3.OperationalError as error:
+        if not is_busy(error):
+            raise
+        raise busy_error(catalog.engine.url.database, "a commit", values["name"]) from None
 
 
 def _sqlite_reader(catalog: _Catalog):
@@ -498,7 +561,9 @@ def _sqlite_reader(catalog: _Catalog):
     compiled = catalog._rows_statement(by_name=True).compile(dialect=catalog.engine.dialect)
     names = list(compiled.positiontup or ())
     fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace", "name")}
-    connection = sqlite3.connect(url.database, isolation_level=None, check_same_thread=True)
+    connection = sqlite3.connect(
+        url.database, isolation_level=None, check_same_thread=True, timeout=BUSY_TIMEOUT_SECONDS
+    )
     connection.execute("PRAGMA synchronous=NORMAL")  # as the catalog's own connections (swaps)
     local.reader = (os.getpid(), (connection, str(compiled), names, fixed))
     return local.reader[1]

@@ -4,18 +4,18 @@ table or no table (only unreferenced files in a folder no table owns, which ``ch
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import uuid
 from collections.abc import Callable
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import TableAlreadyExistsError
+from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import AlreadyExistsError
+from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import filesystem
 from arrayviews.storage.snapshots import (
@@ -24,6 +24,8 @@ from arrayviews.storage.snapshots import (
     may_have_committed,
     stage_snapshot,
 )
+
+logger = logging.getLogger(__name__)
 
 #: fill(data folder) -> (data files written there, summary properties of the first snapshot)
 Fill = Callable[[str], tuple[list[str], dict[str, str]]]
@@ -36,9 +38,24 @@ def new_location(catalog: Catalog, namespace: str, name: str) -> str:
 
 
 def delete_folder(location: str) -> None:
+    """Delete a table's folder (one that no table of the catalog owns any more). A folder another
+    process is still writing into (a write racing the drop stages a file there) may not go at
+    once: it is then left, with a warning, as an orphan that ``check --repair`` deletes."""
     fs, path = filesystem(location)
-    with contextlib.suppress(FileNotFoundError):
-        fs.delete_dir(path)
+    for attempt in range(3):
+        try:
+            fs.delete_dir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            if attempt == 2:
+                logger.warning(
+                    "folder %s could not be deleted (%s); `arrayviews check --repair` deletes it",
+                    location,
+                    error,
+                )
+                return
 
 
 def create_table(
@@ -75,8 +92,14 @@ def create_table(
         checkpoint("create.before-commit")
         try:
             transaction.commit_transaction()
-        except TableAlreadyExistsError:
+        except (TableAlreadyExistsError, CatalogBusyError):  # nothing was created
             raise
+        except CommitFailedException:
+            # another process created a table of that name after the check above: the creation's
+            # requirement (no table yet) failed before anything was written to the catalog
+            if not catalog.table_exists(identifier):
+                raise
+            raise TableAlreadyExistsError(what) from None
         except BaseException as error:  # the catalog may have created the table before it failed
             mark_maybe_committed(error)
             raise

@@ -57,7 +57,7 @@ from pyiceberg.table.snapshots import (
 from pyiceberg.table.update.snapshot import _ManifestMergeManager
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
-from arrayviews.model.errors import CommitConflictError
+from arrayviews.model.errors import CatalogBusyError, CommitConflictError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import WrittenFooter, delete_files, written_footer
 from arrayviews.storage.metadata_updates import apply_updates
@@ -514,6 +514,8 @@ def commit_snapshot(
         committed = transaction.commit_transaction()
     except CommitFailedException as error:
         raise BaseMovedError(label, f"another writer committed first: {error}") from None
+    except CatalogBusyError:  # the catalog stayed locked: its statement changed nothing
+        raise
     except BaseException as error:  # the catalog may have swapped the metadata before it failed
         mark_maybe_committed(error)
         raise

@@ -94,6 +94,10 @@ class UncertainTable:
     def name(self) -> str:
         return self.schema.name
 
+    @property
+    def label(self) -> str:
+        return f"uncertain array {self.name}"
+
     def refresh(self) -> UncertainTable:
         self.array.refresh()
         return self

@@ -10,11 +10,13 @@ fragments, time parts). Nothing outside ``storage/`` touches a pyiceberg object.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table
@@ -96,9 +98,43 @@ class VersionedTable:
         return self.location.rstrip("/") + "/data"
 
     def refresh(self):
-        """Load the table's newest metadata (returns self)."""
-        self.table = self.table.refresh()
+        """Load the table's newest metadata (returns self). A table that another process dropped,
+        or dropped and created again under the same name (another table now), raises NotFoundError:
+        what this object planned or read belongs to a table that no longer exists."""
+        with self._dropped_as_not_found():
+            fresh = self.table.catalog.load_table(self.table.name())
+        if fresh.metadata.table_uuid != self.table.metadata.table_uuid:
+            raise self._dropped(again=True)
+        self.table = fresh
         return self
+
+    def _dropped(self, again: bool) -> NotFoundError:
+        if again:
+            return NotFoundError(
+                f"{self.label} was dropped and created again by another process since it was opened; "
+                "nothing was changed by this operation (open it again)"
+            )
+        return NotFoundError(
+            f"{self.label} was dropped by another process; nothing was changed by this operation"
+        )
+
+    @contextlib.contextmanager
+    def _dropped_as_not_found(self) -> Iterator[None]:
+        """Within the block, the table being gone from the catalog (dropped by another process, its
+        metadata file deleted with it) or replaced by another table of the same name (pyiceberg's
+        refresh refuses a table whose identity changed) raises NotFoundError naming the relation."""
+        try:
+            yield
+        except NoSuchTableError:
+            raise self._dropped(again=False) from None
+        except FileNotFoundError:
+            if self.table.catalog.table_exists(self.table.name()):
+                raise
+            raise self._dropped(again=False) from None
+        except ValueError as error:
+            if "Table UUID does not match" not in str(error):
+                raise
+            raise self._dropped(again=True) from None
 
     # -- properties --------------------------------------------------------------------------------
     @property
@@ -118,7 +154,8 @@ class VersionedTable:
     ) -> bool:
         """Set and remove table properties in one metadata commit (no new version); with ``only_if``,
         only while it holds for the table as last committed. Returns whether they are set now."""
-        self.table = update_properties(self.table, updates, removals, only_if)
+        with self._dropped_as_not_found():
+            self.table = update_properties(self.table, updates, removals, only_if)
         current = self.table.metadata.properties
         return all(current.get(k) == v for k, v in updates.items()) and not any(
             k in current for k in removals
@@ -311,15 +348,16 @@ class VersionedTable:
         def properties_of(table: Table, doomed: list[Snapshot]) -> dict[str, str]:
             return properties(dict(table.metadata.properties), [_record(s) for s in doomed])
 
-        self.table, result = expire_table(
-            self.table,
-            older_than,
-            orphans_before,
-            version_of,
-            keep=lambda snapshot: keep(_record(snapshot)),
-            properties=None if properties is None else properties_of,
-            sweep_orphans=sweep_orphans,
-        )
+        with self._dropped_as_not_found():
+            self.table, result = expire_table(
+                self.table,
+                older_than,
+                orphans_before,
+                version_of,
+                keep=lambda snapshot: keep(_record(snapshot)),
+                properties=None if properties is None else properties_of,
+                sweep_orphans=sweep_orphans,
+            )
         return result
 
 

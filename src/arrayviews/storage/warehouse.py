@@ -171,7 +171,10 @@ class Warehouse:
         """Drop the table from the catalog and delete its files."""
         array = self.open(name)
         location = array.location
-        self.catalog.drop_table(self._identifier(name))
+        try:
+            self.catalog.drop_table(self._identifier(name))
+        except NoSuchTableError:  # another process dropped it since it was opened
+            raise NotFoundError(f"no array named {name}: another process dropped it") from None
         delete_folder(location)
 
     # -- the one listing of every relation ---------------------------------------------------------
