@@ -371,3 +371,67 @@ def test_kill_9_at_every_checkpoint_of_compact_delete_and_uncertain_writes(spark
     assert db.check().problems == []
     db.check(repair=True, orphans_older_than=dt.timedelta(0))
     assert content(db.array("A")) == model and set(db.uncertain_array("U").to_pandas()["id"]) == ids
+
+
+def test_a_view_whose_base_is_dropped_while_it_is_created_is_not_created(spark, tmp_path):
+    """Before: the drop found no view reading A yet and the creation committed V over the dropped
+    A: a view over nothing (refresh: 'no array named A')."""
+    from arrayviews.model.shapes import L1
+    from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark)
+    db.create_array(SCHEMA).insert(frame({(1, 1): 3, (2, 2): 4}))
+    definition = SimilarityViewDefinition("A", "A", L1(1), (ViewAggregate("count", None, None, "cnt"),))
+
+    def other_drops():
+        arrayviews.connect(location, spark=spark).drop_array("A")
+
+    with (
+        faults.interleave("create.before-commit", other_drops),
+        pytest.raises(NotFoundError, match="view V was not created: its base A was dropped"),
+    ):
+        db.create_view("V", definition)
+    db = arrayviews.connect(location, spark=spark)
+    assert db.arrays() == [] and db.views() == []
+    db.create_array(SCHEMA).insert(frame({(1, 1): 3}))
+    assert db.create_view("V", definition).to_pandas()["cnt"].tolist() == [1]
+
+
+@pytest.mark.parametrize("point", ["refresh.start", "refresh.delta"])
+def test_a_refresh_racing_compact_and_expire_of_its_base_plans_again(spark, tmp_path, point):
+    """Another process compacts A and expires its old versions after the refresh pinned A's
+    versions: the files the refresh planned to read are gone. Before: FileNotFoundError of a
+    Parquet file; now it plans again (a full refresh: the reflected version was expired) and the
+    view equals a brute-force neighbourhood count."""
+    from arrayviews.model.shapes import L1
+    from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark)
+    array = db.create_array(SCHEMA)
+    cells = {(1, 1): 3, (2, 2): 4}
+    array.insert(frame(cells))
+    aggregates = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))
+    view = db.create_view("V", SimilarityViewDefinition("A", "A", L1(1), aggregates))
+    for batch in ({(3, 3): 5}, {(1, 2): 7}):
+        array.insert(frame(batch))
+        cells.update(batch)
+
+    def other_compacts_and_expires():
+        other = arrayviews.connect(location, spark=spark).array("A")
+        other.compact()
+        assert other.expire_versions().data_files > 0
+
+    with faults.interleave(point, other_compacts_and_expires):
+        result = view.refresh("baseline")
+    assert result.committed
+    reference = {}
+    for i, j in cells:
+        near = [c for c in cells if abs(c[0] - i) + abs(c[1] - j) <= 1]
+        reference[(i, j)] = (len(near), sum(cells[c] for c in near))
+    got = {(int(r.i), int(r.j)): (int(r.cnt), int(r.total)) for r in view.to_pandas().itertuples()}
+    assert got == reference
+    assert (
+        view.status()["bases"][0]["reflected"] == arrayviews.connect(location, spark=spark).array("A").version
+    )

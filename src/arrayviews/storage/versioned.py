@@ -94,6 +94,11 @@ class VersionedTable:
         return self.table.location()
 
     @property
+    def identity(self) -> str:
+        """The table's unique id: a relation dropped and created again under its name is another one."""
+        return str(self.table.metadata.table_uuid)
+
+    @property
     def data_directory(self) -> str:
         return self.location.rstrip("/") + "/data"
 

@@ -209,9 +209,12 @@ def create_view(
     if db.warehouse.exists(name):
         raise AlreadyExistsError(f"an array named {name} already exists")
 
+    read: dict[str, StoredSource] = {}
+
     def fill(data_directory: str) -> tuple[list[str], CommitInfo]:
         started = time.perf_counter()
         bases = _pinned_bases(db, definition)
+        read.update(bases)
         checkpoint("refresh.start")
         prepared = _prepare(db, definition, stored, bases, "full", {}, None, name)
         pairs = prepared.context.get("pairs")
@@ -246,7 +249,25 @@ def create_view(
         properties={DEFINITION_PROPERTY: definition.to_json()},
         fill=fill,
     )
+    _undo_if_a_base_went(db, name, read)
     return table, public
+
+
+def _undo_if_a_base_went(db: Database, name: str, read: dict[str, StoredSource]) -> None:
+    """A base dropped by another process while the view was computed (its drop found no view
+    reading it yet) would leave a view over nothing: the new view is dropped again and the
+    creation fails, naming the base."""
+    for base, source in read.items():
+        try:
+            same = db.warehouse.open(base).identity == source.table.identity
+        except NotFoundError:
+            same = False
+        if not same:
+            db.warehouse.drop(name)
+            raise NotFoundError(
+                f"view {name} was not created: its base {base} was dropped by another process while "
+                "the view was computed"
+            )
 
 
 def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
@@ -275,12 +296,19 @@ def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | Non
     action of paper 003's maintenance plans)."""
     chosen = advanced_bases(view, advance)
     lost: BaseMovedError | None = None
-    for _ in range(MAX_REFRESH_ATTEMPTS):
+    for attempt in range(MAX_REFRESH_ATTEMPTS):
         try:
             return _run_refresh(db, view, strategy, chosen)
         except BaseMovedError as moved:
             lost = moved
             time.sleep(random.uniform(0.0, 0.1))
+        except FileNotFoundError:
+            # a file the plan named went meanwhile: another process compacted and expired a base
+            # (or the view) after this refresh pinned its versions; planned again on what is there
+            # now (a reflected version that was expired makes it a full refresh)
+            if attempt == MAX_REFRESH_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.0, 0.05))
     raise CommitConflictError(
         f"view {view.name}: refresh lost the commit to other refreshes {MAX_REFRESH_ATTEMPTS} times "
         f"({lost}); nothing was committed"
