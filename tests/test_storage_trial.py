@@ -435,3 +435,45 @@ def test_a_refresh_racing_compact_and_expire_of_its_base_plans_again(spark, tmp_
     assert (
         view.status()["bases"][0]["reflected"] == arrayviews.connect(location, spark=spark).array("A").version
     )
+
+
+def test_a_read_racing_compact_and_expire_reads_the_newest_version(spark, tmp_path, monkeypatch):
+    """Another process compacts A and expires every older version between a read's choice of
+    version and its reading of the files. Before: FileNotFoundError of a Parquet file (1 in 75
+    reads of a reader looping beside a compact+expire loop); now a handle following the newest
+    version reads again, and a pinned one says its version was expired."""
+    from arrayviews.operators import reads
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark)
+    array = db.create_array(SCHEMA)
+    cells: dict[tuple[int, int], int] = {}
+    for n in range(3):
+        batch = {(4 * n + k, n): 10 * n + k for k in range(3)}
+        array.insert(frame(batch))
+        cells.update(batch)
+    original = reads.to_pandas
+    raced = []
+
+    def racing(source, sort=True):
+        if not raced:
+            raced.append(True)
+            other = fork(spark, tmp_path / "runs", lambda: compact_and_expire(location, spark))
+            assert other.wait().code == 0
+        return original(source, sort)
+
+    monkeypatch.setattr(reads, "to_pandas", racing)
+    assert content(array) == {**cells, (30, 30): 1}  # the newest version, read whole
+    pinned = array.at_version(array.version)
+    raced.clear()
+    with pytest.raises(
+        NotFoundError, match=f"array A: version {pinned.version} was expired by another process"
+    ):
+        pinned.to_pandas()
+
+
+def compact_and_expire(location: str, spark) -> None:
+    other = arrayviews.connect(location, spark=spark).array("A")
+    other.insert(frame({(30, 30): 1}), on_conflict="replace")
+    other.compact()
+    other.expire_versions()

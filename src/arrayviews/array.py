@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 
 from arrayviews.execution.failures import translating
 from arrayviews.model.display import Rows, as_html, as_text, described
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.indexing import index_box
 from arrayviews.model.labels import label_box
 from arrayviews.model.schema import ArraySchema
@@ -29,6 +29,10 @@ from arrayviews.storage.expiry import cutoffs
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
+
+#: How many times a read follows the array to its newest version when the version it was reading
+#: is expired under it by another process.
+READ_ATTEMPTS = 4
 
 
 @translating
@@ -435,20 +439,43 @@ class Array:
         return self._db._store(self, name)
 
     # -- reading -----------------------------------------------------------------------------------
+    def _read(self, read):
+        """``read(source)`` on the version to read now. When a file of that version vanished while
+        it was read (another process compacted the array and expired the version), a handle that
+        follows the newest version reads again; a pinned one says its version was expired."""
+        for attempt in range(READ_ATTEMPTS):
+            source = self._current()
+            try:
+                return read(source)
+            except FileNotFoundError:
+                if not isinstance(source, StoredSource):
+                    raise
+                table = source.table.refresh()
+                if source.version not in {v.version for v in table.versions()}:
+                    if self._pinned:
+                        raise NotFoundError(
+                            f"array {self.name}: version {source.version} was expired by another process "
+                            "while it was read"
+                        ) from None
+                    if attempt < READ_ATTEMPTS - 1:
+                        continue
+                raise
+        raise AssertionError("unreachable")
+
     def to_numpy(self, attr: str | None = None, fill: object = None, masked: bool = False) -> np.ndarray:
-        return reads.to_numpy(self._current(), attr, fill, masked)
+        return self._read(lambda source: reads.to_numpy(source, attr, fill, masked))
 
     def to_arrow(self, sort: bool = True) -> pa.Table:
-        return reads.to_arrow(self._current(), sort)
+        return self._read(lambda source: reads.to_arrow(source, sort))
 
     def to_pandas(self, sort: bool = True) -> pd.DataFrame:
-        return reads.to_pandas(self._current(), sort)
+        return self._read(lambda source: reads.to_pandas(source, sort))
 
     def to_spark(self) -> DataFrame:
         return reads.to_spark(self._current(), self._db.executors.spark)
 
     def to_xarray(self):
-        return reads.to_xarray(self._current())
+        return self._read(reads.to_xarray)
 
     def plot(self, attr: str | None = None, ax=None, **style):
         """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
