@@ -10,6 +10,7 @@ from arrayviews.database import Database, connect
 from arrayviews.model.errors import (
     AlreadyExistsError,
     ArrayViewsError,
+    CatalogBusyError,
     CommitConflictError,
     ConflictError,
     ExecutionError,
@@ -59,6 +60,7 @@ __all__ = [
     "ArraySchema",
     "ArrayViewsError",
     "Attribute",
+    "CatalogBusyError",
     "CheckReport",
     "CommitConflictError",
     "ConflictError",
