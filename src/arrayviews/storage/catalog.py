@@ -49,7 +49,7 @@ class _Catalog(SqlCatalog):
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
         if self.engine.dialect.name == "sqlite":
-            _write_ahead_log(self.engine)
+            _write_ahead_log(self.engine, name)
 
     @staticmethod
     def _write_metadata(metadata, io, metadata_path: str) -> None:
@@ -362,7 +362,7 @@ def _legacy_snapshot_id() -> bool:
     return bool(Config().get_bool("legacy-current-snapshot-id"))
 
 
-def _write_ahead_log(engine) -> None:
+def _write_ahead_log(engine, catalog_name: str) -> None:
     """SQLite catalog connections in write-ahead-log mode with normal synchronisation.
 
     A commit then appends to the log file instead of rewriting the database through a rollback
@@ -395,9 +395,10 @@ def _write_ahead_log(engine) -> None:
         table = None
         if isinstance(parameters, dict):
             table = parameters.get("table_name") or parameters.get("name") or parameters.get("table_name_1")
-        elif isinstance(parameters, (list, tuple)):  # positional: the table name follows the namespace
-            names = [p for p in parameters if isinstance(p, str)]
-            table = names[2] if len(names) > 2 else None
+        elif isinstance(parameters, (list, tuple)) and catalog_name in parameters:
+            # positional: catalog name, namespace and table name come in that order
+            at = list(parameters).index(catalog_name) + 2
+            table = parameters[at] if at < len(parameters) and isinstance(parameters[at], str) else None
         return busy_error(engine.url.database, "a catalog statement", table)
 
     engine.dispose()  # connections made while creating the catalog's tables lack the settings
