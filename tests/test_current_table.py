@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from pyiceberg.exceptions import NoSuchTableError
 
 import arrayviews
+from arrayviews.model.errors import NotFoundError
 from arrayviews.storage.catalog import current_metadata_location
 
 SHAPE = (12, 17)  # chunks of 5 x 7: the last row and column of chunks are clipped
@@ -112,7 +112,7 @@ def test_a_dropped_array_is_not_read_from_the_table_held(folder) -> None:
     identifier = array.source.table.table.name()
     arrayviews.connect(folder, spark=object()).drop_array("A")
     assert current_metadata_location(db.warehouse.catalog, identifier) is None
-    with pytest.raises(NoSuchTableError):
+    with pytest.raises(NotFoundError, match="array A was dropped by another process"):
         array.subarray(**BOX).to_numpy()
 
 

@@ -477,3 +477,41 @@ def compact_and_expire(location: str, spark) -> None:
     other.insert(frame({(30, 30): 1}), on_conflict="replace")
     other.compact()
     other.expire_versions()
+
+
+def test_a_drop_does_not_drop_the_array_created_again_under_its_name_meanwhile(spark, tmp_path, monkeypatch):
+    """Between a drop's check that no view reads B and its removal of B from the catalog, another
+    process drops B, creates it again and defines view W over the new B. Before: the drop (by name)
+    removed the new B, leaving W over nothing; now nothing is dropped and the error says why."""
+    from arrayviews.model.shapes import L1
+    from arrayviews.views.catalog import RelationCatalog
+    from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark)
+    db.create_array(SCHEMA.replace("A<", "B<")).insert(frame({(1, 1): 1}))
+    definition = SimilarityViewDefinition("B", "B", L1(1), (ViewAggregate("count", None, None, "cnt"),))
+    checked = RelationCatalog.refuse_if_read
+
+    def other_recreates():
+        other = arrayviews.connect(location, spark=spark)
+        other.drop_array("B")
+        other.create_array(SCHEMA.replace("A<", "B<")).insert(frame({(2, 2): 2, (2, 3): 3}))
+        other.create_view("W", definition)
+
+    raced = []
+
+    def check_then_race(self, entry):
+        checked(self, entry)
+        if not raced:  # once (the other process's own drop checks too)
+            raced.append(True)
+            outcome = fork(spark, tmp_path / "runs", other_recreates).wait()
+            assert outcome.code == 0, outcome.error
+
+    monkeypatch.setattr(RelationCatalog, "refuse_if_read", check_then_race)
+    with pytest.raises(NotFoundError, match="array B was dropped and created again .* nothing was dropped"):
+        db.drop_array("B")
+    monkeypatch.setattr(RelationCatalog, "refuse_if_read", checked)
+    db = arrayviews.connect(location, spark=spark)
+    assert db.arrays() == ["B"] and content(db.array("B")) == {(2, 2): 2, (2, 3): 3}
+    assert sorted(db.view("W").to_pandas()["cnt"].tolist()) == [2, 2]

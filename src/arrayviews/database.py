@@ -239,13 +239,17 @@ class Database:
                 f"use {DROP_METHODS[entry.kind]}",
                 array=entry.name,
             )
+        # the array as checked for readers: one dropped and created again meanwhile is not dropped
+        identity = None
+        if entry.kind not in (kinds.STREAM, kinds.STREAM_VIEW):
+            identity = self.warehouse.open(entry.name).identity
         catalog.refuse_if_read(entry)
         if entry.kind == kinds.STREAM:
             streams_api.drop_stream(self, entry.name)
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
             return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name)
-        self.warehouse.drop(entry.name)
+        self.warehouse.drop(entry.name, identity)
         return [entry.name]
 
     def describe(self) -> pd.DataFrame:

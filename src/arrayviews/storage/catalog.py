@@ -18,7 +18,7 @@ from pyiceberg.serializers import Compressor, FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.utils.config import Config
-from sqlalchemy import bindparam, event, select, update
+from sqlalchemy import bindparam, delete, event, select, update
 
 from arrayviews.model.errors import CatalogBusyError
 from arrayviews.model.faults import checkpoint
@@ -185,6 +185,19 @@ class _Catalog(SqlCatalog):
         if row is None:
             raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
         return self._convert_orm_to_iceberg(row)
+
+    def drop_table_if_at(self, identifier, metadata_location: str) -> bool:
+        """Drop the table only while its metadata location is still ``metadata_location`` (the table
+        as the caller checked it: not one another process committed to, or created again under the
+        name, since); True when it was dropped."""
+        statement = delete(IcebergTables).where(
+            IcebergTables.catalog_name == self.name,
+            IcebergTables.table_namespace == Catalog.namespace_to_string(Catalog.namespace_from(identifier)),
+            IcebergTables.table_name == Catalog.table_name_from(identifier),
+            IcebergTables.metadata_location == metadata_location,
+        )
+        with self.engine.begin() as connection:
+            return connection.execute(statement).rowcount > 0
 
     def load_tables(self, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:
         """Every table of ``namespace`` loaded with one catalog query (not one per table): each

@@ -110,7 +110,10 @@ class VersionedTable:
             fresh = self.table.catalog.load_table(self.table.name())
         if fresh.metadata.table_uuid != self.table.metadata.table_uuid:
             raise self._dropped(again=True)
-        self.table = fresh
+        # in place, as pyiceberg's refresh: whoever holds the table object sees the new metadata
+        self.table.metadata = fresh.metadata
+        self.table.io = fresh.io
+        self.table.metadata_location = fresh.metadata_location
         return self
 
     def _dropped(self, again: bool) -> NotFoundError:

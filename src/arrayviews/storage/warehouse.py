@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pyarrow.fs import FileSelector, FileType
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import CommitConflictError, NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import SCHEMA_PROPERTY, ArrayTable, CommitInfo, version_summary
@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 #: fill(data folder) -> (data files written there, what the first version holds)
 ArrayFill = Callable[[str], tuple[list[str], CommitInfo]]
 
+
+#: How many times a drop looks at the table again when other processes commit to it meanwhile.
+DROP_ATTEMPTS = 20
 
 #: The file that marks a folder as an arrayviews warehouse.
 MARKER = "arrayviews-warehouse.json"
@@ -167,15 +170,27 @@ class Warehouse:
         """The stored kind (``array``, ``view``, ``uncertain``) of the array table ``name``."""
         return self.open(name).kind
 
-    def drop(self, name: str) -> None:
-        """Drop the table from the catalog and delete its files."""
-        array = self.open(name)
-        location = array.location
-        try:
-            self.catalog.drop_table(self._identifier(name))
-        except NoSuchTableError:  # another process dropped it since it was opened
-            raise NotFoundError(f"no array named {name}: another process dropped it") from None
-        delete_folder(location)
+    def drop(self, name: str, identity: str | None = None) -> None:
+        """Drop the table from the catalog and delete its files. With ``identity`` (the table's
+        :attr:`~arrayviews.storage.versioned.VersionedTable.identity` when the caller checked it, e.g.
+        that no view reads it), only that table: one another process dropped and created again under
+        the name meanwhile is not dropped (NotFoundError; nothing changed)."""
+        for _ in range(DROP_ATTEMPTS):
+            array = self.open(name)
+            if identity is None:
+                identity = array.identity
+            elif array.identity != identity:
+                raise NotFoundError(
+                    f"array {name} was dropped and created again by another process while it was being "
+                    "dropped; nothing was dropped (drop it again to drop the new one)"
+                )
+            # only as opened: a commit meanwhile (an insert) makes this look again
+            if self.catalog.drop_table_if_at(self._identifier(name), array.table.metadata_location):
+                delete_folder(array.location)
+                return
+        raise CommitConflictError(
+            f"array {name}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped"
+        )
 
     # -- the one listing of every relation ---------------------------------------------------------
     def relations(self) -> list[kinds.RelationEntry]:

@@ -249,11 +249,11 @@ def create_view(
         properties={DEFINITION_PROPERTY: definition.to_json()},
         fill=fill,
     )
-    _undo_if_a_base_went(db, name, read)
+    _undo_if_a_base_went(db, name, table, read)
     return table, public
 
 
-def _undo_if_a_base_went(db: Database, name: str, read: dict[str, StoredSource]) -> None:
+def _undo_if_a_base_went(db: Database, name: str, view: ArrayTable, read: dict[str, StoredSource]) -> None:
     """A base dropped by another process while the view was computed (its drop found no view
     reading it yet) would leave a view over nothing: the new view is dropped again and the
     creation fails, naming the base."""
@@ -263,7 +263,7 @@ def _undo_if_a_base_went(db: Database, name: str, read: dict[str, StoredSource])
         except NotFoundError:
             same = False
         if not same:
-            db.warehouse.drop(name)
+            db.warehouse.drop(name, view.identity)
             raise NotFoundError(
                 f"view {name} was not created: its base {base} was dropped by another process while "
                 "the view was computed"
