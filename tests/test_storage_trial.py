@@ -515,3 +515,39 @@ def test_a_drop_does_not_drop_the_array_created_again_under_its_name_meanwhile(s
     db = arrayviews.connect(location, spark=spark)
     assert db.arrays() == ["B"] and content(db.array("B")) == {(2, 2): 2, (2, 3): 3}
     assert sorted(db.view("W").to_pandas()["cnt"].tolist()) == [2, 2]
+
+
+def test_an_append_through_a_handle_of_a_dropped_stream_names_it(spark, tmp_path):
+    """Before: pyiceberg's 'Table UUID does not match' (stream dropped and created again) and
+    NoSuchTableError (stream dropped) reached the user; the new stream is untouched."""
+    location = str(tmp_path / "warehouse")
+    columns = "ts timestamp, src string, dest string, loss int"
+
+    def readings(number: int) -> pd.DataFrame:
+        stamps = pd.to_datetime([1_420_070_400 + 60 * number + k for k in range(3)], unit="s", utc=True)
+        return pd.DataFrame(
+            {"ts": stamps, "src": ["a", "b", "c"], "dest": [f"b{number}"] * 3, "loss": [number] * 3}
+        )
+
+    db = arrayviews.connect(location, spark=spark)
+    db.create_stream("M", columns, 60, "ts").append(readings(0), batch_id="b0")
+    stale = db.stream("M")
+
+    def drop_and_create():
+        other = arrayviews.connect(location, spark=spark)
+        other.drop_stream("M")
+        other.create_stream("M", columns, 60, "ts").append(readings(5), batch_id="b5")
+
+    assert fork(spark, tmp_path / "runs", drop_and_create).wait().code == 0
+    with pytest.raises(NotFoundError, match="stream M was dropped and created again by another process"):
+        stale.append(readings(1), batch_id="b1")
+    fresh = arrayviews.connect(location, spark=spark).stream("M")
+    assert fresh.read().toPandas()["dest"].tolist() == ["b5"] * 3
+    assert (
+        fork(spark, tmp_path / "runs", lambda: arrayviews.connect(location, spark=spark).drop_stream("M"))
+        .wait()
+        .code
+        == 0
+    )
+    with pytest.raises(NotFoundError, match="stream M was dropped by another process"):
+        fresh.append(readings(2))
