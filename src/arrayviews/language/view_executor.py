@@ -60,6 +60,10 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
 
 @shape_builder(ast.BallShape)
 def _ball(node: ast.BallShape, ndim: int) -> shapes.Shape:
+    if node.ndim is not None and node.ndim != ndim:  # a count written is checked, never overridden
+        raise ValidationError(
+            f"{node.norm}({node.radius}, {node.ndim}) has {node.ndim} dimension(s) but the shape needs {ndim}"
+        )
     return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, ndim)
 
 
