@@ -33,6 +33,13 @@ class AxisMap:
     offset: int = 0
 
     def __post_init__(self) -> None:
+        for label in ("multiplier", "divisor", "offset"):  # as statements refuse them (int64 literals)
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ValidationError(f"mapping of {self.target}: {label} must be an integer, got {value!r}")
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                raise ValidationError(f"mapping of {self.target}: {label} {value} is outside the int64 range")
+            object.__setattr__(self, label, int(value))
         if self.divisor < 1:
             raise ValidationError(f"mapping of {self.target}: divisor must be >= 1, got {self.divisor}")
         if self.multiplier == 0:
