@@ -378,3 +378,24 @@ def test_mapping_factors_outside_int64_are_refused_by_name(db):
         with pytest.raises(ValidationError, match=message.replace("10{30}", "1" + "0" * 30)):
             Mapping((AxisMap("i", "i", *factors), AxisMap("j", "j")))
     assert db.views() == []
+
+
+def test_a_query_through_a_view_never_fails_on_a_view_aggregate_it_does_not_ask_for(db):
+    """The merge evaluated every aggregate of the view over the query's shape: the view's
+    sum(left.w), fine over its own shape, left int64 over the query's and the query asking only
+    count(*) and max(right.w) failed with a RangeError through the view (also with through='auto')."""
+    A = db.create_array("A <v:double, w:int64> [i=0:5:3; j=0:5:3]")
+    cells = pd.DataFrame({"i": [0, 0, 1, 1], "j": [0, 1, 0, 1], "v": [1.0, 2.0, 3.0, 4.0]})
+    cells["w"] = [2**61, 2**61 + 1, 2**61 + 2, -5]
+    A.insert(cells)
+    V = db.create_view("V", similarity("A", "A", L1(0), ["sum(left.w) as lsw", "max(right.w) as hw"]))
+    assert V.to_pandas().lsw.tolist() == cells.w.tolist()
+    expected = brute_force(cells, ("i", "j"), cells, ("i", "j"), Linf(1).offsets(), identity)
+    assert max(expected.lsw) > 2**63  # sum(left.w) over the query's shape does not fit int64
+    for through in ("V", "auto", "none"):
+        answer = db.similarity_join("A", "A", Linf(1)).aggregate(
+            "count(*) as n", "max(right.w) as hw", through=through
+        )
+        same_cells(answer.to_pandas(), expected[["i", "j", "n", "hw"]], ("i", "j"))
+    with pytest.raises(Exception, match=r"sum\(left.w\) .* does not fit int64"):
+        db.similarity_join("A", "A", Linf(1)).aggregate("sum(left.w) as lsw", through="V").to_pandas()

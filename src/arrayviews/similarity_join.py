@@ -184,7 +184,9 @@ class SimilarityJoin:
             candidate = plan.candidate  # the view at the version whose reflected versions were checked
             estimate = left.estimate() + right.estimate() + candidate.source.estimate()
             engine, choice = self._db.executors.choose(estimate)
-            fragments = answering.answer_through_view(engine, plan, candidate, self.spec, left, right)
+            fragments = answering.answer_through_view(
+                engine, plan, candidate, self.spec, left, right, definition.aggregates
+            )
             out = public.with_dimensions(candidate.stored.dimensions)
             frame = answering.public_answer(
                 engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out
