@@ -399,3 +399,29 @@ def test_a_query_through_a_view_never_fails_on_a_view_aggregate_it_does_not_ask_
         same_cells(answer.to_pandas(), expected[["i", "j", "n", "hw"]], ("i", "j"))
     with pytest.raises(Exception, match=r"sum\(left.w\) .* does not fit int64"):
         db.similarity_join("A", "A", Linf(1)).aggregate("sum(left.w) as lsw", through="V").to_pandas()
+
+
+def test_view_statements_and_refreshed_bases_take_names_in_any_case(db):
+    """Names are compared without regard to case (one namespace), and SELECT * FROM vv read view Vv,
+    but REFRESH / VERIFY / SHOW STATUS OF vv said 'no view named vv (views: Vv)' and ON a said 'a
+    is not a base array of the view (its bases: A)'."""
+    db.sql("CREATE ARRAY A <v:double, w:int64> [i=0:9:3; j=0:9:3]")
+    db.sql("INSERT INTO A VALUES (0, 0, 1.0, 1), (1, 1, 2.0, 2)")
+    db.sql(
+        "CREATE ARRAY VIEW Vv AS SELECT count(*) AS n FROM A a SIMILARITY JOIN A b WITH SHAPE L1(1) "
+        "GROUP BY a.i, a.j"
+    )
+    db.sql("INSERT INTO A VALUES (0, 1, 3.0, 3)")
+    assert db.sql("SHOW STATUS OF vv").pending.tolist() == [True]
+    db.sql("REFRESH VIEW vv USING BASELINE ON a")
+    assert db.view("Vv").status()["pending"] is False and db.sql("VERIFY VIEW VV") is True
+    assert db.view("Vv").to_pandas().n.tolist() == [2, 3, 2]  # (0,0)~(0,1), (0,1)~both, (1,1)~(0,1)
+    db.sql("INSERT INTO A VALUES (5, 5, 4.0, 4)")
+    assert db.view("Vv").refresh(bases=["a"]).strategy in ("baseline", "full")
+    assert db.view("Vv").status()["pending"] is False
+    with pytest.raises(ValidationError, match=r"Nope is not a base array of the view \(its bases: A\)"):
+        db.sql("REFRESH VIEW vv ON Nope")
+    with pytest.raises(ValidationError, match="a is an array, not a view"):
+        db.sql("REFRESH VIEW a")
+    with pytest.raises(NotFoundError, match=r"no view named Nope \(views: Vv\)"):
+        db.sql("VERIFY VIEW Nope")
