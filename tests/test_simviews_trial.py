@@ -399,6 +399,11 @@ def test_a_query_through_a_view_never_fails_on_a_view_aggregate_it_does_not_ask_
         same_cells(answer.to_pandas(), expected[["i", "j", "n", "hw"]], ("i", "j"))
     with pytest.raises(Exception, match=r"sum\(left.w\) .* does not fit int64"):
         db.similarity_join("A", "A", Linf(1)).aggregate("sum(left.w) as lsw", through="V").to_pandas()
+    # from the base arrays the error named "view A" (A is the array; there is no such view)
+    with pytest.raises(
+        Exception, match=r"^similarity join of A and A: sum\(left.w\) \(lsw\) at cell \(i=0, j=0\)"
+    ):
+        db.similarity_join("A", "A", Linf(1)).aggregate("sum(left.w) as lsw", through="none").to_pandas()
 
 
 def test_view_statements_and_refreshed_bases_take_names_in_any_case(db):
