@@ -430,3 +430,17 @@ def test_view_statements_and_refreshed_bases_take_names_in_any_case(db):
         db.sql("REFRESH VIEW a")
     with pytest.raises(NotFoundError, match=r"no view named Nope \(views: Vv\)"):
         db.sql("VERIFY VIEW Nope")
+
+
+def test_show_views_gives_the_mapping_of_a_view_made_in_python(db):
+    """SHOW VIEWS said 'similarity join of L and R with shape L1(1, 2)' for a view whose mapping
+    mirrors and shifts the axes, as if the mapping were the identity."""
+    db.create_array("L <v:double> [p=0:9:3; q=0:9:3]")
+    db.create_array("R <v:double> [x=0:9:3; y=0:9:3]")
+    mapping = Mapping((AxisMap("x", "q", -3, 2, 1), AxisMap("y", "p", 1, 1, -4)))
+    db.create_view("V", similarity("L", "R", L1(1), ["count(*) as n"], mapping))
+    db.create_view("W", similarity("L", "R", L1(1), ["count(*) as n"]))
+    assert db.sql("SHOW VIEWS").definition.tolist() == [
+        "similarity join of L and R with shape L1(1, 2) mapping x = q * -3 / 2 + 1, y = p - 4",
+        "similarity join of L and R with shape L1(1, 2)",
+    ]
