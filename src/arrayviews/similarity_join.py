@@ -12,7 +12,7 @@ import pyarrow as pa
 from arrayviews.array import Array
 from arrayviews.execution.failures import translating
 from arrayviews.kernels.simjoin import join_pairs
-from arrayviews.model.errors import ArrayViewsError, ValidationError
+from arrayviews.model.errors import ArrayViewsError, NotFoundError, ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
@@ -122,8 +122,7 @@ class SimilarityJoin:
         return left, right
 
     def _plan(self, definition, through, sources=None) -> answering.AnswerPlan:
-        if through is not None and not isinstance(through, str):
-            raise ValidationError(f"through must be 'auto', 'none' or a view name, got {through!r}")
+        through = self._through(through)
         left, right = sources or self._sources()
         if not all(isinstance(s, StoredSource) for s in (left, right)):
             plan = answering.AnswerPlan(self.spec.shape, "scratch")
@@ -145,6 +144,26 @@ class SimilarityJoin:
             through,
         )
 
+    def _through(self, through: str | None) -> str | None:
+        """``through`` checked: "auto", "none", None, or the catalog's spelling of an array view's name
+        (names are compared without regard to case); a missing or non-view name is refused by name."""
+        if through is not None and not isinstance(through, str):
+            raise ValidationError(f"through must be 'auto', 'none' or a view name, got {through!r}")
+        if through in ("auto", "none", None):
+            return through
+        kind = self._db.kind_of(through)
+        if kind is None:
+            views = ", ".join(self._db.views()) or "none"
+            raise NotFoundError(
+                f"no view named {through} to answer through (views: {views}; or through='auto' or 'none')"
+            )
+        if kind != kinds.ARRAY_VIEW:
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ValidationError(
+                f"{through} is {article} {kind}, not an array view: it cannot answer a query"
+            )
+        return self._db.catalog.entry(through).name
+
     def aggregate(self, *aggregates: str, through: str | None = "auto") -> Array:
         """One cell per left cell that has a pair, e.g. ``aggregate("count(*) as cnt", "avg(right.v) as m")``.
 
@@ -165,7 +184,9 @@ class SimilarityJoin:
             candidate = plan.candidate  # the view at the version whose reflected versions were checked
             estimate = left.estimate() + right.estimate() + candidate.source.estimate()
             engine, choice = self._db.executors.choose(estimate)
-            fragments = answering.answer_through_view(engine, plan, candidate, self.spec, left, right)
+            fragments = answering.answer_through_view(
+                engine, plan, candidate, self.spec, left, right, definition.aggregates
+            )
             out = public.with_dimensions(candidate.stored.dimensions)
             frame = answering.public_answer(
                 engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out

@@ -38,18 +38,18 @@ def unknown(db: Database, name: str) -> NotFoundError:
 
 def open_array(db: Database, name: str) -> Array:
     """The array or view called ``name`` (a view through ``db.view``: public attributes only)."""
-    if name in db.views():
+    if db.kind_of(name) == ARRAY_VIEW:  # names are compared without regard to case
         return db.view(name)
     return db.array(name)
 
 
 def open_view(db: Database, name: str) -> View:
     """The array view called ``name``; a clear error when there is none or ``name`` is an array."""
-    views = db.views()
-    if name not in views:
-        if name in db.arrays():
+    kind = db.kind_of(name)  # names are compared without regard to case
+    if kind != ARRAY_VIEW:
+        if kind == ARRAY:
             raise ValidationError(f"{name} is an array, not a view", array=name)
-        raise NotFoundError(f"no view named {name} (views: {', '.join(views) or 'none'})")
+        raise NotFoundError(f"no view named {name} (views: {', '.join(db.views()) or 'none'})")
     return db.view(name)
 
 

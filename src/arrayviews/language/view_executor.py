@@ -60,6 +60,10 @@ def build_shape(node: ast.ShapeExpr, ndim: int) -> shapes.Shape:
 
 @shape_builder(ast.BallShape)
 def _ball(node: ast.BallShape, ndim: int) -> shapes.Shape:
+    if node.ndim is not None and node.ndim != ndim:  # a count written is checked, never overridden
+        raise ValidationError(
+            f"{node.norm}({node.radius}, {node.ndim}) has {node.ndim} dimension(s) but the shape needs {ndim}"
+        )
     return (shapes.L1 if node.norm == "L1" else shapes.Linf)(node.radius, ndim)
 
 
@@ -261,7 +265,22 @@ def definition_text(definition: ViewDefinition) -> str:
         extents = tuple(x for pair in zip(definition.before, definition.after, strict=True) for x in pair)
         calls = tuple(parse_aggregate(a) for a in definition.aggregates)
         return view_query_text(ast.WindowSelect(ast.Window(ast.ArrayName(definition.base), extents, calls)))
-    return f"similarity join of {definition.left} and {definition.right} with shape {definition.shape!r}"
+    text = f"similarity join of {definition.left} and {definition.right} with shape {definition.shape!r}"
+    if definition.mapping is not None and not definition.mapping.is_identity:
+        text += " mapping " + ", ".join(_axis_text(axis) for axis in definition.mapping.axes)
+    return text
+
+
+def _axis_text(axis) -> str:
+    """``x = p * 2 / 3 - 1``: one right dimension as the floor of an affine map of a left one."""
+    text = f"{axis.target} = {axis.source}"
+    if axis.multiplier != 1:
+        text += f" * {axis.multiplier}"
+    if axis.divisor != 1:
+        text += f" / {axis.divisor}"
+    if axis.offset:
+        text += f" {'+' if axis.offset > 0 else '-'} {abs(axis.offset)}"
+    return text
 
 
 @statement_runner(ast.ShowStatus)

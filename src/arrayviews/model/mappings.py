@@ -15,6 +15,12 @@ import numpy as np
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
 
+INT64_MAX = 2**63 - 1
+#: Mapped coordinates saturate here: 2**61 beyond every dimension bound (+-(2**62 - 1)), so an image
+#: plus a shape's offsets (each side under 10**7) or minus a chunk origin neither wraps nor lands
+#: on a cell.
+IMAGE_LIMIT = 2**62 + 2**61
+
 
 @dataclass(frozen=True)
 class AxisMap:
@@ -27,10 +33,36 @@ class AxisMap:
     offset: int = 0
 
     def __post_init__(self) -> None:
+        for label in ("multiplier", "divisor", "offset"):  # as statements refuse them (int64 literals)
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ValidationError(f"mapping of {self.target}: {label} must be an integer, got {value!r}")
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                raise ValidationError(f"mapping of {self.target}: {label} {value} is outside the int64 range")
+            object.__setattr__(self, label, int(value))
         if self.divisor < 1:
             raise ValidationError(f"mapping of {self.target}: divisor must be >= 1, got {self.divisor}")
         if self.multiplier == 0:
             raise ValidationError(f"mapping of {self.target}: multiplier must not be 0")
+
+    def image(self, values: np.ndarray) -> np.ndarray:
+        """``floor(values * multiplier / divisor) + offset`` computed exactly and saturated to
+        +-:data:`IMAGE_LIMIT`: an image beyond every dimension's bounds stays beyond them (it never
+        wraps around int64 onto real cells), and the map stays monotone."""
+        values = np.asarray(values, dtype=np.int64)
+        if len(values) == 0:
+            return values.copy()
+        largest = max(abs(int(values.min())), abs(int(values.max())))
+        product_bound = largest * abs(self.multiplier)
+        if (
+            abs(self.multiplier) <= INT64_MAX
+            and product_bound <= INT64_MAX
+            and product_bound // self.divisor + abs(self.offset) <= INT64_MAX
+        ):
+            out = np.floor_divide(values * self.multiplier, self.divisor) + self.offset
+            return np.clip(out, -IMAGE_LIMIT, IMAGE_LIMIT)
+        exact = [(int(v) * self.multiplier) // self.divisor + self.offset for v in values.tolist()]
+        return np.array([min(max(e, -IMAGE_LIMIT), IMAGE_LIMIT) for e in exact], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -88,8 +120,7 @@ class Mapping:
         coords = np.asarray(coords, dtype=np.int64).reshape(-1, alpha.ndim)
         out = np.empty((len(coords), len(self.axes)), dtype=np.int64)
         for k, axis in enumerate(self.axes):
-            source = coords[:, alpha.dimension_names.index(axis.source)]
-            out[:, k] = np.floor_divide(source * axis.multiplier, axis.divisor) + axis.offset
+            out[:, k] = axis.image(coords[:, alpha.dimension_names.index(axis.source)])
         return out
 
     def map_box(

@@ -11,7 +11,7 @@ The same machinery evaluates the signed terms of view maintenance (``roles`` bel
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,36 +75,60 @@ class JoinSpec:
     def left_chunk_box(self, right_chunks: np.ndarray) -> tuple[tuple[int, int], ...] | None:
         """Per left dimension the chunk range holding every left chunk whose reach may include one of
         ``right_chunks`` (a box around them; None if no left chunk reaches them). Each right axis is
-        a monotone map of one left axis, so per left dimension the left chunks are tested at once:
-        the image of each chunk's cell span, widened by the shape, against the right box."""
+        a monotone map of one left axis, so the left chunks whose image, widened by the shape, meets
+        the right box form one run per axis: its ends are found by bisection over the chunk indices
+        (an unbounded dimension has some 2**59 chunks; none is listed)."""
         right_chunks = np.asarray(right_chunks, dtype=np.int64).reshape(-1, self.right.ndim)
         if len(right_chunks) == 0:
             return None
         right_grid, left_grid = ChunkGrid.of(self.right), ChunkGrid.of(self.left)
-        box_low = [g.chunk_starts(right_chunks[:, k]).min() for k, g in enumerate(right_grid.dimensions)]
+        box_low = [int(g.chunk_starts(right_chunks[:, k]).min()) for k, g in enumerate(right_grid.dimensions)]
         box_high = [
-            (g.chunk_starts(right_chunks[:, k]) + g.chunk_sizes(right_chunks[:, k]) - 1).max()
+            int((g.chunk_starts(right_chunks[:, k]) + g.chunk_sizes(right_chunks[:, k]) - 1).max())
             for k, g in enumerate(right_grid.dimensions)
         ]
         before, after = self.shape.before, self.shape.after
         ranges = []
         for s, dimension in enumerate(left_grid.dimensions):
-            chunks = np.arange(dimension.first_chunk, dimension.last_chunk + 1, dtype=np.int64)
-            starts = dimension.chunk_starts(chunks)
-            ends = starts + dimension.chunk_sizes(chunks) - 1
-            reaching = np.ones(len(chunks), dtype=bool)
+            first, last = dimension.first_chunk, dimension.last_chunk
             for k, axis in enumerate(self.mapping.axes):
                 if self.left.dimension_names.index(axis.source) != s:
                     continue
-                first = np.floor_divide(starts * axis.multiplier, axis.divisor) + axis.offset
-                last = np.floor_divide(ends * axis.multiplier, axis.divisor) + axis.offset
-                image_low, image_high = np.minimum(first, last), np.maximum(first, last)
-                reaching &= (image_low - before[k] <= box_high[k]) & (image_high + after[k] >= box_low[k])
-            if not reaching.any():
-                return None
-            hit = chunks[reaching]
-            ranges.append((int(hit.min()), int(hit.max())))
+
+                def image_span(chunk: int, dimension=dimension, axis=axis) -> tuple[int, int]:
+                    at = np.array([chunk], dtype=np.int64)
+                    start = dimension.chunk_starts(at)
+                    ends = axis.image(np.concatenate([start, start + dimension.chunk_sizes(at) - 1]))
+                    return int(ends.min()), int(ends.max())
+
+                def below_top(chunk: int, k=k, image_span=image_span) -> bool:  # low end within reach
+                    return image_span(chunk)[0] - before[k] <= box_high[k]
+
+                def above_bottom(chunk: int, k=k, image_span=image_span) -> bool:  # high end within reach
+                    return image_span(chunk)[1] + after[k] >= box_low[k]
+
+                if axis.multiplier > 0:  # images grow with the chunk index
+                    low_end = _first(first, last, above_bottom)
+                    high_end = _first(first, last, lambda c, f=below_top: not f(c)) - 1
+                else:
+                    low_end = _first(first, last, below_top)
+                    high_end = _first(first, last, lambda c, f=above_bottom: not f(c)) - 1
+                first, last = max(first, low_end), min(last, high_end)
+                if first > last:
+                    return None
+            ranges.append((first, last))
         return tuple(ranges)
+
+
+def _first(low: int, high: int, holds: Callable[[int], bool]) -> int:
+    """The first index in ``[low, high]`` where ``holds`` (false, then true) is true; ``high + 1`` if none."""
+    while low <= high:
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle - 1
+        else:
+            low = middle + 1
+    return low
 
 
 def plan_pairs(

@@ -527,10 +527,12 @@ def answer_through_view(
     spec: JoinSpec,
     left: StoredSource,
     right: StoredSource,
+    aggregates: tuple[ViewAggregate, ...],
 ) -> Data:
     """Fragments (the view's stored schema) of the query's answer: the view's state plus the signed
     joins over the delta shapes, merged per view chunk; cells whose min/max may have been in
-    ``view \\ query`` recomputed from the base arrays with the query's shape."""
+    ``view \\ query`` recomputed from the base arrays with the query's shape. Of the view's own
+    aggregates only those the query's ``aggregates`` read are evaluated."""
     definition, stored = candidate.definition, candidate.stored
     if plan.catch_up is not None:
         old = plan.catch_up.caught_up(engine, candidate, spec, left, right)
@@ -546,7 +548,10 @@ def answer_through_view(
         if stale.num_rows:
             fresh = similarity.fresh_extremes(engine, spec, definition, stored, stale, left, right)
             state = engine.union([state, fresh])
-    return similarity.merge_into_view(engine, state, old, definition, stored, full=False)
+    # of the view's own aggregates only those the query reads as they are kept are evaluated
+    kept = {_key(a): a.alias for a in definition.aggregates}
+    public = frozenset(kept[_key(a)] for a in aggregates if _key(a) in kept)
+    return similarity.merge_into_view(engine, state, old, definition, stored, full=False, public=public)
 
 
 def _answer_fragments(

@@ -15,6 +15,8 @@ arrived and of those that left (``_gone...``). A cell whose old extreme may have
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 
@@ -400,8 +402,11 @@ def merge_chunk(
     definition: SimilarityViewDefinition,
     stored: ArraySchema,
     full: bool,
+    public: frozenset[str] | None = None,
 ) -> pa.Table | None:
-    """Stage 3: new view fragments of one view chunk from its old fragments and its state change."""
+    """Stage 3: new view fragments of one view chunk from its old fragments and its state change.
+    ``public`` (a query answered through the view) names the view's aggregates to evaluate; the
+    others are left zero, so one the query does not read cannot stop it (None: all of them)."""
     schema = delta_schema(stored)
     if delta_rows.num_rows == 0:  # nothing changed in this chunk: keep its fragments as they are
         return (
@@ -474,14 +479,21 @@ def merge_chunk(
     cells = cells[alive]
     state = {name: values[alive] for name, values in state.items()}
     nulls = {name: mask[alive] for name, mask in nulls.items()}
-    public, public_nulls = st.finalize(definition, state, stored, cells)
+    values = {a.name: np.zeros(len(cells), numpy_dtype(a.type)) for a in stored.attributes if not a.internal}
+    public_nulls: dict[str, np.ndarray] = {}
+    evaluated = tuple(a for a in definition.aggregates if public is None or a.alias in public)
+    if evaluated:
+        finalized, public_nulls = st.finalize(
+            dataclasses.replace(definition, aggregates=evaluated), state, stored, cells
+        )
+        values.update(finalized)
     out_nulls = {**nulls, **public_nulls}
     table = pa.table(
         {
             **{d: cells[:, k] for k, d in enumerate(stored.dimension_names)},
             **{
                 a.name: pa.array(
-                    public[a.name] if a.name in public else state[a.name],
+                    values[a.name] if a.name in values else state[a.name],
                     type=layout.arrow_type_of(a),
                     mask=out_nulls[a.name] if a.name in out_nulls and out_nulls[a.name].any() else None,
                 )

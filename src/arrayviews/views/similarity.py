@@ -127,11 +127,13 @@ def _fragments_with_view_chunks(engine: Engine, fragments: Data, view: ArraySche
     )
 
 
-def _merge(old_rows: pa.Table, delta_rows: pa.Table, definition, stored, full) -> pa.Table | None:
+def _merge(
+    old_rows: pa.Table, delta_rows: pa.Table, definition, stored, full, public=None
+) -> pa.Table | None:
     delta_rows = delta_rows.drop_columns(
         [c for c in delta_rows.column_names if c.startswith(VIEW_CHUNK_PREFIX)]
     )
-    return compute.merge_chunk(old_rows, delta_rows, definition, stored, full)
+    return compute.merge_chunk(old_rows, delta_rows, definition, stored, full, public)
 
 
 def compute_state(
@@ -159,14 +161,16 @@ def merge_into_view(
     definition,
     stored: ArraySchema,
     full: bool,
+    public: frozenset[str] | None = None,
 ) -> Data:
-    """Stage 3: group state cells by view chunk, merge with the old view fragments."""
+    """Stage 3: group state cells by view chunk, merge with the old view fragments (``public``: see
+    ``compute.merge_chunk``)."""
     keyed = _with_view_chunks(engine, state, stored)
     keys = [VIEW_CHUNK_PREFIX + d for d in stored.dimension_names]
     if old_view is None:
         old_view = engine.empty(layout.fragment_schema(stored))
     renamed = _fragments_with_view_chunks(engine, old_view, stored)
-    function = functools.partial(_merge, definition=definition, stored=stored, full=full)
+    function = functools.partial(_merge, definition=definition, stored=stored, full=full, public=public)
     return engine.cogroup(renamed, keyed, keys, function, layout.fragment_schema(stored))
 
 

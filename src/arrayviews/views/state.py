@@ -253,9 +253,16 @@ def finalize(
     values, nulls = {}, {}
     sums = {s.attribute: s for s in layout(definition, stored).sums}
 
+    # a query from the base arrays computes in a schema named after its left array (a view never is)
+    subject = (
+        f"similarity join of {definition.left} and {definition.right}"
+        if stored.name.lower() == definition.left.lower()
+        else f"view {stored.name}"
+    )
+
     def overflow(aggregate: ViewAggregate, index: int, value) -> RangeError:
         return RangeError(
-            f"view {stored.name}: {aggregate.function}({aggregate.side}.{aggregate.attribute}) "
+            f"{subject}: {aggregate.function}({aggregate.side}.{aggregate.attribute}) "
             f"({aggregate.alias}) at cell {_cell_text(stored.dimension_names, coords, index)} is {value}, "
             f"which does not fit {'int64' if isinstance(value, int) else 'float64'}",
             array=stored.name,

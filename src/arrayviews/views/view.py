@@ -322,7 +322,8 @@ def advanced_bases(view, advance: Iterable[str] | None) -> tuple[str, ...]:
     if advance is None:
         return bases
     names = [advance] if isinstance(advance, str) else list(advance)
-    unknown = [n for n in names if n not in bases]
+    spelled = {b.lower(): b for b in bases}  # names are compared without regard to case
+    unknown = [n for n in names if not isinstance(n, str) or n.lower() not in spelled]
     if unknown:
         raise ValidationError(
             f"view {view.name}: {', '.join(map(str, unknown))} is not a base array of the view "
@@ -330,7 +331,8 @@ def advanced_bases(view, advance: Iterable[str] | None) -> tuple[str, ...]:
         )
     if not names:
         raise ValidationError(f"view {view.name}: a refresh must advance at least one base array")
-    return tuple(b for b in bases if b in names)
+    chosen = {spelled[n.lower()] for n in names}
+    return tuple(b for b in bases if b in chosen)
 
 
 def _pinned_bases(
