@@ -173,3 +173,39 @@ def test_window_larger_than_the_array_matches_brute_force(four) -> None:
         for r in got[["a", "b", "k", "d", "v_count", "v_min"]].itertuples(index=False)
     }
     assert rows == expected
+
+
+def test_text_with_nul_characters_from_lists_and_numpy_is_kept(local_db) -> None:
+    """Before: a dict batch of a Python list or numpy str array cut every string at its first NUL
+    ('a\\x00b' stored as 'a', length 1) and numpy dropped trailing NULs; pandas and Arrow kept them."""
+    S = local_db.create_array("S_nul<s:string>[i=0:5:4]")
+    texts = ["a\x00b", "x\x00", "\x00", "", "é\x00🙂"]
+    S.insert({"i": [0, 1, 2, 3], "s": texts[:4]})
+    S.insert({"i": np.array([4]), "s": np.array(texts[4:])})
+    assert S.to_pandas().s.tolist() == texts
+    assert S.apply("n", "length(s)").to_pandas().n.tolist() == [len(t) for t in texts]
+    assert S.filter("s = 'a\\u0000b'").to_pandas().i.tolist() == [0]
+    # a column mixing text and numbers is refused by name (before: a raw ArrowInvalid, or the
+    # numbers silently stored as text), and nothing is written
+    for cells, column, value in (
+        ({"i": [5, 6], "s": [1, "a"]}, "s", "'a'"),
+        ({"i": ["5", 6], "s": ["p", "q"]}, "i", "6"),
+    ):
+        with pytest.raises(ValidationError, match=f"column {column} mixes text and other values") as caught:
+            S.insert(cells)
+        assert (caught.value.array, caught.value.column, caught.value.value) == ("S_nul", column, value)
+    assert S.version == 2
+
+
+def test_string_arrays_with_empty_cells_round_trip_through_xarray(local_db) -> None:
+    """Before: from_xarray(A.to_xarray()) of a string array with an empty cell failed with "nan is
+    not a string": None/NaN in an object variable was not read as xarray's missing value."""
+    S = local_db.create_array("S_xr<s:string, v:int16>[i=-2:2:2]")
+    S.insert({"i": [-2, 0, 2], "s": ["", "ü", "z\x00"], "v": np.array([-32768, 0, 32767], np.int16)})
+    copy = local_db.from_xarray(S.to_xarray(), "S_xr_copy")
+    assert copy.schema.dimension("i").low == -2
+    assert copy.to_pandas().to_dict("list") == {
+        "i": [-2, 0, 2],
+        "s": ["", "ü", "z\x00"],
+        "v": [-32768.0, 0.0, 32767.0],
+    }
