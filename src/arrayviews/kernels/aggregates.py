@@ -268,11 +268,9 @@ def partial_states(
             if part in needs:
                 setattr(states, part, _text_extremes(values, valid, group_of, len(starts), part))
         return states
-    for part, ufunc, identity in (
-        ("min", np.minimum, _identities(values.dtype)[0]),
-        ("max", np.maximum, _identities(values.dtype)[1]),
-    ):
-        if part in needs:
+    for which, (part, ufunc) in enumerate((("min", np.minimum), ("max", np.maximum))):
+        if part in needs:  # identities only then: a datetime64 attribute is counted, never min'd here
+            identity = _identities(values.dtype)[which]
             filled = values if valid is None else np.where(valid, values, identity)
             setattr(states, part, ufunc.reduceat(filled, starts))
     return states

@@ -505,6 +505,8 @@ def window_block(
     values = np.asarray(values)
     if values.ndim < 1:
         raise ValueError("values must have at least one dimension")
+    if values.dtype.kind == "M" and all(name == "count" for name in names):
+        values = np.zeros(values.shape, dtype=np.bool_)  # instants are counted, never summed
     if values.dtype.kind not in "biuf":
         raise TypeError(f"cannot aggregate values of dtype {values.dtype}")
     before, after = _window_lengths(values.ndim, before, after)

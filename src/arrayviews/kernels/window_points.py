@@ -250,6 +250,8 @@ def window_points(
     values = np.asarray(values)
     if values.shape != (len(coords),):
         raise ValueError("values must have one entry per point")
+    if values.dtype.kind == "M" and all(name == "count" for name in names):
+        values = np.zeros(values.shape, dtype=np.bool_)  # instants are counted, never summed
     if values.dtype.kind not in "biuf":
         raise TypeError(f"cannot aggregate values of dtype {values.dtype}")
     before, after = _window_lengths(d, before, after)
