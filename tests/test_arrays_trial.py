@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -286,3 +287,28 @@ def test_regrid_and_window_of_dense_chunks_beside_a_string_attribute(local_db) -
     assert got["count"].tolist() == [4, 2] and got.s_max.tolist() == ["é", "c"]
     window = D.window([1, 2], "sum(v)").to_pandas()
     assert window.v_sum.tolist() == [math.fsum(v[max(0, k - 1) : k + 3]) for k in range(6)]
+
+
+def test_float_window_sums_that_overflow_are_loud_on_every_method(local_db) -> None:
+    """Before: a window whose finite values' float sum overflowed gave inf (with a numpy
+    RuntimeWarning) where aggregate and regrid raise RangeError: same-sign windows on every method,
+    and cancelling ones ([1e308, 1e308, -1e308]) with method="naive" and on sparse points."""
+    D = local_db.create_array("W_big<v:float64>[i=0:4:5]")
+    D.write_dense(np.array([1e308, 1e308, 1.0, -1e308, 2.0]))
+    P = local_db.create_array("W_sparse<v:float64>[i=0:*:1000000]")
+    P.insert({"i": [0, 5, 10, 10**9], "v": [1e308, 1e308, -1e308, 3.0]})
+    with pytest.raises(RangeError) as caught:
+        D.aggregate("sum(v)").to_pandas()
+    assert caught.value.array == "W_big"
+    for method in ("incremental", "basic", "naive"):
+        with pytest.raises(RangeError, match=r"W_big: the window sum of v at cell \(i=1\)"):
+            D.window([1, 0], "sum(v)", method=method).to_pandas()
+        with pytest.raises(RangeError, match=r"W_sparse: the window sum of v at cell \(i=5\)"):
+            P.window([5, 0], "avg(v)", method=method).to_pandas()
+        # where no window overflows the sums are exact (Python fractions), whatever the method
+        fine = D.subarray(i=(1, 4)).window([0, 1], "sum(v)", method=method).to_pandas()
+        values = [1e308, 1.0, -1e308, 2.0]
+        expected = [float(sum(map(Fraction, values[k : k + 2]))) for k in range(4)]
+        assert fine.v_sum.tolist() == expected
+        sparse = P.subarray(i=(5, 10**9)).window([5, 0], "sum(v)", method=method).to_pandas()
+        assert sparse.v_sum.tolist() == [1e308, 0.0, 3.0]
