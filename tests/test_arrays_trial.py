@@ -312,3 +312,21 @@ def test_float_window_sums_that_overflow_are_loud_on_every_method(local_db) -> N
         assert fine.v_sum.tolist() == expected
         sparse = P.subarray(i=(5, 10**9)).window([5, 0], "sum(v)", method=method).to_pandas()
         assert sparse.v_sum.tolist() == [1e308, 0.0, 3.0]
+
+
+def test_a_single_subarray_bound_and_a_text_version_are_refused_by_name(local_db) -> None:
+    """Before: A.subarray(i=3) raised a bare TypeError ("cannot unpack non-iterable int object"),
+    and A.at_version("1") said "array A has no version 1 (versions held: 1)"."""
+    A = local_db.create_array("Bounds<v:int64>[i=-2:2:2]")
+    A.write_dense(np.array([5, -6, 7, -8, 9], np.int64))
+    with pytest.raises(ValidationError, match=r"bounds of i are a \(low, high\) pair.*got 3") as caught:
+        A.subarray(i=3)
+    assert (caught.value.array, caught.value.column) == ("Bounds", "i")
+    with pytest.raises(ValidationError, match="subarray bound i=1:-1 is empty") as caught:
+        A.subarray(i=(1, -1))
+    assert (caught.value.array, caught.value.column, caught.value.value) == ("Bounds", "i", (1, -1))
+    with pytest.raises(ValidationError, match="a version is an integer") as caught:
+        A.at_version("1")
+    assert caught.value.value == "'1'"
+    assert A.at_version(np.int64(1)).to_numpy().tolist() == [5, -6, 7, -8, 9]
+    assert A.subarray(i=(-1, -1)).to_numpy().tolist() == [-6] and A.version == 1

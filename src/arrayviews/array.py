@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -355,6 +356,13 @@ class Array:
         source = self._current()
         if not isinstance(source, StoredSource):
             raise ValidationError(f"array {self.name} is a computed result and has no versions")
+        if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+            raise ValidationError(
+                f"array {self.name}: a version is an integer (see A.versions()), got {version!r}",
+                array=self.name,
+                value=repr(version),
+            )
+        version = int(version)
         source.table.snapshot_of(version)  # raises NotFoundError for unknown versions
         return Array(self._db, StoredSource(source.table, version), pinned=True)
 

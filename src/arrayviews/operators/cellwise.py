@@ -55,16 +55,31 @@ def _subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) ->
         schema.dimension(name)  # raises SchemaError naming the array's dimensions
     dimensions = []
     for dimension in schema.dimensions:
-        low, high = box.get(dimension.name, (dimension.low, dimension.high))
+        bounds = box.get(dimension.name, (dimension.low, dimension.high))
+        if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+            raise ValidationError(
+                f"array {schema.name}: the subarray bounds of {dimension.name} are a (low, high) pair "
+                f"of coordinates, both included, got {bounds!r}; {dimension.name}=(c, c) selects one",
+                array=schema.name,
+                column=dimension.name,
+                value=repr(bounds),
+            )
+        low, high = bounds
         if low > high:
             raise ValidationError(
-                f"array {schema.name}: subarray bound {dimension.name}={low}:{high} is empty (low > high)"
+                f"array {schema.name}: subarray bound {dimension.name}={low}:{high} is empty (low > high)",
+                array=schema.name,
+                column=dimension.name,
+                value=(low, high),
             )
         new_low, new_high = max(low, dimension.low), min(high, dimension.high)
         if new_low > new_high:
             raise ValidationError(
                 f"array {schema.name}: subarray {dimension.name}={low}:{high} lies outside the dimension "
-                f"range {dimension.low}:{dimension.high}"
+                f"range {dimension.low}:{dimension.high}",
+                array=schema.name,
+                column=dimension.name,
+                value=(low, high),
             )
         dimensions.append(
             Dimension(
