@@ -70,7 +70,7 @@ def _block_means() -> dict[int, float]:
     return {b - 4: _python_mean(BIG_VALUES[block_of == b]) for b in range(4)}
 
 
-def test_int64_avg_past_int64_agrees_on_both_executors(db_on) -> None:
+def test_int64_means_and_counts_beside_strings_agree_on_both_executors(db_on) -> None:
     """Before: regrid/aggregate avg(n) failed with "an in-process job failed: OverflowError: an int64
     sum left the int64 range" ("a Spark job failed: ..." on Spark), though the means are ordinary
     numbers (Spark's avg of BIGINT is a DOUBLE; the window's avg(n) already worked); sum(n) failed
@@ -83,6 +83,15 @@ def test_int64_avg_past_int64_agrees_on_both_executors(db_on) -> None:
         RangeError, match=r"A: the sum of n at cell \(i=-4\): the sum is 13835058055282163712,"
     ):
         A.filter("i > -100").regrid([3], "sum(n)").to_pandas()
+    # counts beside a string and a datetime64 attribute (before: "cannot aggregate values of dtype
+    # datetime64[ns]" on both executors)
+    M, cells = _mixed(db)
+    got = M.window({"i": (9, 9)}, "count(*)", "count(t)").to_pandas()
+    per_j = {
+        j: (sum(1 for (_, jj) in cells if jj == j), sum(h for (_, jj), h in cells.items() if jj == j))
+        for j in range(3)
+    }
+    assert {(r.i, r.j): (r.count, r.t_count) for r in got.itertuples()} == {c: per_j[c[1]] for c in cells}
 
 
 def test_int64_avg_and_sum_past_int64_in_process(local_db) -> None:
@@ -263,17 +272,6 @@ def test_counts_over_arrays_with_string_and_datetime_attributes(local_db) -> Non
         near = [has_t for (i, j), has_t in cells.items() if r.i - 1 <= i <= r.i + 2 and r.j <= j <= r.j + 1]
         assert (r.count, r.t_count) == (len(near), sum(near))
     assert sorted((r.i, r.j) for r in window.itertuples()) == sorted(cells)
-
-
-def test_counts_over_string_arrays_agree_on_both_executors(db_on) -> None:
-    db, _ = db_on
-    M, cells = _mixed(db)
-    got = M.window({"i": (9, 9)}, "count(*)", "count(t)").to_pandas()
-    per_j = {
-        j: (sum(1 for (_, jj) in cells if jj == j), sum(h for (_, jj), h in cells.items() if jj == j))
-        for j in range(3)
-    }
-    assert {(r.i, r.j): (r.count, r.t_count) for r in got.itertuples()} == {c: per_j[c[1]] for c in cells}
 
 
 def test_regrid_and_window_of_dense_chunks_beside_a_string_attribute(local_db) -> None:
