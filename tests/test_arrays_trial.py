@@ -328,3 +328,23 @@ def test_a_single_subarray_bound_and_a_text_version_are_refused_by_name(local_db
     assert caught.value.value == "'1'"
     assert A.at_version(np.int64(1)).to_numpy().tolist() == [5, -6, 7, -8, 9]
     assert A.subarray(i=(-1, -1)).to_numpy().tolist() == [-6] and A.version == 1
+
+
+def test_to_numpy_fill_values_the_result_cannot_hold_are_refused_by_name(local_db) -> None:
+    """Before: A.to_numpy("n", fill=1000) on int8 raised numpy's bare OverflowError ("Python
+    integer 1000 out of bounds for int8"), as did fill=-1 on uint64."""
+    A = local_db.create_array("Fills<n:int8, u:uint64>[i=0:3:2]")
+    A.insert({"i": [0, 2], "n": np.array([-128, 127], np.int8), "u": np.array([2**64 - 1, 0], np.uint64)})
+    for attribute, fill in (("n", 1000), ("u", -1), ("n", "x")):
+        with pytest.raises(ValidationError, match="does not fit") as caught:
+            A.to_numpy(attribute, fill=fill)
+        assert (caught.value.array, caught.value.column, caught.value.value) == (
+            "Fills",
+            attribute,
+            repr(fill),
+        )
+    got = A.to_numpy("n", fill=-1)
+    assert got.dtype == np.int8 and got.tolist() == [-128, -1, 127, -1]
+    wide = A.to_numpy("u", fill=np.nan)  # numpy's rule: a float fill makes the result float64
+    assert np.array_equal(wide, np.array([2.0**64, np.nan, 0.0, np.nan]), equal_nan=True)
+    assert A.to_numpy("u", fill=7).tolist() == [2**64 - 1, 7, 0, 7]
