@@ -348,3 +348,20 @@ def test_to_numpy_fill_values_the_result_cannot_hold_are_refused_by_name(local_d
     wide = A.to_numpy("u", fill=np.nan)  # numpy's rule: a float fill makes the result float64
     assert np.array_equal(wide, np.array([2.0**64, np.nan, 0.0, np.nan]), equal_nan=True)
     assert A.to_numpy("u", fill=7).tolist() == [2**64 - 1, 7, 0, 7]
+
+
+def test_fractional_origins_and_boolean_extents_change_nothing(local_db) -> None:
+    """Before: write_dense(..., origin=(-2.5, 0)) wrote the block at i=-2 (int() truncated the
+    coordinate), and regrid([True, 1]) / window([True, 0, 0, 0]) took True for 1."""
+    A = local_db.create_array("Origins<v:float64>[i=-3:2:2; j=0:1:2]")
+    with pytest.raises(ValidationError, match=r"origin coordinates are integers, got -2\.5") as caught:
+        A.write_dense(np.ones((2, 2)), origin=(-2.5, 0))
+    assert caught.value.array == "Origins" and A.version == 0 and A.count() == 0
+    A.write_dense(np.arange(4.0).reshape(2, 2), origin=(np.int64(-1), 0))
+    assert A.to_pandas().values.tolist() == [[-1, 0, 0.0], [-1, 1, 1.0], [0, 0, 2.0], [0, 1, 3.0]]
+    with pytest.raises(ValidationError, match="regrid block size for i") as caught:
+        A.regrid([True, 1], "sum(v)")
+    assert (caught.value.column, caught.value.value) == ("i", "True")
+    with pytest.raises(ValidationError, match="window extent for i") as caught:
+        A.window([True, 0, 0, 0], "sum(v)")
+    assert caught.value.column == "i"

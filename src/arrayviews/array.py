@@ -246,6 +246,16 @@ class Array:
                 array=schema.name,
                 value=shape,
             )
+        if origin is not None:
+            wrong = [
+                o for o in origin if isinstance(o, bool | np.bool_) or not isinstance(o, numbers.Integral)
+            ]
+            if wrong:
+                raise ValidationError(
+                    f"array {schema.name}: origin coordinates are integers, got {wrong[0]!r}",
+                    array=schema.name,
+                    value=repr(wrong[0]),
+                )
         origin = tuple(d.low for d in schema.dimensions) if origin is None else tuple(int(o) for o in origin)
         if len(origin) != schema.ndim:
             raise ValidationError(

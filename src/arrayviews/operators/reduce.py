@@ -254,9 +254,12 @@ def regrid(
             f"array {schema.name}: regrid needs one block size per dimension ({schema.ndim}), got {len(blocks)}"
         )
     for dimension, block in zip(schema.dimensions, blocks, strict=True):
-        if not isinstance(block, (int, np.integer)) or block < 1:
+        if isinstance(block, bool | np.bool_) or not isinstance(block, int | np.integer) or block < 1:
             raise ValidationError(
-                f"array {schema.name}: regrid block size for {dimension.name} must be a positive integer, got {block!r}"
+                f"array {schema.name}: regrid block size for {dimension.name} must be a positive integer, got {block!r}",
+                array=schema.name,
+                column=dimension.name,
+                value=repr(block),
             )
     calls = parse_calls(schema, aggregates)
     dimensions = []
