@@ -365,3 +365,17 @@ def test_fractional_origins_and_boolean_extents_change_nothing(local_db) -> None
     with pytest.raises(ValidationError, match="window extent for i") as caught:
         A.window([True, 0, 0, 0], "sum(v)")
     assert caught.value.column == "i"
+
+
+def test_delete_boxes_with_fractional_or_single_bounds_delete_nothing(local_db) -> None:
+    """Before: A.delete(box={"i": (0.5, 1.5)}) deleted cells 0 and 1 (int() truncated the bounds),
+    and box={"i": 3} raised a bare TypeError ("'int' object is not subscriptable")."""
+    A = local_db.create_array("Boxes<v:float64>[i=0:5:2]")
+    A.write_dense(np.arange(6.0))
+    for bounds in ((0.5, 1.5), 3, (1, True)):
+        with pytest.raises(ValidationError, match="the box bounds of i are a") as caught:
+            A.delete(box={"i": bounds})
+        assert (caught.value.array, caught.value.column, caught.value.value) == ("Boxes", "i", repr(bounds))
+    assert A.version == 1 and A.to_numpy().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    A.delete(box={"i": (np.int64(1), 2)})
+    assert np.array_equal(A.to_numpy(), [0.0, np.nan, np.nan, 3.0, 4.0, 5.0], equal_nan=True)

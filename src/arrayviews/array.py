@@ -577,8 +577,19 @@ def _text_block(schema: ArraySchema, name: str, value: np.ndarray) -> np.ndarray
 def _box_corners(
     schema: ArraySchema, box: Mapping[str, tuple[int, int]]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    for name in box:
+    for name, bounds in box.items():
         schema.dimension(name)
+        pair = isinstance(bounds, tuple | list) and len(bounds) == 2
+        if not pair or any(
+            isinstance(b, bool | np.bool_) or not isinstance(b, numbers.Integral) for b in bounds
+        ):
+            raise ValidationError(
+                f"array {schema.name}: the box bounds of {name} are a (low, high) pair of integer "
+                f"coordinates, both included, got {bounds!r}",
+                array=schema.name,
+                column=name,
+                value=repr(bounds),
+            )
     low = tuple(int(box.get(d.name, (d.low, d.high))[0]) for d in schema.dimensions)
     high = tuple(int(box.get(d.name, (d.low, d.high))[1]) for d in schema.dimensions)
     return low, high
