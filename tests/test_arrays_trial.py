@@ -328,6 +328,13 @@ def test_a_single_subarray_bound_and_a_text_version_are_refused_by_name(local_db
     assert caught.value.value == "'1'"
     assert A.at_version(np.int64(1)).to_numpy().tolist() == [5, -6, 7, -8, 9]
     assert A.subarray(i=(-1, -1)).to_numpy().tolist() == [-6] and A.version == 1
+    # bounds that are not integers are refused by name (before: True taken for 1, a str bound a bare
+    # TypeError), numpy integers of any width accepted (before: np.int8 refused)
+    for bounds in ((True, 1), ("0", 1), (0.0, 1)):
+        with pytest.raises(ValidationError, match="bounds of i are a") as caught:
+            A.subarray(i=bounds)
+        assert caught.value.value == repr(bounds)
+    assert A.subarray(i=(np.int8(-1), np.uint16(1))).to_numpy().tolist() == [-6, 7, -8]
 
 
 def test_to_numpy_fill_values_the_result_cannot_hold_are_refused_by_name(local_db) -> None:
