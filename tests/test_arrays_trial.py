@@ -79,10 +79,6 @@ def test_int64_means_and_counts_beside_strings_agree_on_both_executors(db_on) ->
     A = _big(db)
     got = A.filter("i > -100").regrid([3], "avg(n)").to_pandas()  # the two-stage reduction
     assert dict(zip(got.i.tolist(), got.n_avg.tolist(), strict=True)) == _block_means()
-    with pytest.raises(
-        RangeError, match=r"A: the sum of n at cell \(i=-4\): the sum is 13835058055282163712,"
-    ):
-        A.filter("i > -100").regrid([3], "sum(n)").to_pandas()
     # counts beside a string and a datetime64 attribute (before: "cannot aggregate values of dtype
     # datetime64[ns]" on both executors)
     M, cells = _mixed(db)
@@ -101,10 +97,11 @@ def test_int64_avg_and_sum_past_int64_in_process(local_db) -> None:
     assert A.aggregate("avg(n)").to_pandas().n_avg.tolist() == [_python_mean(BIG_VALUES)]
     statement = local_db.sql("SELECT * FROM aggregate(A, avg(n))").to_pandas()
     assert statement.n_avg.tolist() == [_python_mean(BIG_VALUES)]
-    with pytest.raises(
-        RangeError, match=r"A: the sum of n at cell \(i=-4\): the sum is 13835058055282163712,"
-    ):
-        A.regrid([3], "sum(n)").to_pandas()
+    for source in (A, A.filter("i > -100")):  # the dense box path and the two-stage one
+        with pytest.raises(
+            RangeError, match=r"A: the sum of n at cell \(i=-4\): the sum is 13835058055282163712,"
+        ):
+            source.regrid([3], "sum(n)").to_pandas()
     with pytest.raises(RangeError) as caught:
         A.aggregate("sum(n)").store("A_total")
     assert (caught.value.array, caught.value.column) == ("A", "n")
