@@ -20,7 +20,7 @@ from arrayviews.kernels.aggregates import (
     partial_states,
     unpack_states,
 )
-from arrayviews.kernels.exact_sum import ExactSumError
+from arrayviews.kernels.exact_sum import ExactSumError, SumOverflow
 from arrayviews.model.aggregate_calls import (
     AggregateCall,
     check_call,
@@ -366,12 +366,16 @@ def test_int64_sums_near_2_62_are_exact() -> None:
 
 
 def test_int64_sum_overflow_is_detected() -> None:
+    """An int64 sum beyond int64 is refused by finalize("sum") with its exact value, whether it
+    overflowed within one partial or in the merge; its avg is still the correctly rounded mean."""
     values = np.array([2**62, 2**62], dtype=np.int64)
-    with pytest.raises(OverflowError):
-        partial_states(np.zeros(2, np.int64), values, {"sum"})
+    whole = partial_states(np.zeros(2, np.int64), values, {"sum"})
     halves = [partial_states([0], values[:1], {"sum"}), partial_states([0], values[1:], {"sum"})]
-    with pytest.raises(OverflowError):
-        merge_states(halves)
+    for states in (whole, merge_states(halves)):
+        with pytest.raises(SumOverflow) as caught:
+            finalize(states, "sum")
+        assert caught.value.value == 2**63
+        assert finalize(states, "avg")[0].tolist() == [float(2**62)]
     fine = np.array([2**62, 2**62, -(2**62)], dtype=np.int64)  # wraps on the way, ends in range
     assert finalize(partial_states(np.zeros(3, np.int64), fine, {"sum"}), "sum")[0].tolist() == [2**62]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -249,6 +250,16 @@ class Array:
                 array=schema.name,
                 value=shape,
             )
+        if origin is not None:
+            wrong = [
+                o for o in origin if isinstance(o, bool | np.bool_) or not isinstance(o, numbers.Integral)
+            ]
+            if wrong:
+                raise ValidationError(
+                    f"array {schema.name}: origin coordinates are integers, got {wrong[0]!r}",
+                    array=schema.name,
+                    value=repr(wrong[0]),
+                )
         origin = tuple(d.low for d in schema.dimensions) if origin is None else tuple(int(o) for o in origin)
         if len(origin) != schema.ndim:
             raise ValidationError(
@@ -359,6 +370,13 @@ class Array:
         source = self._current()
         if not isinstance(source, StoredSource):
             raise ValidationError(f"array {self.name} is a computed result and has no versions")
+        if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+            raise ValidationError(
+                f"array {self.name}: a version is an integer (see A.versions()), got {version!r}",
+                array=self.name,
+                value=repr(version),
+            )
+        version = int(version)
         source.table.snapshot_of(version)  # raises NotFoundError for unknown versions
         return Array(self._db, StoredSource(source.table, version), pinned=True)
 
@@ -586,8 +604,19 @@ def _text_block(schema: ArraySchema, name: str, value: np.ndarray) -> np.ndarray
 def _box_corners(
     schema: ArraySchema, box: Mapping[str, tuple[int, int]]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    for name in box:
+    for name, bounds in box.items():
         schema.dimension(name)
+        pair = isinstance(bounds, tuple | list) and len(bounds) == 2
+        if not pair or any(
+            isinstance(b, bool | np.bool_) or not isinstance(b, numbers.Integral) for b in bounds
+        ):
+            raise ValidationError(
+                f"array {schema.name}: the box bounds of {name} are a (low, high) pair of integer "
+                f"coordinates, both included, got {bounds!r}",
+                array=schema.name,
+                column=name,
+                value=repr(bounds),
+            )
     low = tuple(int(box.get(d.name, (d.low, d.high))[0]) for d in schema.dimensions)
     high = tuple(int(box.get(d.name, (d.low, d.high))[1]) for d in schema.dimensions)
     return low, high

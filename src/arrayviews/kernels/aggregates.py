@@ -10,8 +10,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.kernels.exact_divide import int_quotient
-from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, K
+from arrayviews.kernels.exact_divide import int_quotient, wide_quotient
+from arrayviews.kernels.exact_sum import NONFINITE, FloatSums, K, SumOverflow
 from arrayviews.model.aggregate_calls import canonical_function
 from arrayviews.model.types import numpy_dtype, type_of_dtype
 from arrayviews.storage import codec
@@ -27,8 +27,7 @@ _NEEDS_OF = {
     "min": {"count", "min"},
     "max": {"count", "max"},
 }
-# Beyond this gap between the wrapped int64 sum and a float64 estimate, the int64 sum overflowed.
-_WRAP_GAP = 2.0**62
+_LOW32 = np.int64(0xFFFFFFFF)
 
 
 def needs_for(functions: Sequence[str] | str) -> set[str]:
@@ -46,8 +45,9 @@ class PartialStates:
     """Aligned per-group arrays; ``keys`` are sorted and unique, absent parts are None.
 
     ``count`` is the number of (non-null) values in the group and may be 0 for groups that only had
-    null values. ``sum`` is int64 for int32/int64/bool input (exact, wrapping is detected) and float64
-    for float input. ``mean`` and ``m2`` (float64) are the group mean and the sum of squared deviations
+    null values. ``sum`` is int64 for int32/int64/bool input and float64 for float input; an integer
+    sum is exact however large: ``sum + carry * 2**64`` (``carry`` is 0 unless the sum left the
+    int64 range, where ``sum`` is the low 64 bits as a signed number). ``mean`` and ``m2`` (float64) are the group mean and the sum of squared deviations
     from it. ``min`` and ``max`` keep the input dtype; groups with count 0 hold the identity of the
     operation there (e.g. +inf for a float min). ``value_type`` is the input attribute type, or None
     when the states only count.
@@ -60,6 +60,7 @@ class PartialStates:
     m2: np.ndarray | None = None
     min: np.ndarray | None = None
     max: np.ndarray | None = None
+    carry: np.ndarray | None = None
     value_type: str | None = None
     #: For float input, the exact sums (``sum`` holds their rounded values): float sums stay exact
     #: however the cells are split into partials and merged, so no cancellation is silent.
@@ -154,12 +155,22 @@ def _group_index(starts: np.ndarray, length: int) -> np.ndarray:
     return np.cumsum(marks)
 
 
-def _check_no_wrap(exact: np.ndarray, estimate: np.ndarray) -> None:
-    """Raise OverflowError if an int64 sum wrapped around (its float64 estimate is far from it)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        gap = np.abs(exact.astype(np.float64) - estimate)
-    if np.any(gap > _WRAP_GAP):
-        raise OverflowError("an int64 sum left the int64 range; the aggregate cannot be computed exactly")
+def _wide_sums(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-group sums of int64 ``values`` as (low 64 bits as int64, multiples of 2**64): each
+    value is split into its high and low 32-bit halves, whose sums cannot wrap below 2**31 values
+    per group, and the halves' sums are recombined."""
+    high = np.add.reduceat(values >> 32, starts)
+    low = np.add.reduceat(values & _LOW32, starts)
+    high = high + (low >> 32)  # the total is high * 2**32 + (low & _LOW32)
+    carry = high >> 32
+    word = ((high & _LOW32).astype(np.uint64) << np.uint64(32)) | (low & _LOW32).astype(np.uint64)
+    signed = word.view(np.int64)
+    return signed, carry + (signed < 0)
+
+
+def _exact_total(states: PartialStates, group: int) -> int:
+    """The exact integer sum of one group, as a Python int."""
+    return int(states.carry[group]) * 2**64 + int(states.sum[group])
 
 
 def _safe_divide(numerator: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -176,6 +187,7 @@ def _empty(needs: set[str], value_type: str | None) -> PartialStates:
         keys=np.empty(0, np.int64),
         count=np.empty(0, np.int64),
         sum=np.empty(0, sum_dtype) if "sum" in needs else None,
+        carry=np.empty(0, np.int64) if "sum" in needs and sum_dtype is np.int64 else None,
         exact=FloatSums.zeros(0) if "sum" in needs and sum_dtype is np.float64 else None,
         mean=np.empty(0, np.float64) if "moments" in needs else None,
         m2=np.empty(0, np.float64) if "moments" in needs else None,
@@ -247,7 +259,7 @@ def partial_states(
         states.exact = FloatSums.of_lists(kept, offsets)
         states.sum = states.exact.values()
     elif "sum" in needs:
-        states.sum = _sums(values, valid, starts)
+        states.sum, states.carry = _sums(values, valid, starts)
     if "moments" in needs:
         states.mean, states.m2 = _moments(values, valid, starts, states.count)
     if codec.is_text(values.dtype):
@@ -256,31 +268,20 @@ def partial_states(
             if part in needs:
                 setattr(states, part, _text_extremes(values, valid, group_of, len(starts), part))
         return states
-    for part, ufunc, identity in (
-        ("min", np.minimum, _identities(values.dtype)[0]),
-        ("max", np.maximum, _identities(values.dtype)[1]),
-    ):
-        if part in needs:
+    for which, (part, ufunc) in enumerate((("min", np.minimum), ("max", np.maximum))):
+        if part in needs:  # identities only then: a datetime64 attribute is counted, never min'd here
+            identity = _identities(values.dtype)[which]
             filled = values if valid is None else np.where(valid, values, identity)
             setattr(states, part, ufunc.reduceat(filled, starts))
     return states
 
 
-def _sums(values: np.ndarray, valid: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
-    """Per-group sums: exact int64 for integer and bool input, float64 for float input."""
-    if values.dtype.kind == "f":
-        as_float = values.astype(np.float64)
-        if valid is not None:
-            as_float = np.where(valid, as_float, 0.0)
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.add.reduceat(as_float, starts)
+def _sums(values: np.ndarray, valid: np.ndarray | None, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group exact sums of integer or bool input: (low 64 bits, carry), see :func:`_wide_sums`."""
     as_int = values.astype(np.int64)
     if valid is not None:
         as_int = np.where(valid, as_int, 0)
-    sums = np.add.reduceat(as_int, starts)
-    if values.dtype == np.int64:
-        _check_no_wrap(sums, np.add.reduceat(as_int.astype(np.float64), starts))
-    return sums
+    return _wide_sums(as_int, starts)
 
 
 def _moments(
@@ -340,10 +341,8 @@ def merge_states(parts: Sequence[PartialStates]) -> PartialStates:
         out.exact = exact.combine(_group_index(starts, len(count_k)), len(starts))
         out.sum = out.exact.values()
     elif first.sum is not None:
-        with np.errstate(invalid="ignore", over="ignore"):
-            out.sum = np.add.reduceat(merged["sum"], starts)
-        if out.sum.dtype == np.int64:
-            _check_no_wrap(out.sum, np.add.reduceat(merged["sum"].astype(np.float64), starts))
+        out.sum, carry = _wide_sums(merged["sum"], starts)
+        out.carry = carry + np.add.reduceat(merged["carry"], starts)
     if first.mean is not None:
         out.mean, out.m2 = _merge_moments(count_k, merged["mean"], merged["m2"], starts, out.count)
     text = first.value_type is not None and codec.is_text(numpy_dtype(first.value_type))
@@ -401,8 +400,12 @@ def finalize(states: PartialStates, function: str) -> tuple[np.ndarray, np.ndarr
         return result, (null if null.any() else None)
     null = count == 0
     if function == "avg":
-        result = _average(states.sum, count)
+        result = _average(states, count)
     else:
+        if function == "sum" and states.carry is not None:
+            beyond = np.flatnonzero((states.carry != 0) & ~null)
+            if len(beyond):
+                raise SumOverflow(int(beyond[0]), _exact_total(states, int(beyond[0])))
         source = states.sum if function == "sum" else getattr(states, function)
         result = source.copy()
         if null.any():
@@ -410,12 +413,20 @@ def finalize(states: PartialStates, function: str) -> tuple[np.ndarray, np.ndarr
     return result, (null if null.any() else None)
 
 
-def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``total / count`` as float64 (0 where count is 0); an integer total's mean is the float64
-    nearest the exact quotient (kernels/exact_divide.py), even beyond 2**53."""
+def _average(states: PartialStates, count: np.ndarray) -> np.ndarray:
+    """``sum / count`` as float64 (0 where count is 0); an integer sum's mean is the float64
+    nearest the exact quotient (kernels/exact_divide.py), even beyond 2**53 and for sums beyond
+    int64 (whose mean is still a number, as Spark's avg of BIGINT is)."""
+    total = states.sum
     if total.dtype.kind == "f":
         return _safe_divide(total, count)
-    return np.where(count > 0, int_quotient(total, np.maximum(count, 1)), 0.0)
+    safe = np.maximum(count, 1)
+    result = np.where(count > 0, int_quotient(total, safe), 0.0)
+    wide = np.flatnonzero((states.carry != 0) & (count > 0))
+    if len(wide):
+        high = states.carry[wide] - (total[wide] < 0)
+        result[wide] = wide_quotient(high, total[wide].view(np.uint64), safe[wide])
+    return result
 
 
 # -- serialization ---------------------------------------------------------------------------------------

@@ -505,6 +505,8 @@ def window_block(
     values = np.asarray(values)
     if values.ndim < 1:
         raise ValueError("values must have at least one dimension")
+    if values.dtype.kind == "M" and all(name == "count" for name in names):
+        values = np.zeros(values.shape, dtype=np.bool_)  # instants are counted, never summed
     if values.dtype.kind not in "biuf":
         raise TypeError(f"cannot aggregate values of dtype {values.dtype}")
     before, after = _window_lengths(values.ndim, before, after)
@@ -611,11 +613,14 @@ def _compute(
             total = _integer_sums(source, reducer)
         else:
             source = values if keep is None else np.where(keep, values, 0.0)
-            if source.size and source.min() < 0.0 < source.max():  # terms of both signs may cancel
-                total, magnitude = reducer.sums([source, np.abs(source)], np.float64)
-                total = _exact_where_cancelled(total, magnitude, source, reducer)
-            else:
-                (total,) = reducer.sums([source], np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflows are found just below
+                if source.size and source.min() < 0.0 < source.max():  # terms of both signs may cancel
+                    total, magnitude = reducer.sums([source, np.abs(source)], np.float64)
+                    total = _exact_where_cancelled(total, magnitude, source, reducer)
+                else:
+                    (total,) = reducer.sums([source], np.float64)
+                    if not np.isfinite(total).all():  # finite terms whose float sum overflowed
+                        total = _exact_where_cancelled(total, np.abs(total), source, reducer)
 
     results: Result = {}
     for name in names:
@@ -678,8 +683,9 @@ def _exact_where_cancelled(
     (``magnitude``; Higham, Accuracy and Stability of Numerical Algorithms, eq. 4.4). Where that bound
     exceeds :data:`CANCELLATION_TOLERANCE` of the sum, the terms cancel: those windows are summed
     again exactly (floating-point expansions, kernels/exact_sum.py) and get the correctly rounded
-    sum, as ``math.fsum``. Raises :class:`ExactSumError` (``index``: the flat core cell) when an exact
-    sum needs more components than kept."""
+    sum, as ``math.fsum``; so are those whose float sum overflowed. Raises :class:`ExactSumError`
+    (``index``: the flat core cell) when an exact sum needs more components than kept or leaves the
+    float64 range."""
     widths = reducer.widths
     if reducer.method == "incremental":
         depth = sum(widths) + len(widths)
@@ -689,7 +695,9 @@ def _exact_where_cancelled(
         depth = math.prod(widths)
     total = np.ascontiguousarray(total)
     bound = magnitude * (depth * 2.0**-53 * (1 + 2.0**-20))
-    cancelled = np.flatnonzero((bound > CANCELLATION_TOLERANCE * np.abs(total)).ravel())
+    # the terms are finite: a non-finite float sum overflowed, and its exact sum decides
+    suspect = (bound > CANCELLATION_TOLERANCE * np.abs(total)) | ~np.isfinite(total)
+    cancelled = np.flatnonzero(suspect.ravel())
     if cancelled.size == 0:
         return total
     core = total.shape

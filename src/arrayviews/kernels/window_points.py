@@ -201,9 +201,12 @@ def _exact_where_cancelled(
     error is at most ``count * 2**-53 * sum(|values|)``; where that exceeds the tolerance of the sum
     the values cancel, and the window's points are summed again exactly."""
     finite = np.isfinite(work)
-    magnitude = window_points(coords[finite], np.abs(work[finite]), queries, low * -1, high, "sum")["sum"][0]
+    magnitude = window_points(
+        coords[finite], np.abs(work[finite]), queries, low * -1, high, "sum", exact_sums=False
+    )["sum"][0]
     bound = magnitude * (count * 2.0**-53 * (1 + 2.0**-20))
-    cancelled = np.flatnonzero(bound > CANCELLATION_TOLERANCE * np.abs(sums))
+    # a sum of finite terms whose float sum or magnitude overflowed: its exact sum decides
+    cancelled = np.flatnonzero((bound > CANCELLATION_TOLERANCE * np.abs(sums)) | ~np.isfinite(magnitude))
     if cancelled.size == 0:
         return
     order = np.argsort(coords[:, 0], kind="stable")
@@ -231,10 +234,13 @@ def window_points(
     after: Sequence[int],
     functions: Sequence[str] | str,
     valid: np.ndarray | None = None,
+    *,
+    exact_sums: bool = True,
 ) -> Result:
     """Window aggregates of the points ``(coords (n, d) int64, values (n,))`` around every query cell
     (``queries`` (m, d) int64). ``values`` None: count only. ``valid`` (n,) bool marks non-null values;
-    null points are left out of every aggregate. Returns per canonical function name ``(result (m,),
+    null points are left out of every aggregate. ``exact_sums`` False leaves float sums as added (the error
+    bounds of exact sums use that). Returns per canonical function name ``(result (m,),
     null mask or None)``; types and null rules as :func:`arrayviews.kernels.window.window_block`.
     """
     names = _functions(functions)
@@ -250,6 +256,8 @@ def window_points(
     values = np.asarray(values)
     if values.shape != (len(coords),):
         raise ValueError("values must have one entry per point")
+    if values.dtype.kind == "M" and all(name == "count" for name in names):
+        values = np.zeros(values.shape, dtype=np.bool_)  # instants are counted, never summed
     if values.dtype.kind not in "biuf":
         raise TypeError(f"cannot aggregate values of dtype {values.dtype}")
     before, after = _window_lengths(d, before, after)
@@ -307,8 +315,12 @@ def window_points(
     count = stats[:, _COUNT].astype(np.int64)
     empty = count == 0
     exact = IntSums.from_words(total_high, total) if wide else None
-    if is_float and {"sum", "avg"} & set(names) and len(work) and work.min() < 0.0 < work.max():
-        _exact_where_cancelled(stats[:, _SUM], count, coords, work, queries, low, high)
+    if exact_sums and is_float and {"sum", "avg"} & set(names) and len(work):
+        finite_work = work[np.isfinite(work)]
+        mixed = len(finite_work) and finite_work.min() < 0.0 < finite_work.max()
+        if mixed or not np.isfinite(stats[:, _SUM]).all():  # cancelling terms, or an overflow
+            with np.errstate(over="ignore", invalid="ignore"):
+                _exact_where_cancelled(stats[:, _SUM], count, coords, work, queries, low, high)
     results: Result = {}
     for name in names:
         if name == "count":

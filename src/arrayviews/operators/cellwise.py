@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -55,16 +56,35 @@ def _subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) ->
         schema.dimension(name)  # raises SchemaError naming the array's dimensions
     dimensions = []
     for dimension in schema.dimensions:
-        low, high = box.get(dimension.name, (dimension.low, dimension.high))
+        bounds = box.get(dimension.name, (dimension.low, dimension.high))
+        if (
+            not isinstance(bounds, tuple | list)
+            or len(bounds) != 2
+            or any(isinstance(b, bool | np.bool_) or not isinstance(b, numbers.Integral) for b in bounds)
+        ):
+            raise ValidationError(
+                f"array {schema.name}: the subarray bounds of {dimension.name} are a (low, high) pair "
+                f"of integer coordinates, both included, got {bounds!r}; {dimension.name}=(c, c) selects one",
+                array=schema.name,
+                column=dimension.name,
+                value=repr(bounds),
+            )
+        low, high = int(bounds[0]), int(bounds[1])
         if low > high:
             raise ValidationError(
-                f"array {schema.name}: subarray bound {dimension.name}={low}:{high} is empty (low > high)"
+                f"array {schema.name}: subarray bound {dimension.name}={low}:{high} is empty (low > high)",
+                array=schema.name,
+                column=dimension.name,
+                value=(low, high),
             )
         new_low, new_high = max(low, dimension.low), min(high, dimension.high)
         if new_low > new_high:
             raise ValidationError(
                 f"array {schema.name}: subarray {dimension.name}={low}:{high} lies outside the dimension "
-                f"range {dimension.low}:{dimension.high}"
+                f"range {dimension.low}:{dimension.high}",
+                array=schema.name,
+                column=dimension.name,
+                value=(low, high),
             )
         dimensions.append(
             Dimension(

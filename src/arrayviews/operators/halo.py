@@ -356,7 +356,10 @@ def place(pieces: pa.Table, schema: ArraySchema, low: np.ndarray, shape: tuple[i
     Complete dense pieces are copied as sub-blocks; other pieces are scattered by their offsets.
     """
     dtypes = layout.attribute_dtypes(schema)
-    values = {name: np.zeros(shape, dtype=dtype) for name, dtype in dtypes.items()}
+    values = {
+        name: np.full(shape, "", dtype=object) if codec.is_text(dtype) else np.zeros(shape, dtype=dtype)
+        for name, dtype in dtypes.items()
+    }
     present = np.zeros(shape, dtype=bool)
     nulls: dict[str, np.ndarray] = {}
     for piece in iter_pieces(pieces, schema):
@@ -365,7 +368,12 @@ def place(pieces: pa.Table, schema: ArraySchema, low: np.ndarray, shape: tuple[i
             index = tuple(slice(int(a), int(a) + n) for a, n in zip(start, piece.shape, strict=True))
             offsets = np.arange(piece.volume, dtype=np.int64) if piece.null_bytes else None
             for name, dtype in dtypes.items():
-                block = np.frombuffer(piece.payloads[name], dtype=dtype.newbyteorder("<"), count=piece.volume)
+                if codec.is_text(dtype):  # strings: offsets then UTF-8, decoded to str
+                    block = codec.text_values(piece.payloads[name], piece.volume)
+                else:
+                    block = np.frombuffer(
+                        piece.payloads[name], dtype=dtype.newbyteorder("<"), count=piece.volume
+                    )
                 values[name][index] = block.reshape(piece.shape)
         else:
             offsets = piece.offsets()

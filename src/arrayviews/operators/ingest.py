@@ -41,6 +41,17 @@ class CellBatch:
         return len(self.coords)
 
 
+def _numpy_column(column: object) -> np.ndarray:
+    """A column of a dict batch as numpy; text as Python strings, because pyarrow reads numpy's
+    fixed-width text as C strings (cut at the first NUL) and numpy drops trailing NULs."""
+    values = np.atleast_1d(np.asarray(column))
+    if values.dtype.kind != "U":
+        return values
+    if isinstance(column, np.ndarray):
+        return values.astype(object)
+    return np.atleast_1d(np.asarray(column, dtype=object))
+
+
 def to_arrow(data: object, array: str) -> pa.Table:
     """Any supported driver-side batch as an Arrow table."""
     if isinstance(data, pa.Table):
@@ -64,9 +75,7 @@ def to_arrow(data: object, array: str) -> pa.Table:
     if isinstance(data, Mapping):
         # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
         columns = {
-            name: column
-            if isinstance(column, pa.Array | pa.ChunkedArray)
-            else np.atleast_1d(np.asarray(column))
+            name: column if isinstance(column, pa.Array | pa.ChunkedArray) else _numpy_column(column)
             for name, column in data.items()
         }
         lengths = {name: len(column) for name, column in columns.items()}
@@ -77,11 +86,37 @@ def to_arrow(data: object, array: str) -> pa.Table:
             return pa.table(columns)
         except UnicodeError:
             raise _not_text(array, columns) from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            raise _mixed(array, columns) from None
     raise ValidationError(
         f"array {array}: cannot read cells from {type(data).__name__}; give a pandas DataFrame, "
         "a pyarrow Table, a Spark DataFrame or a dict of numpy arrays",
         array=array,
     )
+
+
+def _mixed(array: str, columns: Mapping) -> ValidationError:
+    """The error for a column mixing text with other values, naming the column and the first row
+    whose kind differs from the column's first value (only run once a conversion failed)."""
+    for name, column in columns.items():
+        try:
+            pa.array(column)
+            continue
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        present = [(row, value) for row, value in enumerate(column) if value is not None]
+        text = isinstance(present[0][1], str) if present else False
+        row, value = next(((r, v) for r, v in present if isinstance(v, str) != text), (None, None))
+        where = (
+            "" if row is None else f": row {row} holds {value!r}, row {present[0][0]} holds {present[0][1]!r}"
+        )
+        return ValidationError(
+            f"array {array}: column {name} mixes text and other values{where}",
+            array=array,
+            column=str(name),
+            value=None if row is None else repr(value),
+        )
+    return ValidationError(f"array {array}: the columns cannot be read as cells", array=array)
 
 
 def _not_text(array: str, columns: Mapping) -> ValidationError:

@@ -40,6 +40,20 @@ def _attribute_columns(schema: ArraySchema, names: list[str]) -> list[str]:
     return columns
 
 
+def _check_fill(array: str, spec: Attribute, dtype: np.dtype, fill: object) -> None:
+    """Refuse a fill value the result cannot hold (numpy would raise its own error mid-read)."""
+    try:
+        np.full(1, fill, dtype=np.result_type(dtype, fill))
+    except (OverflowError, TypeError, ValueError) as error:
+        raise ValidationError(
+            f"array {array}, attribute {spec.name} ({spec.type}): the fill value {fill!r} does not fit "
+            f"its values ({error}); give a fill of the attribute's type, or masked=True",
+            array=array,
+            column=spec.name,
+            value=repr(fill),
+        ) from None
+
+
 def to_numpy(
     source: Source, attribute: str | None = None, fill: object = None, masked: bool = False
 ) -> np.ndarray:
@@ -64,6 +78,7 @@ def to_numpy(
         )
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
+    _check_fill(schema.name, spec, dtype, fill)
     box = stored_box(source)
     if box is not None:
         read = box_to_numpy(box, spec, fill, masked)

@@ -23,7 +23,7 @@ from arrayviews.kernels.aggregates import (
     partial_states,
     unpack_states,
 )
-from arrayviews.kernels.exact_sum import ExactSumError
+from arrayviews.kernels.exact_sum import ExactSumError, SumOverflow
 from arrayviews.model.aggregate_calls import (
     AggregateCall,
     check_calls,
@@ -57,9 +57,13 @@ def _partial_schema(out_schema: ArraySchema, inputs: list[str | None]) -> pa.Sch
 
 
 def _sum_error(
-    error: ExactSumError, out_schema: ArraySchema, attribute: str, chunk: tuple[int, ...], offset: int
+    error: ExactSumError | SumOverflow,
+    out_schema: ArraySchema,
+    attribute: str,
+    chunk: tuple[int, ...],
+    offset: int,
 ) -> RangeError:
-    """A float sum that cannot be kept exact, named by its output cell."""
+    """A float sum that cannot be kept exact, or an integer sum beyond int64, named by its output cell."""
     grid = ChunkGrid.of(out_schema)
     low, _ = grid.chunk_bounds(chunk)
     local = np.unravel_index(int(offset), grid.chunk_shape(chunk))
@@ -70,6 +74,7 @@ def _sum_error(
         f"{out_schema.name}: the sum of {attribute} at cell ({where}): {error}",
         array=out_schema.name,
         column=attribute,
+        value=getattr(error, "value", None),
     )
 
 
@@ -140,7 +145,10 @@ def _finish(
     values, nulls = {}, {}
     for call in calls:
         states = merged[call.attribute]
-        result, null = finalize(states, call.function)
+        try:
+            result, null = finalize(states, call.function)
+        except SumOverflow as error:
+            raise _sum_error(error, out_schema, call.attribute, chunk, int(keys[error.index])) from None
         values[call.output_name] = result
         if null is not None:
             nulls[call.output_name] = null
@@ -246,9 +254,12 @@ def regrid(
             f"array {schema.name}: regrid needs one block size per dimension ({schema.ndim}), got {len(blocks)}"
         )
     for dimension, block in zip(schema.dimensions, blocks, strict=True):
-        if not isinstance(block, (int, np.integer)) or block < 1:
+        if isinstance(block, bool | np.bool_) or not isinstance(block, int | np.integer) or block < 1:
             raise ValidationError(
-                f"array {schema.name}: regrid block size for {dimension.name} must be a positive integer, got {block!r}"
+                f"array {schema.name}: regrid block size for {dimension.name} must be a positive integer, got {block!r}",
+                array=schema.name,
+                column=dimension.name,
+                value=repr(block),
             )
     calls = parse_calls(schema, aggregates)
     dimensions = []
@@ -278,7 +289,9 @@ def regrid(
         reduced = reduce_cells(whole, engine, out_schema, cell_map, calls)
         return engine.collect(reduced.plan, layout.fragment_schema(out_schema))
 
-    def sum_error(error: ExactSumError, attribute: str, chunk: tuple[int, ...], offset: int) -> RangeError:
+    def sum_error(
+        error: ExactSumError | SumOverflow, attribute: str, chunk: tuple[int, ...], offset: int
+    ) -> RangeError:
         return _sum_error(error, out_schema, attribute, chunk, offset)
 
     # the local engine hands a map function the whole input as one table

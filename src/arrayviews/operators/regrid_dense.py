@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.kernels.aggregates import finalize, needs_for, partial_states
-from arrayviews.kernels.exact_sum import ExactSumError
+from arrayviews.kernels.exact_sum import ExactSumError, SumOverflow
 from arrayviews.model.aggregate_calls import AggregateCall
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -55,7 +55,7 @@ def regrid_in_process(
     blocks: tuple[int, ...],
     calls: list[AggregateCall],
     two_stage: Callable[[pa.Table], pa.Table | None],
-    sum_error: Callable[[ExactSumError, str, tuple[int, ...], int], Exception],
+    sum_error: Callable[[ExactSumError | SumOverflow, str, tuple[int, ...], int], Exception],
 ) -> pa.Table | None:
     """The regrid of every fragment in ``table`` (the whole input); ``two_stage(table)`` computes it
     the general way when the input is too sparse or too large for one block."""
@@ -99,7 +99,7 @@ def _reduce_rows(
     out_first: np.ndarray,
     out_schema: ArraySchema,
     calls: list[AggregateCall],
-    sum_error: Callable[[ExactSumError, str, tuple[int, ...], int], Exception],
+    sum_error: Callable[[ExactSumError | SumOverflow, str, tuple[int, ...], int], Exception],
 ) -> pa.Table | None:
     """The output fragments from one row per output cell (C order over ``counts`` cells, the first
     ``out_first`` cells from the output's low): ``present`` marks the cells of each row, ``inputs``
@@ -147,7 +147,11 @@ def _reduce_rows(
                 ) from None
         values_out, nulls_out = {}, {}
         for call in calls:
-            result, null = finalize(states[call.attribute], call.function)
+            try:
+                result, null = finalize(states[call.attribute], call.function)
+            except SumOverflow as error:
+                offset = int(states[call.attribute].keys[error.index])
+                raise sum_error(error, call.attribute, tuple(int(c) for c in chunk), offset) from None
             values_out[call.output_name] = result
             if null is not None:
                 nulls_out[call.output_name] = null
@@ -161,7 +165,7 @@ def regrid_box(
     out_schema: ArraySchema,
     blocks: tuple[int, ...],
     calls: list[AggregateCall],
-    sum_error: Callable[[ExactSumError, str, tuple[int, ...], int], Exception],
+    sum_error: Callable[[ExactSumError | SumOverflow, str, tuple[int, ...], int], Exception],
     cache: ChunkCache | None = None,
 ) -> pa.Table | None:
     """The regrid of a box of a stored array (a stored array whole, or a subarray of one) from its

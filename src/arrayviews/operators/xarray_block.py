@@ -51,9 +51,7 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
         if block.dtype.kind == "M":
             block = block.astype("datetime64[ns]")
         attributes.append(Attribute(str(variable_name), type_of_dtype(block.dtype)))
-        gaps = np.isnan(block) if block.dtype.kind == "f" else np.zeros(block.shape, bool)
-        if block.dtype.kind == "M":
-            gaps = np.isnat(block)
+        gaps = _missing(block)
         if missing is None:
             missing = gaps
         elif not np.array_equal(missing, gaps):
@@ -67,6 +65,19 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
     schema = ArraySchema(name, tuple(attributes), tuple(dimensions))
     masked = {k: np.ma.MaskedArray(v, mask=missing) if missing.any() else v for k, v in values.items()}
     return schema, masked, tuple(origin)
+
+
+def _missing(block: np.ndarray) -> np.ndarray:
+    """Where ``block`` holds xarray's missing value: NaN (floats), NaT (times), None or NaN (objects,
+    e.g. the strings ``to_xarray`` gives, None in empty cells)."""
+    if block.dtype.kind == "f":
+        return np.isnan(block)
+    if block.dtype.kind == "M":
+        return np.isnat(block)
+    if block.dtype.kind == "O":
+        absent = np.frompyfunc(lambda v: v is None or (isinstance(v, float) and v != v), 1, 1)
+        return absent(block).astype(bool)
+    return np.zeros(block.shape, bool)
 
 
 #: Evenly spaced float coordinates may deviate from ``x0 + k * step`` by this many units in the last
