@@ -106,18 +106,24 @@ def _view_aggregate(item: ast.ViewAggregateItem) -> str:
     return text if item.name == item.default_name else f"{text} AS {item.name}"
 
 
+def affine_text(source: str, multiplier: int, divisor: int, offset: int) -> str:
+    """``p * 2 / 3 - 1``: an affine map of ``source`` as statements write it (factors of 1 and an
+    offset of 0 left out)."""
+    text = source
+    if multiplier != 1:
+        text += f" * {multiplier}"
+    if divisor != 1:
+        text += f" / {divisor}"
+    if offset:
+        text += f" {'-' if offset < 0 else '+'} {abs(offset)}"
+    return text
+
+
 def _equation(q: ast.SimilaritySelect, e: ast.AxisEquation) -> str:
     right, left = f"{q.right_alias}.{e.target}", f"{q.left_alias}.{e.source}"
     if e.is_plain:
         return f"({left} = {right})"
-    text = left
-    if e.multiplier != 1:
-        text += f" * {e.multiplier}"
-    if e.divisor != 1:
-        text += f" / {e.divisor}"
-    if e.offset:
-        text += f" {'-' if e.offset < 0 else '+'} {abs(e.offset)}"
-    return f"({right} = {text})"
+    return f"({right} = {affine_text(left, e.multiplier, e.divisor, e.offset)})"
 
 
 def _similarity_select(q: ast.SimilaritySelect) -> str:

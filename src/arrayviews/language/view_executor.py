@@ -12,7 +12,7 @@ import pandas as pd
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.parser import parse_view_query
-from arrayviews.language.printer import shape_text, to_text, view_query_text
+from arrayviews.language.printer import affine_text, shape_text, to_text, view_query_text
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.language.relations import open_view
 from arrayviews.model import shapes
@@ -273,14 +273,7 @@ def definition_text(definition: ViewDefinition) -> str:
 
 def _axis_text(axis) -> str:
     """``x = p * 2 / 3 - 1``: one right dimension as the floor of an affine map of a left one."""
-    text = f"{axis.target} = {axis.source}"
-    if axis.multiplier != 1:
-        text += f" * {axis.multiplier}"
-    if axis.divisor != 1:
-        text += f" / {axis.divisor}"
-    if axis.offset:
-        text += f" {'+' if axis.offset > 0 else '-'} {abs(axis.offset)}"
-    return text
+    return f"{axis.target} = {affine_text(axis.source, axis.multiplier, axis.divisor, axis.offset)}"
 
 
 @statement_runner(ast.ShowStatus)

@@ -12,6 +12,7 @@ Selections holding no cell, and labels in the wrong order, are errors naming the
 
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -70,15 +71,9 @@ def _ascending(dimension: Dimension) -> bool:
 
 
 def _first(low: int, high: int, holds: Callable[[int], bool]) -> int:
-    """The first cell of ``low..high`` where the monotone (false, then true) ``holds`` is true, or
-    ``high + 1``."""
-    while low <= high:
-        middle = (low + high) // 2
-        if holds(middle):
-            high = middle - 1
-        else:
-            low = middle + 1
-    return low
+    """The first index of ``low..high`` where the monotone (false, then true) ``holds`` is true, or
+    ``high + 1``: a bisection over the range."""
+    return low + bisect.bisect_left(range(low, high + 1), True, key=holds)
 
 
 def _slice_cells(dimension: Dimension, selection: slice, where: str, array: str) -> tuple[int, int]:

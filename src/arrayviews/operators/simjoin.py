@@ -10,6 +10,7 @@ The same machinery evaluates the signed terms of view maintenance (``roles`` bel
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -121,14 +122,9 @@ class JoinSpec:
 
 
 def _first(low: int, high: int, holds: Callable[[int], bool]) -> int:
-    """The first index in ``[low, high]`` where ``holds`` (false, then true) is true; ``high + 1`` if none."""
-    while low <= high:
-        middle = (low + high) // 2
-        if holds(middle):
-            high = middle - 1
-        else:
-            low = middle + 1
-    return low
+    """The first index of ``low..high`` where the monotone (false, then true) ``holds`` is true, or
+    ``high + 1``: a bisection over the range."""
+    return low + bisect.bisect_left(range(low, high + 1), True, key=holds)
 
 
 def plan_pairs(
