@@ -36,7 +36,7 @@ from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
-from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason, type_of_arrow
+from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
 from arrayviews.operators.ingest import whole_decimals
 from arrayviews.storage import kinds, part_table
 from arrayviews.storage.expiry import cutoffs
@@ -637,7 +637,7 @@ class Stream:
                 raise self._type_error(name, str(target), str(column.type))
             column = whole_decimals(
                 column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column,
-                type_of_arrow(target),
+                target,
                 lambda reason, value, name=name: ValidationError(
                     f"stream {self.name}, column {name}: {reason}", array=self.name, column=name, value=value
                 ),

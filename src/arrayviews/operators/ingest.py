@@ -139,7 +139,9 @@ def _not_text(array: str, columns: Mapping) -> ValidationError:
     return ValidationError(f"array {array}: a text value is not valid Unicode", array=array)
 
 
-def whole_decimals(column: pa.Array, type_name: str, fail: Callable[[str, object], Exception]) -> pa.Array:
+def whole_decimals(
+    column: pa.Array, type_name: str | pa.DataType, fail: Callable[[str, object], Exception]
+) -> pa.Array:
     """A scale-0 decimal column (how Spark and pandas carry uint64 and big integers) bound for an
     integer attribute, cast to its type; ``fail(reason, value)`` is raised for the first value out
     of range. Any other column is returned as it is."""
