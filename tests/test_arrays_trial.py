@@ -383,3 +383,24 @@ def test_delete_boxes_with_fractional_or_single_bounds_delete_nothing(local_db) 
     assert A.version == 1 and A.to_numpy().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     A.delete(box={"i": (np.int64(1), 2)})
     assert np.array_equal(A.to_numpy(), [0.0, np.nan, np.nan, 3.0, 4.0, 5.0], equal_nan=True)
+
+
+def test_to_xarray_never_rounds_an_integer_it_turns_to_float(db) -> None:
+    """Before: an int64 or uint64 attribute with an empty cell went to xarray as float64, and a value
+    beyond 2**53 was silently rounded (2**53 + 1 read back as 2**53). Now every value float64 holds
+    exactly goes through (checked against Python's float of the integer), and the first one it does
+    not is refused by name; without empty cells the integer dtype is kept, every value exact."""
+    exact = [2**53, -(2**53), 2**60, -(2**63), 3]
+    A = db.create_array("A<n:int64>[i=0:7:4]")
+    A.insert({"i": list(range(len(exact))), "n": exact})
+    got = A.to_xarray()["n"].values
+    assert got.dtype == np.float64 and np.isnan(got[len(exact) :]).all()
+    assert [int(v) for v in got[: len(exact)]] == exact and all(float(v) == v for v in exact)
+    for k, (kind, value) in enumerate((("int64", 2**53 + 1), ("int64", 2**63 - 1), ("uint64", 2**64 - 1))):
+        B = db.create_array(f"B{k}<n:{kind}>[i=0:3:4]")
+        B.insert({"i": [0, 1], "n": np.array([1, value], dtype=kind)})
+        with pytest.raises(ValidationError, match=f"array B{k}, attribute n: {value} has no exact float64"):
+            B.to_xarray()
+        B.insert({"i": [2, 3], "n": np.array([5, 6], dtype=kind)})  # now no empty cell: kept exactly
+        full = B.to_xarray()["n"].values
+        assert full.dtype == np.dtype(kind) and [int(v) for v in full] == [1, value, 5, 6]

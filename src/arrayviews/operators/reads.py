@@ -295,7 +295,8 @@ def to_xarray(source: Source):
     """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates:
     ``low..high`` of each dimension, or with a scale the float64 ``offset + cell * step``. Empty (and
     null) cells are NaN; an integer or bool variable keeps its dtype when it has no empty cell and
-    becomes float64 (NaN for empty) otherwise; datetime64 holds NaT and string None where empty."""
+    becomes float64 (NaN for empty) otherwise, refused by name when a value would round there;
+    datetime64 holds NaT and string None where empty."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
@@ -315,9 +316,32 @@ def to_xarray(source: Source):
         elif values.dtype.kind == "O":  # strings: None where empty
             data = np.where(mask, None, np.ma.getdata(values))
         else:
+            _check_exact_as_float(schema.name, attribute.name, np.ma.getdata(values), mask)
             data = np.ma.filled(values.astype(np.float64), np.nan)
         variables[attribute.name] = (schema.dimension_names, data, {"arrayviews_type": attribute.type})
     return xr.Dataset(variables, coords=coords, attrs={"arrayviews_schema": schema.to_text()})
+
+
+def _check_exact_as_float(array: str, attribute: str, raw: np.ndarray, empty: np.ndarray) -> None:
+    """An integer variable with empty cells goes to xarray as float64 (NaN where empty): refuse when
+    a stored value has no exact float64 value (beyond 2**53), naming it, instead of rounding it."""
+    if raw.dtype.kind not in "iu" or raw.dtype.itemsize < 8:
+        return  # every int32 and smaller is exact in float64
+    as_float = raw.astype(np.float64)
+    top = 2.0**64 if raw.dtype.kind == "u" else 2.0**63
+    inside = (as_float < top) & (as_float >= (0.0 if raw.dtype.kind == "u" else -top))
+    back = np.where(inside, as_float, 0.0).astype(raw.dtype)
+    inexact = ~empty & ~(inside & (back == raw))
+    if inexact.any():
+        value = int(raw[np.unravel_index(int(np.flatnonzero(inexact)[0]), raw.shape)])
+        raise ValidationError(
+            f"array {array}, attribute {attribute}: {value} has no exact float64 value, and xarray "
+            f"holds an integer attribute with empty cells as float64 (NaN where empty); read it "
+            f"exactly with to_numpy({attribute!r}, masked=True) or to_pandas()",
+            array=array,
+            column=attribute,
+            value=value,
+        )
 
 
 def _coordinate(dimension: Dimension):
