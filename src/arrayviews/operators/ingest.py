@@ -99,11 +99,8 @@ def _mixed(array: str, columns: Mapping) -> ValidationError:
     """The error for a column mixing text with other values, naming the column and the first row
     whose kind differs from the column's first value (only run once a conversion failed)."""
     for name, column in columns.items():
-        try:
-            pa.array(column)
+        if _converts(column):
             continue
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            pass
         present = [(row, value) for row, value in enumerate(column) if value is not None]
         text = isinstance(present[0][1], str) if present else False
         row, value = next(((r, v) for r, v in present if isinstance(v, str) != text), (None, None))
@@ -117,6 +114,15 @@ def _mixed(array: str, columns: Mapping) -> ValidationError:
             value=None if row is None else repr(value),
         )
     return ValidationError(f"array {array}: the columns cannot be read as cells", array=array)
+
+
+def _converts(column: object) -> bool:
+    """Whether Arrow reads ``column`` as one typed array."""
+    try:
+        pa.array(column)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
 
 
 def _not_text(array: str, columns: Mapping) -> ValidationError:
