@@ -22,6 +22,7 @@ from arrayviews.model.errors import (
 )
 from arrayviews.model.schema import ArraySchema, Attribute, CoordinateScale, Dimension
 from arrayviews.model.shapes import L1, Linf, Shape, box, product, stencil
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.operators.writes import WriteResult
@@ -65,6 +66,7 @@ __all__ = [
     "CommitConflictError",
     "ConflictError",
     "CoordinateScale",
+    "TimeScale",
     "Database",
     "Dimension",
     "ExecutionError",

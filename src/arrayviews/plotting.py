@@ -8,10 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)  # files, not windows, unless a notebook chose its own backend
 
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from arrayviews.model.errors import ValidationError  # noqa: E402
+from arrayviews.model.time_scale import TimeScale  # noqa: E402
 
 
 def plot_array(array, attribute: str | None = None, ax=None, **style):
@@ -49,6 +51,7 @@ def plot_array(array, attribute: str | None = None, ax=None, **style):
         ax.plot(coordinates, data.filled(np.nan), **style)
         ax.set_xlabel(label)
         ax.set_ylabel(f"{attribute} ({spec.type})")
+        _date_axes(ax, dims[0], None)
     else:
         (_, top, bottom, row_label), (_, left, right, column_label) = _axis(dims[0]), _axis(dims[1])
         image = ax.imshow(
@@ -61,9 +64,23 @@ def plot_array(array, attribute: str | None = None, ax=None, **style):
         )
         ax.set_xlabel(column_label)
         ax.set_ylabel(row_label)
+        _date_axes(ax, dims[1], dims[0])
         ax.figure.colorbar(image, ax=ax, label=f"{attribute} ({spec.type})")
     ax.set_title(schema.name)
     return ax
+
+
+#: One unit of each time resolution in days (matplotlib's date numbers count days).
+_DAYS_PER = {"D": 1.0, "h": 1 / 24, "m": 1 / 1440, "s": 1 / 86400, "ms": 1e-3 / 86400, "us": 1e-6 / 86400}
+_DAYS_PER["ns"] = 1e-9 / 86400
+
+
+def _date_axes(ax, x_dimension, y_dimension) -> None:
+    """Show the axes of time dimensions as dates."""
+    if isinstance(x_dimension.scale, TimeScale):
+        ax.xaxis_date()
+    if y_dimension is not None and isinstance(y_dimension.scale, TimeScale):
+        ax.yaxis_date()
 
 
 def _axis(dimension) -> tuple[np.ndarray, float, float, str]:
@@ -73,6 +90,10 @@ def _axis(dimension) -> tuple[np.ndarray, float, float, str]:
     scale = dimension.scale
     if scale is None:
         return cells, dimension.low - 0.5, dimension.high + 0.5, dimension.name
+    if isinstance(scale, TimeScale):  # matplotlib's date numbers (days), shown as dates by _date_axes
+        days = mdates.date2num(scale.coordinates(cells))
+        half = (days[1] - days[0]) / 2 if len(days) > 1 else scale.step * _DAYS_PER[scale.resolution] / 2
+        return days, days[0] - half, days[-1] + half, dimension.name
     half = scale.step / 2  # negative for descending coordinates: the edges swap with them
     label = f"{dimension.name} ({scale.unit})" if scale.unit else dimension.name
     return (

@@ -7,6 +7,8 @@ on ascending coordinates, ``slice(hi, lo)`` on descending ones (a negative step)
 coordinate lies within the slice are found by bisection over the cells with the same float formula
 ``to_xarray`` uses, so a bound equal to a shown coordinate selects exactly that cell. A single label
 selects the cell whose coordinate equals it exactly and keeps the dimension (as ``A[3, :]`` does).
+A dimension with a time scale takes times (ISO text, ``datetime``, ``numpy.datetime64``,
+``pandas.Timestamp``), compared exactly as integer nanoseconds.
 Selections holding no cell, and labels in the wrong order, are errors naming the dimension.
 """
 
@@ -17,8 +19,9 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.schema import ArraySchema, Dimension
+from arrayviews.model.time_scale import TimeScale, period_nanoseconds
 
 
 def label_box(schema: ArraySchema, labels: Mapping[str, object]) -> dict[str, tuple[int, int]]:
@@ -35,13 +38,44 @@ def label_box(schema: ArraySchema, labels: Mapping[str, object]) -> dict[str, tu
                     column=name,
                 )
             box[name] = _slice_cells(dimension, label, where, schema.name)
+        elif isinstance(dimension.scale, TimeScale):
+            box[name] = _period_cells(dimension, label, where, schema.name)
         else:
-            cell = _exact_cell(dimension, _number(label, where, schema.name, dimension), where, schema.name)
+            value = _number(label, where, schema.name, dimension)
+            cell = _exact_cell(dimension, value, where, schema.name, repr(value))
             box[name] = (cell, cell)
     return box
 
 
-def _number(value: object, where: str, array: str, dimension: Dimension) -> float | int:
+def _period_cells(dimension: Dimension, label: object, where: str, array: str) -> tuple[int, int]:
+    """The cells a single time label selects: the one at an instant, or every cell within the
+    period that ISO text of a coarser precision names ('2026-01-02' on an hourly axis: that day)."""
+    first = _number(label, where, array, dimension)
+    last = _number(label, where, array, dimension, end=True)
+    if first == last:
+        cell = _exact_cell(dimension, first, where, array, repr(label))
+        return cell, cell
+    ascending = _ascending(dimension)
+    low, high = _cells_between(dimension, first if ascending else last, last if ascending else first)
+    if low > high:
+        cell = min(max(low, dimension.low), dimension.high)
+        raise ValidationError(
+            f"{where}: no cell has a time within {label!r}; the nearest is {_shown(dimension, cell)} "
+            f"(cell {cell}); use a slice for a range",
+            array=array,
+            column=dimension.name,
+        )
+    return low, high
+
+
+def _number(value: object, where: str, array: str, dimension: Dimension, end: bool = False) -> float | int:
+    """A label as the number it is compared by (a time: its first nanosecond, or with ``end`` the
+    last nanosecond of the period it names)."""
+    if isinstance(dimension.scale, TimeScale):
+        try:
+            return period_nanoseconds(value)[1 if end else 0]
+        except SchemaError as error:
+            raise ValidationError(f"{where}: {error}", array=array, column=dimension.name) from None
     wanted = "numbers" if dimension.scale is not None else "integer cells"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValidationError(
@@ -63,7 +97,20 @@ def _number(value: object, where: str, array: str, dimension: Dimension) -> floa
 def _label(dimension: Dimension) -> Callable[[int], float | int]:
     """The coordinate label of a cell (its scaled coordinate, or the cell itself)."""
     scale = dimension.scale
+    if isinstance(scale, TimeScale):
+        return scale.nanoseconds
     return (lambda cell: cell) if scale is None else scale.coordinate
+
+
+def _shown(dimension: Dimension, cell: int) -> str:
+    """A cell's label as a user reads it (the time, the float coordinate or the cell)."""
+    scale = dimension.scale
+    if isinstance(scale, TimeScale):
+        try:
+            return f"'{scale.label_text(cell)}'"
+        except SchemaError:
+            return f"cell {cell} (past datetime64's range)"
+    return repr(cell if scale is None else scale.coordinate(cell))
 
 
 def _ascending(dimension: Dimension) -> bool:
@@ -77,19 +124,42 @@ def _first(low: int, high: int, holds: Callable[[int], bool]) -> int:
 
 
 def _slice_cells(dimension: Dimension, selection: slice, where: str, array: str) -> tuple[int, int]:
-    label = _label(dimension)
-    start = None if selection.start is None else _number(selection.start, where, array, dimension)
-    stop = None if selection.stop is None else _number(selection.stop, where, array, dimension)
     ascending = _ascending(dimension)
+    # A time period's bound nearest the slice's outside: a slice to '2026-01-03' holds all of that day.
+    start = (
+        None if selection.start is None else _number(selection.start, where, array, dimension, not ascending)
+    )
+    stop = None if selection.stop is None else _number(selection.stop, where, array, dimension, ascending)
+    given = f"slice({selection.start!r}, {selection.stop!r})"
     if start is not None and stop is not None and (start > stop if ascending else start < stop):
         order = "ascend" if ascending else "descend"
         raise ValidationError(
             f"{where}: the coordinates {order}, so a label slice runs from the "
             f"{'smaller' if ascending else 'larger'} label to the {'larger' if ascending else 'smaller'}; "
-            f"got slice({start!r}, {stop!r})",
+            f"got {given}",
             array=array,
             column=dimension.name,
         )
+
+    low, high = _cells_between(dimension, start, stop)
+    if low > high:
+        first, last = _shown(dimension, dimension.low), _shown(dimension, dimension.high)
+        raise ValidationError(
+            f"{where}: {given} holds no coordinate of the dimension "
+            f"(its coordinates run from {first} to {last}; label slices include both ends)",
+            array=array,
+            column=dimension.name,
+        )
+    return low, high
+
+
+def _cells_between(
+    dimension: Dimension, start: float | int | None, stop: float | int | None
+) -> tuple[int, int]:
+    """The first and last cell whose label lies from ``start`` to ``stop`` (both included, in the
+    order of the labels; None is open); low > high when none does."""
+    label = _label(dimension)
+    ascending = _ascending(dimension)
 
     # Along the cells, "past start" turns from false to true and "past stop" likewise.
     def past_start(cell: int) -> bool:
@@ -98,20 +168,12 @@ def _slice_cells(dimension: Dimension, selection: slice, where: str, array: str)
     def past_stop(cell: int) -> bool:
         return stop is not None and (label(cell) > stop if ascending else label(cell) < stop)
 
-    low = _first(dimension.low, dimension.high, past_start)
-    high = _first(dimension.low, dimension.high, past_stop) - 1
-    if low > high:
-        first, last = label(dimension.low), label(dimension.high)
-        raise ValidationError(
-            f"{where}: slice({start!r}, {stop!r}) holds no coordinate of the dimension "
-            f"(its coordinates run from {first!r} to {last!r}; label slices include both ends)",
-            array=array,
-            column=dimension.name,
-        )
-    return low, high
+    return _first(dimension.low, dimension.high, past_start), _first(
+        dimension.low, dimension.high, past_stop
+    ) - 1
 
 
-def _exact_cell(dimension: Dimension, value: float | int, where: str, array: str) -> int:
+def _exact_cell(dimension: Dimension, value: float | int, where: str, array: str, given: str) -> int:
     label = _label(dimension)
     ascending = _ascending(dimension)
     cell = _first(
@@ -122,8 +184,8 @@ def _exact_cell(dimension: Dimension, value: float | int, where: str, array: str
     near = [c for c in (cell - 1, cell) if dimension.low <= c <= dimension.high]
     nearest = min(near, key=lambda c: abs(label(c) - value))
     raise ValidationError(
-        f"{where}: no cell has the coordinate {value!r}; the nearest is {label(nearest)!r} (cell {nearest}); "
-        "use a slice for a range",
+        f"{where}: no cell has the coordinate {given}; the nearest is {_shown(dimension, nearest)} "
+        f"(cell {nearest}); use a slice for a range",
         array=array,
         column=dimension.name,
     )

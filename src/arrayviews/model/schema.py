@@ -12,6 +12,7 @@ import numpy as np
 
 from arrayviews.model.errors import SchemaError
 from arrayviews.model.names import INTERNAL_PREFIX, check_identifier, check_internal_name, first_clash
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import normalize_type
 
 #: Upper bound used for a dimension declared open-ended (``i=0:*``).
@@ -95,9 +96,11 @@ class CoordinateScale:
         return {"step": self.step, "offset": self.offset, "unit": self.unit}
 
     @classmethod
-    def from_json(cls, data: dict | None) -> CoordinateScale | None:
+    def from_json(cls, data: dict | None) -> CoordinateScale | TimeScale | None:
         if data is None:
             return None
+        if data.get("kind") == "time":
+            return TimeScale.from_json(data)
         return cls(float(data["step"]), float(data.get("offset", 0.0)), data.get("unit", ""))
 
 
@@ -110,7 +113,8 @@ class Dimension:
     origin so that its chunks line up with the input's and nothing needs rechunking.
 
     ``scale``, when given, labels cell ``c`` with the real coordinate ``offset + c * step``
-    (to_xarray, sel); cells stay the integers every operator works in.
+    (a :class:`CoordinateScale`) or with the time ``origin + c * step`` (a :class:`TimeScale`) in
+    to_xarray and sel; cells stay the integers every operator works in.
     """
 
     name: str
@@ -118,7 +122,7 @@ class Dimension:
     high: int
     chunk_length: int
     chunk_origin: int | None = None
-    scale: CoordinateScale | None = None
+    scale: CoordinateScale | TimeScale | None = None
 
     def __post_init__(self) -> None:
         check_identifier(self.name, "dimension")
@@ -140,10 +144,12 @@ class Dimension:
             raise SchemaError(
                 f"dimension {self.name}: chunk origin {self.chunk_origin} is after low {self.low}"
             )
-        if self.scale is not None:
+        if isinstance(self.scale, TimeScale):
+            self._check_time_scale()
+        elif self.scale is not None:
             if not isinstance(self.scale, CoordinateScale):
                 raise SchemaError(
-                    f"dimension {self.name}: scale must be a CoordinateScale, got {self.scale!r}"
+                    f"dimension {self.name}: scale must be a CoordinateScale or TimeScale, got {self.scale!r}"
                 )
             with np.errstate(over="ignore", invalid="ignore"):
                 ends = self.scale.coordinates(np.array([self.low, self.high]))
@@ -162,6 +168,14 @@ class Dimension:
                     f"coordinates near {biggest:.6g} (neighbouring cells would get the same coordinate)"
                 )
 
+    def _check_time_scale(self) -> None:
+        """Every cell of a bounded dimension, and the first of an open-ended one, has a time label."""
+        ends = [self.low] if self.unbounded else [self.low, self.high]
+        try:
+            self.scale.coordinates(np.array(ends))
+        except SchemaError as error:
+            raise SchemaError(f"dimension {self.name}: {error}") from None
+
     @property
     def extent(self) -> int:
         """Number of index values in the range."""
@@ -177,7 +191,7 @@ class Dimension:
         text = f"{self.name}={self.low}:{high}:{self.chunk_length}"
         return text if self.scale is None else f"{text} {self.scale.to_text()}"
 
-    def with_scale(self, scale: CoordinateScale | None) -> Dimension:
+    def with_scale(self, scale: CoordinateScale | TimeScale | None) -> Dimension:
         return replace(self, scale=scale)
 
 

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -20,6 +21,7 @@ from arrayviews.model.schema import (
     Dimension,
     default_chunk_length,
 )
+from arrayviews.model.time_scale import UNIT_WORDS, TimeScale
 from arrayviews.model.types import normalize_type
 
 # How the grammar's terminals are shown to users in "expected one of" lists.
@@ -28,7 +30,8 @@ _TERMINAL_NAMES = {
     "INT": "integer",
     "STAR": "'*'",
     "NUMBER": "number",
-    "UNIT_TEXT": "quoted unit",
+    "UNIT_TEXT": "quoted text",
+    "TIME_UNIT": "time unit (DAY, HOURS, ...)",
     "SCALE": "SCALE",
     "OFFSET": "OFFSET",
     "UNIT": "UNIT",
@@ -202,8 +205,39 @@ class _Builder:
                     f"dimension {name}: chunk overlap is not supported (got {overlap_token}); use 0 or leave it out"
                 )
         if scale_tree is not None:
+            scale_tree = scale_tree.children[0]  # scaled: scale | time_scale
+        if scale_tree is not None and scale_tree.data == "time_scale":
+            dimension = self.timed(dimension, scale_tree)
+        elif scale_tree is not None:
             dimension = self.scaled(dimension, scale_tree)
         return dimension
+
+    def timed(self, dimension: Dimension, tree: Tree) -> Dimension:
+        """``dimension`` with the time labels of ``SCALE count UNIT [OFFSET 'time']``."""
+        keyword, count_token, unit_token, _, origin_token = tree.children
+        where = f"dimension {dimension.name}"
+        count = float(count_token)
+        if not count.is_integer() or count == 0 or "." in str(count_token) or "e" in str(count_token).lower():
+            with self.at(count_token):
+                raise SchemaError(
+                    f"{where}: a time step is a whole nonzero number of {unit_token}, got {count_token}"
+                )
+        word = str(unit_token).lower()
+        if word.startswith(("month", "year")):
+            with self.at(unit_token):
+                raise SchemaError(
+                    f"{where}: {unit_token} is not a fixed length of time; give the step in days or finer "
+                    "(a monthly grid is a dimension of cells with the dates in an attribute)"
+                )
+        resolution, per = UNIT_WORDS[word[:-1] if word.endswith("s") and word[:-1] in UNIT_WORDS else word]
+        origin = str(origin_token)[1:-1] if origin_token is not None else "1970-01-01"
+        with self.at(origin_token if origin_token is not None else keyword):
+            try:
+                scale = TimeScale.of(np.timedelta64(int(count_token) * per, resolution), origin)
+            except (SchemaError, OverflowError) as error:
+                raise SchemaError(f"{where}: {error}") from None
+        with self.at(keyword):
+            return dimension.with_scale(scale)
 
     def scaled(self, dimension: Dimension, tree: Tree) -> Dimension:
         """``dimension`` with the scale of ``SCALE step [OFFSET offset] [UNIT 'text']``."""

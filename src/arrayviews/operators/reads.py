@@ -13,6 +13,7 @@ from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.source import Source, StoredBox, stored_box
 from arrayviews.storage import chunk_read, codec, layout
@@ -70,12 +71,8 @@ def to_numpy(
             )
         attribute = schema.attributes[0].name
     spec = schema.attribute(attribute)
+    _check_dense(schema, "a dense numpy array")
     cells = math.prod(schema.shape)
-    if cells > MAX_DENSE_CELLS:
-        raise ValidationError(
-            f"array {schema.name} spans {cells} cells, too many for a dense numpy array; "
-            "read a subarray, or use to_pandas/to_spark for the non-empty cells"
-        )
     dtype = numpy_dtype(spec.type)
     fill = default_fill(spec.type) if fill is None else fill
     _check_fill(schema.name, spec, dtype, fill)
@@ -291,6 +288,19 @@ def to_spark(source: Source, engine: Engine) -> Data:
     )
 
 
+def _check_dense(schema: ArraySchema, target: str) -> None:
+    """Refuse by name an array too large to hold densely (an open-ended dimension, for one)."""
+    cells = math.prod(schema.shape)
+    if cells > MAX_DENSE_CELLS:
+        open_ended = [d.name for d in schema.dimensions if d.unbounded]
+        hint = f" (dimension {', '.join(open_ended)} is open-ended)" if open_ended else ""
+        raise ValidationError(
+            f"array {schema.name} spans {cells} cells{hint}, too many for {target}; "
+            "read a subarray (e.g. A[0:100, :]), or use to_pandas/to_spark for the non-empty cells",
+            array=schema.name,
+        )
+
+
 def to_xarray(source: Source):
     """An ``xarray.Dataset`` with one variable per attribute over the real dimension coordinates:
     ``low..high`` of each dimension, or with a scale the float64 ``offset + cell * step``. Empty (and
@@ -302,6 +312,7 @@ def to_xarray(source: Source):
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("to_xarray needs xarray: pip install xarray") from error
     schema = source.schema
+    _check_dense(schema, "an xarray Dataset")
     coords = {d.name: _coordinate(d) for d in schema.dimensions}
     variables = {}
     for attribute in schema.attributes:
@@ -345,13 +356,18 @@ def _check_exact_as_float(array: str, attribute: str, raw: np.ndarray, empty: np
 
 
 def _coordinate(dimension: Dimension):
-    """The xarray coordinate of ``dimension``: its integer cells, or its scaled float64 coordinates with
-    the unit (CF's ``units``) and the exact step and offset in the attributes, so that from_xarray
-    reads the same scale back."""
+    """The xarray coordinate of ``dimension``: its integer cells, its times (``datetime64``), or its
+    scaled float64 coordinates with the unit (CF's ``units``) and the exact step and offset in the
+    attributes, so that from_xarray reads the same scale back."""
     cells = np.arange(dimension.low, dimension.high + 1, dtype=np.int64)
     scale = dimension.scale
     if scale is None:
         return cells
+    if isinstance(scale, TimeScale):
+        times = scale.coordinates(cells)
+        if np.datetime_data(times.dtype)[0] in ("D", "h", "m"):
+            times = times.astype("datetime64[s]")  # the coarsest resolution pandas indexes keep
+        return (dimension.name, times, {})
     attrs = {"arrayviews_step": scale.step, "arrayviews_offset": scale.offset}
     if scale.unit:
         attrs["units"] = scale.unit

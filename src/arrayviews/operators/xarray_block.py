@@ -15,6 +15,7 @@ import numpy as np
 from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema, Attribute, CoordinateScale, Dimension, default_chunk_length
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import type_of_dtype
 
 
@@ -115,6 +116,8 @@ def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimensio
                 column=dim,
             )
         return Dimension(dim, int(as_integers[0]), int(as_integers[0]) + extent - 1, chunk)
+    if values.dtype.kind == "M":
+        return Dimension(dim, 0, extent - 1, chunk, scale=_time_scale_of(values, dim, name, shown))
     if values.dtype.kind != "f":
         raise ValidationError(
             f"array {name}: coordinate {dim} ({shown}) has dtype {values.dtype}; arrayviews takes integer "
@@ -132,6 +135,49 @@ def _dimension(dataset, dim: str, extent: int, ndim: int, name: str) -> Dimensio
     except SchemaError as error:  # the unit or the numbers
         raise ValidationError(f"array {name}: coordinate {dim}: {error}", array=name, column=dim) from None
     return Dimension(dim, low, low + extent - 1, chunk, scale=scale)
+
+
+def _time_scale_of(values: np.ndarray, dim: str, name: str, shown: str) -> TimeScale:
+    """The time scale whose labels of cells 0..n-1 are exactly ``values`` (datetime64)."""
+    if np.any(np.isnat(values)):
+        raise ValidationError(f"array {name}: coordinate {dim} ({shown}) holds NaT", array=name, column=dim)
+    unit, count = np.datetime_data(values.dtype)
+    if unit in ("Y", "M"):
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}) is in {'years' if unit == 'Y' else 'months'}, which are not "
+            f"a fixed length; arrayviews time dimensions step by days or finer: keep {dim} values in a variable",
+            array=name,
+            column=dim,
+        )
+    counts = [int(c) for c in values.astype(np.int64)]  # Python integers: no wrap in the differences
+    steps = {b - a for a, b in zip(counts, counts[1:], strict=False)}
+    first = np.datetime64(counts[0] * count, unit)
+    try:
+        if len(counts) == 1:
+            return TimeScale.of(np.timedelta64(1, "D"), first)
+        if steps == {0}:
+            raise ValidationError(
+                f"array {name}: coordinate {dim} ({shown}) holds one time for every cell; arrayviews time "
+                f"dimensions have evenly spaced, distinct times",
+                array=name,
+                column=dim,
+            )
+        if len(steps) != 1:
+            position = next(
+                i for i in range(1, len(counts)) if counts[i] - counts[i - 1] != counts[1] - counts[0]
+            )
+            raise ValidationError(
+                f"array {name}: coordinate {dim} ({shown}) is not evenly spaced: {values[position]} at position "
+                f"{position} does not follow the step {values[1] - values[0]} of the first two; arrayviews time "
+                f"dimensions have evenly spaced times: keep {dim} values in a variable",
+                array=name,
+                column=dim,
+            )
+        return TimeScale.of(np.timedelta64(steps.pop() * count, unit), first)
+    except SchemaError as error:
+        raise ValidationError(
+            f"array {name}: coordinate {dim} ({shown}): {error}", array=name, column=dim
+        ) from None
 
 
 def _scale_of(

@@ -1,0 +1,275 @@
+"""Time dimensions (model/time_scale.py): schema text, labels, sel, regrid and xarray round trips,
+against Python's datetime arithmetic, pandas and xarray's own selection."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import arrayviews
+from arrayviews.model.errors import ParseError, SchemaError, ValidationError
+from arrayviews.model.schema import ArraySchema
+from arrayviews.model.schema_parser import parse_schema
+from arrayviews.model.time_scale import TimeScale
+
+#: Units of the schema text with their length as a Python timedelta (the reference).
+UNITS = {
+    "WEEK": dt.timedelta(weeks=1),
+    "DAY": dt.timedelta(days=1),
+    "HOUR": dt.timedelta(hours=1),
+    "MINUTE": dt.timedelta(minutes=1),
+    "SECOND": dt.timedelta(seconds=1),
+    "MILLISECOND": dt.timedelta(milliseconds=1),
+    "MICROSECOND": dt.timedelta(microseconds=1),
+}
+FIXTURES = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    """One in-process database for the whole module (time labels are not an engine question)."""
+    return arrayviews.connect(str(tmp_path_factory.mktemp("times") / "warehouse"), execution="local")
+
+
+def _instant(label: np.datetime64) -> dt.datetime:
+    return label.astype("datetime64[us]").astype(dt.datetime)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(-500, 500).filter(bool),
+    unit=st.sampled_from(sorted(UNITS)),
+    origin=st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2200, 1, 1)),
+    low=st.integers(-1000, 1000),
+    extent=st.integers(1, 50),
+)
+def test_schema_text_labels_every_cell_as_datetime_arithmetic_does(count, unit, origin, low, extent):
+    text = f"A<v:float64>[t={low}:{low + extent - 1}:10 SCALE {count} {unit}S OFFSET '{origin.isoformat()}']"
+    schema = parse_schema(text)
+    scale = schema.dimensions[0].scale
+    cells = np.arange(low, low + extent)
+    try:
+        expected = [origin + int(c) * count * UNITS[unit] for c in cells]
+    except OverflowError:  # past Python's years 1-9999: no reference there
+        assume(False)
+    assert [_instant(x) for x in scale.coordinates(cells)] == expected
+    again = parse_schema(schema.to_text())  # the printed text reads back as the same scale
+    assert again == schema
+    assert ArraySchema.from_json(schema.to_json()) == schema
+
+
+def test_one_scale_whatever_form_it_came_in():
+    daily = TimeScale.of(np.timedelta64(1, "D"), "2026-01-01")
+    assert TimeScale.of(np.timedelta64(24, "h"), np.datetime64("2026-01-01T00:00:00.000")) == daily
+    assert TimeScale.of(dt.timedelta(days=1), dt.date(2026, 1, 1)) == daily
+    assert TimeScale.of(np.timedelta64(86_400_000_000_000, "ns"), pd.Timestamp("2026-01-01")) == daily
+    assert TimeScale.of(np.timedelta64(1, "D"), "2026-01-01T00:00Z") == daily
+    assert daily.to_text() == "SCALE 1 DAY OFFSET '2026-01-01'"
+    assert TimeScale.of(np.timedelta64(90, "m"), "2026-01-01T06:00").to_text() == (
+        "SCALE 90 MINUTES OFFSET '2026-01-01T06:00'"
+    )
+
+
+@pytest.mark.parametrize(
+    "dimension, message",
+    [
+        ("t=0:9:5 SCALE 1 MONTH", "MONTH is not a fixed length"),
+        ("t=0:9:5 SCALE 2 YEARS", "YEARS is not a fixed length"),
+        ("t=0:9:5 SCALE 1.5 DAYS", "whole nonzero number"),
+        ("t=0:9:5 SCALE 0 HOURS", "whole nonzero number"),
+        ("t=0:9:5 SCALE 1 DAY OFFSET '2026-01-01T00:00+02:00'", "give times in UTC"),
+        ("t=0:9:5 SCALE 1 DAY OFFSET 'next tuesday'", "not an ISO 8601 time"),
+        ("t=0:9:5 SCALE 1 NANOSECOND OFFSET '2262-04-11T23:47:16.854775807'", r"range of datetime64\[ns\]"),
+    ],
+)
+def test_bad_time_scales_are_refused_where_they_are_written(dimension, message):
+    with pytest.raises(ParseError, match=message) as caught:
+        parse_schema(f"A<v:float64>[{dimension}]")
+    assert "line 1, column" in str(caught.value)
+
+
+def test_an_open_ended_time_axis_is_labelled_as_far_as_numpy_can(local):
+    schema = parse_schema("A<v:float64>[t=0:*:100 SCALE 1 SECOND OFFSET '2026-01-01T00:00:00.001']")
+    scale = schema.dimensions[0].scale
+    assert _instant(scale.coordinate(86_400)) == dt.datetime(2026, 1, 2, 0, 0, 0, 1000)
+    with pytest.raises(SchemaError, match="no time label"):
+        scale.coordinate(2**62 - 1)
+
+
+@pytest.fixture(scope="module")
+def six_hourly():
+    times = pd.date_range("2026-01-30", periods=40, freq="6h")
+    values = np.arange(80.0).reshape(40, 2)
+    return xr.Dataset({"temp": (("time", "lat"), values)}, coords={"time": times, "lat": [10.0, 20.0]})
+
+
+@pytest.fixture(scope="module")
+def grid(local, six_hourly):
+    return local.from_xarray(six_hourly, "six_hourly")
+
+
+def test_xarray_round_trip_keeps_times_exactly(grid, six_hourly):
+    assert grid.schema.dimensions[0].scale == TimeScale.of(np.timedelta64(6, "h"), "2026-01-30")
+    back = grid.to_xarray()
+    np.testing.assert_array_equal(back.time.values, six_hourly.time.values)
+    np.testing.assert_array_equal(back.temp.values, six_hourly.temp.values)
+
+
+LABELS = [
+    "2026-01-31",  # a day on a six-hourly axis: the four cells of that day, as pandas
+    "2026-02",  # a month: every cell of February
+    "2026-01-31T06",  # an hour
+    np.datetime64("2026-02-03T18:00"),
+    dt.datetime(2026, 2, 1, 12),
+    pd.Timestamp("2026-02-02T00:00"),
+    pd.Timestamp("2026-02-02T01:00:00+01:00"),  # aware: compared in UTC
+    slice("2026-01-31", "2026-02-01"),
+    slice("2026-01-31T07", "2026-02-02T11:00"),
+    slice(None, "2026-01-30T12"),
+    slice(np.datetime64("2026-02-05"), None),
+    slice(dt.datetime(2026, 1, 31, 1), pd.Timestamp("2026-02-01T05:59:59")),
+]
+
+
+@pytest.mark.parametrize("label", LABELS, ids=[str(x) for x in LABELS])
+def test_sel_selects_what_xarray_selects(grid, six_hourly, label):
+    reference = six_hourly.temp.sel(time=_naive(label))
+    if "time" not in reference.dims:  # xarray drops the dimension for one instant; arrayviews keeps it
+        reference = reference.expand_dims("time")
+    got = grid.sel(time=label).to_xarray()
+    np.testing.assert_array_equal(got.time.values, reference.time.values)
+    np.testing.assert_array_equal(got.temp.values, reference.values)
+
+
+def _naive(label):
+    if isinstance(label, slice):
+        return slice(_naive(label.start), _naive(label.stop))
+    if isinstance(label, pd.Timestamp) and label.tzinfo is not None:
+        return label.tz_convert("UTC").tz_localize(None)
+    return label
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@given(
+    first=st.integers(0, 39),
+    last=st.integers(0, 39),
+    shift=st.sampled_from(["0min", "1min", "-1min", "3h", "-3h"]),
+    precision=st.sampled_from(["D", "h", "m", "s"]),
+)
+def test_label_slices_agree_with_xarray_at_every_precision(grid, six_hourly, first, last, shift, precision):
+    times = six_hourly.time.values
+    low, high = sorted((first, last))
+    start = pd.Timestamp(times[low]) + pd.Timedelta(shift)
+    stop = pd.Timestamp(times[high]) - pd.Timedelta(shift)
+    width = {"D": 10, "h": 13, "m": 16, "s": 19}[precision]
+    texts = slice(start.isoformat()[:width], stop.isoformat()[:width])
+    try:
+        reference = six_hourly.temp.sel(time=texts).values
+    except KeyError:  # pragma: no cover - xarray's refusals are not what is compared
+        return
+    if reference.size == 0 or texts.start > texts.stop:
+        with pytest.raises(ValidationError, match="dimension time"):
+            grid.sel(time=texts)
+        return
+    np.testing.assert_array_equal(grid.sel(time=texts).to_numpy("temp"), reference)
+
+
+def test_labels_that_name_no_cell_or_are_not_times_are_refused(grid):
+    with pytest.raises(
+        ValidationError, match=r"no cell has a time within '2026-01-31T05:00'.*2026-01-31T06:00"
+    ):
+        grid.sel(time="2026-01-31T05:00")
+    with pytest.raises(ValidationError, match="no cell has the coordinate"):
+        grid.sel(time=np.datetime64("2026-01-31T05:00"))
+    with pytest.raises(ValidationError, match="a time label is ISO text"):
+        grid.sel(time=5.0)
+    with pytest.raises(ValidationError, match="holds no coordinate"):
+        grid.sel(time=slice("2027-01-01", "2027-02-01"))
+    with pytest.raises(ValidationError, match="give times in UTC"):
+        grid.sel(time="2026-01-31T06:00+05:00")
+    with pytest.raises(ValidationError, match="may not be NaT"):
+        grid.sel(time=np.datetime64("NaT"))
+
+
+def test_regrid_labels_each_block_by_its_first_time(grid, six_hourly):
+    daily = grid.regrid([4, 1], "avg(temp)")
+    got = daily.to_xarray()
+    np.testing.assert_array_equal(got.time.values, six_hourly.time.values[::4])
+    expected = six_hourly.temp.coarsen(time=4).mean().values
+    np.testing.assert_allclose(got.temp_avg.values, expected, rtol=0, atol=0)
+
+
+def test_descending_times_select_like_xarray(local):
+    times = pd.date_range("2026-03-01", periods=12, freq="D")[::-1]
+    data = xr.DataArray(np.arange(12.0), coords={"day": times}, dims="day", name="v")
+    array = local.from_xarray(data, "descending_days")
+    assert array.schema.dimensions[0].scale.step < 0
+    label = slice(np.datetime64("2026-03-09"), np.datetime64("2026-03-04"))
+    np.testing.assert_array_equal(array.sel(day=label).to_numpy("v"), data.sel(day=label).values)
+
+
+@pytest.mark.parametrize(
+    "times, message",
+    [
+        (pd.DatetimeIndex(["2026-01-01", "2026-01-02", "2026-01-04"]), "not evenly spaced: 2026-01-04"),
+        (pd.DatetimeIndex(["2026-01-01", "2026-01-01", "2026-01-01"]), "one time for every cell"),
+        (pd.DatetimeIndex(["2026-01-01", "NaT", "2026-01-03"]), "holds NaT"),
+        (np.array(["2026-01", "2026-02", "2026-03"], dtype="datetime64[M]"), "not evenly spaced"),
+    ],
+)
+def test_uneven_or_unfixed_times_are_refused_and_nothing_is_created(local, times, message):
+    data = xr.DataArray(np.arange(3.0), coords={"t": times}, dims="t", name="v")
+    with pytest.raises(ValidationError, match=message):
+        local.from_xarray(data, "uneven_times")
+    assert "uneven_times" not in local.arrays()
+
+
+def test_statements_create_and_show_a_time_axis(local):
+    local.sql("CREATE ARRAY hourly <v:float64>[t=0:*:24 SCALE 1 HOUR OFFSET '2026-11-29T00:00'; x=0:3:4]")
+    hourly = local.array("hourly")
+    hourly.insert(pd.DataFrame({"t": [0, 5, 30], "x": [1, 2, 3], "v": [1.0, 2.0, 3.0]}))
+    shown = str(local.sql("SHOW SCHEMA OF hourly"))
+    assert "SCALE 1 HOUR OFFSET '2026-11-29T00:00'" in shown
+    window = hourly.sel(t=slice("2026-11-29T04:00", "2026-11-30T12:00")).to_xarray()
+    expected = [dt.datetime(2026, 11, 29) + dt.timedelta(hours=h) for h in range(4, 37)]
+    assert [_instant(x) for x in window.t.values] == expected
+    assert np.nansum(window.v.values) == 5.0  # cells 5 and 30
+    with pytest.raises(ValidationError, match="dimension t is open-ended"):
+        hourly.to_xarray()
+    with pytest.raises(ParseError, match="MONTHS is not a fixed length") as caught:
+        local.sql("CREATE ARRAY monthly <v:float64>[t=0:11:12 SCALE 1 MONTHS]")
+    assert "line 1, column" in str(caught.value)
+    assert "monthly" not in local.arrays()
+
+
+def test_a_reopened_warehouse_keeps_the_time_axis(local, grid):
+    again = arrayviews.connect(local.warehouse.location, execution="local")
+    assert again.array("six_hourly").schema == grid.schema
+
+
+def test_plot_draws_a_time_axis_as_dates(grid):
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    ax = grid.plot("temp")
+    try:
+        top, bottom = sorted(ax.get_ylim())
+        first = mdates.date2num(np.datetime64("2026-01-30T00:00"))
+        assert top == pytest.approx(first - 0.125)  # half of six hours before the first cell's time
+        assert isinstance(ax.yaxis.get_major_formatter(), mdates.AutoDateFormatter)
+    finally:
+        plt.close(ax.figure)
+
+
+def test_to_xarray_of_an_open_ended_array_is_refused_by_name(local):
+    local.sql("CREATE ARRAY open_cells <v:int32>[i=0:*:10; j=0:2:3]")
+    with pytest.raises(
+        ValidationError, match="array open_cells .*dimension i is open-ended.*read a subarray"
+    ):
+        local.array("open_cells").to_xarray()  # numpy's "array is too big" before
