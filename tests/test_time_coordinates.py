@@ -71,6 +71,12 @@ def test_one_scale_whatever_form_it_came_in():
     assert TimeScale.of(np.timedelta64(86_400_000_000_000, "ns"), pd.Timestamp("2026-01-01")) == daily
     assert TimeScale.of(np.timedelta64(1, "D"), "2026-01-01T00:00Z") == daily
     assert daily.to_text() == "SCALE 1 DAY OFFSET '2026-01-01'"
+    weekly = TimeScale.of(np.timedelta64(1, "W"), "2026-01-01")  # numpy counts weeks, not days
+    assert [_instant(x) for x in weekly.coordinates([0, 1])] == [
+        dt.datetime(2026, 1, 1),
+        dt.datetime(2026, 1, 8),
+    ]
+    assert TimeScale.of(np.timedelta64(3, "10s")) == TimeScale.of(dt.timedelta(seconds=30))
     assert TimeScale.of(np.timedelta64(90, "m"), "2026-01-01T06:00").to_text() == (
         "SCALE 90 MINUTES OFFSET '2026-01-01T06:00'"
     )

@@ -95,6 +95,7 @@ class TimeScale:
             raise SchemaError(f"a time step is a numpy.timedelta64 or datetime.timedelta, got {step!r}")
         start = to_instant(origin)
         unit = _unit_of(step.dtype)
+        step = step.astype(f"timedelta64[{unit}]")  # weeks as days; a multiplier such as [10s] as seconds
         finest = max(unit, _unit_of(start.dtype), key=RESOLUTIONS.index)
         return cls(
             int(step.astype(np.int64)) * _per(unit, finest),
@@ -247,8 +248,7 @@ def to_instant(value: object) -> np.datetime64:
             return value.astype("datetime64[D]")  # the first day of the year, month or week
         if np.datetime_data(value.dtype)[0] == "generic":
             raise SchemaError("a time label needs a unit (numpy.datetime64 without one)")
-        _unit_of(value.dtype)
-        return value
+        return value.astype(f"datetime64[{_unit_of(value.dtype)}]")  # a multiplier such as [10s] undone
     if isinstance(value, str):
         text = _without_zone(value)
         try:
