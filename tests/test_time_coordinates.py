@@ -279,3 +279,30 @@ def test_to_xarray_of_an_open_ended_array_is_refused_by_name(local):
         ValidationError, match="array open_cells .*dimension i is open-ended.*read a subarray"
     ):
         local.array("open_cells").to_xarray()  # numpy's "array is too big" before
+
+
+def test_blocks_and_windows_given_as_durations(grid, six_hourly):
+    daily = grid.regrid({"time": "1 day"}, "avg(temp)").to_xarray()
+    expected = six_hourly.temp.resample(time="1D").mean()
+    np.testing.assert_array_equal(daily.time.values, expected.time.values)
+    np.testing.assert_array_equal(daily.temp_avg.values, expected.values)
+    assert grid.regrid(["1D", 1], "avg(temp)").shape == (10, 2)
+    # a trailing day: pandas' rolling over the times (t - 24h, t]
+    trailing = grid.window({"time": (dt.timedelta(hours=18), "0h")}, "sum(temp)").to_numpy("temp_sum")
+    frame = six_hourly.temp.to_pandas()
+    np.testing.assert_array_equal(trailing, frame.rolling("24h").sum().values)
+
+
+@pytest.mark.parametrize(
+    "blocks, message",
+    [
+        ({"time": "5h"}, "not a whole number of the dimension's steps"),
+        ({"time": "1 fortnight"}, "not a duration"),
+        ({"lat": "1 day"}, "durations need a time scale"),
+        ({"time": np.timedelta64(-1, "D")}, "may not be negative"),
+        ({"time": 2.5}, "a whole number of cells or a duration"),
+    ],
+)
+def test_durations_that_are_not_whole_steps_are_refused(grid, blocks, message):
+    with pytest.raises(ValidationError, match=message):
+        grid.regrid(blocks, "avg(temp)")

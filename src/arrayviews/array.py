@@ -18,7 +18,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.model.display import Rows, as_html, as_text, described
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.indexing import index_box
-from arrayviews.model.labels import label_box
+from arrayviews.model.labels import label_box, span_cells
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
@@ -409,12 +409,16 @@ class Array:
         return self._operate(cellwise.apply, name, expression)
 
     def regrid(self, blocks: Sequence[int] | Mapping[str, int], *aggregates: str) -> Array:
-        """Aggregate non-overlapping blocks, e.g. ``A.regrid([2, 2], "avg(v)", "max(v)")``."""
+        """Aggregate non-overlapping blocks, e.g. ``A.regrid([2, 2], "avg(v)", "max(v)")`` or, on a time
+        dimension, ``A.regrid({"time": "1 day"}, "avg(v)")`` (a whole number of the dimension's steps)."""
         if isinstance(blocks, Mapping):
             unknown = [n for n in blocks if not self.schema.has_dimension(n)]
             if unknown:
                 self.schema.dimension(unknown[0])
             blocks = [blocks.get(d, 1) for d in self.schema.dimension_names]
+        names = self.schema.dimension_names
+        if not isinstance(blocks, str) and len(blocks) == len(names):
+            blocks = [span_cells(self.schema, d, b) for d, b in zip(names, blocks, strict=True)]
         return self._operate(reduce.regrid, list(blocks), aggregates)
 
     def window(
@@ -427,7 +431,16 @@ class Array:
         ``before`` cells below and ``after`` cells above it in each dimension, e.g.
         ``A.window({"i": (2, 2), "j": (2, 2)}, "avg(v)")`` (SciDB's flat form ``[2, 2, 2, 2]`` works
         too). ``method`` is ``"incremental"`` (default, cost independent of the window size),
-        ``"basic"`` (incremental along one dimension) or ``"naive"`` (every window scanned)."""
+        ``"basic"`` (incremental along one dimension) or ``"naive"`` (every window scanned). On a
+        dimension with a time scale, blocks and extents may be durations (``{"time": ("6 days", "0
+        days")}``), each a whole number of the dimension's steps."""
+        if isinstance(extents, Mapping):
+            extents = {
+                name: tuple(span_cells(self.schema, name, x) for x in reach)
+                if self.schema.has_dimension(name) and isinstance(reach, (tuple, list))
+                else reach
+                for name, reach in extents.items()
+            }
         return self._operate(window.window, extents, aggregates, method)
 
     def aggregate(self, *aggregates: str, by: Sequence[str] = ()) -> Array:

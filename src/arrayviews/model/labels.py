@@ -15,13 +15,17 @@ Selections holding no cell, and labels in the wrong order, are errors naming the
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.schema import ArraySchema, Dimension
-from arrayviews.model.time_scale import TimeScale, period_nanoseconds
+from arrayviews.model.time_scale import UNIT_WORDS, TimeScale, period_nanoseconds
 
 
 def label_box(schema: ArraySchema, labels: Mapping[str, object]) -> dict[str, tuple[int, int]]:
@@ -189,3 +193,57 @@ def _exact_cell(dimension: Dimension, value: float | int, where: str, array: str
         array=array,
         column=dimension.name,
     )
+
+
+#: A span written as text: a whole count and a unit, e.g. "6 hours", "1D", "90min".
+_SPAN = re.compile(r"^\s*(\d+)\s*([A-Za-z]+)\s*$")
+_SPAN_UNITS = {"w": ("D", 7), "d": ("D", 1), "h": ("h", 1), "min": ("m", 1), "m": ("m", 1), "s": ("s", 1)}
+_SPAN_UNITS |= {"ms": ("ms", 1), "us": ("us", 1), "ns": ("ns", 1)}
+
+
+def span_cells(schema: ArraySchema, name: str, span: object) -> int:
+    """A count of cells along dimension ``name``: an integer as it is, or on a dimension with a time
+    scale a duration (``"1 day"``, ``"6h"``, ``datetime.timedelta``, ``numpy.timedelta64``, a pandas
+    ``Timedelta``) that must be a whole number of the dimension's steps."""
+    dimension = schema.dimension(name)
+    if isinstance(span, numbers.Integral) and not isinstance(span, (bool, np.timedelta64)):
+        return int(span)  # numpy counts timedelta64 among its integers
+    where = f"array {schema.name}, dimension {name}"
+    scale = dimension.scale
+    if not isinstance(scale, TimeScale):
+        raise ValidationError(
+            f"{where}: a span is a whole number of cells, got {span!r}"
+            + (" (durations need a time scale on the dimension)" if isinstance(span, str) else ""),
+            array=schema.name,
+            column=name,
+        )
+    try:
+        duration = _duration(span)
+    except (SchemaError, ValueError, OverflowError) as error:
+        raise ValidationError(f"{where}: {error}", array=schema.name, column=name) from None
+    try:
+        return scale.cells_in(duration)
+    except SchemaError as error:
+        raise ValidationError(f"{where}: {error}", array=schema.name, column=name) from None
+
+
+def _duration(span: object) -> np.timedelta64:
+    if hasattr(span, "to_timedelta64"):  # pandas.Timedelta
+        return span.to_timedelta64()
+    if isinstance(span, dt.timedelta):
+        return np.timedelta64(span)
+    if isinstance(span, np.timedelta64):
+        return span
+    if isinstance(span, str):
+        found = _SPAN.match(span)
+        word = found.group(2).lower() if found else ""
+        unit = (
+            _SPAN_UNITS.get(word)
+            or UNIT_WORDS.get(word)
+            or UNIT_WORDS.get(word[:-1] if word.endswith("s") else "")
+        )
+        if unit is None:
+            raise SchemaError(f"{span!r} is not a duration such as '6 hours', '1 day', '90min' or '1D'")
+        resolution, per = unit
+        return np.timedelta64(int(found.group(1)) * per, resolution)
+    raise SchemaError(f"a span is a whole number of cells or a duration, got {span!r}")

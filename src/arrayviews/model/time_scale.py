@@ -128,6 +128,21 @@ class TimeScale:
         """The label of one cell."""
         return self.coordinates(np.array([cell]))[0]
 
+    def cells_in(self, span: np.timedelta64) -> int:
+        """How many steps ``span`` (a duration, not negative) is; refused unless a whole number."""
+        if np.isnat(span):
+            raise SchemaError("a duration may not be NaT")
+        unit = _unit_of(span.dtype)
+        nanoseconds = int(span.astype(f"timedelta64[{unit}]").astype(np.int64)) * _per(unit, "ns")
+        step = abs(self.step) * _per(self.resolution, "ns")
+        if nanoseconds < 0:
+            raise SchemaError(f"a duration may not be negative, got {span}")
+        if nanoseconds % step:
+            raise SchemaError(
+                f"{span} is not a whole number of the dimension's steps ({self.to_text().split(' OFFSET')[0]})"
+            )
+        return nanoseconds // step
+
     def nanoseconds(self, cell: int) -> int:
         """The label of ``cell`` as nanoseconds since 1970-01-01 (a Python integer: exact at any cell)."""
         return (self.origin + cell * self.step) * _per(self.resolution, "ns")
