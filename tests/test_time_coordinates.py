@@ -306,3 +306,10 @@ def test_blocks_and_windows_given_as_durations(grid, six_hourly):
 def test_durations_that_are_not_whole_steps_are_refused(grid, blocks, message):
     with pytest.raises(ValidationError, match=message):
         grid.regrid(blocks, "avg(temp)")
+
+
+def test_the_demo_time_grid_part_passes_its_checks(local):
+    from arrayviews.cli.grid_demo import run_grid_demo
+
+    result = run_grid_demo(local, days=3)
+    assert result["checks"] and all(result["checks"].values()), result["checks"]

@@ -147,7 +147,8 @@ def run_image_demo(db: Database, batches: int = 8) -> dict:
 
 def run_demo(db: Database, batches: int = 8, nights: int = 8) -> dict:
     """The main job: the image part, a sky catalog whose galaxy-group view is kept fresh, a network
-    stream with a pattern view and a sliding-window view, and an uncertain catalog."""
+    stream with a pattern view and a sliding-window view, an uncertain catalog, and a time grid."""
+    from arrayviews.cli.grid_demo import run_grid_demo
     from arrayviews.cli.sky_demo import run_sky_demo
     from arrayviews.cli.stream_demo import run_stream_demo
     from arrayviews.cli.uncertain_demo import run_uncertain_demo
@@ -156,12 +157,16 @@ def run_demo(db: Database, batches: int = 8, nights: int = 8) -> dict:
     sky = run_sky_demo(db, nights)
     streams = run_stream_demo(db)
     uncertain = run_uncertain_demo(db)
+    grid = run_grid_demo(db)
     failed = [
-        name for part in (image, sky, streams, uncertain) for name, ok in part["checks"].items() if not ok
+        name
+        for part in (image, sky, streams, uncertain, grid)
+        for name, ok in part["checks"].items()
+        if not ok
     ]
     if failed:
         raise SystemExit(f"demo: checks failed: {', '.join(failed)}")
     console.print(
         "[bold green]demo finished[/bold green]: every check against an independent reference passed"
     )
-    return {"image": image, "sky": sky, "streams": streams, "uncertain": uncertain}
+    return {"image": image, "sky": sky, "streams": streams, "uncertain": uncertain, "grid": grid}
