@@ -313,3 +313,10 @@ def test_the_demo_time_grid_part_passes_its_checks(local):
 
     result = run_grid_demo(local, days=3)
     assert result["checks"] and all(result["checks"].values()), result["checks"]
+
+
+def test_a_fine_step_given_for_a_coarse_scale_is_made_coarse_first():
+    # one day in nanoseconds from 2500-01-01: past datetime64[ns], but a daily scale holds it
+    scale = TimeScale.of(np.timedelta64(86_400 * 10**9, "ns"), np.datetime64("2500-01-01T00:00:00"))
+    assert scale == TimeScale.of(np.timedelta64(1, "D"), "2500-01-01")
+    assert _instant(scale.coordinate(1)) == dt.datetime(2500, 1, 2)

@@ -77,14 +77,14 @@ class TimeScale:
             )
         if self.step == 0:
             raise SchemaError("time step must not be zero")
-        if not _INT64[0] <= self.origin <= _INT64[1] or not _INT64[0] <= self.step <= _INT64[1]:
-            raise SchemaError(f"time step or origin is beyond the range of datetime64[{self.resolution}]")
         canonical = _coarsest(self.step, self.origin, self.resolution)
         if canonical != (self.step, self.origin, self.resolution):
             step, origin, resolution = canonical
             object.__setattr__(self, "step", step)
             object.__setattr__(self, "origin", origin)
             object.__setattr__(self, "resolution", resolution)
+        if not _INT64[0] <= self.origin <= _INT64[1] or not _INT64[0] <= self.step <= _INT64[1]:
+            raise SchemaError(f"time step or origin is beyond the range of datetime64[{self.resolution}]")
 
     @classmethod
     def of(cls, step: np.timedelta64 | dt.timedelta, origin: object = "1970-01-01") -> TimeScale:
