@@ -184,12 +184,13 @@ class SimilarityJoin:
             candidate = plan.candidate  # the view at the version whose reflected versions were checked
             estimate = left.estimate() + right.estimate() + candidate.source.estimate()
             engine, choice = self._db.executors.choose(estimate)
+            told = answering.QueryEngine(engine, self.left.name, self.right.name, candidate.name)
             fragments = answering.answer_through_view(
-                engine, plan, candidate, self.spec, left, right, definition.aggregates
+                told, plan, candidate, self.spec, left, right, definition.aggregates
             )
             out = public.with_dimensions(candidate.stored.dimensions)
             frame = answering.public_answer(
-                engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out
+                told, fragments, candidate.stored, candidate.definition, definition.aggregates, out
             )
             return Array(self._db, ComputedSource(out, frame, engine=engine, choice=choice))
         stored = state.stored_schema(

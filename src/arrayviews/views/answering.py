@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import CostModel, Estimate
 from arrayviews.execution.engine import Data, Engine
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, RangeError, ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
@@ -520,6 +520,62 @@ def _delta_state(
     return engine.cogroup(left_rows, right_rows, keys, function, layout.cell_schema(delta))
 
 
+# -- errors of the answer told as the query's ------------------------------------------------------
+class QueryEngine:
+    """``engine`` as an answer through a view uses it: a value that does not fit its type in any
+    task (raised by the view's merge and finalize code, which names the view) is reported as the
+    query's, naming its arrays, the view it read and that the view is unchanged (nothing is stored)."""
+
+    def __init__(self, engine: Engine, left: str, right: str, view: str) -> None:
+        self._engine, self._told = engine, functools.partial(_told, left=left, right=right, view=view)
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
+
+    def map_batches(self, data: Data, function, out_schema: pa.Schema) -> Data:
+        return self._engine.map_batches(data, functools.partial(_as_query, function, self._told), out_schema)
+
+    def group(self, data: Data, keys, function, out_schema: pa.Schema) -> Data:
+        return self._engine.group(data, keys, functools.partial(_as_query, function, self._told), out_schema)
+
+    def cogroup(self, left: Data, right: Data, keys, function, out_schema: pa.Schema) -> Data:
+        wrapped = functools.partial(_as_query, function, self._told)
+        return self._engine.cogroup(left, right, keys, wrapped, out_schema)
+
+    def map_partitions_by(self, data: Data, keys, function, out_schema: pa.Schema) -> Data:
+        wrapped = functools.partial(_partitions_as_query, function, self._told)
+        return self._engine.map_partitions_by(data, keys, wrapped, out_schema)
+
+
+def _told(error: RangeError, left: str, right: str, view: str) -> RangeError:
+    """``error`` (raised naming the view or the schema it computes in) as the query's error."""
+    text = str(error)
+    head, sep, rest = text.partition(": ")
+    if sep and (head.startswith("view ") or head.startswith("similarity join of ")):
+        text = rest
+    return RangeError(
+        f"similarity join of {left} and {right} answered through view {view}: {text} "
+        f"(an overflow of this query's answer only: view {view} is unchanged)",
+        array=left,
+        column=error.column,
+        value=error.value,
+    )
+
+
+def _as_query(function, told, *tables):
+    try:
+        return function(*tables)
+    except RangeError as error:
+        raise told(error) from None
+
+
+def _partitions_as_query(function, told, tables):
+    try:
+        yield from function(tables)
+    except RangeError as error:
+        raise told(error) from None
+
+
 def answer_through_view(
     engine: Engine,
     plan: AnswerPlan,
@@ -618,6 +674,7 @@ def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
 __all__ = [
     "AnswerPlan",
     "Candidate",
+    "QueryEngine",
     "WayCost",
     "answer_through_view",
     "delta_shapes",
