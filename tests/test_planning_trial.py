@@ -5,6 +5,7 @@ changed."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import arrayviews
@@ -54,3 +55,155 @@ def test_an_overflow_answering_through_a_view_names_the_query(local_db):
     assert (caught.value.array, caught.value.column, caught.value.value) == ("A", "s", 2**63)
     assert _versions(V) == before
     assert V.to_pandas().s.tolist() == [2**62, 2**62, 2**62]  # L1(1): only the cell itself
+
+
+# -- bad input to refreshes and limits is refused by name, and changes nothing -----------------------
+@pytest.fixture
+def two_bases(local_db):
+    """A view V over A similarity-joined with B (count and sum), both bases with one batch."""
+    A = local_db.create_array("A<v:int64>[i=0:11:4; j=0:11:4]")
+    B = local_db.create_array("B<v:int64>[i=0:11:4; j=0:11:4]")
+    A.insert({"i": [0, 1, 2], "j": [0, 1, 2], "v": [1, 2, 3]})
+    B.insert({"i": [0, 1, 3], "j": [0, 1, 2], "v": [1, 2, 3]})
+    V = local_db.create_view("V", similarity("A", "B", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    return local_db, A, B, V
+
+
+def test_bad_limits_strategies_and_bases_are_refused_by_name(two_bases):
+    """Failed before: a limit of 10**400 raised a bare OverflowError, np.int64(3) was refused while
+    np.float64(3.0) was taken, ``V.refresh(bases=5)`` raised a bare TypeError, and a misspelt
+    strategy was refused without naming the view."""
+    db, A, _, V = two_bases
+    A.insert({"i": [5], "j": [5], "v": [4]})
+    V.set_refresh_limit(2.5)
+    for bad in (10**400, -1, 0, "5", float("nan"), float("inf"), True, [1]):
+        with pytest.raises(ValidationError, match=r"^view V: the refresh limit") as caught:
+            V.set_refresh_limit(bad)
+        assert caught.value.array == "V"
+    assert V.refresh_limit == 2.5
+    V.set_refresh_limit(np.int64(3))
+    assert V.refresh_limit == 3.0
+    for strategy in ("Full", "fulll", None, 3):
+        with pytest.raises(ValidationError, match=r"^view V: refresh strategy must be one of auto, full"):
+            V.refresh(strategy)
+    for bases in (5, b"A", {"A": 1}):
+        with pytest.raises(
+            ValidationError, match=r"^view V: the bases to refresh are .* \(its bases: A, B\)"
+        ):
+            V.refresh(bases=bases)
+    with pytest.raises(ValidationError, match=r"view V: C is not a base array of the view"):
+        V.refresh(bases=["A", "C"])
+    assert _versions(V) == [1] and V.status()["pending"]
+
+
+def test_a_limit_that_cannot_be_kept_is_said_and_the_refresh_is_whole(two_bases):
+    """Failed before: under a limit below what one batch costs the decision refreshed and said
+    nothing of it; now it names the bases one batch of which exceeds the limit. The refresh it ran
+    is whole: the view then equals a recomputation by plain Python."""
+    db, A, B, V = two_bases
+    for k in range(2):
+        A.insert({"i": [4 + k], "j": [5], "v": [k]})
+        B.insert({"i": [4 + k], "j": [6 - k], "v": [10 + k]})
+    V.set_refresh_limit(1e-9)
+    decision = V.keep_within_limit()
+    assert decision.unmeetable == ("A", "B")
+    assert "the limit cannot be kept: one batch alone is predicted over it (A at" in decision.reason
+    assert decision.result is not None and decision.result.committed
+    left = {(0, 0): 1, (1, 1): 2, (2, 2): 3, (4, 5): 0, (5, 5): 1}
+    right = {(0, 0): 1, (1, 1): 2, (3, 2): 3, (4, 6): 10, (5, 5): 11}
+    expected = {}
+    for i, j in left:
+        found = [right[c] for c in ((i, j), (i + 1, j), (i - 1, j), (i, j + 1), (i, j - 1)) if c in right]
+        if found:
+            expected[(i, j)] = (len(found), sum(found))
+    got = V.to_pandas()
+    assert {(r.i, r.j): (r.n, r.s) for r in got.itertuples()} == expected
+    row = db.maintain().to_pandas().iloc[0]
+    assert row.view == "V" and row.action.startswith("within its limit")  # nothing left pending
+
+
+# -- answers through views equal plain Python, stale, after deletes, after a view is recreated ------
+AGGREGATES = ("count(*) as n", "sum(right.v) as s", "min(right.w) as lo", "max(right.v) as hi")
+OFFSETS = {
+    "L1": [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)],
+    "Linf": [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)],
+}
+
+
+def _reference(cells: dict, offsets: list) -> dict:
+    """Per cell with a neighbour inside the shape: count, exact sum, min and max by plain Python."""
+    out = {}
+    for i, j in cells:
+        found = [cells[(i + a, j + b)] for a, b in offsets if (i + a, j + b) in cells]
+        if found:
+            out[(i, j)] = (
+                len(found),
+                sum(v for v, _ in found),
+                min(w for _, w in found),
+                max(v for v, _ in found),
+            )
+    return out
+
+
+def _answer(db, shape, through) -> tuple[str, dict]:
+    join = db.similarity_join("A", "A", shape)
+    plan = join.plan(*AGGREGATES, through=through)
+    frame = join.aggregate(*AGGREGATES, through=through).to_pandas()
+    got = {(r.i, r.j): (r.n, r.s, r.lo, r.hi) for r in frame.itertuples()}
+    return plan.chosen + (" caught up" if plan.catch_up is not None else ""), got
+
+
+def test_answers_through_stale_and_recreated_views_equal_plain_python(local_db):
+    """Through a view of another shape (offsets added, and offsets taken away from a min/max view),
+    fresh, behind its base (inserts, replacing inserts, deletes), and after it was dropped and
+    created again under its name with another shape: always the plain-Python answer. Also: a
+    ``through=`` that is an array handle is refused by name; a view's handle is taken."""
+    db = local_db
+    rng = np.random.default_rng(20)
+    A = db.create_array("A<v:int64, w:float64>[i=0:11:4; j=0:11:4]")
+    cells: dict = {}
+
+    def write(n: int, replace: bool = False) -> None:
+        pool = (
+            sorted(cells)
+            if replace
+            else [(i, j) for i in range(12) for j in range(12) if (i, j) not in cells]
+        )
+        picked = [pool[k] for k in rng.choice(len(pool), n, replace=False)]
+        v, w = rng.integers(-(2**40), 2**40, n), np.round(rng.normal(size=n), 3)
+        A.insert(
+            {"i": [p[0] for p in picked], "j": [p[1] for p in picked], "v": v, "w": w},
+            on_conflict="replace" if replace else "error",
+        )
+        cells.update({p: (int(a), float(b)) for p, a, b in zip(picked, v, w, strict=True)})
+
+    write(45)
+    db.create_view("V", similarity("A", "A", L1(1), AGGREGATES))
+    seen = []
+    for step in ("fresh", "insert", "replace", "delete", "box delete"):
+        if step == "insert":
+            write(8)
+        elif step == "replace":
+            write(6, replace=True)
+        elif step == "delete":
+            gone = sorted(cells)[::7]
+            A.delete({"i": [c[0] for c in gone], "j": [c[1] for c in gone]})
+            for c in gone:
+                del cells[c]
+        elif step == "box delete":
+            A.delete(box={"i": (0, 2), "j": (0, 11)})
+            cells = {c: x for c, x in cells.items() if c[0] > 2}
+        how, got = _answer(db, Linf(1), "V")
+        seen.append(how)
+        assert got == _reference(cells, OFFSETS["Linf"]), step
+    assert seen == ["view"] + ["view caught up"] * 4
+    assert db.view("V").versions().version.tolist() == [1]  # answering stores nothing
+    db.drop_view("V")
+    V = db.create_view("V", similarity("A", "A", Linf(1), AGGREGATES))
+    write(5)
+    how, got = _answer(db, L1(1), V)  # offsets taken away from a min/max view, caught up
+    assert how == "view caught up" and got == _reference(cells, OFFSETS["L1"])
+    with pytest.raises(ValidationError, match=r"^through=A: a query is answered through a view"):
+        db.similarity_join("A", "A", L1(1)).aggregate("count(*) as n", through=A)
+    with pytest.raises(ValidationError, match=r"^through=V: .* not through an array such as V"):
+        db.similarity_join("A", "A", L1(1)).aggregate("count(*) as n", through=V.at_version(1))

@@ -109,7 +109,7 @@ class View(Array):
         versions the view reflects: processing the cheap base's batches now and the expensive
         one's later, in larger batches, is how a refresh-time limit is kept at least cost (see
         :meth:`pending_costs`)."""
-        check_strategy(strategy)
+        check_strategy(strategy, self.name)
         return refresh_view(self._db, self, strategy, bases)
 
     def refresh_history(self) -> pd.DataFrame:

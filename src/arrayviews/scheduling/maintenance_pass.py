@@ -90,6 +90,8 @@ class MaintenancePass:
                 )
             else:
                 action = f"refreshed on {', '.join(decision.advanced)} (limit {decision.limit:g} s)"
+                if decision.unmeetable:
+                    action += f"; the limit cannot be kept: one batch of {', '.join(decision.unmeetable)} exceeds it"
             seconds = None if decision.result is None else decision.result.seconds
             rows.append((decision.view, "array view", action, seconds, ""))
         for result in self.refreshed:

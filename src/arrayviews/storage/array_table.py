@@ -102,7 +102,11 @@ def chunk_box_filter(schema: ArraySchema, ranges: Sequence[tuple[int, int]] | No
 
 
 #: How errors name a chunk-fragment table, per the kind property it was created with.
-_LABELS = {kinds.STORED_ARRAY: "array", kinds.STORED_ARRAY_VIEW: "view", kinds.STORED_UNCERTAIN: "uncertain array"}
+_LABELS = {
+    kinds.STORED_ARRAY: "array",
+    kinds.STORED_ARRAY_VIEW: "view",
+    kinds.STORED_UNCERTAIN: "uncertain array",
+}
 
 
 class ArrayTable(VersionedTable):

@@ -321,7 +321,17 @@ def advanced_bases(view, advance: Iterable[str] | None) -> tuple[str, ...]:
     bases = tuple(view.definition.bases)
     if advance is None:
         return bases
-    names = [advance] if isinstance(advance, str) else list(advance)
+    if isinstance(advance, str):
+        names = [advance]
+    elif isinstance(advance, Iterable) and not isinstance(advance, bytes | dict):
+        names = list(advance)
+    else:
+        raise ValidationError(
+            f"view {view.name}: the bases to refresh are a base array's name or a list of them, "
+            f"got {advance!r} (its bases: {', '.join(bases)})",
+            array=view.name,
+            value=repr(advance),
+        )
     spelled = {b.lower(): b for b in bases}  # names are compared without regard to case
     unknown = [n for n in names if not isinstance(n, str) or n.lower() not in spelled]
     if unknown:
@@ -587,7 +597,7 @@ def _plan_strategy(
 
 def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterable[str] | None = None) -> str:
     """The refresh plan of ``view`` now: estimates, executors and the choice (nothing runs)."""
-    check_strategy(strategy)
+    check_strategy(strategy, view.name)
     chosen_bases = advanced_bases(view, advance)
     table = view._current().table
     reflected = reflected_versions(table)
@@ -613,9 +623,15 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
     return "\n".join(lines)
 
 
-def check_strategy(strategy: str) -> None:
-    if strategy not in STRATEGIES:
-        raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+def check_strategy(strategy: str, view: str | None = None) -> None:
+    """ValidationError (naming ``view`` when given) unless ``strategy`` is one of :data:`STRATEGIES`."""
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        who = "" if view is None else f"view {view}: "
+        raise ValidationError(
+            f"{who}refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}",
+            array=view,
+            value=repr(strategy),
+        )
 
 
 def _on(view, advance: tuple[str, ...]) -> str:
