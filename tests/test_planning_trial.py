@@ -6,10 +6,13 @@ changed."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import arrayviews
 from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity
+from arrayviews.model.mappings import AxisMap
+from arrayviews.views.refresh_cost import decide
 
 
 @pytest.fixture
@@ -207,3 +210,62 @@ def test_answers_through_stale_and_recreated_views_equal_plain_python(local_db):
         db.similarity_join("A", "A", L1(1)).aggregate("count(*) as n", through=A)
     with pytest.raises(ValidationError, match=r"^through=V: .* not through an array such as V"):
         db.similarity_join("A", "A", L1(1)).aggregate("count(*) as n", through=V.at_version(1))
+
+
+def test_a_view_with_a_mapping_given_as_a_dict_answers_like_plain_python(local_db):
+    """Failed before: ``similarity(..., mapping={"x": AxisMap(...), ...})`` (the form
+    ``db.similarity_join`` takes) crashed view creation with a bare AttributeError; now the mapping
+    is resolved against the bases, and the view, and a query of another shape through it with
+    NULL values, equal plain Python."""
+    db = local_db
+    A = db.create_array("A<v:int64 NULL>[i=0:7:4; j=0:7:4]")
+    B = db.create_array("B<v:int64 NULL>[x=0:15:8; y=0:15:8]")
+    rng = np.random.default_rng(3)
+    left = {(int(k) // 8, int(k) % 8): None for k in rng.choice(64, 30, replace=False)}
+    right = {
+        (int(k) // 16, int(k) % 16): int(rng.integers(-9, 9)) for k in rng.choice(256, 150, replace=False)
+    }
+    for key in list(right)[::5]:
+        right[key] = None
+    A.insert({"i": [c[0] for c in left], "j": [c[1] for c in left], "v": np.zeros(len(left), np.int64)})
+    B.insert(
+        pd.DataFrame(
+            {
+                "x": [c[0] for c in right],
+                "y": [c[1] for c in right],
+                "v": pd.array(list(right.values()), dtype="Int64"),
+            }
+        )
+    )
+    mapping = {"x": AxisMap("x", "i", 2, 1, 1), "y": AxisMap("y", "j", 2, 1, 0)}  # x = 2i + 1, y = 2j
+    aggregates = ("count(*) as n", "count(right.v) as nv", "sum(right.v) as s")
+    V = db.create_view("V", similarity("A", "B", L1(1), aggregates, mapping))
+
+    def reference(offsets):
+        out = {}
+        for i, j in left:
+            found = [
+                right[(2 * i + 1 + a, 2 * j + b)] for a, b in offsets if (2 * i + 1 + a, 2 * j + b) in right
+            ]
+            values = [v for v in found if v is not None]
+            if found:
+                out[(i, j)] = (len(found), len(values), sum(values) if values else None)
+        return out
+
+    def rows(frame):
+        return {(r.i, r.j): (r.n, r.nv, None if pd.isna(r.s) else r.s) for r in frame.itertuples()}
+
+    assert rows(V.to_pandas()) == reference(OFFSETS["L1"])
+    join = db.similarity_join("A", "B", Linf(1), mapping)
+    assert join.plan(*aggregates, through="V").chosen == "view"
+    assert rows(join.aggregate(*aggregates, through="V").to_pandas()) == reference(OFFSETS["Linf"])
+
+
+def test_a_batch_adding_view_chunks_is_not_said_to_touch_over_100_percent():
+    """Failed before: a batch adding chunks to a one-chunk view was reported as touching "200% of
+    the view's chunks"."""
+    decision = decide({"full": 1.0, "baseline": 0.5}, {}, {}, 2.0)
+    assert decision.strategy == "full" and decision.kind == "touched"
+    assert "%" not in decision.reason.split(" (at least")[0]
+    assert "touches more chunks than the view holds (2.0 times as many: it adds chunks)" in decision.reason
+    assert "touches 95% of the view's chunks" in decide({"full": 1.0, "baseline": 0.5}, {}, {}, 0.95).reason

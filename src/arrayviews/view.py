@@ -180,8 +180,8 @@ class View(Array):
 
 def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
     """Create, compute and store a view (one commit); see ``views.view.create_view``."""
-    table, public = maintenance.create_view(db, name, definition, chunks)
-    return View(db, table, definition, public)
+    table, public, stored = maintenance.create_view(db, name, definition, chunks)
+    return View(db, table, stored, public)
 
 
 def open_view(db: Database, name: str) -> View:

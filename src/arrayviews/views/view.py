@@ -200,11 +200,14 @@ def compute_from_scratch(db: Database, view) -> pd.DataFrame:
 
 def create_view(
     db: Database, name: str, definition: ViewDefinition, chunks=None
-) -> tuple[ArrayTable, ArraySchema]:
+) -> tuple[ArrayTable, ArraySchema, ViewDefinition]:
     """Create a view, compute it and store it as its first version: the table is created and
     filled in one commit, so a crash leaves either the whole view or no view. Returns the view's
-    table and public schema."""
+    table, public schema and definition as stored (a similarity mapping resolved)."""
     _refuse_views_as_bases(db, name, definition)
+    if isinstance(definition, SimilarityViewDefinition) and definition.mapping is not None:
+        # a mapping given as {right dim: left dim or AxisMap} is stored resolved against the bases
+        definition = replace(definition, mapping=join_spec(db, definition).mapping)
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
         raise AlreadyExistsError(f"an array named {name} already exists")
@@ -250,7 +253,7 @@ def create_view(
         fill=fill,
     )
     _undo_if_a_base_went(db, name, table, read)
-    return table, public
+    return table, public, definition
 
 
 def _undo_if_a_base_went(db: Database, name: str, view: ArrayTable, read: dict[str, StoredSource]) -> None:
