@@ -28,7 +28,7 @@ def _versions(relation) -> list[int]:
 # -- errors name the view, and a query's overflow is the query's -----------------------------------
 def test_a_view_s_missing_version_is_named_as_a_view(local_db):
     """Failed before: ``V.at_version(99)`` said "array V has no version 99"; a version of the wrong
-    type reached the catalog unchecked."""
+    type reached the catalog unchecked; compacting a view said "array V"."""
     A = local_db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
     A.insert({"i": [0, 1], "j": [0, 1], "v": [1, 2]})
     V = local_db.create_view("V", similarity("A", "A", L1(1), ["count(*) as n"]))
@@ -38,6 +38,7 @@ def test_a_view_s_missing_version_is_named_as_a_view(local_db):
         with pytest.raises(ValidationError, match=r"view V: a version is an integer"):
             V.at_version(bad)
     assert V.at_version(1).to_pandas().n.tolist() == [1, 1]
+    assert "nothing to compact; view V stays at version 1" in V.compact().message
 
 
 def test_an_overflow_answering_through_a_view_names_the_query(local_db):
