@@ -270,3 +270,27 @@ def test_a_batch_adding_view_chunks_is_not_said_to_touch_over_100_percent():
     assert "%" not in decision.reason.split(" (at least")[0]
     assert "touches more chunks than the view holds (2.0 times as many: it adds chunks)" in decision.reason
     assert "touches 95% of the view's chunks" in decide({"full": 1.0, "baseline": 0.5}, {}, {}, 0.95).reason
+
+
+def test_a_self_join_view_spelt_in_other_cases_has_one_base(local_db):
+    """Failed before: ``similarity("sky", "SKY", ...)`` over the array Sky made a view with two bases
+    'sky' and 'SKY': a fresh view was said to be behind (and caught up) when answering, and
+    ``refresh(bases=["Sky"])`` advanced one side only, leaving a self-join of two versions."""
+    db = local_db
+    A = db.create_array("Sky<v:int64>[i=0:11:4; j=0:11:4]")
+    A.insert({"i": [0, 1, 2], "j": [0, 1, 2], "v": [1, 2, 3]})
+    V = db.create_view("V", similarity("sky", "SKY", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    assert V.definition.bases == ("Sky",) and db.view("V").definition.bases == ("Sky",)
+    join = db.similarity_join("Sky", "Sky", Linf(1))
+    assert join.plan("count(*) as n", through="V").catch_up is None
+    A.insert({"i": [3], "j": [3], "v": [4]})
+    assert [r["base"] for r in V.status()["bases"]] == ["Sky"]
+    V.refresh(bases=["sky"])
+    cells = {(0, 0): 1, (1, 1): 2, (2, 2): 3, (3, 3): 4}
+    expected = {
+        (i, j): (len(found), sum(found))
+        for (i, j) in cells
+        if (found := [cells[(i + a, j + b)] for a, b in OFFSETS["L1"] if (i + a, j + b) in cells])
+    }
+    assert {(r.i, r.j): (r.n, r.s) for r in V.to_pandas().itertuples()} == expected
+    assert not V.status()["pending"]

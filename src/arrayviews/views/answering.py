@@ -192,18 +192,25 @@ def usable(
         if not derivable(aggregate, definition):
             what = "*" if aggregate.attribute is None else f"{aggregate.side}.{aggregate.attribute}"
             return f"it keeps no state {aggregate.function}({what}) can be computed from"
+    reflected = _by_lower_name(candidate.reflected)
     for base, version in versions.items():
-        if candidate.reflected.get(base, 0) > version:
+        if reflected.get(base.lower(), 0) > version:
             return (
-                f"it reflects {base} v{candidate.reflected.get(base, 0)}, newer than the v{version} the "
+                f"it reflects {base} v{reflected.get(base.lower(), 0)}, newer than the v{version} the "
                 "query reads"
             )
     return None
 
 
+def _by_lower_name(versions: dict[str, int]) -> dict[str, int]:
+    """Base versions keyed by lower-case name (names match without regard to case)."""
+    return {base.lower(): version for base, version in versions.items()}
+
+
 def behind(candidate: Candidate, versions: dict[str, int]) -> bool:
     """Whether the view reflects older versions of its bases than the query reads."""
-    return any(candidate.reflected.get(base, 0) < version for base, version in versions.items())
+    reflected = _by_lower_name(candidate.reflected)
+    return any(reflected.get(base.lower(), 0) < version for base, version in versions.items())
 
 
 @dataclass
