@@ -5,12 +5,16 @@ changed."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import arrayviews
 from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity
+from arrayviews.execution.cost import CostModel, load_costs
 from arrayviews.model.mappings import AxisMap
 from arrayviews.views.refresh_cost import decide
 
@@ -294,3 +298,20 @@ def test_a_self_join_view_spelt_in_other_cases_has_one_base(local_db):
     }
     assert {(r.i, r.j): (r.n, r.s) for r in V.to_pandas().itertuples()} == expected
     assert not V.status()["pending"]
+
+
+@pytest.mark.parametrize(
+    "term", [{"fixed": "x"}, {"per_cell": None}, {"per_cell": -1.0}, {"per_job": float("nan")}]
+)
+def test_a_calibration_file_with_a_bad_cost_means_the_defaults(tmp_path, term):
+    """Failed before: an ``execution.json`` whose costs parse as JSON but are not numbers crashed
+    every later operation with a bare TypeError, and a negative or NaN cost was taken (NaN sends
+    everything to Spark, a negative cost prices work below nothing); now such a file means the
+    defaults, as a file that is not JSON does."""
+    model = json.loads(CostModel().to_json())
+    model["local"].update(term)
+    (tmp_path / "execution.json").write_text(json.dumps(model))
+    assert load_costs(str(tmp_path)) == CostModel()
+    model["local"] = {"fixed": 0.5}  # a sound file keeps its terms, the missing ones default
+    (tmp_path / "execution.json").write_text(json.dumps(model))
+    assert load_costs(str(tmp_path)).local == replace(CostModel().local, fixed=0.5)
