@@ -126,8 +126,13 @@ def test_a_limit_that_cannot_be_kept_is_said_and_the_refresh_is_whole(two_bases)
             expected[(i, j)] = (len(found), sum(found))
     got = V.to_pandas()
     assert {(r.i, r.j): (r.n, r.s) for r in got.itertuples()} == expected
+    assert "array view V: within its limit of 1e-09 s" in db.sql("EXPLAIN MAINTAIN")
+    A.insert({"i": [9], "j": [9], "v": [1]})
+    explained = db.sql("EXPLAIN MAINTAIN")  # said "an ONLINE decision" whatever the prediction
+    assert "array view V: over its limit of 1e-09 s (refreshing everything pending is predicted at" in explained
+    assert "an ONLINE decision refreshes some of its bases" in explained
     row = db.maintain().to_pandas().iloc[0]
-    assert row.view == "V" and row.action.startswith("within its limit")  # nothing left pending
+    assert row.view == "V" and row.action.startswith("refreshed on A (limit 1e-09 s); the limit cannot be kept")
 
 
 # -- answers through views equal plain Python, stale, after deletes, after a view is recreated ------

@@ -143,6 +143,25 @@ def since_complete_refresh(table, bases: Sequence[str], now: dt.datetime) -> tup
     return spent, elapsed
 
 
+def limit_outlook(db: Database, view) -> str:
+    """What :func:`keep_within_limit` would do now, in words (the cheap check only; nothing runs):
+    nothing when refreshing everything pending is predicted within the limit, else an ONLINE
+    decision refreshing some bases."""
+    limit = refresh_limit(view)
+    if limit is None:
+        return "no refresh limit"
+    everything = joint_seconds(db, view)
+    if everything <= limit:
+        return (
+            f"within its limit of {limit:g} s (refreshing everything pending is predicted at "
+            f"{everything:.3f} s): left alone"
+        )
+    return (
+        f"over its limit of {limit:g} s (refreshing everything pending is predicted at {everything:.3f} s): "
+        "an ONLINE decision refreshes some of its bases"
+    )
+
+
 def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> LimitDecision:
     """Take one decision for ``view`` under its refresh-time limit C (paper 003): when refreshing
     everything pending is predicted to take at most C seconds, nothing (a lazy plan acts only when
@@ -242,6 +261,7 @@ __all__ = [
     "BaseLoad",
     "LimitDecision",
     "keep_within_limit",
+    "limit_outlook",
     "refresh_limit",
     "set_refresh_limit",
 ]
