@@ -11,9 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 import arrayviews
 from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity
+from arrayviews.cli.main import Context, cli
 from arrayviews.execution.cost import CostModel, load_costs
 from arrayviews.model.mappings import AxisMap
 from arrayviews.views.refresh_cost import decide
@@ -388,3 +390,16 @@ def test_partial_refreshes_and_every_strategy_equal_plain_python_at_the_versions
             got = {(r.i, r.j): (r.n, r.s, r.lo, r.hi) for r in view.to_pandas().itertuples()}
             assert got == reference(view), (step, view.name)
     assert {b["base"]: b["reflected"] for b in views["one"].status()["bases"]} == {"A": 5, "B": 4}
+
+
+@pytest.mark.parametrize("every", ["nan", "inf", "1e308", "-1", "0"])
+def test_maintain_every_takes_a_finite_interval_only(local_db, every):
+    """Failed before: ``arrayviews maintain --every nan`` passed click's range check and ran the
+    passes back to back (a busy loop without --passes), and ``--every inf`` (or 1e308) crashed
+    after the first pass with an internal OverflowError from the wait; now each is a usage error
+    naming the value, and no pass runs."""
+    result = CliRunner().invoke(
+        cli, ["maintain", "--every", every, "--passes", "2"], obj=Context.of(local_db)
+    )
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--every'" in result.output and "maintenance pass" not in result.output
