@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 DEFINITION_PROPERTY = "arrayviews.view.definition"
 STRATEGIES = ("auto", "full", "baseline")
-BASE_KEY = "base."
+BASE_KEY = history.BASE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -303,7 +303,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 MAX_REFRESH_ATTEMPTS = 5
 #: The commit property naming the bases a refresh brought forward (absent before partial refreshes
 #: existed: all of them).
-ADVANCED_KEY = "advanced"
+ADVANCED_KEY = history.ADVANCED
 
 
 def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | None = None) -> RefreshResult:
