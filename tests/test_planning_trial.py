@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import arrayviews
-from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity
+from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity, window
 from arrayviews.cli.main import Context, cli
 from arrayviews.execution.cost import CostModel, load_costs
 from arrayviews.model.mappings import AxisMap
@@ -410,3 +410,28 @@ def test_maintain_every_takes_a_finite_interval_only(local_db, every):
     )
     assert result.exit_code == 2, result.output
     assert "Invalid value for '--every'" in result.output and "maintenance pass" not in result.output
+
+
+def test_maintain_views_decides_a_view_after_the_views_it_reads(local_db):
+    """Failed before: ``db.maintain_views()`` took the decisions in name order, so a view named
+    before the view it reads (A_smooth over Z) was decided on Z's old version and left behind
+    after the call; now it comes after Z, as in a maintenance pass, and equals a window over Z
+    recomputed with numpy."""
+    db = local_db
+    B = db.create_array("B<v:float64>[x=0:7:4; y=0:7:4]")
+    B.write_dense(np.arange(64, dtype=np.float64).reshape(8, 8))
+    Z = db.create_view("Z", window("B", [1, 1, 1, 1], ["sum(v)"]))
+    S = db.create_view("A_smooth", window("Z", [0, 0, 1, 1], ["max(v_sum)"]))
+    for view in (Z, S):
+        view.set_refresh_limit(1e-9)
+    B.insert({"x": [3], "y": [4], "v": [1000.0]}, on_conflict="replace")
+    decisions = db.maintain_views()
+    assert [d.view for d in decisions] == ["Z", "A_smooth"]
+    assert not Z.status()["pending"] and not S.status()["pending"]
+    grid = B.to_numpy("v")
+    sums = np.array(
+        [[grid[max(0, i - 1) : i + 2, max(0, j - 1) : j + 2].sum() for j in range(8)] for i in range(8)]
+    )
+    assert np.array_equal(Z.to_numpy("v_sum"), sums)
+    expected = np.array([[sums[i, max(0, j - 1) : j + 2].max() for j in range(8)] for i in range(8)])
+    assert np.array_equal(S.to_numpy("v_sum_max"), expected)

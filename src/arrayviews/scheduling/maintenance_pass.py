@@ -147,12 +147,20 @@ def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
 def _in_dependency_order(db: Database, report: MaintenancePass) -> list:
     """The array views, each after the views it reads (views over views), so one pass brings a
     chain of derived products up to date; a view that cannot be opened goes to ``errors``."""
+    return in_dependency_order(db, report.errors)
+
+
+def in_dependency_order(db: Database, errors: dict[str, str] | None = None) -> list:
+    """The array views, each after the views it reads; a view that cannot be opened goes to
+    ``errors`` (raised when ``errors`` is None)."""
     views = {}
     for name in db.views():
         try:
             views[name.lower()] = db.view(name)
         except ArrayViewsError as error:
-            report.errors[name] = str(error)
+            if errors is None:
+                raise
+            errors[name] = str(error)
     ordered: list = []
     placed: set[str] = set()
 
@@ -170,4 +178,4 @@ def _in_dependency_order(db: Database, report: MaintenancePass) -> list:
     return ordered
 
 
-__all__ = ["MaintenancePass", "run_pass"]
+__all__ = ["MaintenancePass", "in_dependency_order", "run_pass"]
