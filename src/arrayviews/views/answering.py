@@ -101,10 +101,13 @@ class AnswerPlan:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
         lines.append(f"  why: {self.reason}")
         if self.catch_up is not None:
+            work = f"{self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s)"
             lines.append(
-                f"  the view is behind the query's versions: brought forward in memory first "
-                f"({self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s); "
+                f"  the view is behind the query's versions: brought forward in memory first ({work}; "
                 "nothing is stored)"
+                if self.chosen == "view"
+                else f"  view {self.view} is behind the query's versions: through it, it would first be "
+                f"brought forward in memory ({work})"
             )
         if self.added is not None or self.removed is not None:
             lines.append(
