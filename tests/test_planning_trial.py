@@ -442,3 +442,22 @@ def test_maintain_views_decides_a_view_after_the_views_it_reads(local_db):
     assert np.array_equal(Z.to_numpy("v_sum"), sums)
     expected = np.array([[sums[i, max(0, j - 1) : j + 2].max() for j in range(8)] for i in range(8)])
     assert np.array_equal(S.to_numpy("v_sum_max"), expected)
+
+
+def test_an_aggregate_asked_twice_under_two_names_through_a_view(local_db):
+    """Failed before: ``count(*) as a, count(*) as b`` answered through a view keeping count(*)
+    raised "SchemaError: array V: name 'n' is used twice"; now both columns hold the count, as
+    plain Python counts it, and as the answer from the base arrays."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:11:4; j=0:11:4]")
+    cells = {(0, 0): 1, (1, 1): 2, (2, 2): 3, (2, 3): 4}
+    A.insert({"i": [c[0] for c in cells], "j": [c[1] for c in cells], "v": list(cells.values())})
+    db.create_view("V", similarity("A", "A", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    expected = {}
+    for i, j in cells:
+        found = [cells[(i + a, j + b)] for a, b in OFFSETS["Linf"] if (i + a, j + b) in cells]
+        expected[(i, j)] = (len(found), len(found), sum(found), sum(found))
+    asked = ("count(*) as a", "count(*) as b", "sum(right.v) as x", "sum(right.v) as y")
+    for through in ("V", "none"):
+        frame = db.similarity_join("A", "A", Linf(1)).aggregate(*asked, through=through).to_pandas()
+        assert {(r.i, r.j): (r.a, r.b, r.x, r.y) for r in frame.itertuples()} == expected, through

@@ -656,7 +656,10 @@ def public_answer(
     and in its order, computed from the answer's state (so an avg comes from a view keeping the sum,
     a count from one keeping a min; :func:`derivable`)."""
     kept = {_key(a): a.alias for a in definition.aggregates}
-    if all(_key(a) in kept for a in aggregates):  # every one kept as is: select and rename columns
+    keys = [_key(a) for a in aggregates]
+    if all(k in kept for k in keys) and len(set(keys)) == len(keys):
+        # every one kept as is, each once: select and rename columns (an aggregate asked twice
+        # under two names is computed from the state, below, as one column cannot take two names)
         names = {}
         chosen = stored.with_attributes([stored.attribute(kept[_key(a)]) for a in aggregates])
         for aggregate, attribute in zip(aggregates, public.attributes, strict=True):
