@@ -39,6 +39,7 @@ from arrayviews.views.definition import (
     WindowViewDefinition,
     check_aggregates,
     definition_from_json,
+    spelled,
 )
 from arrayviews.views.refresh_cost import (
     FULL_FRACTION,
@@ -204,7 +205,8 @@ def create_view(
     """Create a view, compute it and store it as its first version: the table is created and
     filled in one commit, so a crash leaves either the whole view or no view. Returns the view's
     table, public schema and definition as stored (a similarity mapping resolved)."""
-    definition = _spelled_as_stored(db, definition)
+    # bases named as the catalog spells them: a self-join written `sky` and `SKY` reads one base
+    definition = spelled(definition, lambda base: getattr(db.catalog.entry(base), "name", base))
     _refuse_views_as_bases(db, name, definition)
     if isinstance(definition, SimilarityViewDefinition) and definition.mapping is not None:
         # a mapping given as {right dim: left dim or AxisMap} is stored resolved against the bases
@@ -272,22 +274,6 @@ def _undo_if_a_base_went(db: Database, name: str, view: ArrayTable, read: dict[s
                 f"view {name} was not created: its base {base} was dropped by another process while "
                 "the view was computed"
             )
-
-
-def _spelled_as_stored(db: Database, definition: ViewDefinition) -> ViewDefinition:
-    """``definition`` with its bases named as the catalog spells them: names match without regard
-    to case, so a self-join written ``sky`` and ``SKY`` reads one base, and the versions a view
-    reflects are keyed by the names every other part of the warehouse uses."""
-
-    def spelled(name: str) -> str:
-        entry = db.catalog.entry(name)
-        return name if entry is None else entry.name
-
-    if isinstance(definition, SimilarityViewDefinition):
-        return replace(definition, left=spelled(definition.left), right=spelled(definition.right))
-    if isinstance(definition, WindowViewDefinition):
-        return replace(definition, base=spelled(definition.base))
-    return definition
 
 
 def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) -> None:
