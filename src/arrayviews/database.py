@@ -34,7 +34,7 @@ from arrayviews.operators.source import StoredSource, choose_engine
 from arrayviews.operators.uncertain_calibration import calibrate_engines
 from arrayviews.operators.writes import WriteResult
 from arrayviews.operators.xarray_block import xarray_block
-from arrayviews.scheduling.maintenance_pass import MaintenancePass, run_pass
+from arrayviews.scheduling.maintenance_pass import MaintenancePass, in_dependency_order, run_pass
 from arrayviews.similarity_join import similarity_join
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
@@ -399,10 +399,10 @@ class Database:
     def maintain_views(self) -> list:
         """One scheduling decision for every array view with a refresh limit
         (``V.set_refresh_limit``): each is refreshed on just enough of its bases to keep a complete
-        refresh within its limit (``View.keep_within_limit``). Returns the decisions."""
+        refresh within its limit (``View.keep_within_limit``), each after the views it reads (as
+        in a maintenance pass). Returns the decisions."""
         decisions = []
-        for name in self.views():
-            view = self.view(name)
+        for view in in_dependency_order(self):
             if view.refresh_limit is not None:
                 decisions.append(view.keep_within_limit())
         return decisions

@@ -22,6 +22,7 @@ from arrayviews.operators.cells import cells_to_fragment_table
 from arrayviews.operators.simjoin import JoinSpec
 from arrayviews.operators.source import ComputedSource, StoredSource
 from arrayviews.storage import kinds, layout
+from arrayviews.view import View
 from arrayviews.views import answering, state
 from arrayviews.views import similarity as views_similarity
 from arrayviews.views.definition import (
@@ -147,8 +148,19 @@ class SimilarityJoin:
     def _through(self, through: str | None) -> str | None:
         """``through`` checked: "auto", "none", None, or the catalog's spelling of an array view's name
         (names are compared without regard to case); a missing or non-view name is refused by name."""
+        if isinstance(through, View):  # a view's handle stands for its name
+            through = through.name
+        elif isinstance(through, Array):
+            raise ValidationError(
+                f"through={through.name}: a query is answered through a view (or a view's name), 'auto' "
+                f"or 'none', not through an array such as {through.name}",
+                array=through.name,
+            )
         if through is not None and not isinstance(through, str):
-            raise ValidationError(f"through must be 'auto', 'none' or a view name, got {through!r}")
+            raise ValidationError(
+                f"through must be 'auto', 'none' or a view (or its name), got {type(through).__name__} "
+                f"{through!r:.60}"
+            )
         if through in ("auto", "none", None):
             return through
         kind = self._db.kind_of(through)
@@ -184,12 +196,13 @@ class SimilarityJoin:
             candidate = plan.candidate  # the view at the version whose reflected versions were checked
             estimate = left.estimate() + right.estimate() + candidate.source.estimate()
             engine, choice = self._db.executors.choose(estimate)
+            told = answering.QueryEngine(engine, self.left.name, self.right.name, candidate.name)
             fragments = answering.answer_through_view(
-                engine, plan, candidate, self.spec, left, right, definition.aggregates
+                told, plan, candidate, self.spec, left, right, definition.aggregates
             )
             out = public.with_dimensions(candidate.stored.dimensions)
             frame = answering.public_answer(
-                engine, fragments, candidate.stored, candidate.definition, definition.aggregates, out
+                told, fragments, candidate.stored, candidate.definition, definition.aggregates, out
             )
             return Array(self._db, ComputedSource(out, frame, engine=engine, choice=choice))
         stored = state.stored_schema(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -71,8 +72,16 @@ class View(Array):
         )
 
     def at_version(self, version: int) -> Array:
+        """A read-only handle on the view as it was at ``version`` (see ``V.versions()``)."""
         source = self._current()
-        source.table.snapshot_of(version)
+        if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+            raise ValidationError(
+                f"view {self.name}: a version is an integer (see V.versions()), got {version!r}",
+                array=self.name,
+                value=repr(version),
+            )
+        version = int(version)
+        source.table.snapshot_of(version)  # NotFoundError naming the view for an unknown version
         return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
 
     # -- maintenance -----------------------------------------------------------------------------
@@ -100,7 +109,7 @@ class View(Array):
         versions the view reflects: processing the cheap base's batches now and the expensive
         one's later, in larger batches, is how a refresh-time limit is kept at least cost (see
         :meth:`pending_costs`)."""
-        check_strategy(strategy)
+        check_strategy(strategy, self.name)
         return refresh_view(self._db, self, strategy, bases)
 
     def refresh_history(self) -> pd.DataFrame:
@@ -171,8 +180,8 @@ class View(Array):
 
 def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
     """Create, compute and store a view (one commit); see ``views.view.create_view``."""
-    table, public = maintenance.create_view(db, name, definition, chunks)
-    return View(db, table, definition, public)
+    table, public, stored = maintenance.create_view(db, name, definition, chunks)
+    return View(db, table, stored, public)
 
 
 def open_view(db: Database, name: str) -> View:

@@ -3,10 +3,22 @@ interrupted (the scheduler of refresh limits and stream views run as a service).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
 import click
+
+#: The longest interval between passes (about 31 years): ``time.sleep`` takes no more.
+MAX_INTERVAL = 1e9
+
+
+def _interval(context, parameter, value: float | None) -> float | None:
+    """``--every`` checked: a finite number of seconds above 0 and at most :data:`MAX_INTERVAL`
+    (NaN passed click's range check and made the passes run back to back; inf crashed the wait)."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_INTERVAL):
+        raise click.BadParameter(f"{value} is not a number of seconds above 0 and at most {MAX_INTERVAL:g}")
+    return value
 
 
 def _wait(seconds: float) -> None:
@@ -19,7 +31,8 @@ def _wait(seconds: float) -> None:
     "--every",
     "interval",
     metavar="SECONDS",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
+    callback=_interval,
     default=None,
     help="Run a pass every SECONDS (start to start) until interrupted; default: one pass.",
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from arrayviews.model.errors import ValidationError
@@ -179,22 +180,36 @@ class CostModel:
 
     @staticmethod
     def from_json(text: str) -> CostModel:
+        """The model stored as ``text``; ValueError when a cost is not a finite number >= 0 (a
+        string, null, NaN or a negative cost would break or mislead every later choice)."""
         data = json.loads(text)
         default = CostModel()  # files written before the uncertain terms existed get their defaults
         return CostModel(
-            EngineCost(**{**asdict(default.local), **data["local"]}),
-            EngineCost(**{**asdict(default.spark), **data["spark"]}),
-            int(data["max_local_cells"]),
-            int(data["max_local_bytes"]),
+            _costs(EngineCost, {**asdict(default.local), **data["local"]}, "local"),
+            _costs(EngineCost, {**asdict(default.spark), **data["spark"]}, "spark"),
+            int(_cost("max_local_cells", data["max_local_cells"])),
+            int(_cost("max_local_bytes", data["max_local_bytes"])),
             data.get("calibrated"),
             dict(data.get("notes", {})),
-            RefreshCost(**data["refresh_local"]) if "refresh_local" in data else RefreshCost(),
-            RefreshCost(**data["refresh_spark"]) if "refresh_spark" in data else RefreshCost(),
-            StreamStepCost(**data["stream_step"]) if "stream_step" in data else StreamStepCost(),
+            _costs(RefreshCost, data.get("refresh_local", {}), "refresh_local"),
+            _costs(RefreshCost, data.get("refresh_spark", {}), "refresh_spark"),
+            _costs(StreamStepCost, data.get("stream_step", {}), "stream_step"),
         )
 
     def stamped(self, notes: dict) -> CostModel:
         return replace(self, calibrated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), notes=notes)
+
+
+def _cost(name: str, value: object) -> float:
+    """``value`` when it is a finite number >= 0 (not a bool), else ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} is {value!r}, not a finite number of seconds (or count) >= 0")
+    return value
+
+
+def _costs(cls: type, values: dict, where: str):
+    """``cls`` from stored ``values`` (missing terms keep their defaults), each term checked."""
+    return cls(**{name: _cost(f"{where}.{name}", value) for name, value in values.items()})
 
 
 @dataclass(frozen=True)
@@ -262,7 +277,8 @@ def calibration_uri(warehouse: str) -> str:
 
 def load_costs(warehouse: str) -> CostModel:
     """The calibrated costs stored in the warehouse, or the defaults when there are none (or they
-    cannot be read: a damaged file never stops work, the defaults are sane)."""
+    cannot be read, or hold a cost that is not a finite number >= 0: a damaged file never stops
+    work, the defaults are sane)."""
     fs, path = filesystem(calibration_uri(warehouse))
     try:
         with fs.open_input_stream(path) as stream:

@@ -21,6 +21,7 @@ from arrayviews.model.errors import ArrayViewsError, MaintenanceError, Validatio
 from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.window import window_extents
+from arrayviews.scheduling.refresh_limit import limit_outlook
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewAggregate,
@@ -334,10 +335,7 @@ def _explain_maintain(db: Database, s: ast.Maintain) -> str:
         view = open_view(db, name)
         pending = view.status()["pending"]
         if view.refresh_limit is not None:
-            what = "batches pending" if pending else "nothing pending"
-            lines.append(
-                f"  array view {view.name}: an ONLINE decision under its limit of {view.refresh_limit:g} s ({what})"
-            )
+            lines.append(f"  array view {view.name}: {limit_outlook(db, view)}")
         elif not pending:
             lines.append(f"  array view {view.name}: up to date")
         elif s.refresh_all:

@@ -96,7 +96,7 @@ def _no_change(array: ArrayTable, operation: str, reason: str) -> WriteResult:
         operation,
         version,
         False,
-        message=f"{reason}; array {array.name} stays at version {version}",
+        message=f"{reason}; {array.label} stays at version {version}",
     )
 
 
@@ -461,7 +461,7 @@ def _compact_once(
         "compact",
         version,
         True,
-        message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of array {schema.name}, now at version {version}"
+        message=f"compact: rewrote {len(small)} small file(s) into {len(written)} of {array.label}, now at version {version}"
         + _where(engine, choice),
         executor=engine.name,
         executor_reason="" if choice is None else choice.reason,

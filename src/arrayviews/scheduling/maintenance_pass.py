@@ -90,6 +90,8 @@ class MaintenancePass:
                 )
             else:
                 action = f"refreshed on {', '.join(decision.advanced)} (limit {decision.limit:g} s)"
+                if decision.unmeetable:
+                    action += f"; the limit cannot be kept: one batch of {', '.join(decision.unmeetable)} exceeds it"
             seconds = None if decision.result is None else decision.result.seconds
             rows.append((decision.view, "array view", action, seconds, ""))
         for result in self.refreshed:
@@ -145,12 +147,20 @@ def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
 def _in_dependency_order(db: Database, report: MaintenancePass) -> list:
     """The array views, each after the views it reads (views over views), so one pass brings a
     chain of derived products up to date; a view that cannot be opened goes to ``errors``."""
+    return in_dependency_order(db, report.errors)
+
+
+def in_dependency_order(db: Database, errors: dict[str, str] | None = None) -> list:
+    """The array views, each after the views it reads; a view that cannot be opened goes to
+    ``errors`` (raised when ``errors`` is None)."""
     views = {}
     for name in db.views():
         try:
             views[name.lower()] = db.view(name)
         except ArrayViewsError as error:
-            report.errors[name] = str(error)
+            if errors is None:
+                raise
+            errors[name] = str(error)
     ordered: list = []
     placed: set[str] = set()
 
@@ -168,4 +178,4 @@ def _in_dependency_order(db: Database, report: MaintenancePass) -> list:
     return ordered
 
 
-__all__ = ["MaintenancePass", "run_pass"]
+__all__ = ["MaintenancePass", "in_dependency_order", "run_pass"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,11 +35,25 @@ def set_refresh_limit(view, seconds: float | None) -> None:
     if seconds is None:
         table.update_properties({}, removals=[LIMIT_PROPERTY])
         return
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
-        raise ValidationError(f"view {view.name}: the refresh limit is a number of seconds, got {seconds!r}")
-    if seconds <= 0:
-        raise ValidationError(f"view {view.name}: the refresh limit must be above 0 seconds, got {seconds!r}")
-    table.update_properties({LIMIT_PROPERTY: repr(float(seconds))})
+    try:
+        number = (
+            None if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) else float(seconds)
+        )
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if number is None or not math.isfinite(number):
+        raise ValidationError(
+            f"view {view.name}: the refresh limit is a finite number of seconds, got {seconds!r}",
+            array=view.name,
+            value=repr(seconds),
+        )
+    if number <= 0:
+        raise ValidationError(
+            f"view {view.name}: the refresh limit must be above 0 seconds, got {seconds!r}",
+            array=view.name,
+            value=repr(seconds),
+        )
+    table.update_properties({LIMIT_PROPERTY: repr(number)})
 
 
 def refresh_limit(view) -> float | None:
@@ -85,6 +100,9 @@ class LimitDecision:
     spent_seconds: float
     elapsed_seconds: float
     result: RefreshResult | None = None
+    #: the bases one batch of which alone is predicted above the limit: while any is named, the
+    #: limit cannot be kept (each new batch of such a base breaks it, whatever the plan)
+    unmeetable: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.reason if self.result is None else f"{self.reason}\n{self.result.message}"
@@ -123,6 +141,25 @@ def since_complete_refresh(table, bases: Sequence[str], now: dt.datetime) -> tup
         spent += float(info.properties.get(SECONDS, 0.0))
     elapsed = 0.0 if start is None else max(0.0, (now - start).total_seconds())
     return spent, elapsed
+
+
+def limit_outlook(db: Database, view) -> str:
+    """What :func:`keep_within_limit` would do now, in words (the cheap check only; nothing runs):
+    nothing when refreshing everything pending is predicted within the limit, else an ONLINE
+    decision refreshing some bases."""
+    limit = refresh_limit(view)
+    if limit is None:
+        return "no refresh limit"
+    everything = joint_seconds(db, view)
+    if everything <= limit:
+        return (
+            f"within its limit of {limit:g} s (refreshing everything pending is predicted at "
+            f"{everything:.3f} s): left alone"
+        )
+    return (
+        f"over its limit of {limit:g} s (refreshing everything pending is predicted at {everything:.3f} s): "
+        "an ONLINE decision refreshes some of its bases"
+    )
 
 
 def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> LimitDecision:
@@ -202,8 +239,20 @@ def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> Lim
             f"refreshing {', '.join(advanced)} at {chosen:.3f} s (leaves {left:.3f} s pending; chosen by "
             f"the least amortized cost over {elapsed:.0f} s since the last complete refresh)"
         )
+    unmeetable = tuple(load.base for load in loads if load.pending_batches and load.cost()(1) > limit)
+    if unmeetable:
+        singles = ", ".join(
+            f"{load.base} at {load.cost()(1):.3f} s" for load in loads if load.base in unmeetable
+        )
+        reason += (
+            f"; the limit cannot be kept: one batch alone is predicted over it ({singles}), so every "
+            f"new batch breaks it whatever is refreshed (raise it: ALTER VIEW {view.name} SET REFRESH "
+            "LIMIT n SECONDS)"
+        )
     result = refresh_view(db, view, "auto", advanced)
-    return LimitDecision(view.name, limit, everything, advanced, reason, tuple(loads), spent, elapsed, result)
+    return LimitDecision(
+        view.name, limit, everything, advanced, reason, tuple(loads), spent, elapsed, result, unmeetable
+    )
 
 
 __all__ = [
@@ -212,6 +261,7 @@ __all__ = [
     "BaseLoad",
     "LimitDecision",
     "keep_within_limit",
+    "limit_outlook",
     "refresh_limit",
     "set_refresh_limit",
 ]

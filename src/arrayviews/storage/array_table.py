@@ -12,12 +12,13 @@ from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterTha
 from pyiceberg.table import Table
 
 from arrayviews.model.schema import ArraySchema
-from arrayviews.storage import layout
+from arrayviews.storage import kinds, layout
 from arrayviews.storage.catalog import current_metadata_location
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.file_bounds import live_bounds
 from arrayviews.storage.files import new_data_file_uri, read_parquet_files
 from arrayviews.storage.versioned import (
+    KIND_PROPERTY,
     PREFIX,
     VERSION_KEY,
     SnapshotRecord,
@@ -100,6 +101,14 @@ def chunk_box_filter(schema: ArraySchema, ranges: Sequence[tuple[int, int]] | No
     return expression
 
 
+#: How errors name a chunk-fragment table, per the kind property it was created with.
+_LABELS = {
+    kinds.STORED_ARRAY: "array",
+    kinds.STORED_ARRAY_VIEW: "view",
+    kinds.STORED_UNCERTAIN: "uncertain array",
+}
+
+
 class ArrayTable(VersionedTable):
     """The Iceberg table storing one array's fragments; all reads and commits of the array go here."""
 
@@ -113,7 +122,8 @@ class ArrayTable(VersionedTable):
 
     @property
     def label(self) -> str:
-        return f"array {self.name}"
+        """``array A``, ``view V`` or ``uncertain array U``: how errors name this table, by its kind."""
+        return f"{_LABELS.get(self.table.metadata.properties.get(KIND_PROPERTY), 'array')} {self.name}"
 
     def new_file_uri(self) -> str:
         return new_data_file_uri(self.data_directory)

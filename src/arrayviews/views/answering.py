@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import CostModel, Estimate
 from arrayviews.execution.engine import Data, Engine
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, RangeError, ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.shapes import Shape
@@ -101,10 +101,13 @@ class AnswerPlan:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
         lines.append(f"  why: {self.reason}")
         if self.catch_up is not None:
+            work = f"{self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s)"
             lines.append(
-                f"  the view is behind the query's versions: brought forward in memory first "
-                f"({self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s); "
+                f"  the view is behind the query's versions: brought forward in memory first ({work}; "
                 "nothing is stored)"
+                if self.chosen == "view"
+                else f"  view {self.view} is behind the query's versions: through it, it would first be "
+                f"brought forward in memory ({work})"
             )
         if self.added is not None or self.removed is not None:
             lines.append(
@@ -192,18 +195,25 @@ def usable(
         if not derivable(aggregate, definition):
             what = "*" if aggregate.attribute is None else f"{aggregate.side}.{aggregate.attribute}"
             return f"it keeps no state {aggregate.function}({what}) can be computed from"
+    reflected = _by_lower_name(candidate.reflected)
     for base, version in versions.items():
-        if candidate.reflected.get(base, 0) > version:
+        if reflected.get(base.lower(), 0) > version:
             return (
-                f"it reflects {base} v{candidate.reflected.get(base, 0)}, newer than the v{version} the "
+                f"it reflects {base} v{reflected.get(base.lower(), 0)}, newer than the v{version} the "
                 "query reads"
             )
     return None
 
 
+def _by_lower_name(versions: dict[str, int]) -> dict[str, int]:
+    """Base versions keyed by lower-case name (names match without regard to case)."""
+    return {base.lower(): version for base, version in versions.items()}
+
+
 def behind(candidate: Candidate, versions: dict[str, int]) -> bool:
     """Whether the view reflects older versions of its bases than the query reads."""
-    return any(candidate.reflected.get(base, 0) < version for base, version in versions.items())
+    reflected = _by_lower_name(candidate.reflected)
+    return any(reflected.get(base.lower(), 0) < version for base, version in versions.items())
 
 
 @dataclass
@@ -520,6 +530,62 @@ def _delta_state(
     return engine.cogroup(left_rows, right_rows, keys, function, layout.cell_schema(delta))
 
 
+# -- errors of the answer told as the query's ------------------------------------------------------
+class QueryEngine:
+    """``engine`` as an answer through a view uses it: a value that does not fit its type in any
+    task (raised by the view's merge and finalize code, which names the view) is reported as the
+    query's, naming its arrays, the view it read and that the view is unchanged (nothing is stored)."""
+
+    def __init__(self, engine: Engine, left: str, right: str, view: str) -> None:
+        self._engine, self._told = engine, functools.partial(_told, left=left, right=right, view=view)
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
+
+    def map_batches(self, data: Data, function, out_schema: pa.Schema) -> Data:
+        return self._engine.map_batches(data, functools.partial(_as_query, function, self._told), out_schema)
+
+    def group(self, data: Data, keys, function, out_schema: pa.Schema) -> Data:
+        return self._engine.group(data, keys, functools.partial(_as_query, function, self._told), out_schema)
+
+    def cogroup(self, left: Data, right: Data, keys, function, out_schema: pa.Schema) -> Data:
+        wrapped = functools.partial(_as_query, function, self._told)
+        return self._engine.cogroup(left, right, keys, wrapped, out_schema)
+
+    def map_partitions_by(self, data: Data, keys, function, out_schema: pa.Schema) -> Data:
+        wrapped = functools.partial(_partitions_as_query, function, self._told)
+        return self._engine.map_partitions_by(data, keys, wrapped, out_schema)
+
+
+def _told(error: RangeError, left: str, right: str, view: str) -> RangeError:
+    """``error`` (raised naming the view or the schema it computes in) as the query's error."""
+    text = str(error)
+    head, sep, rest = text.partition(": ")
+    if sep and (head.startswith("view ") or head.startswith("similarity join of ")):
+        text = rest
+    return RangeError(
+        f"similarity join of {left} and {right} answered through view {view}: {text} "
+        f"(an overflow of this query's answer only: view {view} is unchanged)",
+        array=left,
+        column=error.column,
+        value=error.value,
+    )
+
+
+def _as_query(function, told, *tables):
+    try:
+        return function(*tables)
+    except RangeError as error:
+        raise told(error) from None
+
+
+def _partitions_as_query(function, told, tables):
+    try:
+        yield from function(tables)
+    except RangeError as error:
+        raise told(error) from None
+
+
 def answer_through_view(
     engine: Engine,
     plan: AnswerPlan,
@@ -590,7 +656,10 @@ def public_answer(
     and in its order, computed from the answer's state (so an avg comes from a view keeping the sum,
     a count from one keeping a min; :func:`derivable`)."""
     kept = {_key(a): a.alias for a in definition.aggregates}
-    if all(_key(a) in kept for a in aggregates):  # every one kept as is: select and rename columns
+    keys = [_key(a) for a in aggregates]
+    if all(k in kept for k in keys) and len(set(keys)) == len(keys):
+        # every one kept as is, each once: select and rename columns (an aggregate asked twice
+        # under two names is computed from the state, below, as one column cannot take two names)
         names = {}
         chosen = stored.with_attributes([stored.attribute(kept[_key(a)]) for a in aggregates])
         for aggregate, attribute in zip(aggregates, public.attributes, strict=True):
@@ -618,6 +687,7 @@ def _renamed(table: pa.Table, names: dict[str, str]) -> pa.Table:
 __all__ = [
     "AnswerPlan",
     "Candidate",
+    "QueryEngine",
     "WayCost",
     "answer_through_view",
     "delta_shapes",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -183,6 +184,16 @@ def parse_view_aggregate(text: str, left_alias: str = "left", right_alias: str =
     return ViewAggregate(
         function, sides[alias.lower()], attribute, match.group(5) or f"{attribute}_{function}"
     )
+
+
+def spelled(definition: ViewDefinition, spelling: Callable[[str], str]) -> ViewDefinition:
+    """``definition`` with each base named by ``spelling(name)`` (the catalog's spelling: names
+    match without regard to case, and the versions a view reflects are keyed by its bases' names)."""
+    if isinstance(definition, SimilarityViewDefinition):
+        return replace(definition, left=spelling(definition.left), right=spelling(definition.right))
+    if isinstance(definition, WindowViewDefinition):
+        return replace(definition, base=spelling(definition.base))
+    return definition
 
 
 def similarity(

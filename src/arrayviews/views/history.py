@@ -18,6 +18,11 @@ DECISION = "refresh.decision"
 ESTIMATES = "refresh.estimates"
 OPERATIONS = "refresh.operations"
 SECONDS = "refresh.seconds"
+#: Per base, ``base.<name>``: the version of it the view version reflects.
+BASE_PREFIX = "base."
+#: The bases a refresh brought forward, comma-separated (absent before partial refreshes existed,
+#: and on a creation: all of them).
+ADVANCED = "advanced"
 
 COLUMNS = [
     "version",
@@ -39,6 +44,8 @@ COLUMNS = [
     "cells_added",
     "cells_total",
     "update_triples",
+    "reflected",
+    "advanced",
     "estimates",
 ]
 
@@ -69,7 +76,9 @@ def refresh_history(table: ArrayTable) -> pd.DataFrame:
     """One row per version still held: the strategy asked for and run, the executor and why, the
     kind of decision and why, the chosen strategy's estimate (cells, chunks, model seconds, the
     view's correction, predicted seconds), the measured seconds up to the commit (and of the
-    compute+write step), the version's cells and update triples, and every strategy's estimate."""
+    compute+write step), the version's cells and update triples, the base versions it reflects
+    and the bases it brought forward (a partial refresh names only those; paper 003), and every
+    strategy's estimate."""
     rows = []
     for info in table.versions():
         properties = info.properties
@@ -78,6 +87,12 @@ def refresh_history(table: ArrayTable) -> pd.DataFrame:
         chosen = estimates.get(strategy, {})
         operations = json.loads(properties.get(OPERATIONS, "[]") or "[]")
         compute = next((o["seconds"] for o in operations if o.get("operation") == "compute+write"), None)
+        reflected = {
+            key[len(BASE_PREFIX) :]: int(value)
+            for key, value in properties.items()
+            if key.startswith(BASE_PREFIX)
+        }
+        advanced = properties.get(ADVANCED)
         rows.append(
             {
                 "version": info.version,
@@ -99,6 +114,8 @@ def refresh_history(table: ArrayTable) -> pd.DataFrame:
                 "cells_added": info.cells_added,
                 "cells_total": info.cells_total,
                 "update_triples": int(properties.get("update-triples", 0)),
+                "reflected": reflected,
+                "advanced": tuple(reflected) if advanced is None else tuple(advanced.split(",")),
                 "estimates": estimates,
             }
         )

@@ -240,10 +240,15 @@ def decide(
     order = sorted(model, key=lambda s: (predicted[s], STRATEGY_ORDER.index(s) if s in STRATEGY_ORDER else 9))
     figures = ", ".join(f"{s} {predicted[s]:.3f} s" for s in order)
     if "full" in model and touched_fraction is not None and touched_fraction >= FULL_FRACTION:
+        touched = (
+            f"touches {touched_fraction:.0%} of the view's chunks"
+            if touched_fraction <= 1
+            else f"touches more chunks than the view holds ({touched_fraction:.1f} times as many: it adds chunks)"
+        )
         return Decision(
             "full",
             "touched",
-            f"auto chose full: the batch touches {touched_fraction:.0%} of the view's chunks "
+            f"auto chose full: the batch {touched} "
             f"(at least {FULL_FRACTION:.0%}: an incremental refresh rewrites as much as a full one); "
             f"predicted {figures}",
             corrections,

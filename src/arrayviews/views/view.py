@@ -39,6 +39,7 @@ from arrayviews.views.definition import (
     WindowViewDefinition,
     check_aggregates,
     definition_from_json,
+    spelled,
 )
 from arrayviews.views.refresh_cost import (
     FULL_FRACTION,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
 DEFINITION_PROPERTY = "arrayviews.view.definition"
 STRATEGIES = ("auto", "full", "baseline")
-BASE_KEY = "base."
+BASE_KEY = history.BASE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -200,11 +201,16 @@ def compute_from_scratch(db: Database, view) -> pd.DataFrame:
 
 def create_view(
     db: Database, name: str, definition: ViewDefinition, chunks=None
-) -> tuple[ArrayTable, ArraySchema]:
+) -> tuple[ArrayTable, ArraySchema, ViewDefinition]:
     """Create a view, compute it and store it as its first version: the table is created and
     filled in one commit, so a crash leaves either the whole view or no view. Returns the view's
-    table and public schema."""
+    table, public schema and definition as stored (a similarity mapping resolved)."""
+    # bases named as the catalog spells them: a self-join written `sky` and `SKY` reads one base
+    definition = spelled(definition, lambda base: getattr(db.catalog.entry(base), "name", base))
     _refuse_views_as_bases(db, name, definition)
+    if isinstance(definition, SimilarityViewDefinition) and definition.mapping is not None:
+        # a mapping given as {right dim: left dim or AxisMap} is stored resolved against the bases
+        definition = replace(definition, mapping=join_spec(db, definition).mapping)
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
         raise AlreadyExistsError(f"an array named {name} already exists")
@@ -250,7 +256,7 @@ def create_view(
         fill=fill,
     )
     _undo_if_a_base_went(db, name, table, read)
-    return table, public
+    return table, public, definition
 
 
 def _undo_if_a_base_went(db: Database, name: str, view: ArrayTable, read: dict[str, StoredSource]) -> None:
@@ -283,7 +289,7 @@ def _refuse_views_as_bases(db: Database, name: str, definition: ViewDefinition) 
 MAX_REFRESH_ATTEMPTS = 5
 #: The commit property naming the bases a refresh brought forward (absent before partial refreshes
 #: existed: all of them).
-ADVANCED_KEY = "advanced"
+ADVANCED_KEY = history.ADVANCED
 
 
 def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | None = None) -> RefreshResult:
@@ -321,7 +327,17 @@ def advanced_bases(view, advance: Iterable[str] | None) -> tuple[str, ...]:
     bases = tuple(view.definition.bases)
     if advance is None:
         return bases
-    names = [advance] if isinstance(advance, str) else list(advance)
+    if isinstance(advance, str):
+        names = [advance]
+    elif isinstance(advance, Iterable) and not isinstance(advance, bytes | dict):
+        names = list(advance)
+    else:
+        raise ValidationError(
+            f"view {view.name}: the bases to refresh are a base array's name or a list of them, "
+            f"got {advance!r} (its bases: {', '.join(bases)})",
+            array=view.name,
+            value=repr(advance),
+        )
     spelled = {b.lower(): b for b in bases}  # names are compared without regard to case
     unknown = [n for n in names if not isinstance(n, str) or n.lower() not in spelled]
     if unknown:
@@ -587,7 +603,7 @@ def _plan_strategy(
 
 def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterable[str] | None = None) -> str:
     """The refresh plan of ``view`` now: estimates, executors and the choice (nothing runs)."""
-    check_strategy(strategy)
+    check_strategy(strategy, view.name)
     chosen_bases = advanced_bases(view, advance)
     table = view._current().table
     reflected = reflected_versions(table)
@@ -613,9 +629,15 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
     return "\n".join(lines)
 
 
-def check_strategy(strategy: str) -> None:
-    if strategy not in STRATEGIES:
-        raise ValidationError(f"refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+def check_strategy(strategy: str, view: str | None = None) -> None:
+    """ValidationError (naming ``view`` when given) unless ``strategy`` is one of :data:`STRATEGIES`."""
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        who = "" if view is None else f"view {view}: "
+        raise ValidationError(
+            f"{who}refresh strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}",
+            array=view,
+            value=repr(strategy),
+        )
 
 
 def _on(view, advance: tuple[str, ...]) -> str:
