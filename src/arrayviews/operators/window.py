@@ -252,7 +252,7 @@ def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
     """The window by halo exchange: every fragment cut into pieces for the chunks within reach, the
     pieces grouped by target chunk, each group computed by :func:`_window_chunk`."""
     schema = job.schema
-    present = present_chunk_box(data, engine, schema, job.before, job.after)
+    present = present_chunks(data, engine, schema, job.before, job.after)
     cut = functools.partial(
         halo.cut_pieces, schema=schema, before=job.before, after=job.after, present=present
     )
@@ -262,13 +262,14 @@ def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
 
 
 #: Past this many chunks within reach of one chunk (a long reach over an unbounded dimension), the
-#: halo is cut to the box of the chunks present, found by reading the chunk columns first.
+#: halo is cut to the chunks present, found by reading the chunk columns first.
 MANY_NEIGHBOURS = 1 << 16
 
 
-def present_chunk_box(data: Data, engine: Engine, schema: ArraySchema, before, after):
-    """(first, last) chunk per dimension holding cells in ``data`` when the reach names more than
-    :data:`MANY_NEIGHBOURS` chunks per chunk (None otherwise: the grid bounds the halo well enough)."""
+def present_chunks(data: Data, engine: Engine, schema: ArraySchema, before, after) -> np.ndarray | None:
+    """The chunks holding cells in ``data`` (distinct rows) when the reach names more than
+    :data:`MANY_NEIGHBOURS` chunks per chunk (None otherwise: the grid bounds the halo well enough).
+    The list, not its box: two clusters far apart along ``i=0:*`` have a box of 10**12 chunks."""
     if halo.most_neighbours(ChunkGrid.of(schema), before, after) <= MANY_NEIGHBOURS:
         return None
     columns = layout.chunk_columns(schema)
@@ -277,7 +278,7 @@ def present_chunk_box(data: Data, engine: Engine, schema: ArraySchema, before, a
     if table.num_rows == 0:
         return None
     chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in columns], axis=1)
-    return chunks.min(axis=0), chunks.max(axis=0)
+    return np.unique(chunks, axis=0)
 
 
 def window_in_process(

@@ -14,7 +14,8 @@ from arrayviews.operators import halo
 from arrayviews.operators.deltas import Delta
 from arrayviews.operators.reduce import parse_calls
 from arrayviews.operators.source import StoredSource
-from arrayviews.operators.window import MANY_NEIGHBOURS, WindowJob, _window_chunk, present_chunk_box
+from arrayviews.operators.window import MANY_NEIGHBOURS, WindowJob, _window_chunk
+from arrayviews.operators.window import present_chunks as present_in_data
 from arrayviews.storage import layout
 
 
@@ -25,34 +26,34 @@ def affected_chunks(
 
     A change at ``x`` alters the windows of cells in ``[x - after, x + before]``; the affected view
     chunks are those overlapping that box around any changed cell. With ``present`` (the chunks
-    holding base cells at the new version), only chunks in the box of those and of the removed cells'
-    chunks are candidates (the other chunks hold no view cell before or after), so a long reach over
-    an unbounded dimension stays within the data.
+    holding base cells at the new version), only those chunks and the removed cells' chunks are
+    candidates (the other chunks hold no view cell before or after), so a long reach over an
+    unbounded dimension stays within the data, even when two clusters lie 10**12 chunks apart.
     """
     coords = np.vstack([delta.coords("minus"), delta.coords("plus")])
     if len(coords) == 0:
         return np.zeros((0, view.ndim), np.int64)
     grid = ChunkGrid.of(view)
-    within = None
     if present is not None:
         held = np.vstack(
             [np.asarray(present, np.int64).reshape(-1, view.ndim), grid.chunk_of(delta.coords("minus"))]
         )
-        if len(held) == 0:
-            return np.zeros((0, view.ndim), np.int64)
-        within = (held.min(axis=0), held.max(axis=0))
+        return _reached(grid, np.unique(held, axis=0), coords, before, after)
     chunks = set()
     for cell in np.unique(grid.chunk_of(coords), axis=0):
-        chunks.update(grid.neighbour_chunks(tuple(int(c) for c in cell), after, before, within))
-    # keep only chunks whose dilated box really meets a changed cell
-    result = []
-    for chunk in sorted(chunks):
-        low, high = grid.chunk_bounds(chunk)
-        reach_low = np.asarray(low) - np.asarray(before)
-        reach_high = np.asarray(high) + np.asarray(after)
-        if np.any(np.all((coords >= reach_low) & (coords <= reach_high), axis=1)):
-            result.append(chunk)
-    return np.array(result, dtype=np.int64).reshape(-1, view.ndim)
+        chunks.update(grid.neighbour_chunks(tuple(int(c) for c in cell), after, before))
+    return _reached(grid, np.array(sorted(chunks), np.int64).reshape(-1, view.ndim), coords, before, after)
+
+
+def _reached(grid: ChunkGrid, chunks: np.ndarray, coords: np.ndarray, before, after) -> np.ndarray:
+    """The rows of ``chunks`` whose box dilated by the window (``before`` down, ``after`` up) holds
+    one of the cells ``coords``: the chunks with a cell whose window reaches a changed cell."""
+    if len(chunks) == 0:
+        return chunks
+    low = np.stack([g.chunk_starts(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    high = low - 1 + np.stack([g.chunk_sizes(chunks[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
+    rows, _ = halo.listed_in_ranges(coords, low - np.asarray(before), high + np.asarray(after))
+    return chunks[np.unique(rows)]
 
 
 def present_chunks(base: StoredSource, before, after) -> np.ndarray | None:
@@ -87,7 +88,7 @@ def window_fragments(
     calls = parse_calls(schema, aggregates, window=True)
     ranges = None if targets is None else reach_ranges(schema, targets, before, after)
     data = base.data(engine, ranges)
-    present = present_chunk_box(data, engine, schema, before, after)
+    present = present_in_data(data, engine, schema, before, after)
     cut = functools.partial(halo.cut_pieces, schema=schema, before=before, after=after, present=present)
     pieces = engine.map_batches(data, cut, halo.piece_schema(schema))
     if targets is not None:
