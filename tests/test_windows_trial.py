@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arrayviews import window
 from arrayviews.model.errors import ValidationError
@@ -55,7 +58,9 @@ def assert_matches(frame, cells: dict, before, after, dims) -> None:
     assert sorted(got) == sorted(want)
     for cell, row in want.items():
         for function, value in row.items():
-            if isinstance(value, int) and function != "avg":
+            if value is None:
+                assert got[cell][function] is None, (cell, function)
+            elif isinstance(value, int) and function != "avg":
                 assert got[cell][function] == value, (cell, function)
             else:
                 assert got[cell][function] == pytest.approx(value, rel=1e-12, abs=1e-12), (cell, function)
@@ -117,3 +122,105 @@ def test_bad_window_view_definitions_are_named_and_change_nothing(local) -> None
     assert local.views() == views
     single = local.create_view("defs_one", window("defs", {"i": (1, 0)}, "sum(v)", dimensions=["i", "j"]))
     assert single.to_pandas().v_sum.tolist() == [3, 4]  # j has no reach: (2,2) does not see (1,1)
+
+
+#: (schema after the name, before, after): 1-D to 3-D, chunk length 1, windows larger than a chunk
+#: and than the array, asymmetric and even/odd extents, an unbounded dimension, nullable values.
+SHAPES = [
+    ("<v:int64>[i=0:11:1]", (2,), (0,)),
+    ("<v:int64>[i=-3:8:4]", (20,), (30,)),
+    ("<v:float64>[i=0:8:3; j=0:8:4]", (4, 1), (0, 5)),
+    ("<v:int64 null>[i=0:5:2; j=0:5:2]", (1, 1), (1, 1)),
+    ("<v:int64>[i=0:4:2; j=0:4:3; k=0:4:1]", (1, 0, 2), (2, 1, 0)),
+    ("<v:int64>[i=0:*:3; j=0:5:4]", (5, 1), (2, 0)),
+]
+_names = iter(range(10**6))
+
+
+@st.composite
+def batches(draw, highs: tuple[int, ...], kind: str):
+    """A few batches over the cells ``0..highs`` of the array: inserts (replacing), deletes of cells
+    or of a box, dense blocks."""
+    cell = st.tuples(*[st.integers(0, h) for h in highs])
+    if kind == "float":
+        value = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
+    elif kind == "null":
+        value = st.one_of(st.none(), st.integers(-50, 50))
+    else:
+        value = st.integers(-(2**40), 2**40)
+    steps = []
+    for _ in range(draw(st.integers(1, 3))):
+        what = draw(st.sampled_from(["insert", "delete", "box", "dense"]))
+        if what == "insert":
+            steps.append(("insert", draw(st.dictionaries(cell, value, min_size=1, max_size=6))))
+        elif what == "delete":
+            steps.append(("delete", draw(st.lists(cell, min_size=1, max_size=4, unique=True))))
+        elif what == "box":
+            low = draw(cell)
+            steps.append(
+                (
+                    "box",
+                    low,
+                    tuple(min(h, x + draw(st.integers(0, 4))) for x, h in zip(low, highs, strict=True)),
+                )
+            )
+        else:
+            low = draw(cell)
+            shape = tuple(draw(st.integers(1, min(3, h - x + 1))) for x, h in zip(low, highs, strict=True))
+            steps.append(("dense", low, shape, draw(st.integers(-9, 9))))
+    return steps
+
+
+def _apply(array, cells: dict, step, kind: str) -> None:
+    """One batch on the array and on the reference dictionary alike."""
+    dims = array.dims
+    if step[0] == "insert":
+        _insert(array, step[1])
+        cells.update(step[1])
+    elif step[0] == "delete":
+        array.delete({d: [c[k] for c in step[1]] for k, d in enumerate(dims)})
+        for c in step[1]:
+            cells.pop(c, None)
+    elif step[0] == "box":
+        array.delete(box={d: (lo, hi) for d, lo, hi in zip(dims, step[1], step[2], strict=True)})
+        for c in list(cells):
+            if all(lo <= x <= hi for x, lo, hi in zip(c, step[1], step[2], strict=True)):
+                del cells[c]
+    else:
+        _, low, shape, start = step
+        values = (np.arange(math.prod(shape)).reshape(shape) + start).astype(
+            np.float64 if kind == "float" else np.int64
+        )
+        array.write_dense(values, origin=list(low), on_conflict="replace")
+        for index in np.ndindex(*shape):
+            cells[tuple(lo + x for lo, x in zip(low, index, strict=True))] = values[index].item()
+
+
+def _kind(schema: str) -> str:
+    return "float" if "float" in schema else "null" if "null" in schema else "int"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_window_view_follows_random_batches_in_every_dimension(local, data) -> None:
+    """A window view refreshed (auto, full or baseline, chosen at random) after random batches in
+    any dimension equals the brute force over the array's cells after every batch."""
+    schema, before, after = data.draw(st.sampled_from(SHAPES))
+    name = f"h{next(_names)}"
+    array = local.create_array(name + schema)
+    highs = tuple(min(8, d.high) for d in array.schema.dimensions)
+    kind = _kind(schema)
+    cells: dict = {}
+    first = data.draw(
+        st.dictionaries(st.tuples(*[st.integers(0, h) for h in highs]), st.integers(-9, 9), max_size=8)
+    )
+    if first:
+        _insert(array, first)
+        cells.update(first)
+    flat = [x for pair in zip(before, after, strict=True) for x in pair]
+    view = local.create_view(name + "_w", window(name, flat, calls()))
+    assert_matches(view.to_pandas(), cells, before, after, array.dims)
+    for step in data.draw(batches(highs, kind)):
+        _apply(array, cells, step, kind)
+        view.refresh(data.draw(st.sampled_from(["auto", "full", "baseline"])))
+        assert_matches(view.to_pandas(), cells, before, after, array.dims)
