@@ -224,3 +224,85 @@ def test_window_view_follows_random_batches_in_every_dimension(local, data) -> N
         _apply(array, cells, step, kind)
         view.refresh(data.draw(st.sampled_from(["auto", "full", "baseline"])))
         assert_matches(view.to_pandas(), cells, before, after, array.dims)
+
+
+def filtered(present: np.ndarray, values: np.ndarray, before, after) -> dict:
+    """count, sum, min, max of every window by scipy.ndimage (a box of ones correlated, minimum and
+    maximum filters with the empty cells at +-inf), each array over the whole grid."""
+    from scipy import ndimage
+
+    size = tuple(b + a + 1 for b, a in zip(before, after, strict=True))
+    origin = tuple(b - s // 2 for b, s in zip(before, size, strict=True))
+    box = np.ones(size)
+    as_float = np.where(present, values, 0).astype(np.float64)  # |values| < 2**20: exact in float64
+
+    def correlate(array):
+        return ndimage.correlate(array, box, mode="constant", cval=0.0, origin=origin)
+
+    return {
+        "count": correlate(present.astype(np.float64)),
+        "sum": correlate(as_float),
+        "min": ndimage.minimum_filter(
+            np.where(present, values, np.inf), size=size, origin=origin, mode="constant", cval=np.inf
+        ),
+        "max": ndimage.maximum_filter(
+            np.where(present, values, -np.inf), size=size, origin=origin, mode="constant", cval=-np.inf
+        ),
+    }
+
+
+def assert_filtered(frame, present: np.ndarray, values: np.ndarray, before, after) -> None:
+    """The view frame holds the present cells only, with the scipy filters' values there."""
+    want = filtered(present, values, before, after)
+    index = tuple(np.asarray(frame[d]) for d in ("i", "j"))
+    assert sorted(zip(*index, strict=True)) == sorted(zip(*np.nonzero(present), strict=True))
+    np.testing.assert_array_equal(frame["count"], want["count"][index])
+    np.testing.assert_array_equal(frame.v_sum, want["sum"][index])
+    np.testing.assert_allclose(frame.v_avg, want["sum"][index] / want["count"][index], rtol=1e-15)
+    np.testing.assert_array_equal(frame.v_min, want["min"][index])
+    np.testing.assert_array_equal(frame.v_max, want["max"][index])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_dense_view_batch_then_its_inverse_against_scipy(local, dtype) -> None:
+    """41 x 34 cells in 7 x 9 chunks (edge chunks cut), holes and one empty chunk, an asymmetric
+    window: a dense block across four chunks' corners and a deleted box that empties a chunk and
+    holds the largest and smallest values, then the exact inverse batch: the view follows scipy's
+    filters and returns to its first state bit for bit (min and max included)."""
+    rng = np.random.default_rng(7)
+    shape, before, after = (41, 34), (3, 2), (1, 4)
+    values = rng.integers(-(2**19), 2**19, shape).astype(dtype)
+    if dtype == "float64":
+        values = values / 8  # exact binary fractions: sums stay exact
+    present = rng.random(shape) > 0.2
+    present[7:14, 9:18] = False  # an empty chunk
+    values[3, 3], values[5, 1] = 2**19, -(2**19)  # the extremes, in the box deleted below
+    present[3, 3] = present[5, 1] = True
+    name = f"dense_{dtype}"
+    array = local.create_array(f"{name}<v:{dtype}>[i=0:40:7; j=0:33:9]")
+    array.write_dense(np.ma.masked_array(values, ~present))
+    view = local.create_view(name + "_w", window(name, [3, 1, 2, 4], calls()))
+    first = view.to_pandas()
+    assert_filtered(first, present, values, before, after)
+
+    block = (slice(12, 17), slice(16, 21))  # across the corner of chunks (1, 1), (1, 2), (2, 1), (2, 2)
+    new_values, new_present = values.copy(), present.copy()
+    new_values[block] = np.arange(25).reshape(5, 5) - 12
+    new_present[block] = True
+    new_present[0:7, 0:9] = False  # chunk (0, 0) emptied, with both extremes
+    array.write_dense(new_values[block], origin=[12, 16], on_conflict="replace")
+    array.delete(box={"i": (0, 6), "j": (0, 8)})
+    view.refresh("baseline")
+    assert_filtered(view.to_pandas(), new_present, new_values, before, after)
+
+    restore = (slice(0, 7), slice(0, 9))
+    array.write_dense(np.ma.masked_array(values[restore], ~present[restore]), origin=[0, 0])
+    array.write_dense(
+        np.ma.masked_array(values[block], ~present[block]), origin=[12, 16], on_conflict="replace"
+    )
+    gone = np.argwhere(new_present[block] & ~present[block]) + [12, 16]
+    array.delete({"i": gone[:, 0].tolist(), "j": gone[:, 1].tolist()})
+    view.refresh("baseline")
+    again = view.to_pandas()
+    assert_filtered(again, present, values, before, after)
+    assert again.equals(first)
