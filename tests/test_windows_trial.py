@@ -106,6 +106,12 @@ def test_far_apart_cells_with_a_long_reach_over_an_unbounded_dimension(local) ->
     del cells[(0, 0)]
     view.refresh("baseline")
     assert_matches(view.to_pandas(), cells, before, after, array.dims)
+    spread = {(far + 5 * k, k % 4): k - 20 for k in range(40)}  # 40 chunks: the halo plans from cells
+    _insert(array, spread)
+    cells.update(spread)
+    view.refresh("baseline")
+    assert_matches(view.to_pandas(), cells, before, after, array.dims)
+    assert_matches(array.window(flat, *calls()).to_pandas(), cells, before, after, array.dims)
 
 
 def test_bad_window_view_definitions_are_named_and_change_nothing(local) -> None:
