@@ -312,3 +312,21 @@ def test_dense_view_batch_then_its_inverse_against_scipy(local, dtype) -> None:
     again = view.to_pandas()
     assert_filtered(again, present, values, before, after)
     assert again.equals(first)
+
+
+def test_spark_window_over_far_apart_clusters_matches_in_process(spark, local, tmp_path) -> None:
+    """The long-reach window over far-apart clusters on Spark (the halo cut in its tasks from the
+    listed chunks; before, the box of 2.5 * 10**11 chunks) equals the brute force and, bit for bit,
+    the in-process window."""
+    import arrayviews
+
+    on_spark = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="spark")
+    far = 10**12
+    cells = {(1, 0): 0.5, (2, 5): -1.25, (far, 1): 1e300, (far + 3, 2): -1e300, (far + 9, 0): 2.0}
+    frames = []
+    for db, name in ((on_spark, "both"), (local, "both_local")):
+        array = db.create_array(f"{name}<v:float64>[i=0:*:4; j=0:5:3]")
+        _insert(array, cells)
+        frames.append(array.window([2**45, 0, 1, 1], *calls()).to_pandas())
+        assert_matches(frames[-1], cells, (2**45, 1), (0, 1), array.dims)
+    assert frames[0].equals(frames[1])
