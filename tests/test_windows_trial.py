@@ -117,7 +117,7 @@ def test_far_apart_cells_with_a_long_reach_over_an_unbounded_dimension(local) ->
 def test_bad_window_view_definitions_are_named_and_change_nothing(local) -> None:
     """Before: an odd count of extents raised a bare IndexError, a misspelt dimension in extents by
     name was silently left out (a window of (0, 0) there), and one aggregate given as a string was
-    read character by character."""
+    read character by character; numpy integer extents failed with a TypeError when stored."""
     array = local.create_array("defs<v:int64>[i=0:9:3; j=0:9:3]")
     _insert(array, {(1, 1): 3, (2, 2): 4})
     views = local.views()
@@ -126,6 +126,10 @@ def test_bad_window_view_definitions_are_named_and_change_nothing(local) -> None
     with pytest.raises(ValidationError, match="no dimension named 'x'"):
         window("defs", {"x": (1, 1)}, ["avg(v)"], dimensions=["i", "j"])
     assert local.views() == views
+    extents = np.array([1, 0, 1, 0])  # numpy integers: before, a TypeError from storing the definition
+    assert local.create_view("defs_np", window("defs", extents, ["count(*)"])).to_pandas()[
+        "count"
+    ].tolist() == [1, 2]
     single = local.create_view("defs_one", window("defs", {"i": (1, 0)}, "sum(v)", dimensions=["i", "j"]))
     assert single.to_pandas().v_sum.tolist() == [3, 4]  # j has no reach: (2,2) does not see (1,1)
 

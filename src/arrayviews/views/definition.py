@@ -229,6 +229,14 @@ def window(
                 value=repr(flat),
             )
         pairs = [(flat[k], flat[k + 1]) for k in range(0, len(flat), 2)]
+    # numpy integers become Python integers (the definition is stored as JSON); anything else is
+    # kept for the window's own check, which names the dimension and the value
+    pairs = [tuple(_plain_integer(v) for v in pair) for pair in pairs]
     return WindowViewDefinition(
         base, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(aggregates)
     )
+
+
+def _plain_integer(value):
+    """``value`` as a Python int when it is a numpy integer, else as it is."""
+    return int(value) if isinstance(value, np.integer) else value
