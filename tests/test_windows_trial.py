@@ -318,6 +318,29 @@ def test_dense_view_batch_then_its_inverse_against_scipy(local, dtype) -> None:
     assert again.equals(first)
 
 
+def test_a_reach_leaving_int64_over_a_wide_dimension_is_refused(local) -> None:
+    """Over ``i=-(2**62 - 1):2**62 - 1`` a reach of 2**63 - 1 (cut to the dimension's 2**63 - 2 cells)
+    wrapped in the window's arithmetic: cells silently went missing from the window and from the
+    view. It is now refused naming the dimension, no view is made; a reach of 2**62 - 1 works."""
+    edge = 2**62 - 1
+    array = local.create_array(f"wide<v:int64>[i=-{edge}:{edge}:1000; j=0:3:2]")
+    cells = {(-edge, 0): 1, (0, 1): 2, (edge, 3): 4}
+    _insert(array, cells)
+    views = local.views()
+    with pytest.raises(ValidationError, match=r"along i .* leaves the int64 coordinates") as caught:
+        array.window([2**63 - 1, 0, 1, 1], *calls()).to_pandas()
+    assert caught.value.column == "i"
+    with pytest.raises(ValidationError, match="leaves the int64 coordinates"):
+        local.create_view("wide_w", window("wide", [0, 2**63 - 1, 1, 1], calls()))
+    assert local.views() == views
+    view = local.create_view("wide_w", window("wide", [edge, edge, 3, 3], calls()))
+    assert_matches(view.to_pandas(), cells, (edge, 3), (edge, 3), array.dims)
+    array.delete({"i": [0], "j": [1]})
+    del cells[(0, 1)]
+    view.refresh("baseline")
+    assert_matches(view.to_pandas(), cells, (edge, 3), (edge, 3), array.dims)
+
+
 def test_spark_window_over_far_apart_clusters_matches_in_process(spark, local, tmp_path) -> None:
     """The long-reach window over far-apart clusters on Spark (the halo cut in its tasks from the
     listed chunks; before, the box of 2.5 * 10**11 chunks) equals the brute force and, bit for bit,

@@ -78,7 +78,33 @@ def window_extents(
     lengths = [d.high - d.low for d in schema.dimensions]
     before = tuple(min(int(p[0]), n) for p, n in zip(pairs, lengths, strict=True))
     after = tuple(min(int(p[1]), n) for p, n in zip(pairs, lengths, strict=True))
+    for dimension, b, a in zip(schema.dimensions, before, after, strict=True):
+        _check_reach(schema.name, dimension, b, a)
     return before, after
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _check_reach(array: str, dimension, before: int, after: int) -> None:
+    """Refuse a reach whose window arithmetic leaves int64 (``high + after``, ``low - before`` and the
+    window's length ``before + after + 1``): over a dimension wider than 2**62 cells, such as
+    ``i=-4611686018427387903:*``, a whole-dimension window wrapped and silently lost cells."""
+    if (
+        dimension.high + after <= INT64_MAX
+        and dimension.low - before >= -INT64_MAX - 1
+        and before + after + 1 <= INT64_MAX
+    ):
+        return
+    raise ValidationError(
+        f"array {array}: a window reaching {before} cells before and {after} after along "
+        f"{dimension.name} (range {dimension.low}:{dimension.high}) leaves the int64 coordinates; "
+        f"reach at most {dimension.low + INT64_MAX + 1} before, {INT64_MAX - dimension.high} after "
+        f"and {INT64_MAX - 1} in all",
+        array=array,
+        column=dimension.name,
+        value=(before, after),
+    )
 
 
 @dataclass(frozen=True)
