@@ -341,6 +341,35 @@ def test_a_reach_leaving_int64_over_a_wide_dimension_is_refused(local) -> None:
     assert_matches(view.to_pandas(), cells, (edge, 3), (edge, 3), array.dims)
 
 
+def test_a_refresh_rewrites_only_chunks_holding_cells(local) -> None:
+    """A one-cell batch in a sparse array: the refresh rewrites the chunks holding a cell whose
+    window reaches it (counted here from the cells), not every chunk within reach. Before, the empty
+    chunks were counted too: 36 "rewritten" for 2 changed, more than the view's 31 chunks, so auto
+    refreshed everything because the batch "touched" over 90% of the view."""
+    rng = np.random.default_rng(3)
+    array = local.create_array("sparse<v:int64>[i=0:199:10; j=0:199:10]")
+    cells = {
+        (int(k // 20) * 10 + 3, int(k % 20) * 10 + 4): int(k) for k in rng.choice(400, 30, replace=False)
+    }
+    _insert(array, cells)
+    flat, reach = [25, 25, 25, 25], (25, 25)
+    view = local.create_view("sparse_w", window("sparse", flat, calls()))
+    for batch in ({(100, 100): 7}, {(17, 180): -3}):
+        _insert(array, batch)
+        cells.update(batch)
+        (changed,) = batch
+        holding = {(i // 10, j // 10) for i, j in cells}
+        reached = {
+            chunk
+            for chunk in holding
+            if all(10 * c - 25 <= x <= 10 * c + 9 + 25 for c, x in zip(chunk, changed, strict=True))
+        }
+        result = view.refresh("baseline") if batch == {(100, 100): 7} else view.refresh()
+        assert result.view_chunks_rewritten == len(reached)
+        assert result.decision != "touched"
+        assert_matches(view.to_pandas(), cells, reach, reach, array.dims)
+
+
 def test_spark_window_over_far_apart_clusters_matches_in_process(spark, local, tmp_path) -> None:
     """The long-reach window over far-apart clusters on Spark (the halo cut in its tasks from the
     listed chunks; before, the box of 2.5 * 10**11 chunks) equals the brute force and, bit for bit,

@@ -25,23 +25,30 @@ def affected_chunks(
     """View chunks with a cell whose window reaches a changed base cell.
 
     A change at ``x`` alters the windows of cells in ``[x - after, x + before]``; the affected view
-    chunks are those overlapping that box around any changed cell. With ``present`` (the chunks
-    holding base cells at the new version), only those chunks and the removed cells' chunks are
-    candidates (the other chunks hold no view cell before or after), so a long reach over an
-    unbounded dimension stays within the data, even when two clusters lie 10**12 chunks apart.
+    chunks are those overlapping that box around any changed cell and holding a view cell before or
+    after. With ``present`` (the chunks holding base cells at the new version), only those chunks
+    and the removed cells' chunks are candidates: the other chunks hold no view cell before or after
+    (counting them made a one-cell batch in a sparse array "touch 121% of the view's chunks" and
+    sent it to a full refresh), and a long reach over an unbounded dimension stays within the data,
+    even when two clusters lie 10**12 chunks apart.
     """
     coords = np.vstack([delta.coords("minus"), delta.coords("plus")])
     if len(coords) == 0:
         return np.zeros((0, view.ndim), np.int64)
     grid = ChunkGrid.of(view)
+    held = None
     if present is not None:
         held = np.vstack(
             [np.asarray(present, np.int64).reshape(-1, view.ndim), grid.chunk_of(delta.coords("minus"))]
         )
-        return _reached(grid, np.unique(held, axis=0), coords, before, after)
+        held = np.unique(held, axis=0)
+        if halo.most_neighbours(grid, after, before) > MANY_NEIGHBOURS:
+            return _reached(grid, held, coords, before, after)
     chunks = set()
     for cell in np.unique(grid.chunk_of(coords), axis=0):
         chunks.update(grid.neighbour_chunks(tuple(int(c) for c in cell), after, before))
+    if held is not None:
+        chunks &= {tuple(int(c) for c in row) for row in held}
     return _reached(grid, np.array(sorted(chunks), np.int64).reshape(-1, view.ndim), coords, before, after)
 
 
@@ -56,13 +63,10 @@ def _reached(grid: ChunkGrid, chunks: np.ndarray, coords: np.ndarray, before, af
     return chunks[np.unique(rows)]
 
 
-def present_chunks(base: StoredSource, before, after) -> np.ndarray | None:
-    """The chunks holding cells in ``base`` (from the fragments' metadata columns) when the window's
-    reach names more than :data:`~arrayviews.operators.window.MANY_NEIGHBOURS` chunks per chunk, else
-    None (the grid bounds the affected chunks well enough)."""
+def present_chunks(base: StoredSource) -> np.ndarray:
+    """The chunks holding cells in ``base`` (distinct rows of the fragments' metadata columns): the
+    only chunks besides those of removed cells where a refresh may find view cells."""
     schema = base.schema
-    if halo.most_neighbours(ChunkGrid.of(schema), before, after) <= MANY_NEIGHBOURS:
-        return None
     meta = base.metadata()
     columns = layout.chunk_columns(schema)
     if meta.num_rows == 0:
