@@ -58,11 +58,12 @@ def cut_pieces(
     before: tuple[int, ...],
     after: tuple[int, ...],
     plan: str = "auto",
-    present: tuple[np.ndarray, np.ndarray] | None = None,
+    present: np.ndarray | None = None,
 ) -> pa.Table:
-    """Pieces of every fragment in ``table`` for every chunk within reach (only the chunks in the box
-    ``present``, the first and last chunk per dimension holding cells, when given: over an unbounded
-    dimension a long reach would otherwise name ~2**61 chunks).
+    """Pieces of every fragment in ``table`` for every chunk within reach (only the chunks listed in
+    ``present``, the rows of the chunks holding cells, when given: over an unbounded dimension a long
+    reach would otherwise name ~2**61 chunks, and even the box of the chunks present names 10**12 of
+    them when two clusters lie far apart; a chunk without cells has no window to compute).
 
     Target chunk ``T`` needs the cells in ``[T_low - before, T_high + after]`` (a window reaching
     ``before`` cells down and ``after`` cells up from each of its cells), so a fragment of chunk ``C``
@@ -74,28 +75,42 @@ def cut_pieces(
     """
     grid = ChunkGrid.of(schema)
     reach_low, reach_high = np.asarray(before), np.asarray(after)
+    if present is not None:
+        present = np.asarray(present, dtype=np.int64).reshape(-1, schema.ndim)
+    box = None if present is None or len(present) == 0 else (present.min(axis=0), present.max(axis=0))
 
     def region(target: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         t_low, t_high = (np.asarray(c, dtype=np.int64) for c in grid.chunk_bounds(target))
         return t_low - reach_low, t_high + reach_high
 
     def regions(chunk: tuple[int, ...]):
-        for target in grid.neighbour_chunks(chunk, after, before, present):
-            yield (tuple(target), *region(target))
+        if present is None:
+            targets = grid.neighbour_chunks(chunk, after, before)
+        else:
+            ranges = None if box is None else grid.neighbour_ranges(chunk, after, before, box)
+            if ranges is None:
+                return
+            low, high = (np.array(r, dtype=np.int64) for r in zip(*ranges, strict=True))
+            targets = present[np.all((present >= low) & (present <= high), axis=1)]
+        for target in targets:
+            yield (tuple(int(t) for t in target), *region(target))
 
     def cell_targets(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Cell x lies in target T's region [T_low - before, T_high + after] exactly when T is one of
         # the chunks overlapping [x - after, x + before].
         first = np.array([g.first_chunk for g in grid.dimensions], dtype=np.int64)
         last = np.array([g.last_chunk for g in grid.dimensions], dtype=np.int64)
-        if present is not None:
-            first, last = np.maximum(first, present[0]), np.minimum(last, present[1])
         low = np.maximum(grid.chunk_of(cells - reach_high), first)
         high = np.minimum(grid.chunk_of(cells + reach_low), last)
-        return expand_ranges(low, high)
+        if present is None:
+            return expand_ranges(low, high)
+        return listed_in_ranges(present, low, high)
 
     if plan == "auto":
-        plan = "neighbours" if most_neighbours(grid, before, after, present) <= FEW_NEIGHBOURS else "cells"
+        neighbours = most_neighbours(grid, before, after, box)
+        if present is not None:
+            neighbours = min(neighbours, len(present))
+        plan = "neighbours" if neighbours <= FEW_NEIGHBOURS else "cells"
     if plan == "neighbours":
         return cut_to_regions(table, schema, regions, schema.dimension_names)
     return cut_to_regions(table, schema, regions, schema.dimension_names, cell_targets, region)
@@ -132,6 +147,25 @@ def expand_ranges(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.nda
         points = np.concatenate([points[repeat], (low[rows[repeat], k] + step)[:, None]], axis=1)
         rows = rows[repeat]
     return rows, points
+
+
+def listed_in_ranges(listed: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (row, point) with ``point`` one of the rows of ``listed`` (k, d) and ``low[row] <= point
+    <= high[row]`` componentwise, as :func:`expand_ranges` gives them from the whole ranges: a range
+    may span 10**12 chunks of which only a few are listed."""
+    n, d = low.shape
+    if n == 0 or len(listed) == 0:
+        return np.zeros(0, np.int64), np.zeros((0, d), np.int64)
+    candidates = listed[np.all((listed >= low.min(axis=0)) & (listed <= high.max(axis=0)), axis=1)]
+    rows, points = [np.zeros(0, np.int64)], [np.zeros((0, d), np.int64)]
+    step = max(1, (1 << 22) // max(1, len(candidates) * d))  # rows per pass: a bounded comparison
+    for start in range(0, n, step):
+        part_low, part_high = low[start : start + step, None, :], high[start : start + step, None, :]
+        inside = np.all((candidates[None] >= part_low) & (candidates[None] <= part_high), axis=2)
+        row, which = np.nonzero(inside)
+        rows.append(row.astype(np.int64) + start)
+        points.append(candidates[which])
+    return np.concatenate(rows), np.concatenate(points)
 
 
 def cut_to_regions(

@@ -78,7 +78,33 @@ def window_extents(
     lengths = [d.high - d.low for d in schema.dimensions]
     before = tuple(min(int(p[0]), n) for p, n in zip(pairs, lengths, strict=True))
     after = tuple(min(int(p[1]), n) for p, n in zip(pairs, lengths, strict=True))
+    for dimension, b, a in zip(schema.dimensions, before, after, strict=True):
+        _check_reach(schema.name, dimension, b, a)
     return before, after
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _check_reach(array: str, dimension, before: int, after: int) -> None:
+    """Refuse a reach whose window arithmetic leaves int64 (``high + after``, ``low - before`` and the
+    window's length ``before + after + 1``): over a dimension wider than 2**62 cells, such as
+    ``i=-4611686018427387903:*``, a whole-dimension window wrapped and silently lost cells."""
+    if (
+        dimension.high + after <= INT64_MAX
+        and dimension.low - before >= -INT64_MAX - 1
+        and before + after + 1 <= INT64_MAX
+    ):
+        return
+    raise ValidationError(
+        f"array {array}: a window reaching {before} cells before and {after} after along "
+        f"{dimension.name} (range {dimension.low}:{dimension.high}) leaves the int64 coordinates; "
+        f"reach at most {dimension.low + INT64_MAX + 1} before, {INT64_MAX - dimension.high} after "
+        f"and {INT64_MAX - 1} in all",
+        array=array,
+        column=dimension.name,
+        value=(before, after),
+    )
 
 
 @dataclass(frozen=True)
@@ -252,7 +278,7 @@ def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
     """The window by halo exchange: every fragment cut into pieces for the chunks within reach, the
     pieces grouped by target chunk, each group computed by :func:`_window_chunk`."""
     schema = job.schema
-    present = present_chunk_box(data, engine, schema, job.before, job.after)
+    present = present_chunks(data, engine, schema, job.before, job.after)
     cut = functools.partial(
         halo.cut_pieces, schema=schema, before=job.before, after=job.after, present=present
     )
@@ -262,13 +288,14 @@ def halo_exchange(data: Data, engine: Engine, job: WindowJob) -> Data:
 
 
 #: Past this many chunks within reach of one chunk (a long reach over an unbounded dimension), the
-#: halo is cut to the box of the chunks present, found by reading the chunk columns first.
+#: halo is cut to the chunks present, found by reading the chunk columns first.
 MANY_NEIGHBOURS = 1 << 16
 
 
-def present_chunk_box(data: Data, engine: Engine, schema: ArraySchema, before, after):
-    """(first, last) chunk per dimension holding cells in ``data`` when the reach names more than
-    :data:`MANY_NEIGHBOURS` chunks per chunk (None otherwise: the grid bounds the halo well enough)."""
+def present_chunks(data: Data, engine: Engine, schema: ArraySchema, before, after) -> np.ndarray | None:
+    """The chunks holding cells in ``data`` (distinct rows) when the reach names more than
+    :data:`MANY_NEIGHBOURS` chunks per chunk (None otherwise: the grid bounds the halo well enough).
+    The list, not its box: two clusters far apart along ``i=0:*`` have a box of 10**12 chunks."""
     if halo.most_neighbours(ChunkGrid.of(schema), before, after) <= MANY_NEIGHBOURS:
         return None
     columns = layout.chunk_columns(schema)
@@ -277,7 +304,7 @@ def present_chunk_box(data: Data, engine: Engine, schema: ArraySchema, before, a
     if table.num_rows == 0:
         return None
     chunks = np.stack([np.asarray(table.column(c), dtype=np.int64) for c in columns], axis=1)
-    return chunks.min(axis=0), chunks.max(axis=0)
+    return np.unique(chunks, axis=0)
 
 
 def window_in_process(

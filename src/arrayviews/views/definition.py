@@ -212,13 +212,42 @@ def window(
     dimensions: list[str] | None = None,
 ) -> WindowViewDefinition:
     """A window-view definition: ``window("A", [1, 1, 2, 2], ["avg(v)"])`` (flat before/after per dimension)."""
+    if isinstance(aggregates, str):
+        aggregates = [aggregates]  # one call, not its characters
     if isinstance(extents, dict):
         if dimensions is None:
             raise ValidationError("window view extents given by name need the base's dimension order")
-        pairs = [extents.get(d, (0, 0)) for d in dimensions]
+        unknown = [name for name in extents if name not in dimensions]
+        if unknown:
+            raise ValidationError(
+                f"window view over {base}: no dimension named {unknown[0]!r} (dimensions: "
+                f"{', '.join(dimensions)})",
+                array=base,
+                column=str(unknown[0]),
+            )
+        pairs = [tuple(extents.get(d, (0, 0))) for d in dimensions]
+        if any(len(p) != 2 for p in pairs):
+            raise ValidationError(
+                f"window view over {base}: each extent is a (before, after) pair, got {extents!r}", array=base
+            )
     else:
         flat = list(extents)
+        if len(flat) % 2:
+            raise ValidationError(
+                f"window view over {base}: extents are before, after per dimension (an even count of "
+                f"numbers), got {len(flat)}",
+                array=base,
+                value=repr(flat),
+            )
         pairs = [(flat[k], flat[k + 1]) for k in range(0, len(flat), 2)]
+    # numpy integers become Python integers (the definition is stored as JSON); anything else is
+    # kept for the window's own check, which names the dimension and the value
+    pairs = [tuple(_plain_integer(v) for v in pair) for pair in pairs]
     return WindowViewDefinition(
         base, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(aggregates)
     )
+
+
+def _plain_integer(value):
+    """``value`` as a Python int when it is a numpy integer, else as it is."""
+    return int(value) if isinstance(value, np.integer) else value

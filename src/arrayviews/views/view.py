@@ -414,7 +414,7 @@ def _prepare(
             return Prepared(definition, stored, bases, strategy, estimate, computed, context=context)
         delta = source_delta(replace(base, version=reflected.get(definition.base, 0)), base)
         checkpoint("refresh.delta")
-        present = windowed.present_chunks(base, before, after)
+        present = windowed.present_chunks(base)
         affected = windowed.affected_chunks(delta, stored, before, after, present)
         estimate = Estimate(jobs=INCREMENTAL_JOBS)
         if len(affected):
