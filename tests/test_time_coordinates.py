@@ -320,3 +320,15 @@ def test_a_fine_step_given_for_a_coarse_scale_is_made_coarse_first():
     scale = TimeScale.of(np.timedelta64(86_400 * 10**9, "ns"), np.datetime64("2500-01-01T00:00:00"))
     assert scale == TimeScale.of(np.timedelta64(1, "D"), "2500-01-01")
     assert _instant(scale.coordinate(1)) == dt.datetime(2500, 1, 2)
+
+
+def test_a_window_view_takes_durations_and_stores_cells(local, grid, six_hourly):
+    from arrayviews.views.definition import window
+
+    view = local.create_view("trailing_day", window("six_hourly", ["18 hours", "0h", 0, 0], ["sum(temp)"]))
+    assert (view.definition.before, view.definition.after) == ((3, 0), (0, 0))
+    frame = six_hourly.temp.to_pandas()
+    np.testing.assert_array_equal(view.to_numpy("temp_sum"), frame.rolling("24h").sum().values)
+    with pytest.raises(ValidationError, match="not a whole number of the dimension's steps"):
+        local.create_view("bad_span", window("six_hourly", ["5 hours", 0, 0, 0], ["sum(temp)"]))
+    assert "bad_span" not in local.views()

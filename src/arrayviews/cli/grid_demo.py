@@ -48,7 +48,7 @@ def run_grid_demo(db: Database, days: int = 6) -> dict:
     rng = np.random.default_rng(2026)
     grid = db.create_array(GRID + SCHEMA)
     grid.write_dense(_fields(0, rng), origin=(0, 0, 0))
-    view = db.create_view(VIEW, window(GRID, [3, 0, 0, 0, 0, 0], ["avg(t2m)"]))
+    view = db.create_view(VIEW, window(GRID, ["18 hours", "0 hours", 0, 0, 0, 0], ["avg(t2m)"]))
     refreshes = []
     for day in range(1, days):
         grid.write_dense(_fields(day, rng), origin=(4 * day, 0, 0))

@@ -211,6 +211,8 @@ def create_view(
     if isinstance(definition, SimilarityViewDefinition) and definition.mapping is not None:
         # a mapping given as {right dim: left dim or AxisMap} is stored resolved against the bases
         definition = replace(definition, mapping=join_spec(db, definition).mapping)
+    if isinstance(definition, WindowViewDefinition):  # durations on time dimensions, as cells
+        definition = windowed.in_cells(definition, db.array(definition.base).schema)
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
         raise AlreadyExistsError(f"an array named {name} already exists")

@@ -3,12 +3,14 @@ changed cell (the change dilated by the window extents)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
 
 from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.geometry import ChunkGrid
+from arrayviews.model.labels import span_cells
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import halo
 from arrayviews.operators.deltas import Delta
@@ -17,6 +19,7 @@ from arrayviews.operators.source import StoredSource
 from arrayviews.operators.window import MANY_NEIGHBOURS, WindowJob, _window_chunk
 from arrayviews.operators.window import present_chunks as present_in_data
 from arrayviews.storage import layout
+from arrayviews.views.definition import WindowViewDefinition
 
 
 def affected_chunks(
@@ -112,3 +115,19 @@ def reach_ranges(schema: ArraySchema, targets: np.ndarray, before, after) -> lis
     low = np.maximum(low, [d.low for d in schema.dimensions])
     high = np.minimum(high, [d.high for d in schema.dimensions])
     return grid.chunk_ranges_overlapping(low, high)
+
+
+def in_cells(definition: WindowViewDefinition, base: ArraySchema) -> WindowViewDefinition:
+    """``definition`` with every extent a count of cells: a duration on a time dimension of ``base``
+    (``"1 day"``, a ``timedelta``) becomes its whole number of steps; the view stores cells."""
+    if len(definition.before) != base.ndim or len(definition.after) != base.ndim:
+        return definition  # the window's own check names the mismatch
+    names = base.dimension_names
+
+    def cells(values: tuple) -> tuple:
+        return tuple(
+            v if isinstance(v, (int, float)) and not isinstance(v, np.timedelta64) else span_cells(base, n, v)
+            for n, v in zip(names, values, strict=True)
+        )
+
+    return dataclasses.replace(definition, before=cells(definition.before), after=cells(definition.after))
