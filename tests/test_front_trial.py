@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import arrayviews
 from arrayviews.cli import main as cli_main
 from arrayviews.cli.render import cell_text, print_frame, render
-from arrayviews.model.errors import ArrayViewsError
+from arrayviews.model.errors import ArrayViewsError, ValidationError
 
 xr = pytest.importorskip("xarray")
 
@@ -69,6 +69,17 @@ def test_from_xarray_keeps_each_variables_missing_cells_as_its_nulls(local_db) -
     rows = {(int(y), int(x)) for y, x in zip(frame["y"], frame["x"], strict=True)}
     assert rows == {(int(y) - 4, int(x) + 3) for y, x in np.argwhere(~empty)}
     assert int(frame["b"].isna().sum()) == int((missing["b"] & ~empty).sum())
+
+
+def test_from_xarray_names_the_variable_of_an_unsupported_dtype(local_db) -> None:
+    """Before: "numpy dtype complex128 has no arrayviews attribute type", naming no variable."""
+    data = xr.Dataset({"a": (("t",), [1.0, np.nan]), "c": (("t",), np.array([1 + 2j, 0]))})
+    before = local_db.arrays()
+    with pytest.raises(
+        ValidationError, match=r"^array X: variable c: numpy dtype complex128 has no"
+    ) as raised:
+        local_db.from_xarray(data, "X")
+    assert (raised.value.array, raised.value.column) == ("X", "c") and local_db.arrays() == before
 
 
 def test_write_dense_keeps_the_cells_of_a_nullable_attributes_masked_entries(local_db) -> None:

@@ -55,12 +55,22 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
     empty = np.logical_and.reduce(list(gaps.values()))
     # a variable missing where another has a value: a nullable attribute, null in those cells
     attributes = [
-        Attribute(key, type_of_dtype(block.dtype), nullable=bool((gaps[key] & ~empty).any()))
+        Attribute(key, _attribute_type(block, key, name), nullable=bool((gaps[key] & ~empty).any()))
         for key, block in values.items()
     ]
     schema = ArraySchema(name, tuple(attributes), tuple(dimensions))
     masked = {k: np.ma.MaskedArray(v, mask=gaps[k]) if gaps[k].any() else v for k, v in values.items()}
     return schema, masked, tuple(origin)
+
+
+def _attribute_type(block: np.ndarray, variable: str, name: str) -> str:
+    """The attribute type of a variable's values, or an error naming the variable."""
+    try:
+        return type_of_dtype(block.dtype)
+    except SchemaError as error:
+        raise ValidationError(
+            f"array {name}: variable {variable}: {error}", array=name, column=variable, value=str(block.dtype)
+        ) from None
 
 
 def _missing(block: np.ndarray) -> np.ndarray:
