@@ -166,6 +166,15 @@ def test_nulls_nan_and_empty_strings_differ_on_screen(local_db) -> None:
     }
 
 
+def test_rows_of_wide_characters_too_wide_for_the_terminal_turn_vertical() -> None:
+    """Before: the width check counted characters, not terminal columns, so two columns of ten CJK
+    characters (20 columns each) were judged to fit 30 columns and their values were folded."""
+    frame = pd.DataFrame({"a": ["東京都千代田区丸の内"], "b": ["大阪府大阪市北区梅田"]})
+    lines = render(frame, width=30).splitlines()
+    assert any(line.split() == ["a", "│", "東京都千代田区丸の内"] for line in lines), lines
+    assert any(line.split() == ["b", "│", "大阪府大阪市北区梅田"] for line in lines), lines
+
+
 def test_json_keeps_every_value_of_repeated_column_names() -> None:
     """Before: ``SELECT 1 AS a, 2 AS a`` printed as JSON kept one ``a`` (the other value was lost)."""
     frame = pd.DataFrame([[1, 2, 3, b"\x00\xff"]], columns=["a", "a", "a_2", "b"])

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -84,16 +85,17 @@ def _json_value(value: object) -> object:
 # -- relations ---------------------------------------------------------------------------------------
 def fits(frame: pd.DataFrame, width: int) -> bool:
     """Whether ``frame`` fits ``width`` columns as a horizontal table with no value folded (each
-    column as wide as its header or its longest value, plus borders and padding)."""
+    column as wide as its header or its longest value on screen, where a CJK character or an
+    emoji takes two columns, plus borders and padding)."""
     needed = 1
     for position, column in enumerate(frame.columns):
         values = frame.iloc[:, position]
         text = _text_column(values)
         longest = max(
-            (len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
+            (cell_len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
             default=0,
         )
-        needed += max(len(str(column)), longest) + 3
+        needed += max(cell_len(str(column)), longest) + 3
     return needed <= width
 
 
