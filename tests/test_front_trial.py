@@ -288,3 +288,19 @@ def test_a_script_that_is_not_utf8_is_a_usage_error(tmp_path, monkeypatch, capsy
     )
     assert code == 2 and out == "" and "internal error" not in err
     assert "is not UTF-8 text: byte 0xe9 on line 2" in err
+
+
+def test_a_script_saved_with_a_byte_order_mark_runs(local_db, tmp_path) -> None:
+    """Before: a script saved as "UTF-8 with BOM" failed with "unexpected '\\ufeffCREATE'"."""
+    script = tmp_path / "bom.sql"
+    script.write_bytes(
+        "CREATE ARRAY bom <v:int64>[i=0:3:2];\nINSERT INTO bom VALUES (1, 5)".encode("utf-8-sig")
+    )
+    context = cli_main.Context.of(local_db)
+    result = CliRunner().invoke(cli_main.cli, ["sql", "-f", str(script)], obj=context)
+    assert result.exit_code == 0, result.output
+    piped = CliRunner().invoke(
+        cli_main.cli, ["shell"], input="\ufeffINSERT INTO bom VALUES (2, 6);\n", obj=context
+    )
+    assert piped.exit_code == 0, piped.output
+    assert local_db.array("bom").to_pandas()["v"].tolist() == [5, 6]

@@ -144,10 +144,11 @@ def sql(context: Context, statement: str | None, script: str | None, output: str
 
 
 def _script_text(path: str) -> str:
-    """The text of a script file, which must be UTF-8 (a usage error names the first bad byte)."""
+    """The text of a script file, which must be UTF-8 (a usage error names the first bad byte); a
+    byte order mark at its start (as some Windows editors write) is dropped."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise click.UsageError(

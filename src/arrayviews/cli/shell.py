@@ -296,6 +296,13 @@ class Shell:
             self.run(unit, line)
 
 
+def without_byte_order_mark(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` without a byte order mark at the start of the first (a script saved as "UTF-8 with
+    BOM" by some Windows editors), which would otherwise be read as part of the first word."""
+    for number, line in enumerate(lines):
+        yield line.removeprefix("\ufeff") if number == 0 else line
+
+
 def prompt_session(shell: Shell, history: History | None = None, **io) -> PromptSession:
     """The prompt_toolkit session of a shell: multi-line input, history, completion of words."""
     return PromptSession(
@@ -320,7 +327,7 @@ def run_shell(connect: Callable[[], object], history: str | None = None, output:
     """The ``arrayviews shell`` command: connect once, then read statements until ``\\q``."""
     if not sys.stdin.isatty():  # a script: every statement runs; errors on standard error, status 1
         shell = Shell(connect, output=output, errors=sys.stderr)
-        shell.run_lines(sys.stdin)
+        shell.run_lines(without_byte_order_mark(sys.stdin))
         if shell.failures:
             sys.exit(1)
         return
