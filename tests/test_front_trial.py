@@ -175,6 +175,35 @@ def test_rows_of_wide_characters_too_wide_for_the_terminal_turn_vertical() -> No
     assert any(line.split() == ["b", "│", "大阪府大阪市北区梅田"] for line in lines), lines
 
 
+def test_nan_values_and_nulls_differ_in_every_format(local_db) -> None:
+    """Before: a NaN value and a null of a float attribute were both NaN on screen, null in JSON and
+    an empty field in CSV, which LOAD reads as a null (so a CSV export of NaN values did not load
+    back into a float attribute that is not nullable; LOAD reads the field NaN as NaN)."""
+    A = local_db.create_array("nan_or_null<v:float64, f:float64 NULL>[i=0:9:5]")
+    A.insert(
+        {
+            "i": np.arange(4),
+            "v": np.array([np.nan, 1.5, -np.inf, np.nan]),
+            "f": pa.array([np.nan, None, 2.5, None], pa.float64(), from_pandas=False),
+        }
+    )
+    lines = [line.split() for line in render(A, width=120).splitlines()]
+    assert {int(r[0]): r[1:] for r in lines if r and r[0].isdigit()} == {
+        0: ["NaN", "NaN"],
+        1: ["1.5", "NULL"],
+        2: ["-inf", "2.5"],
+        3: ["NaN", "NULL"],
+    }
+    assert json.loads(render(A, "json")) == [
+        {"i": 0, "v": "NaN", "f": "NaN"},
+        {"i": 1, "v": 1.5, "f": None},
+        {"i": 2, "v": "-inf", "f": 2.5},
+        {"i": 3, "v": "NaN", "f": None},
+    ]
+    text = render(A, "csv")
+    assert text.splitlines() == ["i,v,f", "0,NaN,NaN", "1,1.5,", "2,-inf,2.5", "3,NaN,"]
+
+
 def test_json_keeps_every_value_of_repeated_column_names() -> None:
     """Before: ``SELECT 1 AS a, 2 AS a`` printed as JSON kept one ``a`` (the other value was lost)."""
     frame = pd.DataFrame([[1, 2, 3, b"\x00\xff"]], columns=["a", "a", "a_2", "b"])

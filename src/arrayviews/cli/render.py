@@ -55,18 +55,63 @@ def cell_text(value: object, text_column: bool = False) -> str:
     return str(value)
 
 
-def _text_column(column: pd.Series) -> bool:
-    """Whether ``column`` holds text (or other objects), where a float NaN can only be a null."""
+#: The ``DataFrame.attrs`` key marking frames whose nulls are explicit (None, NA, NaT; NaN only in
+#: text columns), so that a float NaN in them is a value: rows of arrays and Spark results.
+EXPLICIT_NULLS = "arrayviews_explicit_nulls"
+
+
+def _text_column(column: pd.Series, explicit: bool = False) -> bool:
+    """Whether a float NaN in ``column`` can only be a null: in a column of text (or, unless the
+    frame's nulls are explicit, of other objects)."""
+    if explicit:
+        return pd.api.types.is_string_dtype(column) and not pd.api.types.is_object_dtype(column)
     return pd.api.types.is_string_dtype(column) or pd.api.types.is_object_dtype(column)
 
 
-def _json_value(value: object) -> object:
+def _text_columns(frame: pd.DataFrame) -> list[bool]:
+    explicit = bool(frame.attrs.get(EXPLICIT_NULLS))
+    return [_text_column(frame.iloc[:, k], explicit) for k in range(frame.shape[1])]
+
+
+def rows_frame(table: pa.Table) -> pd.DataFrame:
+    """A relation's Arrow rows as pandas for printing: integers exact, and a float column holding
+    nulls as objects (None for a null, the float otherwise), so a NaN value is not taken for a null."""
+    from arrayviews.operators.reads import exact_pandas
+
+    frame = exact_pandas(table)
+    for index, field in enumerate(table.schema):
+        column = table.column(index)
+        if pa.types.is_floating(field.type) and column.null_count:
+            frame.isetitem(index, pd.Series(column.to_pylist(), dtype=object, index=frame.index))
+    frame.attrs[EXPLICIT_NULLS] = True
+    return frame
+
+
+def _csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """With explicit nulls, a float NaN value is written ``NaN`` (LOAD reads it back as NaN; an empty
+    field is a null)."""
+    if not frame.attrs.get(EXPLICIT_NULLS):
+        return frame
+    out = frame.copy()
+    for k, text in enumerate(_text_columns(frame)):
+        column = frame.iloc[:, k]
+        if text or not (pd.api.types.is_float_dtype(column) or pd.api.types.is_object_dtype(column)):
+            continue
+        nan = column.map(lambda v: isinstance(v, float | np.floating) and math.isnan(v)).astype(bool)
+        if nan.any():
+            out.isetitem(k, column.astype(object).where(~nan, "NaN"))
+    return out
+
+
+def _json_value(value: object, nan_is_null: bool = True) -> object:
     if value is None or value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
-        return None if math.isnan(value) else value if math.isfinite(value) else str(value)
+        if math.isnan(value):
+            return None if nan_is_null else "NaN"
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, int | bool | str):
         return value
     if isinstance(value, bytes):
@@ -88,9 +133,10 @@ def fits(frame: pd.DataFrame, width: int) -> bool:
     column as wide as its header or its longest value on screen, where a CJK character or an
     emoji takes two columns, plus borders and padding)."""
     needed = 1
+    texts = _text_columns(frame)
     for position, column in enumerate(frame.columns):
         values = frame.iloc[:, position]
-        text = _text_column(values)
+        text = texts[position]
         longest = max(
             (cell_len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
             default=0,
@@ -111,7 +157,7 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
             overflow="fold",
             min_width=len(str(column)),
         )
-    texts = [_text_column(frame.iloc[:, k]) for k in range(frame.shape[1])]
+    texts = _text_columns(frame)
     for row in frame.itertuples(index=False):
         table.add_row(*[Text(cell_text(v, text)) for v, text in zip(row, texts, strict=True)])
     return table
@@ -121,7 +167,7 @@ def vertical_tables(frame: pd.DataFrame, title: str | None = None) -> list[Table
     """One two-column grid per row (column name, value), for rows too wide for the terminal."""
     grids = []
     names = [str(c) for c in frame.columns]
-    texts = [_text_column(frame.iloc[:, k]) for k in range(frame.shape[1])]
+    texts = _text_columns(frame)
     width = max((len(n) for n in names), default=0)
     for number, row in enumerate(frame.itertuples(index=False), start=1):
         label = f"{title} row {number}" if title else f"row {number}"
@@ -159,12 +205,14 @@ def print_frame(
     """Print a relation as a table (the first ``limit`` rows), CSV or JSON (every row)."""
     out = file or sys.stdout
     if output == "csv":
-        out.write(frame.to_csv(index=False))
+        out.write(_csv_frame(frame).to_csv(index=False))
         return
     if output == "json":
         names = json_names(frame.columns)
+        # NaN is a null in a frame whose nulls are not explicit, else only in text columns
+        nulls = _text_columns(frame) if frame.attrs.get(EXPLICIT_NULLS) else [True] * len(names)
         rows = [
-            {k: _json_value(v) for k, v in zip(names, row, strict=True)}
+            {k: _json_value(v, null) for k, v, null in zip(names, row, nulls, strict=True)}
             for row in frame.itertuples(index=False)
         ]
         out.write(json.dumps(rows, ensure_ascii=False) + "\n")
@@ -206,7 +254,7 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
     if isinstance(result, pd.DataFrame):
         return result, None
     if isinstance(result, Array):
-        cells = result.to_pandas()
+        cells = rows_frame(result.to_arrow())
         return cells, f"{result.schema.to_text()}: {len(cells)} non-empty cell(s)"
     if _is_spark_frame(result):
         frame = result if output != "table" else result.limit(PREVIEW_ROWS + 1)
@@ -254,15 +302,13 @@ def _spark_rows(frame) -> pd.DataFrame:
     are shown in the session's time zone without it, as ``toPandas`` shows them."""
     import pyarrow.compute as pc
 
-    from arrayviews.operators.reads import exact_pandas
-
     zone = frame.sparkSession.conf.get("spark.sql.session.timeZone")
     table = frame.toArrow()
     for index, field in enumerate(table.schema):
         if pa.types.is_timestamp(field.type) and field.type.tz is not None:
             zoned = table.column(index).cast(pa.timestamp(field.type.unit, zone))
             table = table.set_column(index, field.name, pc.local_timestamp(zoned))
-    return exact_pandas(table)
+    return rows_frame(table)
 
 
 def _is_spark_frame(value: object) -> bool:
