@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
@@ -268,7 +269,7 @@ def test_documented_array_statements_run_as_written(db, tmp_path) -> None:
     db.sql("INSERT INTO A (w, v, i, j) VALUES (4, 2.5, 3, 3)")
     cells = db.sql("SELECT * FROM A").to_pandas().sort_values(["i", "j"])
     assert [
-        (int(i), int(j), float(v), None if math.isnan(w) else int(w))
+        (int(i), int(j), float(v), None if pd.isna(w) else int(w))
         for i, j, v, w in cells.itertuples(index=False)
     ] == CELLS
     # regrid by 2x2 blocks against plain Python averages of the cells in each block

@@ -8,6 +8,7 @@ import math
 from unittest import mock
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,7 +48,7 @@ def frame_cells(frame, names) -> dict:
         record = row._asdict()
         key = tuple(int(record[n]) for n in names)
         nullable = [
-            None if record[c] is None or record[c] != record[c] else record[c]
+            None if pd.isna(record[c]) else record[c]
             for c in ("v_sum", "v_min", "v_max")
         ]
         rows[key] = (int(record["count"]), int(record["v_count"]), *nullable)

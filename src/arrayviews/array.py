@@ -22,7 +22,7 @@ from arrayviews.model.labels import label_box, span_cells
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
-from arrayviews.operators.ingest import normalize_cells, to_arrow
+from arrayviews.operators.ingest import CellBatch, normalize_cells, to_arrow
 from arrayviews.operators.source import ComputedSource, Source, StoredSource, choose_engine, stored_box
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import expire
@@ -228,7 +228,9 @@ class Array:
         origin: Sequence[int] | None = None,
         on_conflict: str = "error",
     ) -> writes.WriteResult:
-        """Write a dense block (masked entries stay empty) with its first cell at ``origin``.
+        """Write a dense block with its first cell at ``origin``: a cell stays empty where an
+        attribute that is not nullable is masked, or every attribute is; elsewhere a nullable
+        attribute's masked entries are nulls.
 
         ``data`` is one ndarray (for ``attr``, or the only attribute) or a mapping of attribute
         name to ndarray, all of the same shape. ``origin`` defaults to the low corner of the array.
@@ -276,14 +278,23 @@ class Array:
                     column=dimension.name,
                     value=start if start < dimension.low else start + size - 1,
                 )
-        present = None
+        present, nulls = _dense_presence(schema, arrays, shape)
         plain = {}
         for name, value in arrays.items():
             if np.ma.isMaskedArray(value):
-                mask = np.ma.getmaskarray(value)
-                present = ~mask if present is None else present & ~mask
                 value = value.filled({"b": False, "O": "", "U": ""}.get(value.dtype.kind, 0))
             plain[name] = np.asarray(value, dtype=layout.attribute_dtypes(schema)[name])
+        if nulls:  # nulls in non-empty cells: through the cell path, which stores them
+            keep = present.reshape(-1)
+            coords = np.indices(shape).reshape(len(shape), -1).T[keep] + np.asarray(origin, np.int64)
+            batch = CellBatch(
+                coords,
+                {n: a.reshape(-1)[keep] for n, a in plain.items()},
+                {n: m.reshape(-1)[keep] for n, m in nulls.items()},
+            )
+            return writes.insert_cells(
+                source.table, self._db.executors.choose, batch, on_conflict, operation="write_dense"
+            )
         return writes.write_dense(
             source.table, self._db.executors.choose, plain, origin, present, on_conflict
         )
@@ -528,6 +539,32 @@ class Array:
 
 def _is_spark_frame(value: object) -> bool:
     return isinstance(value, DataFrame)
+
+
+def _dense_presence(
+    schema: ArraySchema, arrays: Mapping[str, np.ndarray], shape: tuple[int, ...]
+) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+    """The non-empty cells of a dense block (None: all) and the null cells of nullable attributes.
+
+    A cell is empty where an attribute that is not nullable is masked, or where every attribute is;
+    elsewhere a nullable attribute's masked entries are its nulls (so a block read with
+    ``to_numpy(masked=True)``, nulls masked, is written back with its nulls, not without the cells).
+    """
+    masks = {name: np.ma.getmaskarray(v) for name, v in arrays.items() if np.ma.isMaskedArray(v)}
+    if not masks:
+        return None, {}
+    given = np.zeros(shape, bool) if len(masks) == len(arrays) else np.ones(shape, bool)
+    present = np.ones(shape, bool)
+    for name, mask in masks.items():
+        given |= ~mask
+        if not schema.attribute(name).nullable:
+            present &= ~mask
+    present &= given
+    nulls = {}
+    for name, mask in masks.items():
+        if schema.attribute(name).nullable and (mask & present).any():
+            nulls[name] = mask & present
+    return present, nulls
 
 
 def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[str, np.ndarray]:

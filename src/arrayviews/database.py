@@ -168,7 +168,9 @@ class Database:
         ``value``) or ``Dataset`` (one attribute per variable), with its dimension coordinates:
         ``db.from_xarray(A.to_xarray(), "B")`` copies ``A``, scales included. Integer coordinates must be
         consecutive (they are the cells); evenly spaced float coordinates become a coordinate scale and
-        evenly spaced ``datetime64`` coordinates a time scale (docs/notebooks.md); NaN cells become empty cells. The values are checked before the array is created."""
+        evenly spaced ``datetime64`` coordinates a time scale (docs/notebooks.md); cells where every
+        variable is NaN are empty, and a variable NaN where another has a value is a nullable
+        attribute with nulls there. The values are checked before the array is created."""
         schema, values, origin = xarray_block(data, name)
         dense_arrays(schema, values, None)  # refuse bad values before anything is created
         array = self.create_array(schema)

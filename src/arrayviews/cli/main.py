@@ -134,11 +134,27 @@ def sql(context: Context, statement: str | None, script: str | None, output: str
     from arrayviews.cli.render import show
     from arrayviews.language.parser import parse_statements
 
-    if (statement is None) == (script is None):
+    if statement is None and script is None:
+        raise click.UsageError("give a statement or --file (-f script.sql)")
+    if statement is not None and script is not None:
         raise click.UsageError("give a statement or --file, not both")
-    text = Path(script).read_text() if script else statement
+    text = statement if script is None else _script_text(script)
     parse_statements(text)  # a syntax error is reported before Spark starts
     show(context.db.sql(text), output=output.lower())
+
+
+def _script_text(path: str) -> str:
+    """The text of a script file, which must be UTF-8 (a usage error names the first bad byte); a
+    byte order mark at its start (as some Windows editors write) is dropped."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise click.UsageError(
+            f"script {path} is not UTF-8 text: byte 0x{data[error.start]:02x} on line {line} "
+            "(save it as UTF-8)"
+        ) from None
 
 
 @cli.command()
@@ -303,6 +319,11 @@ def main() -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as error:  # the file system refused (a file where a folder is expected, no space)
+        if _verbose():
+            raise
+        click.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(1)
     except Exception as error:  # noqa: BLE001 - a bug: still one line unless asked for the trace
         if _verbose():
             raise

@@ -16,7 +16,9 @@ from typing import TextIO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -36,28 +38,84 @@ def console(file: TextIO | None = None, width: int | None = None) -> Console:
 
 
 # -- values ------------------------------------------------------------------------------------------
-def cell_text(value: object) -> str:
-    """How one value is written in a table: floats to 6 significant digits, missing values empty."""
-    if value is None or value is pd.NaT:
-        return ""
+def cell_text(value: object, text_column: bool = False) -> str:
+    """How one value is written in a table: floats in the shortest text that reads back as the same
+    number (``1.0000001``, ``-0.0``, ``1e+16``), integers in full, nulls as ``NULL`` (so a null
+    differs from an empty string; NaN in a column of text is pandas' null there)."""
+    if value is None or value is pd.NA:
+        return "NULL"
+    if value is pd.NaT:
+        return "NaT"
     if isinstance(value, float | np.floating):
         if math.isnan(value):
-            return "NaN"
-        return f"{value:.6g}"
+            return "NULL" if text_column else "NaN"
+        return str(value)
     if isinstance(value, bytes):
         return value.hex()
     return str(value)
 
 
-def _json_value(value: object) -> object:
-    if value is None or value is pd.NaT:
+#: The ``DataFrame.attrs`` key marking frames whose nulls are explicit (None, NA, NaT; NaN only in
+#: text columns), so that a float NaN in them is a value: rows of arrays and Spark results.
+EXPLICIT_NULLS = "arrayviews_explicit_nulls"
+
+
+def _text_column(column: pd.Series, explicit: bool = False) -> bool:
+    """Whether a float NaN in ``column`` can only be a null: in a column of text (or, unless the
+    frame's nulls are explicit, of other objects)."""
+    if explicit:
+        return pd.api.types.is_string_dtype(column) and not pd.api.types.is_object_dtype(column)
+    return pd.api.types.is_string_dtype(column) or pd.api.types.is_object_dtype(column)
+
+
+def _text_columns(frame: pd.DataFrame) -> list[bool]:
+    explicit = bool(frame.attrs.get(EXPLICIT_NULLS))
+    return [_text_column(frame.iloc[:, k], explicit) for k in range(frame.shape[1])]
+
+
+def rows_frame(table: pa.Table) -> pd.DataFrame:
+    """A relation's Arrow rows as pandas for printing: integers exact, and a float column holding
+    nulls as objects (None for a null, the float otherwise), so a NaN value is not taken for a null."""
+    from arrayviews.operators.reads import exact_pandas
+
+    frame = exact_pandas(table)
+    for index, field in enumerate(table.schema):
+        column = table.column(index)
+        if pa.types.is_floating(field.type) and column.null_count:
+            frame.isetitem(index, pd.Series(column.to_pylist(), dtype=object, index=frame.index))
+    frame.attrs[EXPLICIT_NULLS] = True
+    return frame
+
+
+def _csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """With explicit nulls, a float NaN value is written ``NaN`` (LOAD reads it back as NaN; an empty
+    field is a null)."""
+    if not frame.attrs.get(EXPLICIT_NULLS):
+        return frame
+    out = frame.copy()
+    for k, text in enumerate(_text_columns(frame)):
+        column = frame.iloc[:, k]
+        if text or not (pd.api.types.is_float_dtype(column) or pd.api.types.is_object_dtype(column)):
+            continue
+        nan = column.map(lambda v: isinstance(v, float | np.floating) and math.isnan(v)).astype(bool)
+        if nan.any():
+            out.isetitem(k, column.astype(object).where(~nan, "NaN"))
+    return out
+
+
+def _json_value(value: object, nan_is_null: bool = True) -> object:
+    if value is None or value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
-        return None if math.isnan(value) else value if math.isfinite(value) else str(value)
+        if math.isnan(value):
+            return None if nan_is_null else "NaN"
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, int | bool | str):
         return value
+    if isinstance(value, bytes):
+        return value.hex()
     if isinstance(value, np.ndarray):
         return [_json_value(v) for v in value.tolist()]
     if isinstance(value, list | tuple):
@@ -72,31 +130,36 @@ def _json_value(value: object) -> object:
 # -- relations ---------------------------------------------------------------------------------------
 def fits(frame: pd.DataFrame, width: int) -> bool:
     """Whether ``frame`` fits ``width`` columns as a horizontal table with no value folded (each
-    column as wide as its header or its longest value, plus borders and padding)."""
+    column as wide as its header or its longest value on screen, where a CJK character or an
+    emoji takes two columns, plus borders and padding)."""
     needed = 1
-    for column in frame.columns:
+    texts = _text_columns(frame)
+    for position, column in enumerate(frame.columns):
+        values = frame.iloc[:, position]
+        text = texts[position]
         longest = max(
-            (len(line) for v in frame[column] for line in cell_text(v).splitlines() or [""]), default=0
+            (cell_len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
+            default=0,
         )
-        needed += max(len(str(column)), longest) + 3
+        needed += max(cell_len(str(column)), longest) + 3
     return needed <= width
 
 
 def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
     """A rich table of ``frame``'s rows; values fold onto more lines when the width is short."""
     table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD, show_lines=False)
-    for column in frame.columns:
-        numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(
-            frame[column]
-        )
+    for position, column in enumerate(frame.columns):
+        values = frame.iloc[:, position]
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
         table.add_column(
             Text(str(column)),
             justify="right" if numeric else "left",
             overflow="fold",
             min_width=len(str(column)),
         )
+    texts = _text_columns(frame)
     for row in frame.itertuples(index=False):
-        table.add_row(*[Text(cell_text(v)) for v in row])
+        table.add_row(*[Text(cell_text(v, text)) for v, text in zip(row, texts, strict=True)])
     return table
 
 
@@ -104,16 +167,31 @@ def vertical_tables(frame: pd.DataFrame, title: str | None = None) -> list[Table
     """One two-column grid per row (column name, value), for rows too wide for the terminal."""
     grids = []
     names = [str(c) for c in frame.columns]
+    texts = _text_columns(frame)
     width = max((len(n) for n in names), default=0)
     for number, row in enumerate(frame.itertuples(index=False), start=1):
         label = f"{title} row {number}" if title else f"row {number}"
         grid = Table(title=Text(label), title_justify="left", box=box.MINIMAL, show_header=False)
         grid.add_column(style="bold", no_wrap=True, min_width=width)
         grid.add_column(overflow="fold")
-        for name, value in zip(names, row, strict=True):
-            grid.add_row(Text(name), Text(cell_text(value)))
+        for name, value, text in zip(names, row, texts, strict=True):
+            grid.add_row(Text(name), Text(cell_text(value, text)))
         grids.append(grid)
     return grids
+
+
+def json_names(columns) -> list[str]:
+    """The keys of JSON rows: the column names, a repeated one (Spark SQL allows ``SELECT 1 AS a, 2 AS
+    a``) numbered from its second use (``a``, ``a_2``, skipping names taken), so no value is lost."""
+    names = [str(c) for c in columns]
+    taken, keys = set(names), []
+    for name in names:
+        key, number = name, 1
+        while key in keys or (key != name and key in taken):
+            number += 1
+            key = f"{name}_{number}"
+        keys.append(key)
+    return keys
 
 
 def print_frame(
@@ -127,11 +205,14 @@ def print_frame(
     """Print a relation as a table (the first ``limit`` rows), CSV or JSON (every row)."""
     out = file or sys.stdout
     if output == "csv":
-        out.write(frame.to_csv(index=False))
+        out.write(_csv_frame(frame).to_csv(index=False))
         return
     if output == "json":
+        names = json_names(frame.columns)
+        # NaN is a null in a frame whose nulls are not explicit, else only in text columns
+        nulls = _text_columns(frame) if frame.attrs.get(EXPLICIT_NULLS) else [True] * len(names)
         rows = [
-            {str(k): _json_value(v) for k, v in zip(frame.columns, row, strict=True)}
+            {k: _json_value(v, null) for k, v, null in zip(names, row, nulls, strict=True)}
             for row in frame.itertuples(index=False)
         ]
         out.write(json.dumps(rows, ensure_ascii=False) + "\n")
@@ -167,15 +248,17 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
 
     if isinstance(result, MaintenancePass):  # MAINTAIN: one row per view the pass dealt with
         rows = result.to_pandas()
+        if "error" in rows.columns:  # a view without an error shows nothing there, not NULL
+            rows["error"] = rows["error"].astype(object).where(rows["error"].notna(), "")
         return rows, result.heading if len(rows) else f"{result.heading}: nothing to do"
     if isinstance(result, pd.DataFrame):
         return result, None
     if isinstance(result, Array):
-        cells = result.to_pandas()
+        cells = rows_frame(result.to_arrow())
         return cells, f"{result.schema.to_text()}: {len(cells)} non-empty cell(s)"
     if _is_spark_frame(result):
         frame = result if output != "table" else result.limit(PREVIEW_ROWS + 1)
-        return frame.toPandas(), None
+        return _spark_rows(frame), None
     return None
 
 
@@ -211,6 +294,21 @@ def render(result: object, output: str = "table", width: int = 80, title: str | 
     buffer = io.StringIO()
     show(result, title, output, buffer, width)
     return buffer.getvalue()
+
+
+def _spark_rows(frame) -> pd.DataFrame:
+    """The rows of a Spark DataFrame as pandas, integers exact: through Arrow, because ``toPandas``
+    turns an integer column holding nulls into float64 (9007199254740993 shown as ...992). Times
+    are shown in the session's time zone without it, as ``toPandas`` shows them."""
+    import pyarrow.compute as pc
+
+    zone = frame.sparkSession.conf.get("spark.sql.session.timeZone")
+    table = frame.toArrow()
+    for index, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+            zoned = table.column(index).cast(pa.timestamp(field.type.unit, zone))
+            table = table.set_column(index, field.name, pc.local_timestamp(zoned))
+    return rows_frame(table)
 
 
 def _is_spark_frame(value: object) -> bool:

@@ -4,7 +4,8 @@ Line editing, history and completion are prompt_toolkit's. A statement may span 
 line ends with ``;`` (outside strings and comments); a line starting with ``\\`` is a shell command
 (``\\help``, ``\\q``, ``\\format``, ``\\d``). Every statement prints its result and the time it took;
 an error prints one line and the shell goes on. Without a terminal (``arrayviews shell < script.sql``)
-the same loop reads the lines of standard input.
+the same loop reads the lines of standard input, prints the error lines on standard error and exits
+with status 1 when a statement failed.
 """
 
 from __future__ import annotations
@@ -83,19 +84,28 @@ def is_complete(text: str) -> bool:
 def split_lines(lines: Iterable[str]) -> Iterator[str]:
     """Group input lines into units to run (statements ending with ``;``, or shell commands); what
     is left unterminated at the end of the input is run as well."""
+    for _, unit in numbered_units(lines):
+        yield unit
+
+
+def numbered_units(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """The units of :func:`split_lines`, each with the number of the input line it starts on."""
     pending: list[str] = []
-    for line in lines:
-        if not pending and line.strip().startswith("\\"):
-            yield line.strip()
-            continue
+    first = 1
+    for number, line in enumerate(lines, start=1):
+        if not pending:
+            first = number
+            if line.strip().startswith("\\"):
+                yield number, line.strip()
+                continue
         pending.append(line.rstrip("\n"))
         text = "\n".join(pending)
         if is_complete(text):
             if text.strip():
-                yield text
+                yield first, text
             pending = []
     if "\n".join(pending).strip():
-        yield "\n".join(pending)
+        yield first, "\n".join(pending)
 
 
 # -- completion -------------------------------------------------------------------------------------
@@ -168,10 +178,13 @@ class Shell:
         out: TextIO | None = None,
         output: str = "table",
         width: int | None = None,
+        errors: TextIO | None = None,
     ) -> None:
         self._connect = connect
         self._db = None
         self.out = out or sys.stdout
+        self.errors = errors or self.out  # where the error lines go (standard error for a script)
+        self.failures = 0
         self.output = output
         self.width = width
         self.timing = True
@@ -197,8 +210,9 @@ class Shell:
             return []
         return names
 
-    def run(self, unit: str) -> None:
-        """Run one unit of input: a shell command, or statements (the last one's result is shown)."""
+    def run(self, unit: str, line: int = 1) -> None:
+        """Run one unit of input: a shell command, or statements (the last one's result is shown);
+        ``line`` is where the unit starts in a script, so errors give their line in the script."""
         text = unit.strip()
         if not text:
             return
@@ -208,20 +222,28 @@ class Shell:
         started = time.perf_counter()
         try:
             with translated_errors():  # showing a Spark SQL result runs its Spark job
-                result = self.db.sql(text)
+                result = self.db.sql("\n" * (line - 1) + unit)
                 show(result, output=self.output, file=self.out, width=self.width)
         except ArrayViewsError as error:
             if isinstance(error, MaintenanceError) and error.report is not None:
                 show(error.report, output=self.output, file=self.out, width=self.width)  # what did run
             message = str(error)
-            self.say(f"error: {message.splitlines()[0] if message else type(error).__name__}")
+            self.fail(f"error: {message.splitlines()[0] if message else type(error).__name__}")
         except KeyboardInterrupt:
             self._cancel()
             self.say("cancelled")
         except Exception as error:  # noqa: BLE001 - a bug: one line, and the shell goes on
-            self.say(f"internal error: {type(error).__name__}: {error}")
+            self.fail(f"internal error: {type(error).__name__}: {error}")
         if self.timing:
             self.say(f"({time.perf_counter() - started:.3f} s)")
+
+    def fail(self, text: str) -> None:
+        """Report a failed unit in one line (counted: a script with failures exits with status 1)."""
+        self.failures += 1
+        if self.errors is self.out:
+            print_text(text, self.out, self.width)
+        else:  # standard error: one line, never folded
+            self.errors.write(text + "\n")
 
     def command(self, text: str) -> None:
         """A shell command (``\\help``, ``\\q``, ...)."""
@@ -247,7 +269,7 @@ class Shell:
             self.timing = argument == "on"
             self.say(f"timing {argument}")
         else:
-            self.say(f"error: unknown shell command {text!r}; \\help lists them")
+            self.fail(f"error: unknown shell command {text!r}; \\help lists them")
 
     def _cancel(self) -> None:
         if self._db is not None:
@@ -268,10 +290,17 @@ class Shell:
 
     def run_lines(self, lines: Iterable[str]) -> None:
         """Run the statements of a script given line by line (no terminal)."""
-        for unit in split_lines(lines):
+        for line, unit in numbered_units(lines):
             if not self.running:
                 break
-            self.run(unit)
+            self.run(unit, line)
+
+
+def without_byte_order_mark(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` without a byte order mark at the start of the first (a script saved as "UTF-8 with
+    BOM" by some Windows editors), which would otherwise be read as part of the first word."""
+    for number, line in enumerate(lines):
+        yield line.removeprefix("\ufeff") if number == 0 else line
 
 
 def prompt_session(shell: Shell, history: History | None = None, **io) -> PromptSession:
@@ -296,10 +325,13 @@ def history_file(path: str | None) -> FileHistory:
 
 def run_shell(connect: Callable[[], object], history: str | None = None, output: str = "table") -> None:
     """The ``arrayviews shell`` command: connect once, then read statements until ``\\q``."""
-    shell = Shell(connect, output=output)
-    if not sys.stdin.isatty():
-        shell.run_lines(sys.stdin)
+    if not sys.stdin.isatty():  # a script: every statement runs; errors on standard error, status 1
+        shell = Shell(connect, output=output, errors=sys.stderr)
+        shell.run_lines(without_byte_order_mark(sys.stdin))
+        if shell.failures:
+            sys.exit(1)
         return
+    shell = Shell(connect, output=output)
     shell.say("arrayviews shell: statements end with ';', \\help for help, \\q to leave")
     started = time.perf_counter()
     database = shell.db

@@ -249,7 +249,38 @@ def to_arrow(source: Source, sort: bool = True) -> pa.Table:
 
 
 def to_pandas(source: Source, sort: bool = True) -> pd.DataFrame:
-    return to_arrow(source, sort).to_pandas()
+    return exact_pandas(to_arrow(source, sort))
+
+
+#: pandas' nullable integer dtypes, for integer columns that hold nulls.
+_NULLABLE_INTEGERS = {
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+    pa.uint8(): pd.UInt8Dtype(),
+    pa.uint16(): pd.UInt16Dtype(),
+    pa.uint32(): pd.UInt32Dtype(),
+    pa.uint64(): pd.UInt64Dtype(),
+}
+
+
+def exact_pandas(table: pa.Table) -> pd.DataFrame:
+    """``table`` as pandas with every integer exact: an integer column holding nulls becomes pandas'
+    nullable integer dtype (``Int64``, ``UInt64``, ... with ``<NA>``), where Arrow's default would
+    turn it into float64 and round values beyond 2**53. Maps (from Spark) become dicts. Repeated
+    column names (Spark SQL allows them) are kept, each column with its own values and dtype."""
+    names = table.column_names
+    if len(set(names)) < len(names):  # Arrow's conversion mixes up columns of the same name
+        frame = exact_pandas(table.rename_columns([f"c{k}" for k in range(len(names))]))
+        frame.columns = names
+        return frame
+    frame = table.to_pandas(maps_as_pydicts="strict")
+    for index, field in enumerate(table.schema):
+        if field.type in _NULLABLE_INTEGERS and table.column(index).null_count:
+            exact = table.column(index).to_pandas(types_mapper=_NULLABLE_INTEGERS.get)
+            frame.isetitem(index, exact.array)
+    return frame
 
 
 #: Spark has no unsigned integers (its Arrow conversion refuses them): each is presented in the

@@ -5,7 +5,8 @@ Integer coordinates must be consecutive: they are the cells. Float coordinates m
 (ascending or descending): they become a dimension with a coordinate scale (offset + cell * step),
 read exactly from the attributes ``A.to_xarray()`` writes, or else found from the values (see
 ``_scale_of``). A dimension without a coordinate starts at 0. NaN is xarray's missing value: a cell is empty
-where every variable is NaN, and variables must agree on where they are missing.
+where every variable is missing; a variable missing where another has a value becomes a nullable
+attribute (``v:float64 NULL``) holding nulls there.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from arrayviews.model.types import type_of_dtype
 
 
 def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.ndarray], tuple[int, ...]]:
-    """The schema, the (masked where missing) values per attribute and the origin of ``data``."""
+    """The schema, the values per attribute (each masked where it is missing) and the origin of ``data``."""
     try:
         import xarray as xr
     except ImportError as error:  # pragma: no cover - depends on the environment
@@ -45,27 +46,32 @@ def xarray_block(data: object, name: str) -> tuple[ArraySchema, dict[str, np.nda
             )
     dimensions = [_dimension(dataset, str(dim), int(dataset.sizes[dim]), len(dims), name) for dim in dims]
     origin = [d.low for d in dimensions]
-    attributes, values = [], {}
-    missing = None
+    values, gaps = {}, {}
     for variable_name, variable in dataset.data_vars.items():
         block = np.asarray(variable.values)
         if block.dtype.kind == "M":
             block = block.astype("datetime64[ns]")
-        attributes.append(Attribute(str(variable_name), type_of_dtype(block.dtype)))
-        gaps = _missing(block)
-        if missing is None:
-            missing = gaps
-        elif not np.array_equal(missing, gaps):
-            raise ValidationError(
-                f"array {name}: variable {variable_name} is missing (NaN) in other cells than the first "
-                "variable; arrayviews cells are empty for every attribute at once",
-                array=name,
-                column=str(variable_name),
-            )
         values[str(variable_name)] = block
+        gaps[str(variable_name)] = _missing(block)
+    empty = np.logical_and.reduce(list(gaps.values()))
+    # a variable missing where another has a value: a nullable attribute, null in those cells
+    attributes = [
+        Attribute(key, _attribute_type(block, key, name), nullable=bool((gaps[key] & ~empty).any()))
+        for key, block in values.items()
+    ]
     schema = ArraySchema(name, tuple(attributes), tuple(dimensions))
-    masked = {k: np.ma.MaskedArray(v, mask=missing) if missing.any() else v for k, v in values.items()}
+    masked = {k: np.ma.MaskedArray(v, mask=gaps[k]) if gaps[k].any() else v for k, v in values.items()}
     return schema, masked, tuple(origin)
+
+
+def _attribute_type(block: np.ndarray, variable: str, name: str) -> str:
+    """The attribute type of a variable's values, or an error naming the variable."""
+    try:
+        return type_of_dtype(block.dtype)
+    except SchemaError as error:
+        raise ValidationError(
+            f"array {name}: variable {variable}: {error}", array=name, column=variable, value=str(block.dtype)
+        ) from None
 
 
 def _missing(block: np.ndarray) -> np.ndarray:
