@@ -97,6 +97,29 @@ def test_spark_sql_errors_are_translated(db) -> None:
     assert not isinstance(caught.value, PySparkException | Py4JError)
 
 
+def test_a_failed_query_is_reported_once_without_a_java_trace_on_stderr(db, capfd) -> None:
+    """PySpark logs a failed query's Java stack trace as JSON on stderr when the exception is made;
+    through arrayviews (a notebook, not only the CLI) the translated error is all the user gets."""
+    db.create_stream("S2", "ts timestamp, v int", 60, "ts")
+    capfd.readouterr()
+    with pytest.raises(ArrayViewsError, match="no_such_function"):
+        db.sql("SELECT no_such_function(v) FROM S2")
+    err = capfd.readouterr().err
+    assert "Py4JJavaError" not in err and "at org.apache.spark" not in err, err[:500]
+
+
+def test_a_java_cause_is_named_without_its_class(db, tmp_path) -> None:
+    stream = db.create_stream("S3", "ts timestamp, v int", 60, "ts")
+    fake = tmp_path / "readings.parquet"
+    fake.write_text("not parquet")
+    with pytest.raises(ArrayViewsError) as caught:
+        stream.load(str(fake))
+    message = str(caught.value)
+    assert "is not a Parquet file" in message and str(fake) in message
+    assert "java.lang" not in message and "RuntimeException" not in message, message
+    assert stream.part_range() is None  # nothing was appended
+
+
 # -- the command line -------------------------------------------------------------------------------
 def _cli(warehouse: Path, *arguments: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "ARRAYVIEWS_LOG_LEVEL"}

@@ -300,7 +300,7 @@ def test_blocks_and_windows_given_as_durations(grid, six_hourly):
         ({"time": "1 fortnight"}, "not a duration"),
         ({"lat": "1 day"}, "durations need a time scale"),
         ({"time": np.timedelta64(-1, "D")}, "may not be negative"),
-        ({"time": 2.5}, "a whole number of cells or a duration"),
+        ({"time": 2.5}, "regrid block size for time"),
     ],
 )
 def test_durations_that_are_not_whole_steps_are_refused(grid, blocks, message):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from arrayviews.execution.failures import PYSPARK_ERROR_LOGGERS
 from arrayviews.execution.session import LOG_LEVEL_VARIABLE, LOG_LEVELS
 from arrayviews.model.errors import ArrayViewsError, ExecutionError
 
@@ -271,10 +272,6 @@ cli.add_command(maintain)
 
 def _verbose() -> bool:
     return os.environ.get(LOG_LEVEL_VARIABLE, "OFF").upper() != "OFF"
-
-
-#: PySpark's loggers that print a failed query's Java stack trace (as JSON) to standard error.
-PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def quiet_pyspark_errors() -> None:

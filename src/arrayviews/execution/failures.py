@@ -14,7 +14,9 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import logging
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TypeVar
@@ -87,6 +89,20 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
+#: The class name a Java exception's text starts with (``java.lang.RuntimeException: ``).
+_JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\s*:\s*")
+
+
+def _without_java_class(line: str) -> str:
+    """A Java cause's message without its class in front (an exception's name says nothing a user
+    acts on; an error's short name, such as OutOfMemoryError, stays). ``details`` keep it whole."""
+    found = _JAVA_CLASS.match(line)
+    if found is None or not line[found.end() :]:
+        return line
+    kept = f"{found.group(1)}: " if found.group(1).endswith("Error") else ""
+    return kept + line[found.end() :]
+
+
 def _summary(error: BaseException) -> str:
     """One line saying why a Spark job failed: the task's Python exception, or the root Java cause."""
     text = str(error)
@@ -98,7 +114,7 @@ def _summary(error: BaseException) -> str:
         try:
             while java.getCause() is not None and java.getCause() != java:
                 java = java.getCause()
-            return _first_line(str(java.toString()))
+            return _without_java_class(_first_line(str(java.toString())))
         except Exception:  # noqa: BLE001 - the JVM may be gone: fall back to the text we have
             pass
     line = _first_line(text)
@@ -123,13 +139,46 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
     return (Py4JError, PySparkException)
 
 
+#: PySpark's loggers that print a failed query's Java stack trace (as JSON) on standard error when
+#: the exception is made, before arrayviews can translate it.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_quiet_lock = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: dict[str, int] = {}
+
+
+@contextmanager
+def _pyspark_errors_unlogged() -> Iterator[None]:
+    """While arrayviews runs (any thread, nested calls), PySpark's error loggers stay silent: the
+    error reaches the user once, translated, instead of also as a Java stack trace on stderr."""
+    global _quiet_depth
+    from pyspark.logger import PySparkLogger  # its own logger class: a plain one breaks its calls
+
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            for name in PYSPARK_ERROR_LOGGERS:
+                logger = PySparkLogger.getLogger(name)
+                _quiet_saved[name] = logger.level
+                logger.setLevel(logging.CRITICAL + 1)
+        _quiet_depth += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0:
+                for name in PYSPARK_ERROR_LOGGERS:
+                    PySparkLogger.getLogger(name).setLevel(_quiet_saved.pop(name, logging.NOTSET))
+
+
 @contextmanager
 def translated_errors() -> Iterator[None]:
     """Raise arrayviews errors instead of the Py4J and PySpark exceptions of the block."""
-    try:
-        yield
-    except _spark_errors() as error:
-        raise translate(error) from None
+    with _pyspark_errors_unlogged():
+        try:
+            yield
+        except _spark_errors() as error:
+            raise translate(error) from None
 
 
 def translated(function: F) -> F:

@@ -201,19 +201,19 @@ _SPAN_UNITS = {"w": ("D", 7), "d": ("D", 1), "h": ("h", 1), "min": ("m", 1), "m"
 _SPAN_UNITS |= {"ms": ("ms", 1), "us": ("us", 1), "ns": ("ns", 1)}
 
 
-def span_cells(schema: ArraySchema, name: str, span: object) -> int:
-    """A count of cells along dimension ``name``: an integer as it is, or on a dimension with a time
-    scale a duration (``"1 day"``, ``"6h"``, ``datetime.timedelta``, ``numpy.timedelta64``, a pandas
-    ``Timedelta``) that must be a whole number of the dimension's steps."""
+def span_cells(schema: ArraySchema, name: str, span: object) -> object:
+    """A duration along dimension ``name`` (``"1 day"``, ``"6h"``, ``datetime.timedelta``,
+    ``numpy.timedelta64``, a pandas ``Timedelta``) as its count of cells, which the dimension's time
+    scale must divide exactly; anything else is returned as it is, for the operator's own check."""
     dimension = schema.dimension(name)
-    if isinstance(span, numbers.Integral) and not isinstance(span, (bool, np.timedelta64)):
-        return int(span)  # numpy counts timedelta64 among its integers
+    if not is_duration(span):
+        return span
     where = f"array {schema.name}, dimension {name}"
     scale = dimension.scale
     if not isinstance(scale, TimeScale):
         raise ValidationError(
-            f"{where}: a span is a whole number of cells, got {span!r}"
-            + (" (durations need a time scale on the dimension)" if isinstance(span, str) else ""),
+            f"{where}: a span is a whole number of cells, got {span!r} (durations need a time scale on the "
+            "dimension)",
             array=schema.name,
             column=name,
         )
@@ -225,6 +225,11 @@ def span_cells(schema: ArraySchema, name: str, span: object) -> int:
         return scale.cells_in(duration)
     except SchemaError as error:
         raise ValidationError(f"{where}: {error}", array=schema.name, column=name) from None
+
+
+def is_duration(value: object) -> bool:
+    """Whether ``value`` is written as a duration (text, or a time delta of any library)."""
+    return isinstance(value, str | dt.timedelta | np.timedelta64) or hasattr(value, "to_timedelta64")
 
 
 def _duration(span: object) -> np.timedelta64:

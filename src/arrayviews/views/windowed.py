@@ -125,9 +125,6 @@ def in_cells(definition: WindowViewDefinition, base: ArraySchema) -> WindowViewD
     names = base.dimension_names
 
     def cells(values: tuple) -> tuple:
-        return tuple(
-            v if isinstance(v, (int, float)) and not isinstance(v, np.timedelta64) else span_cells(base, n, v)
-            for n, v in zip(names, values, strict=True)
-        )
+        return tuple(span_cells(base, n, v) for n, v in zip(names, values, strict=True))
 
     return dataclasses.replace(definition, before=cells(definition.before), after=cells(definition.after))
