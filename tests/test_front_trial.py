@@ -333,3 +333,14 @@ def test_a_script_saved_with_a_byte_order_mark_runs(local_db, tmp_path) -> None:
     )
     assert piped.exit_code == 0, piped.output
     assert local_db.array("bom").to_pandas()["v"].tolist() == [5, 6]
+
+
+def test_a_value_of_the_wrong_kind_is_named_with_the_right_article() -> None:
+    import datetime
+
+    from arrayviews.model.types import python_value_problem
+
+    assert python_value_problem(datetime.date(2020, 1, 1), "int64") == (
+        "datetime.date(2020, 1, 1) is not an int64 value"  # "not a int64" before
+    )
+    assert python_value_problem(b"x", "uint8") == "b'x' is not a uint8 value"

@@ -203,7 +203,7 @@ def tuple_rows(
         for number, value in enumerate(values, start=1):
             problem = None
             if isinstance(value, str):
-                problem = f"{value!r} is a string, not a {type_name} value"
+                problem = f"{value!r} is a string, not a{'n' if type_name.startswith('int') else ''} {type_name} value"
             elif value is not None:
                 problem = python_value_problem(value, type_name)
             if problem:

@@ -389,7 +389,7 @@ def python_value_problem(value: object, target: str) -> str | None:
     elif isinstance(value, float | np.floating):
         kind = np.dtype(np.float64)
     else:
-        return f"{value!r} is not a {target} value"
+        return f"{value!r} is not a{'n' if target.startswith('int') else ''} {target} value"
     if not accepts(target, kind):
         if target == "bool":
             return f"{_literal(value)} is not a bool (use true or false)"
