@@ -461,3 +461,14 @@ def test_an_aggregate_asked_twice_under_two_names_through_a_view(local_db):
     for through in ("V", "none"):
         frame = db.similarity_join("A", "A", Linf(1)).aggregate(*asked, through=through).to_pandas()
         assert {(r.i, r.j): (r.a, r.b, r.x, r.y) for r in frame.itertuples()} == expected, through
+
+
+def test_an_estimate_counts_fragments_and_says_so(local_db):
+    """Two writes into one chunk are two stored fragments: EXPLAIN said '2 chunk(s)' for one chunk."""
+    A = local_db.create_array("Frag<v:float64>[i=0:9:10]")
+    A.insert({"i": [1], "v": [1.0]})
+    A.insert({"i": [2], "v": [2.0]})
+    listing = A.chunks()
+    assert len(listing) == 1 and int(listing.fragments.sum()) == 2
+    text = str(local_db.sql("EXPLAIN SELECT * FROM Frag"))
+    assert "2 fragment(s)" in text and "chunk(s)" not in text, text

@@ -127,6 +127,17 @@ def test_corrections_are_medians_of_the_newest_refreshes_per_strategy_and_execut
     assert measurements(rows).last_run == {"full": 0, "baseline": 1}
 
 
+def test_a_views_creation_is_no_correction_sample() -> None:
+    """Creating a view also creates its table and compiles on first use (10-18x a refresh of the
+    same work): a fresh view's first predictions were that far too high, so a refresh limit was
+    'broken' by refreshes that would have kept it."""
+    created = row("full", "local", 12.0, 1.0) | {"decision": "create"}
+    later = [row("full", "local", m, 1.0) | {"decision": "cheaper"} for m in (0.8, 1.2)]
+    assert measured_scales([created]) == {}
+    assert measured_scales([created, *later]) == {("full", "local"): pytest.approx(1.0)}  # median of 0.8, 1.2
+    assert measurements([created, *later]).last_run == {"full": 0}  # it still counts for the ages
+
+
 # -- real views ---------------------------------------------------------------------------------------
 def neighbour_counts(cells: np.ndarray) -> dict[tuple[int, int], int]:
     """Cells within L1 distance 1 of each cell (itself included), by cKDTree."""

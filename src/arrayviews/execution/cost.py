@@ -26,7 +26,8 @@ CALIBRATION_FILE = "execution.json"
 
 @dataclass(frozen=True)
 class Estimate:
-    """What an operation will read, from metadata: cells, bytes, chunks (tasks) and Spark jobs."""
+    """What an operation will read, from metadata: cells, bytes, stored fragments (``chunks``: a chunk
+    written in several versions has several; each is a task's unit) and Spark jobs."""
 
     cells: int = 0
     bytes: int = 0
@@ -59,7 +60,7 @@ class Estimate:
             if self.contributions:
                 work += f", {self.contributions:,.0f} block contributions"
             return f"{work}, {_size(self.bytes)}, {self.chunks} fragment(s)"
-        return f"{self.cells:,} cells, {_size(self.bytes)}, {self.chunks} chunk(s)"
+        return f"{self.cells:,} cells, {_size(self.bytes)}, {self.chunks} fragment(s)"
 
 
 def _size(nbytes: int) -> str:

@@ -13,7 +13,8 @@ The correction. Each strategy's prediction is multiplied by the median, over its
 :data:`CORRECTION_REFRESHES` refreshes of this view on the same executor, of measured over model
 seconds (a median, so one refresh slowed by a busy machine does not move it). A strategy the view
 has not run uses the median over all of the view's refreshes on that executor (the machine's factor),
-or 1 without any.
+or 1 without any. The view's creation is no sample: it also creates the table and compiles on
+first use.
 
 The choice (:func:`decide`, a pure function of plain numbers):
 1. a batch that touches at least :data:`FULL_FRACTION` of the view's chunks is refreshed in full
@@ -170,8 +171,8 @@ class Measurements:
 
 def measurements(refreshes: Iterable[Mapping]) -> Measurements:
     """The ratios and ages from ``refresh_history`` rows (oldest first: strategy, executor,
-    measured_seconds and the estimates recorded then). Rows from another model, or without a
-    measurement, count for the ages but give no ratio."""
+    measured_seconds and the estimates recorded then). Rows from another model, without a
+    measurement, or of the view's creation, count for the ages but give no ratio."""
     rows = list(refreshes)
     ratios: dict[tuple[str, str], list[float]] = {}
     last_run: dict[str, int] = {}
@@ -181,6 +182,8 @@ def measurements(refreshes: Iterable[Mapping]) -> Measurements:
             continue
         last_run.setdefault(strategy, age)
     for row in rows:
+        if row.get("decision") == "create":  # creation's time holds table creation and first-use
+            continue  # compilation too: 10-18x a refresh of the same work, so no sample of one
         strategy = row.get("strategy")
         measured = row.get("measured_seconds")
         estimate = (row.get("estimates") or {}).get(strategy) or {}
