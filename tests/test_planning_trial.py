@@ -149,11 +149,13 @@ OFFSETS = {
 }
 
 
-def _reference(cells: dict, offsets: list) -> dict:
-    """Per cell with a neighbour inside the shape: count, exact sum, min and max by plain Python."""
+def _reference(cells: dict, offsets: list, right: dict | None = None) -> dict:
+    """Per cell of ``cells`` with a neighbour inside the shape among ``right`` (default: ``cells``
+    themselves): count, exact sum, min and max by plain Python."""
+    right = cells if right is None else right
     out = {}
     for i, j in cells:
-        found = [cells[(i + a, j + b)] for a, b in offsets if (i + a, j + b) in cells]
+        found = [right[(i + a, j + b)] for a, b in offsets if (i + a, j + b) in right]
         if found:
             out[(i, j)] = (
                 len(found),
@@ -370,18 +372,7 @@ def test_partial_refreshes_and_every_strategy_equal_plain_python_at_the_versions
 
     def reference(view) -> dict:
         reflected = {b["base"]: b["reflected"] for b in view.status()["bases"]}
-        left, right = history["A"][reflected["A"]], history["B"][reflected["B"]]
-        out = {}
-        for i, j in left:
-            found = [right[(i + a, j + b)] for a, b in OFFSETS["L1"] if (i + a, j + b) in right]
-            if found:
-                out[(i, j)] = (
-                    len(found),
-                    sum(v for v, _ in found),
-                    min(w for _, w in found),
-                    max(v for v, _ in found),
-                )
-        return out
+        return _reference(history["A"][reflected["A"]], OFFSETS["L1"], history["B"][reflected["B"]])
 
     for name in "AB":
         write(name, 30)
