@@ -381,15 +381,20 @@ class Array:
         source = self._current()
         if not isinstance(source, StoredSource):
             raise ValidationError(f"array {self.name} is a computed result and has no versions")
+        version = self._held_version(source.table, version)
+        return Array(self._db, StoredSource(source.table, version), pinned=True)
+
+    def _held_version(self, table, version: object) -> int:
+        """``version`` as an int the table holds: ValidationError for a non-integer, NotFoundError
+        (naming the array or view, as the table labels itself) for a version not held."""
         if isinstance(version, bool) or not isinstance(version, numbers.Integral):
             raise ValidationError(
-                f"array {self.name}: a version is an integer (see A.versions()), got {version!r}",
+                f"{table.label}: a version is an integer (see .versions()), got {version!r}",
                 array=self.name,
                 value=repr(version),
             )
-        version = int(version)
-        source.table.snapshot_of(version)  # raises NotFoundError for unknown versions
-        return Array(self._db, StoredSource(source.table, version), pinned=True)
+        table.snapshot_of(int(version))
+        return int(version)
 
     def chunks(self) -> pd.DataFrame:
         """Chunk metadata, read without touching cell data: cells, bytes, min/max, newest version."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -74,14 +73,7 @@ class View(Array):
     def at_version(self, version: int) -> Array:
         """A read-only handle on the view as it was at ``version`` (see ``V.versions()``)."""
         source = self._current()
-        if isinstance(version, bool) or not isinstance(version, numbers.Integral):
-            raise ValidationError(
-                f"view {self.name}: a version is an integer (see V.versions()), got {version!r}",
-                array=self.name,
-                value=repr(version),
-            )
-        version = int(version)
-        source.table.snapshot_of(version)  # NotFoundError naming the view for an unknown version
+        version = self._held_version(source.table, version)
         return Array(self._db, ViewSource(source.table, version, self._public), pinned=True)
 
     # -- maintenance -----------------------------------------------------------------------------
