@@ -28,6 +28,7 @@ from arrayviews.views import similarity as views_similarity
 from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewAggregate,
+    attributes_spelled,
     check_aggregates,
     parse_view_aggregate,
     similarity,
@@ -67,6 +68,7 @@ class SimilarityJoin:
             [a if isinstance(a, ViewAggregate) else parse_view_aggregate(a) for a in aggregates],
             self.spec.mapping,
         )
+        definition = attributes_spelled(definition, self.spec.left, self.spec.right)
         check_aggregates(definition, self.spec.left, self.spec.right)
         return definition
 

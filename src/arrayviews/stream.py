@@ -31,6 +31,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.execution.session import ensure_started
+from arrayviews.execution.spark_cells import csv_reader
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
@@ -352,11 +353,10 @@ class Stream:
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
         file_format = (format or ("csv" if path.lower().endswith(".csv") else "parquet")).lower()
-        reader = self.db.spark.read
         if file_format == "csv":
-            frame = reader.option("header", True).option("mode", "FAILFAST").schema(self.schema).csv(path)
+            frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(self.schema).csv(path)
         elif file_format == "parquet":
-            frame = reader.parquet(path)
+            frame = self.db.spark.read.parquet(path)
             # Parquet files written without a time zone (pandas' default) hold times in UTC, the
             # session's zone.
             frame = frame.select(

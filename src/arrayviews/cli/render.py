@@ -103,6 +103,32 @@ def _csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _csv_text(frame: pd.DataFrame) -> str:
+    """The frame as CSV (RFC 4180), a null an empty field and an empty text a quoted one (``""``),
+    as LOAD reads them back; pandas writes both as an empty field."""
+    frame = _csv_frame(frame)
+    texts = [k for k in range(frame.shape[1]) if _text_column(frame.iloc[:, k])]
+    empties = {
+        k: pd.Series(
+            [isinstance(v, str) and v == "" for v in frame.iloc[:, k]], index=frame.index, dtype=bool
+        )
+        for k in texts
+    }
+    empties = {k: empty for k, empty in empties.items() if empty.any()}
+    if not empties:
+        return frame.to_csv(index=False)
+    # a field pandas leaves unquoted and no value holds stands for each empty text, then is quoted
+    stand_in = "\ue000"
+    held = {v for k in texts for v in frame.iloc[:, k] if isinstance(v, str)} | set(map(str, frame.columns))
+    while any(stand_in in value for value in held):
+        stand_in += "\ue000"
+    frame = frame.copy()
+    for k, empty in empties.items():
+        frame.isetitem(k, frame.iloc[:, k].astype(object).where(~empty, stand_in))
+    lines = frame.to_csv(index=False)
+    return lines.replace(stand_in, '""')
+
+
 def _json_value(value: object, nan_is_null: bool = True) -> object:
     if value is None or value is pd.NaT or value is pd.NA:
         return None
@@ -205,7 +231,7 @@ def print_frame(
     """Print a relation as a table (the first ``limit`` rows), CSV or JSON (every row)."""
     out = file or sys.stdout
     if output == "csv":
-        out.write(_csv_frame(frame).to_csv(index=False))
+        out.write(_csv_text(frame))
         return
     if output == "json":
         names = json_names(frame.columns)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import decimal
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
@@ -144,6 +144,24 @@ def check_frame(frame: DataFrame, schema: ArraySchema) -> int:
     return int(result["cells"])
 
 
+#: Spark's CSV null marker while reading: a text no field of a text file holds.
+_NULL_TEXT = "\u0000"
+
+
+def csv_reader(spark: SparkSession) -> DataFrameReader:
+    """Spark's reader of CSV files with a header line, read as RFC 4180 says: a quoted field may
+    hold separators and line breaks and doubles its quotes; an empty field is a null and a quoted
+    empty field (``""``) the empty string."""
+    return (
+        spark.read.option("header", True)
+        .option("multiLine", True)
+        .option("escape", '"')
+        # Spark turns an empty field into its null text and then any field equal to that text into
+        # a null, so with the default null text ("") a quoted empty field was a null as well
+        .option("nullValue", _NULL_TEXT)
+    )
+
+
 def read_cell_files(
     spark: SparkSession, path: str, schema: ArraySchema, file_format: str | None = None
 ) -> DataFrame:
@@ -159,12 +177,13 @@ def read_cell_files(
         raise ValidationError(
             f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
         )
-    raw = spark.read.option("header", True).option("inferSchema", False).csv(path)
+    raw = csv_reader(spark).option("inferSchema", False).csv(path)
     check_columns(raw.columns, schema)
     converted, problems = {}, []
     for name in raw.columns:
         target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
-        text = F.trim(F.col(name))
+        # spaces around a number are no part of it; around a text they are the text's own
+        text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
         converted[name] = text.try_cast(target)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)

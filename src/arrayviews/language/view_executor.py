@@ -176,23 +176,25 @@ def _similarity_definition(db: Database, q: ast.SimilaritySelect) -> SimilarityV
                 array=q.left,
             )
         side = None if item.table is None else q.side(item.table)
-        if item.attribute is not None:
+        attribute = item.attribute
+        if attribute is not None:
             schema = left if side == "left" else right
-            if not schema.has_attribute(item.attribute):
+            attribute = schema.spelling(attribute)  # column names are case-insensitive
+            if not schema.has_attribute(attribute):
                 raise ValidationError(
                     f"{item.table}.{item.attribute}: array {schema.name} has no attribute {item.attribute!r}; "
                     f"attributes: {', '.join(schema.attribute_names) or '(none)'}{where}",
                     array=schema.name,
                     column=item.attribute,
                 )
-            if schema.attribute(item.attribute).type == "bool" and item.function in ("sum", "avg"):
+            if schema.attribute(attribute).type == "bool" and item.function in ("sum", "avg"):
                 raise ValidationError(
                     f"{item.function} over bool attribute {item.table}.{item.attribute} is not supported "
                     f"in views{where}",
                     array=schema.name,
                     column=item.attribute,
                 )
-        aggregates.append(ViewAggregate(item.function, side, item.attribute, item.name))
+        aggregates.append(ViewAggregate(item.function, side, attribute, item.name))
     mapping = _mapping(q, left, right)
     try:
         shape = build_shape(q.shape, right.ndim)

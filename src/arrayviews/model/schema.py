@@ -295,6 +295,14 @@ class ArraySchema:
     def has_attribute(self, name: str) -> bool:
         return self._index.get(name, ("", 0))[0] == "attribute"
 
+    def spelling(self, name: str) -> str:
+        """The schema's own spelling of column ``name`` given in any letter case (column names are
+        case-insensitive), or ``name`` itself when the schema has no such column."""
+        if name in self._index:
+            return name
+        folded = name.lower()
+        return next((column for column in self._index if column.lower() == folded), name)
+
     # -- derived schemas -----------------------------------------------------------------------
     def renamed(self, name: str) -> ArraySchema:
         return replace(self, name=name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -166,6 +167,11 @@ def parse_calls(
             f"array {schema.name}: give at least one aggregate, e.g. 'count(*)' or 'avg(v)'"
         )
     calls = [a if isinstance(a, AggregateCall) else parse_aggregate(a) for a in aggregates]
+    # attributes as the schema spells them: sum(V) over attribute v is sum(v), named v_sum
+    calls = [
+        call if call.attribute is None else replace(call, attribute=schema.spelling(call.attribute))
+        for call in calls
+    ]
     check_calls(calls, {a.name: a.type for a in schema.attributes}, schema.name, window)
     return calls
 

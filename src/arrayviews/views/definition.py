@@ -132,6 +132,22 @@ def definition_from_json(text: str) -> ViewDefinition:
     )
 
 
+def attributes_spelled(
+    definition: SimilarityViewDefinition, left: ArraySchema, right: ArraySchema
+) -> SimilarityViewDefinition:
+    """``definition`` with each aggregate's attribute as its side's schema spells it (column names are
+    case-insensitive: ``sum(right.V)`` over attribute ``v`` is ``sum(right.v)``)."""
+    aggregates = tuple(
+        aggregate
+        if aggregate.attribute is None
+        else replace(
+            aggregate, attribute=(left if aggregate.side == "left" else right).spelling(aggregate.attribute)
+        )
+        for aggregate in definition.aggregates
+    )
+    return replace(definition, aggregates=aggregates)
+
+
 def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, right: ArraySchema) -> None:
     """Every aggregate names an existing attribute of its side, with a type it applies to."""
     names = set()

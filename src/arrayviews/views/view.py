@@ -37,6 +37,7 @@ from arrayviews.views.definition import (
     SimilarityViewDefinition,
     ViewDefinition,
     WindowViewDefinition,
+    attributes_spelled,
     check_aggregates,
     definition_from_json,
     spelled,
@@ -213,6 +214,8 @@ def create_view(
         definition = replace(definition, mapping=join_spec(db, definition).mapping)
     if isinstance(definition, WindowViewDefinition):  # durations on time dimensions, as cells
         definition = windowed.in_cells(definition, db.array(definition.base).schema)
+    else:  # attributes as the bases spell them
+        definition = attributes_spelled(definition, *_base_schemas(db, definition, None))
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
         raise AlreadyExistsError(f"an array named {name} already exists")
