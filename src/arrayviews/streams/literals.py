@@ -135,10 +135,38 @@ def restore(tree: exp.Expression, originals: dict[int, str]) -> exp.Expression:
         return kept
 
     restored = tree.transform(verbatim, copy=False)
+    _restore_field_names(restored, originals, used)
     unused = sorted(set(originals) - used)
     if unused:
         raise LiteralError("string literal not read as Spark reads it", unused[0])
     return restored
+
+
+def _restore_field_names(tree: exp.Expression, originals: dict[int, str], used: set[int]) -> None:
+    """Put back the field names of ``named_struct('name', value, ...)``, which sqlglot reads as
+    names (``STRUCT(value AS name)``) that keep no position: the placeholders left unused, in the
+    order of the text, are those names in the order of the tree. A name written other than as one
+    plain quoted text (escapes, doubled quotes, adjacent literals) stays refused."""
+    keys = [
+        node.this
+        for node in tree.find_all(exp.PropertyEQ, bfs=False)  # depth first: the order of the text
+        if isinstance(node.parent, exp.Struct)
+        and isinstance(node.this, exp.Identifier)
+        and not node.this.quoted
+    ]
+    unused = sorted(set(originals) - used)
+    if not keys or len(keys) != len(unused):
+        return
+    for key, start in zip(keys, unused, strict=True):
+        original = originals[start]
+        name = original[1:-1]
+        plain = original[0] == "'" and "\\" not in name and "'" not in name and "\n" not in name
+        if not plain or key.name != "x" * len(name):
+            return
+    for key, start in zip(keys, unused, strict=True):
+        key.set("this", originals[start][1:-1])
+        key.set("quoted", True)
+        used.add(start)
 
 
 __all__ = ["LiteralError", "protect", "restore", "string_literals"]
