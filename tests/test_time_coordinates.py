@@ -4,9 +4,11 @@ against Python's datetime arithmetic, pandas and xarray's own selection."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import xarray as xr
 from hypothesis import HealthCheck, assume, given, settings
@@ -332,3 +334,70 @@ def test_a_window_view_takes_durations_and_stores_cells(local, grid, six_hourly)
     with pytest.raises(ValidationError, match="not a whole number of the dimension's steps"):
         local.create_view("bad_span", window("six_hourly", ["5 hours", 0, 0, 0], ["sum(temp)"]))
     assert "bad_span" not in local.views()
+
+
+# -- inserting cells by their times ---------------------------------------------------------------
+_INSERTS = itertools.count()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=FIXTURES)
+@given(
+    count=st.integers(1, 90),
+    unit=st.sampled_from(["DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND"]),
+    origin=st.datetimes(dt.datetime(1950, 1, 1), dt.datetime(2100, 1, 1)),
+    cells=st.lists(st.integers(0, 10_000), min_size=1, max_size=8, unique=True),
+    form=st.sampled_from(["datetime64[ms]", "datetime64[us]", "datetime64[ns]", "aware pandas", "pyarrow"]),
+)
+def test_cells_given_as_times_land_where_datetime_arithmetic_puts_them(
+    local, count, unit, origin, cells, form
+):
+    """Before: ``insert`` refused times on a time dimension ("coordinates must be integers, got
+    timestamp[us]"; numpy hours failed inside pyarrow with "Unsupported datetime64 time unit")."""
+    origin = origin.replace(microsecond=origin.microsecond // 1000 * 1000)
+    A = local.create_array(
+        f"at_times_{next(_INSERTS)}<v:int64>[t=0:*:64 SCALE {count} {unit}S OFFSET '{origin.isoformat()}']"
+    )
+    times = [origin + cell * count * UNITS[unit] for cell in cells]  # the reference labels
+    if form == "aware pandas":  # the same instants one hour east of UTC
+        column = pd.Series(pd.to_datetime(times)).dt.tz_localize("UTC").dt.tz_convert("Etc/GMT-1")
+        batch = pd.DataFrame({"t": column, "v": cells})
+    elif form == "pyarrow":
+        batch = {"t": pa.array(times, pa.timestamp("ms")), "v": cells}
+    else:
+        batch = {"t": np.array(times, dtype=form), "v": np.array(cells)}
+    A.insert(batch)
+    frame = A.to_pandas()
+    assert sorted(zip(frame["t"].tolist(), frame["v"].tolist(), strict=True)) == [
+        (cell, cell) for cell in sorted(cells)
+    ]
+
+
+def test_times_in_coarse_numpy_units_and_dates_are_read(local):
+    A = local.create_array("coarse_times<v:int64>[t=0:99:10 SCALE 6 HOURS OFFSET '2026-01-01']")
+    A.insert({"t": np.array(["2026-01-01T06", "2026-01-02T18"], "datetime64[h]"), "v": [1, 2]})
+    A.insert({"t": np.array(["2026-01-03"], "datetime64[D]"), "v": [3]})
+    A.insert({"t": [dt.date(2026, 1, 4)], "v": [4]})
+    assert dict(zip(A.to_pandas()["t"], A.to_pandas()["v"], strict=True)) == {1: 1, 7: 2, 8: 3, 12: 4}
+
+
+@pytest.mark.parametrize(
+    ("times", "message"),
+    [
+        (["2026-01-01T06:00", "2026-01-01T07:00"], r"2026-01-01T07:00:00 \(row 1\) labels no cell"),
+        (["2025-12-31T18:00"], r"coordinate -1 \(2025-12-31T18:00:00\) \(row 0\) is outside"),
+        (["2026-01-01T06:00", "NaT"], r"missing coordinate in row 1"),
+    ],
+)
+def test_a_time_that_labels_no_cell_is_refused_by_row_and_nothing_is_written(local, times, message):
+    A = local.create_array(
+        f"refused_times_{next(_INSERTS)}<v:int64>[t=0:99:10 SCALE 6 HOURS OFFSET '2026-01-01']"
+    )
+    with pytest.raises(ValidationError, match=message):
+        A.insert({"t": np.array(times, "datetime64[m]"), "v": np.arange(len(times))})
+    assert A.version == 0 and A.to_pandas().empty
+
+
+def test_times_on_a_dimension_without_a_time_scale_are_refused_saying_why(local):
+    A = local.create_array("no_time_scale<v:int64>[t=0:99:10]")
+    with pytest.raises(ValidationError, match=r"coordinates must be integers \(or times, on a dimension"):
+        A.insert({"t": np.array(["2026-01-01"], "datetime64[s]"), "v": [1]})

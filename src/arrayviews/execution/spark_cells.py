@@ -32,8 +32,15 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
     columns = []
     for dimension in schema.dimension_names:
         if not isinstance(types[dimension], _INTEGER_TYPES):
+            timed = isinstance(types[dimension], T.TimestampType | T.TimestampNTZType | T.DateType)
+            hint = (
+                " (a Spark DataFrame gives cell numbers; times are read from pandas or pyarrow)"
+                if timed
+                else ""
+            )
             raise ValidationError(
-                f"array {schema.name}, column {dimension}: coordinates must be integers, got {types[dimension].simpleString()}",
+                f"array {schema.name}, column {dimension}: coordinates must be integers{hint}, got "
+                f"{types[dimension].simpleString()}",
                 array=schema.name,
                 column=dimension,
                 value=types[dimension].simpleString(),

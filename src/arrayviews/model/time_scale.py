@@ -143,6 +143,27 @@ class TimeScale:
             )
         return nanoseconds // step
 
+    def cells_of(self, instants: np.ndarray) -> tuple[np.ndarray, int | None]:
+        """The cells labelled ``instants`` (``datetime64`` of a day or finer, no NaT) and the index
+        of the first instant that is no label (between two, or past the range of int64 counts), or
+        None. Exact: integer counts in the finer of the instants' and the scale's resolutions."""
+        unit = _unit_of(instants.dtype)
+        finest = max(unit, self.resolution, key=RESOLUTIONS.index)
+        counts = instants.astype(f"datetime64[{unit}]").astype(np.int64)
+        scale = _per(unit, finest)
+        origin = self.origin * _per(self.resolution, finest)
+        step = self.step * _per(self.resolution, finest)
+        if not (_INT64[0] <= origin <= _INT64[1] and _INT64[0] <= step <= _INT64[1]):
+            return np.zeros(len(counts), np.int64), 0 if len(counts) else None
+        bad = np.abs(counts) > _INT64[1] // scale
+        scaled = counts * np.int64(scale)
+        with np.errstate(over="ignore"):
+            offsets = scaled - np.int64(origin)
+        bad |= ((scaled ^ np.int64(origin)) & (scaled ^ offsets)) < 0  # the subtraction wrapped
+        bad |= offsets % np.int64(step) != 0
+        first = int(np.flatnonzero(bad)[0]) if bad.any() else None
+        return np.where(bad, 0, offsets // np.int64(step)), first
+
     def nanoseconds(self, cell: int) -> int:
         """The label of ``cell`` as nanoseconds since 1970-01-01 (a Python integer: exact at any cell)."""
         return (self.origin + cell * self.step) * _per(self.resolution, "ns")

@@ -16,6 +16,7 @@ from arrayviews.model.cell_checks import check_columns  # noqa: F401 - callers t
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import (
     accepts,
     as_arrow,
@@ -45,6 +46,8 @@ def _numpy_column(column: object) -> np.ndarray:
     """A column of a dict batch as numpy; text as Python strings, because pyarrow reads numpy's
     fixed-width text as C strings (cut at the first NUL) and numpy drops trailing NULs."""
     values = np.atleast_1d(np.asarray(column))
+    if values.dtype.kind == "M" and np.datetime_data(values.dtype)[0] not in ("s", "ms", "us", "ns"):
+        return values.astype("datetime64[s]")  # Arrow has no weeks, days (as times), hours or minutes
     if values.dtype.kind != "U":
         return values
     if isinstance(column, np.ndarray):
@@ -160,6 +163,32 @@ def whole_decimals(
     return column
 
 
+def _is_time(kind: pa.DataType) -> bool:
+    return pa.types.is_timestamp(kind) or pa.types.is_date(kind)
+
+
+def _cells_of_times(
+    schema: ArraySchema, dimension, column: pa.Array | pa.ChunkedArray
+) -> tuple[pa.Array, np.ndarray]:
+    """The cells of a dimension with a time scale given as times (UTC instants: Arrow timestamps,
+    with or without a zone, or dates); a time that labels no cell is refused by row."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_date(column.type):
+        column = column.cast(pa.timestamp("s"))
+    instants = np.asarray(column.cast(pa.timestamp(column.type.unit)).to_numpy(zero_copy_only=False))
+    cells, first = dimension.scale.cells_of(instants)
+    if first is not None:
+        raise ValidationError(
+            f"array {schema.name}, column {dimension.name}: {instants[first]} (row {first}) labels no "
+            f"cell of the dimension ({dimension.scale.to_text()})",
+            array=schema.name,
+            column=dimension.name,
+            value=str(instants[first]),
+        )
+    return pa.array(cells, pa.int64()), instants
+
+
 def _first_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -186,9 +215,14 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
                 array=schema.name,
                 column=dimension.name,
             )
+        times = None
+        if isinstance(dimension.scale, TimeScale) and _is_time(column.type):
+            column, times = _cells_of_times(schema, dimension, column)
         if not pa.types.is_integer(column.type):
             raise ValidationError(
-                f"array {schema.name}, column {dimension.name}: coordinates must be integers, got {column.type}",
+                f"array {schema.name}, column {dimension.name}: coordinates must be integers"
+                f"{' (or times, on a dimension with a time scale)' if _is_time(column.type) else ''}, "
+                f"got {column.type}",
                 array=schema.name,
                 column=dimension.name,
                 value=str(column.type),
@@ -206,7 +240,8 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
         if outside.any():
             row = _first_index(outside)
             raise ValidationError(
-                f"array {schema.name}, column {dimension.name}: coordinate {values[row]} (row {row}) is outside "
+                f"array {schema.name}, column {dimension.name}: coordinate {values[row]}"
+                f"{'' if times is None else f' ({times[row]})'} (row {row}) is outside "
                 f"the dimension range {dimension.low}:{dimension.high}",
                 array=schema.name,
                 column=dimension.name,
