@@ -401,3 +401,31 @@ def test_times_on_a_dimension_without_a_time_scale_are_refused_saying_why(local)
     A = local.create_array("no_time_scale<v:int64>[t=0:99:10]")
     with pytest.raises(ValidationError, match=r"coordinates must be integers \(or times, on a dimension"):
         A.insert({"t": np.array(["2026-01-01"], "datetime64[s]"), "v": [1]})
+
+
+def test_spark_frames_and_csv_files_give_cells_as_times(local, spark, tmp_path):
+    """Before: a Spark DataFrame's timestamps and a CSV file's ISO times on a time dimension were
+    refused ("coordinates must be integers"; "'2026-01-04T06:00' is not an integer coordinate")."""
+    A = local.create_array("spark_times<v:int64>[t=0:99:10 SCALE 6 HOURS OFFSET '2026-01-01']")
+    origin, step = dt.datetime(2026, 1, 1), dt.timedelta(hours=6)
+    frame = spark.createDataFrame([(origin + 3 * step, 1), (origin + 9 * step, 2)], "t timestamp, v bigint")
+    A.insert(frame)
+    A.insert(spark.createDataFrame([(dt.date(2026, 1, 5), 3)], "t date, v bigint"))
+    path = tmp_path / "times.csv"
+    path.write_text(f"t,v\n{(origin + 21 * step).isoformat()},4\n22,5\n{origin + 23 * step},6\n")
+    local.sql(f"LOAD spark_times FROM '{path}'")
+    assert dict(zip(A.to_pandas()["t"], A.to_pandas()["v"], strict=True)) == {
+        3: 1,
+        9: 2,
+        16: 3,
+        21: 4,
+        22: 5,
+        23: 6,
+    }
+    off = spark.createDataFrame([(origin + step + dt.timedelta(minutes=1), 7)], "t timestamp, v bigint")
+    with pytest.raises(ValidationError, match="2026-01-01 06:01:00 labels no cell of the dimension"):
+        A.insert(off)
+    path.write_text("t,v\n2026-01-01T06:01,8\n")
+    with pytest.raises(ValidationError, match="is not an integer coordinate or a time labelling a cell"):
+        local.sql(f"LOAD spark_times FROM '{path}'")
+    assert A.version == 3

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import decimal
 
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
@@ -18,10 +18,12 @@ from pyspark.sql.pandas.types import to_arrow_type
 from arrayviews.model.cell_checks import check_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import accepts, misfit_reason, value_limits
 from arrayviews.storage.files import filesystem
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.DateType)
 
 
 def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
@@ -31,13 +33,23 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
     types = {field.name: field.dataType for field in frame.schema.fields}
     columns = []
     for dimension in schema.dimension_names:
+        scale = schema.dimension(dimension).scale
+        timed = isinstance(types[dimension], _TIME_TYPES)
+        if timed and isinstance(scale, TimeScale):
+            cells, labels_no_cell = time_cells(F.col(dimension), scale)
+            row = frame.where(labels_no_cell).select(dimension).first()  # one job, times only
+            if row is not None:
+                raise ValidationError(
+                    f"array {schema.name}, column {dimension}: {row[dimension]} labels no cell of the "
+                    f"dimension ({scale.to_text()})",
+                    array=schema.name,
+                    column=dimension,
+                    value=str(row[dimension]),
+                )
+            columns.append(cells.alias(dimension))
+            continue
         if not isinstance(types[dimension], _INTEGER_TYPES):
-            timed = isinstance(types[dimension], T.TimestampType | T.TimestampNTZType | T.DateType)
-            hint = (
-                " (a Spark DataFrame gives cell numbers; times are read from pandas or pyarrow)"
-                if timed
-                else ""
-            )
+            hint = " (or times, on a dimension with a time scale)" if timed else ""
             raise ValidationError(
                 f"array {schema.name}, column {dimension}: coordinates must be integers{hint}, got "
                 f"{types[dimension].simpleString()}",
@@ -69,6 +81,22 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
             _check_limits(frame, schema, attribute.name, attribute.type, limits)
         columns.append(F.col(attribute.name).cast(spark_type).alias(attribute.name))
     return frame.select(*columns)
+
+
+def time_cells(column: Column, scale: TimeScale) -> tuple[Column, Column]:
+    """(the cells, whether it labels no cell) of Spark times (timestamps, or dates at midnight UTC)
+    on a dimension with time scale ``scale``: exact, in decimal nanoseconds; a time between two
+    labels, or whose cell is past 2**62, labels none (its cell is null)."""
+    nanoseconds = F.unix_micros(column.cast(T.TimestampType())).cast(T.DecimalType(38, 0)) * F.lit(
+        decimal.Decimal(1000)
+    )
+    origin = scale.nanoseconds(0)
+    step = decimal.Decimal(scale.nanoseconds(1) - origin)
+    offset = nanoseconds - F.lit(decimal.Decimal(origin))
+    remainder = offset % F.lit(step)
+    whole = ((offset - remainder) / F.lit(step)).cast(T.DecimalType(38, 0))
+    labels_no_cell = (remainder != 0) | (F.abs(whole) > F.lit(decimal.Decimal(2**62)))
+    return F.when(~labels_no_cell, whole.cast(T.LongType())), labels_no_cell
 
 
 def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: str, limits) -> None:
@@ -192,6 +220,10 @@ def read_cell_files(
         # spaces around a number are no part of it; around a text they are the text's own
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
         converted[name] = text.try_cast(target)
+        scale = schema.dimension(name).scale if schema.has_dimension(name) else None
+        if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
+            times = time_cells(text.try_cast(T.TimestampType()), scale)[0]
+            converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
         )
@@ -204,8 +236,11 @@ def read_cell_files(
                 .select(name)
                 .first()[name]
             )
+            scale = schema.dimension(name).scale if schema.has_dimension(name) else None
             kind = (
-                "an integer coordinate"
+                f"an integer coordinate or a time labelling a cell ({scale.to_text()})"
+                if isinstance(scale, TimeScale)
+                else "an integer coordinate"
                 if schema.has_dimension(name)
                 else f"a {schema.attribute(name).type} value"
             )
