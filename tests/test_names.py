@@ -321,3 +321,15 @@ def test_every_operator_over_internal_looking_names(ndb, case) -> None:
     assert view.verify() and windows.verify()
     _same(_rows(view, dims), joined(a_cells, b_cells), "similarity view after refresh")
     _same(_rows(windows, dims), windowed(a_cells, (1, 0), (1, 1)), "window view after refresh")
+
+
+def test_a_name_that_is_not_text_is_named_by_its_type_only(tmp_path) -> None:
+    """Before: ``db.from_xarray("era", dataset)`` (the arguments swapped) printed the Dataset's whole
+    repr inside "invalid array name ...", pages of it for a real grid."""
+    import xarray as xr
+
+    db = arrayviews.connect(str(tmp_path / "w"), execution="local")
+    dataset = xr.Dataset({"v": ("x", np.arange(1000.0))})
+    with pytest.raises(SchemaError) as raised:
+        db.from_xarray("era", dataset)
+    assert str(raised.value) == "invalid array name: a name must be a string, got Dataset"

@@ -76,7 +76,9 @@ def check_identifier(name: object, what: str, error: type[Exception] = SchemaErr
     """Return ``name`` if it is a legal user name, else raise ``error`` naming ``what`` it names."""
     problem = name_problem(name)
     if problem is not None:
-        raise error(f"invalid {what} name {name!r}: {problem}")
+        # a value that is no text is named by its type alone (a Dataset's repr runs to pages)
+        shown = f" {name!r}" if isinstance(name, str) else ""
+        raise error(f"invalid {what} name{shown}: {problem}")
     return name  # type: ignore[return-value]
 
 
