@@ -429,3 +429,18 @@ def test_spark_frames_and_csv_files_give_cells_as_times(local, spark, tmp_path):
     with pytest.raises(ValidationError, match="is not an integer coordinate or a time labelling a cell"):
         local.sql(f"LOAD spark_times FROM '{path}'")
     assert A.version == 3
+
+
+def test_to_pandas_with_labels_gives_times_and_coordinates(local):
+    A = local.create_array(
+        "labelled<v:int64>[t=0:99:10 SCALE 90 MINUTES OFFSET '2026-03-01T06:00'; y=0:9:5 SCALE 0.5 OFFSET -1.0; i=0:3:2]"
+    )
+    A.insert({"t": [0, 7, 31], "y": [0, 3, 9], "i": [1, 2, 3], "v": [1, 2, 3]})
+    frame = A.to_pandas(labels=True)
+    origin = dt.datetime(2026, 3, 1, 6)
+    assert [_instant(np.datetime64(t)) for t in frame["t"]] == [
+        origin + c * dt.timedelta(minutes=90) for c in (0, 7, 31)
+    ]
+    assert frame["y"].tolist() == [-1.0 + 0.5 * c for c in (0, 3, 9)]
+    assert frame["i"].tolist() == [1, 2, 3] and frame["v"].tolist() == [1, 2, 3]
+    assert A.to_pandas()["t"].tolist() == [0, 7, 31]  # cells without labels, as before

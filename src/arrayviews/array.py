@@ -515,8 +515,17 @@ class Array:
     def to_arrow(self, sort: bool = True) -> pa.Table:
         return self._read(lambda source: reads.to_arrow(source, sort))
 
-    def to_pandas(self, sort: bool = True) -> pd.DataFrame:
-        return self._read(lambda source: reads.to_pandas(source, sort))
+    def to_pandas(self, sort: bool = True, labels: bool = False) -> pd.DataFrame:
+        """One row per cell: the dimensions' cell numbers, then the attributes. With ``labels``, a
+        dimension with a scale gives each cell's coordinate instead (a float, or a ``datetime64``
+        time), as ``to_xarray`` labels its coordinates."""
+        frame = self._read(lambda source: reads.to_pandas(source, sort))
+        if labels:
+            for dimension in self.schema.dimensions:
+                if dimension.scale is not None:
+                    cells = frame[dimension.name].to_numpy(dtype=np.int64)
+                    frame[dimension.name] = dimension.scale.coordinates(cells)
+        return frame
 
     def to_spark(self) -> DataFrame:
         return reads.to_spark(self._current(), self._db.executors.spark)
