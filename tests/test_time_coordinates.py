@@ -444,3 +444,61 @@ def test_to_pandas_with_labels_gives_times_and_coordinates(local):
     assert frame["y"].tolist() == [-1.0 + 0.5 * c for c in (0, 3, 9)]
     assert frame["i"].tolist() == [1, 2, 3] and frame["v"].tolist() == [1, 2, 3]
     assert A.to_pandas()["t"].tolist() == [0, 7, 31]  # cells without labels, as before
+
+
+# -- conditions comparing a time dimension with a time written as text --------------------------
+_COMPARE = {
+    "=": lambda a, b: a == b,
+    "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+_MIRROR = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@pytest.fixture(scope="module")
+def hourly_both_ways(local):
+    """Two arrays over cells 0..47, one with times rising by 90 minutes, one falling by 2 hours."""
+    up = local.create_array("up_times<v:int64>[t=0:47:16 SCALE 90 MINUTES OFFSET '2026-01-01T00:00']")
+    down = local.create_array("down_times<v:int64>[t=0:47:16 SCALE -2 HOURS OFFSET '2026-01-03T00:00']")
+    for array in (up, down):
+        array.insert({"t": np.arange(48), "v": np.arange(48)})
+    return {"up": (up, dt.timedelta(minutes=90)), "down": (down, dt.timedelta(hours=-2))}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@given(
+    which=st.sampled_from(["up", "down"]),
+    op=st.sampled_from(sorted(_COMPARE)),
+    minutes=st.integers(-600, 5000),
+    literal_first=st.booleans(),
+    between=st.booleans(),
+    span=st.integers(0, 1500),
+)
+def test_a_condition_on_a_time_written_as_text_keeps_the_cells_datetime_arithmetic_keeps(
+    hourly_both_ways, which, op, minutes, literal_first, between, span
+):
+    """Before: ``time >= '2026-01-02'`` was refused ("cannot compare BIGINT with STRING")."""
+    array, step = hourly_both_ways[which]
+    origin = dt.datetime(2026, 1, 1) if which == "up" else dt.datetime(2026, 1, 3)
+    instant = dt.datetime(2026, 1, 1) + dt.timedelta(minutes=minutes)
+    if between:
+        high = instant + dt.timedelta(minutes=span)
+        condition = f"t BETWEEN '{instant.isoformat()}' AND '{high.isoformat()}'"
+        expected = [c for c in range(48) if instant <= origin + c * step <= high]
+    else:
+        text = f"'{instant.isoformat(sep=' ')}'"
+        condition = f"{text} {_MIRROR[op]} t" if literal_first else f"t {op} {text}"
+        expected = [c for c in range(48) if _COMPARE[op](origin + c * step, instant)]
+    assert sorted(array.filter(condition).to_pandas()["t"].tolist()) == expected
+
+
+def test_time_conditions_in_statements_and_text_that_is_no_time(local, hourly_both_ways):
+    got = local.sql("SELECT * FROM up_times WHERE t >= '2026-01-03T21:00Z' AND v < 100").to_pandas()
+    assert got["t"].tolist() == [46, 47]  # 2026-01-03T21:00 is cell 46 (46 * 90 minutes)
+    with pytest.raises(ValidationError, match="'2026-02-30' is not a time"):
+        local.sql("SELECT * FROM up_times WHERE t < '2026-02-30'")
+    with pytest.raises(ValidationError, match="give times in UTC"):
+        local.sql("SELECT * FROM up_times WHERE t < '2026-01-02T00:00+02:00'")

@@ -27,6 +27,8 @@ from arrayviews.model.expressions import (
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.time_conditions import time_cells_compared
+from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import arrow_type
 from arrayviews.operators.cells import transform_cells
 from arrayviews.operators.source import ComputedSource, DeferredSource, Source, StoredBox, stored_box
@@ -181,6 +183,9 @@ def _bound(schema: ArraySchema, text: str) -> tuple[Expr, str]:
     expression = parse_expression(text)
     try:
         expression = resolve_names(expression, types)
+        # a time dimension compared with a time written as text: a condition on its cells
+        scales = {d.name: d.scale for d in schema.dimensions if isinstance(d.scale, TimeScale)}
+        expression = time_cells_compared(expression, scales)
     except ValidationError as error:
         raise ValidationError(
             f"array {schema.name}: {error} in expression {expression.to_text()!r}", column=error.column
