@@ -502,3 +502,15 @@ def test_time_conditions_in_statements_and_text_that_is_no_time(local, hourly_bo
         local.sql("SELECT * FROM up_times WHERE t < '2026-02-30'")
     with pytest.raises(ValidationError, match="give times in UTC"):
         local.sql("SELECT * FROM up_times WHERE t < '2026-01-02T00:00+02:00'")
+
+
+def test_delete_by_labels_removes_what_sel_selects(local):
+    A = local.create_array("delete_days<v:int64>[t=0:99:10 SCALE 6 HOURS OFFSET '2026-01-01'; i=0:1:2]")
+    A.insert({"t": np.repeat(np.arange(12), 2), "i": np.tile([0, 1], 12), "v": np.arange(24)})
+    origin = dt.datetime(2026, 1, 1)
+    A.delete(labels={"t": "2026-01-02", "i": 1})
+    kept = sorted(zip(A.to_pandas()["t"], A.to_pandas()["i"], strict=True))
+    gone = {(c, 1) for c in range(12) if (origin + c * dt.timedelta(hours=6)).date() == dt.date(2026, 1, 2)}
+    assert kept == sorted({(c, i) for c in range(12) for i in (0, 1)} - gone)
+    with pytest.raises(ValidationError, match="delete takes one of cells, box=... or labels=..."):
+        A.delete(box={"t": (0, 1)}, labels={"t": "2026-01-01"})

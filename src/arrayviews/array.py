@@ -300,15 +300,21 @@ class Array:
         )
 
     def delete(
-        self, cells: object = None, *, box: Mapping[str, tuple[int, int]] | None = None
+        self,
+        cells: object = None,
+        *,
+        box: Mapping[str, tuple[int, int]] | None = None,
+        labels: Mapping[str, object] | None = None,
     ) -> writes.WriteResult:
-        """Delete cells (listed like ``insert``'s input, dimension columns only) or everything in a box."""
+        """Delete cells (listed like ``insert``'s input, dimension columns only), everything in a box
+        of cells, or everything the ``labels`` select as ``sel`` does (``labels={"time": "2026-01-02"}``:
+        that day's cells)."""
         source = self._writable()
         schema = self.schema
-        if (cells is None) == (box is None):
-            raise ValidationError(
-                f"array {schema.name}: delete takes either cells or box=..., not both or neither"
-            )
+        if sum(x is not None for x in (cells, box, labels)) != 1:
+            raise ValidationError(f"array {schema.name}: delete takes one of cells, box=... or labels=...")
+        if labels is not None:
+            box = label_box(schema, labels)
         if box is not None:
             low, high = _box_corners(schema, box)
             return writes.delete_box(source.table, self._db.executors.choose, low, high)
