@@ -135,3 +135,13 @@ def test_computations_refuse_storage_types_by_name(db) -> None:
             run()
     counts = A.regrid([5, 5], "count(*) as n").to_numpy("n")
     np.testing.assert_array_equal(counts, np.full((2, 2), 25))
+
+
+@pytest.mark.parametrize("unit", ["W", "D", "h", "m", "s", "ms"])
+def test_times_in_any_numpy_unit_are_stored_as_the_same_instant(db, unit: str) -> None:
+    """Before: days were refused ("date32[day] cannot be stored in attribute t") and hours and
+    minutes failed inside pyarrow ("Unsupported datetime64 time unit")."""
+    E = db.create_array(f"times_{unit}<t:datetime64>[i=0:9:5]")
+    given = np.array(["2026-01-05", "1969-12-29"], f"datetime64[{unit}]")
+    E.insert({"i": [0, 1], "t": given})
+    assert E.to_pandas()["t"].to_numpy().tolist() == given.astype("datetime64[ns]").tolist()

@@ -24,6 +24,7 @@ from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
 from arrayviews.operators.ingest import CellBatch, normalize_cells, to_arrow
 from arrayviews.operators.source import ComputedSource, Source, StoredSource, choose_engine, stored_box
+from arrayviews.operators.xarray_into import xarray_cells
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import expire
 from arrayviews.storage.expiry import cutoffs
@@ -298,6 +299,15 @@ class Array:
         return writes.write_dense(
             source.table, self._db.executors.choose, plain, origin, present, on_conflict
         )
+
+    def write_xarray(self, data: object, on_conflict: str = "error") -> writes.WriteResult:
+        """Write an xarray ``DataArray`` or ``Dataset`` into this array where its coordinates say:
+        times on a time dimension, numbers on a scaled one, cells on the others (so the next day of a
+        grid goes after the last). Variables are attributes by name; a cell where every variable is
+        missing stays empty, a nullable attribute's missing values are nulls. One dense block, as
+        :meth:`write_dense` (``on_conflict`` as there)."""
+        values, origin = xarray_cells(data, self.schema)
+        return self.write_dense(values, origin=origin, on_conflict=on_conflict)
 
     def delete(
         self,
