@@ -47,7 +47,7 @@ _VERSIONS = ("version", "versions")
 def sql_expression(source: Source, start: int, end: int, condition: bool = False) -> exp.Expression:
     """Parse ``text[start:end]`` as one Spark SQL expression or query (a ``condition`` has no alias);
     sqlglot's errors are reported at their place in the statement."""
-    piece = source.text[start:end]
+    piece = source.clean[start:end]  # comments blanked: sqlglot reads no comment inside GROUP BY
     try:
         # string literals are kept as written (streams.literals); offsets do not move
         protected, originals = literals.protect(piece)

@@ -343,6 +343,35 @@ class _Binder:
         what = what or _UNSUPPORTED_NAMES.get(type(node)) or node.key.upper()
         return self.fail(f"{what} is not supported in array expressions; supported: {SUPPORTED}", node)
 
+    def adjacent_strings(self, node: exp.Concat) -> str | None:
+        """The value of string literals written one after the other, or None if ``node`` is not that.
+
+        sqlglot reads ``'it''s'`` as the two literals ``'it'`` and ``'s'`` (and concatenates them, as
+        Spark does with ``'a' 'b'``); Spark reads a doubled quote inside a literal as the quote. So
+        literals touching each other with the same quote are one literal, read from the text."""
+        parts = node.expressions
+        meta = parts[0]._meta if parts else None
+        if (
+            not all(isinstance(p, exp.Literal) and p.is_string for p in parts)
+            or not meta
+            or "start" not in meta
+        ):
+            return None
+        tokens = self.source.tokens
+        first = next((k for k, t in enumerate(tokens) if t.start == meta["start"]), None)
+        if first is None or first + len(parts) > len(tokens):
+            return None
+        spans: list[tuple[int, int]] = []
+        for token in tokens[first : first + len(parts)]:
+            if token.token_type != TokenType.STRING:
+                return None
+            text = self.source.text
+            if spans and spans[-1][1] == token.start and text[token.start] == text[spans[-1][0]]:
+                spans[-1] = (spans[-1][0], token.end + 1)  # a doubled quote: one literal
+            else:
+                spans.append((token.start, token.end + 1))
+        return "".join(spark_string_value(self.source.text[a:b]) for a, b in spans)
+
     # -- dispatch ----------------------------------------------------------------------------
     def bind(self, node: exp.Expression) -> Expr:
         kind = type(node)
@@ -359,6 +388,8 @@ class _Binder:
                     )
                 return Literal(str(node.this), "string")
             return self.number(node, negative=False)
+        if kind is exp.Concat and self.adjacent_strings(node) is not None:
+            return Literal(self.adjacent_strings(node), "string")
         if kind is exp.Boolean:
             return Literal(bool(node.this))
         if kind is exp.Null:

@@ -1,0 +1,241 @@
+"""The statement language tried a second time, where the first trial (test_language_trial.py) did not
+go: SELECTs that are Spark SQL although they start like array queries, conditions only Spark reads,
+Spark's doubled quotes in cell expressions, comments and keyword case anywhere in a statement, and
+column names without regard to case. References: Spark itself, plain Python, the unadorned text."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import arrayviews
+from arrayviews.language import syntax as ast
+from arrayviews.language.parser import parse
+from arrayviews.model.errors import ArrayViewsError, ParseError
+from arrayviews.model.expressions import parse_expression
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: (i, j, v, w, s): the cells of the arrays below
+CELLS = [
+    (1, 0, 0.5, 3, "a"),
+    (2, 1, -1.5, None, "it's"),
+    (3, 3, 2.5, 3, None),
+    (4, 4, 0.0, -7, 'say "hi"'),
+    (5, 2, 4.0, 9, "its"),
+]
+
+
+@pytest.fixture
+def local_db(tmp_path):
+    """A warehouse worked on in-process (no statement here needs Spark) holding the array A."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), execution="local")
+    db.sql("CREATE ARRAY A <v:double, w:int64 NULL, s:string NULL> [i=1:10:5; j=0:9:5]")
+    db.array("A").insert({name: [c[k] for c in CELLS] for k, name in enumerate("ijvws")})
+    return db
+
+
+def _cells(frame) -> set[tuple]:
+    """The rows of a pandas frame as tuples, missing values as None."""
+    return {
+        tuple(None if x is None or x != x else x for x in row)
+        for row in frame.astype(object).itertuples(index=False)
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The two SELECT forms: a WHERE followed by more Spark SQL is a Spark SQL query
+
+
+SPARK_AFTER_WHERE = [
+    "SELECT w, count(*) AS n FROM A WHERE v > 0 GROUP BY w ORDER BY w",
+    "SELECT * FROM A WHERE v > 0 ORDER BY v DESC",
+    "SELECT * FROM A WHERE v > 0 LIMIT 2",
+    "SELECT v FROM A WHERE v > 0 UNION ALL SELECT v FROM A WHERE v < 0",
+    "SELECT * FROM A WHERE v > 0 ORDER BY v -- a comment\n",
+]
+
+
+def test_a_where_followed_by_more_spark_sql_is_a_spark_query(db) -> None:
+    """Before, the array form swallowed what followed WHERE as its condition: ORDER BY, GROUP BY and
+    LIMIT were refused ("unexpected 'ORDER BY'"), UNION too ("UNION is not supported in array
+    expressions"), though docs/language.md makes them Spark SQL queries, which read arrays."""
+    for text in SPARK_AFTER_WHERE:
+        (statement,) = parse(text)
+        assert isinstance(statement, ast.Query) and statement.relations == ("A",), text
+    for text in ("SELECT * FROM A WHERE v > 0", "SELECT v, w FROM A WHERE v IN (SELECT v FROM B)"):
+        (statement,) = parse(text)  # still the array form (the second one's condition kept as text)
+        assert isinstance(statement, ast.Select), text
+    db.sql("CREATE ARRAY A <v:double, w:int64 NULL> [i=1:10:5; j=0:9:5]")
+    rows = ", ".join(f"({i}, {j}, {v}, {'null' if w is None else w})" for i, j, v, w, _ in CELLS)
+    db.sql(f"INSERT INTO A VALUES {rows}")
+    counts = Counter(c[3] for c in CELLS if c[2] > 0)
+    got = db.sql(SPARK_AFTER_WHERE[0]).collect()
+    assert [(r.w, r.n) for r in got] == sorted(counts.items(), key=lambda kv: (kv[0] is not None, kv[0]))
+    # its EXPLAIN is Spark's plan (before: "EXPLAIN is not available for SELECT w,; it explains SELECT")
+    plan = db.sql("EXPLAIN " + SPARK_AFTER_WHERE[0])
+    assert plan.startswith("Spark SQL query reading A (array):") and "Physical Plan" in plan
+
+
+def test_a_condition_only_spark_reads_is_refused_at_its_place_and_changes_nothing(local_db) -> None:
+    """A condition cell expressions cannot read (kept as Spark SQL in case the name is a stream) over
+    an array: before, the error was placed in the condition alone ("line 1, column 1" of ``upper(s)
+    = 'A'``), not in the script."""
+    before = local_db.array("A").version
+    for k, (condition, message) in enumerate(
+        [
+            ("upper(s) = 'A'", "unknown function 'upper'"),
+            ("v IN (SELECT v FROM A)", "IN with a subquery is not supported"),
+            ("s || 'x' = 'ax'", "'||' (string concatenation"),
+        ]
+    ):
+        head = f"SHOW ARRAYS;\n\t-- é 中 😀\n\tINSERT INTO A VALUES (9, {k}, 9.5, 1, 'x'); SELECT v FROM A WHERE\tv > 0 AND "
+        text = head + condition + ";\nDELETE FROM A"
+        with pytest.raises(ParseError) as caught:
+            local_db.sql(text)
+        at = text.index(condition)
+        line = text.count("\n", 0, at) + 1
+        column = at - text.rfind("\n", 0, at)
+        assert (caught.value.line, caught.value.column) == (line, column), str(caught.value)
+        assert message in caught.value.reason
+        # the INSERT before it committed, the DELETE after it did not run
+        before += 1
+        assert local_db.array("A").version == before
+    assert local_db.sql("SELECT * FROM A").to_pandas().shape[0] == len(CELLS) + 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark's quotes in cell expressions
+
+QUOTED = ["'it''s'", "'it' 's'", "''''", '"say ""hi"""', "'a''b' \"c\"", "'it''''s'", r"'it\'s'"]
+
+
+def test_doubled_quotes_in_cell_expressions_read_as_spark_reads_them(spark, local_db) -> None:
+    """Before, ``s = 'it''s'`` in a WHERE or filter was refused ("CONCAT is not supported in array
+    expressions": sqlglot reads a doubled quote as two literals), though INSERT read the same
+    literal as Spark does (docs/language.md: "strings use Spark's escapes (`''` and `\\'`)")."""
+    spark_values = list(spark.sql("SELECT " + ", ".join(QUOTED)).collect()[0])
+    for literal, want in zip(QUOTED, spark_values, strict=True):
+        expression = parse_expression(f"s = {literal}")
+        assert expression.right.value == want, literal
+        assert parse_expression(expression.to_text()) == expression
+        for query in (f"SELECT * FROM A WHERE s = {literal}", f"SELECT * FROM filter(A, s = {literal})"):
+            got = local_db.sql(query).to_pandas()
+            assert sorted(got.i) == [c[0] for c in CELLS if c[4] == want], query
+
+
+# ---------------------------------------------------------------------------------------------
+# Comments, line breaks and keyword case anywhere
+
+STATEMENTS = [
+    "CREATE ARRAY a1 <v:double NULL, w:int64> [i=-5:100:3; j=0:*:7]",
+    "CREATE ARRAY s1 <flux:double> [ra=0:359:90 SCALE 0.5 OFFSET -90 UNIT 'deg'; t=0:9:10]",
+    "SELECT v INTO b1 FROM subarray(a1, 1, 2, 3, 4) WHERE v > 1.5 AND NOT w IS NULL",
+    "SELECT * FROM regrid(filter(a1, v <> 3), 2, 2, avg(v), max(w))",
+    "INSERT INTO a1 (i, j, v, w) VALUES (1, 2, 3.5, 4), (5, 6, null, -7)",
+    "CREATE ARRAY VIEW b1 WITH CHUNKS (10, 2) AS SELECT count(*), sum(y.v) AS s FROM a1 x SIMILARITY JOIN "
+    "a1 y ON (y.i = x.i * 2 - 3) WITH SHAPE UNION(L1(2), BOX(-2:0)) GROUP BY x.i",
+    "REFRESH VIEW b1 USING BASELINE ON a1",
+    "ALTER VIEW b1 SET REFRESH LIMIT 2.5 SECONDS",
+    "CREATE STREAM m1 (ts timestamp, src string) PARTITION LENGTH 5 MINUTES TIME COLUMN ts WITH MAX GAP 4 PARTS",
+    "CREATE VIEW w1 WITH LATENESS 2 PARTS USING RECOMPUTE AS SELECT src, max(x) AS m FROM m1 [WINDOW 10 SECONDS] "
+    "GROUP BY src",
+    "CREATE VIEW p1 AS SELECT src, count(*) AS c FROM m1 PATTERN [a, b+] WHERE a.x > 1 GROUP BY src",
+    "CREATE UNCERTAIN ARRAY u1 <f:gaussian> [x=0:99:10; y=0:99:10; corr(x, y)] STORE MULTIPLE STEP (2, 2) "
+    "SIGMAS 3 WORKLOAD (5, 5) THRESHOLD 0.9",
+    "SELECT src, count(*) AS n FROM m1 WHERE src <> 'x' GROUP BY src ORDER BY n",
+    "SELECT * FROM a1 WHERE v > 0 ORDER BY v",
+    "EXPLAIN SELECT count(*) FROM a1 x SIMILARITY JOIN a1 y WITH SHAPE L1(1) GROUP BY x.i, x.j USING BASE ARRAYS",
+]
+TOKEN = re.compile(r"'[^']*'|-?\d+(?:\.\d+)?|[A-Za-z_][A-Za-z0-9_]*|<>|\S")
+SEPARATORS = [" ", "\n", "\t", " /* c */ ", " -- c; 'x' [\n", "\n\t/* é [\n中 ] */  ", "/*]*/"]
+
+
+def _same(statement: ast.Statement) -> object:
+    """What must not change: a Spark SQL query is kept verbatim, so only the relations it reads."""
+    inner = statement.statement if isinstance(statement, ast.Explain) else statement
+    return ("query", inner.relations) if isinstance(inner, ast.Query) else statement
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, len(STATEMENTS) - 1))
+def test_comments_line_breaks_and_keyword_case_anywhere_change_nothing(seed, which) -> None:
+    """Before: a block comment inside a schema (``<v:double /* m/s */>``), a ``--`` comment holding a
+    bracket in one, a comment between PARTITION and LENGTH, and one between GROUP and BY (or ORDER
+    and BY) of a Spark SQL query were syntax errors."""
+    rng = random.Random(seed)
+    text = STATEMENTS[which]
+    tokens = TOKEN.findall(text)
+    pieces = []
+    for k, token in enumerate(tokens):
+        if token.isalpha() and token.isupper():  # keywords are written upper case above
+            token = "".join(c.lower() if rng.random() < 0.5 else c for c in token)
+        pieces.append(token)
+        if k < len(tokens) - 1:
+            pieces.append(rng.choice(SEPARATORS) if rng.random() < 0.4 else " ")
+    varied = "".join(pieces)
+    assert [_same(s) for s in parse(varied)] == [_same(s) for s in parse(text)], varied
+
+
+@pytest.mark.parametrize(
+    ("commented", "plain"),
+    [
+        (
+            "CREATE ARRAY A <v:double /* m/s */, w:int64 -- [count]\n> [i=0:9:5 /* ] */; j=0:9:5]",
+            "CREATE ARRAY A <v:double, w:int64> [i=0:9:5; j=0:9:5]",
+        ),
+        (
+            "CREATE UNCERTAIN ARRAY U <f:gaussian /* Jy */> [x=0:99:10; /* ] */ y=0:99:10]",
+            "CREATE UNCERTAIN ARRAY U <f:gaussian> [x=0:99:10; y=0:99:10]",
+        ),
+        (
+            "CREATE STREAM M (ts timestamp) PARTITION /* of time */ LENGTH 60 TIME COLUMN ts",
+            "CREATE STREAM M (ts timestamp) PARTITION LENGTH 60 TIME COLUMN ts",
+        ),
+        (
+            "SELECT s, count(*) FROM M GROUP /* c */ BY s ORDER /* c */ BY s",
+            "SELECT s, count(*) FROM M GROUP BY s",
+        ),
+    ],
+)
+def test_comments_where_they_were_syntax_errors(commented, plain) -> None:
+    assert [_same(s) for s in parse(commented)] == [_same(s) for s in parse(plain)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Column names without regard to case
+
+
+def test_column_names_are_matched_without_regard_to_case(local_db) -> None:
+    """Column names are case-insensitive (a schema may not hold v and V; WHERE V > 0 reads v), but
+    before, SELECT V, project(A, V), aggregate(A, sum(V), I), regrid(..., MAX(V)) and INSERT INTO A
+    (V, ...) said "array A has no attribute 'V'"."""
+    local_db.sql("INSERT INTO A (S, W, V, J, I) VALUES ('x', 1, 6.5, 1, 6)")
+    cells = [*CELLS, (6, 1, 6.5, 1, "x")]
+    got = local_db.sql("select V from a where V > 0").to_pandas()
+    assert _cells(got) == {(i, j, v) for i, j, v, _, _ in cells if v > 0}
+    got = local_db.sql("SELECT * FROM project(A, S, V)").to_pandas()
+    assert _cells(got) == {(i, j, s, v) for i, j, v, _, s in cells}
+    got = local_db.sql("SELECT * FROM aggregate(A, SUM(V), count(W), I)").to_pandas()
+    want: dict[int, list] = {}
+    for i, _, v, w, _ in cells:
+        want.setdefault(i, []).append((v, w))
+    assert {(r.i, r.v_sum, r.w_count) for r in got.itertuples()} == {
+        (i, math.fsum(v for v, _ in vs), sum(w is not None for _, w in vs)) for i, vs in want.items()
+    }
+    got = local_db.sql("SELECT * FROM regrid(A, 5, 10, MAX(V))").to_pandas()
+    blocks: dict[tuple[int, int], float] = {}
+    for i, j, v, _, _ in cells:
+        key = ((i - 1) // 5 + 1, j // 10)
+        blocks[key] = max(blocks.get(key, -math.inf), v)
+    assert dict(zip(zip(got.i, got.j, strict=True), got.v_max, strict=True)) == blocks
+    with pytest.raises(ArrayViewsError, match="array A has no attribute 'x'; attributes: v, w, s"):
+        local_db.sql("SELECT x FROM A")
+    with pytest.raises(ParseError, match="INSERT names column V twice"):
+        local_db.sql("INSERT INTO A (v, w, i, j, s, V) VALUES (1, 1, 1, 1, 'a', 2)")
