@@ -239,3 +239,29 @@ def test_column_names_are_matched_without_regard_to_case(local_db) -> None:
         local_db.sql("SELECT x FROM A")
     with pytest.raises(ParseError, match="INSERT names column V twice"):
         local_db.sql("INSERT INTO A (v, w, i, j, s, V) VALUES (1, 1, 1, 1, 'a', 2)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors say what is wrong, where, and change nothing
+
+
+def test_errors_of_insert_and_explain_say_what_is_wrong_where(local_db) -> None:
+    """Before: a coordinate outside its dimension was reported by the API as "(row 0)" with no
+    place in the script; INSERT INTO a view complained about the first value that did not fit the
+    view's schema instead of saying it is a view; EXPLAIN SELECT ... INTO an existing name described
+    storing "into the new array A" although the statement is refused."""
+    local_db.sql("CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, 0, 0, sum(v))")
+    versions = (local_db.array("A").version, local_db.array("W").version)
+    script = "SHOW ARRAYS;\nINSERT INTO A VALUES (8, 8, 1.0, 1, 'a'),\n\t(11, 0, 1.0, 1, 'b')"
+    with pytest.raises(ArrayViewsError) as caught:
+        local_db.sql(script)
+    assert str(caught.value).startswith(
+        "array A, dimension i: coordinate 11 is outside the dimension range 1:10 in row 2 at line 3, column 3"
+    )
+    with pytest.raises(ArrayViewsError, match=r"^W is a view: write to its base arrays and refresh it"):
+        local_db.sql("INSERT INTO W VALUES (1, 1, 'not a number')")
+    for target, kind in (("a", "an array"), ("w", "an array view")):
+        with pytest.raises(ArrayViewsError, match=f"^{kind} named {target} already exists"):
+            local_db.sql(f"EXPLAIN SELECT * INTO {target} FROM A")
+    assert (local_db.array("A").version, local_db.array("W").version) == versions
+    assert local_db.sql("SHOW ARRAYS").name.tolist() == ["A"]

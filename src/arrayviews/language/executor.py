@@ -127,7 +127,10 @@ def execute(db: Database, statement: ast.Statement) -> Any:
 
 
 def _new_name(statement: ast.Statement) -> str | None:
-    """The name of the relation a statement creates (None for the other statements)."""
+    """The name of the relation a statement creates (None for the other statements); EXPLAIN of such
+    a statement is refused as the statement would be."""
+    if isinstance(statement, ast.Explain):
+        return _new_name(statement.statement)
     if isinstance(statement, ast.CreateArray):
         return statement.schema.name
     if isinstance(statement, ast.CreateViewDF):
@@ -360,6 +363,8 @@ def _cells(
         values = [row[k] for row in rows]
         for number, value in enumerate(values, start=1):
             problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
+            if not problem and is_dimension:
+                problem = _outside(schema.dimension(name), value)
             if problem:
                 what = "dimension" if is_dimension else "attribute"
                 where = ""
@@ -394,6 +399,14 @@ def _value_problem(
     if is_dimension and not isinstance(value, bool) and not isinstance(value, int):
         return f"{value!r} is not an integer coordinate"
     return python_value_problem(value, type_name)
+
+
+def _outside(dimension, value: int) -> str | None:
+    """Why the coordinate ``value`` is outside ``dimension``'s range, or None."""
+    if dimension.low <= value <= dimension.high:
+        return None
+    high = "*" if dimension.unbounded else dimension.high
+    return f"coordinate {value} is outside the dimension range {dimension.low}:{high}"
 
 
 def _delete(db: Database, s: ast.Delete) -> Any:
@@ -505,6 +518,8 @@ def _insert(db: Database, s: ast.Insert) -> Any:
         rows = stream_rows(stream, _in_order(s, names, f"stream {s.array}"))
         return stream.append(rows, allow_gap=s.allow_gap)
     array = open_array(db, s.array)
+    if kind == relations.ARRAY_VIEW:  # said before any value is checked against the view's schema
+        raise ValidationError(f"{s.array} is a view: write to its base arrays and refresh it", array=s.array)
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
     rows = _in_order(s, names, f"array {s.array}")
