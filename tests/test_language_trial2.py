@@ -265,3 +265,32 @@ def test_errors_of_insert_and_explain_say_what_is_wrong_where(local_db) -> None:
             local_db.sql(f"EXPLAIN SELECT * INTO {target} FROM A")
     assert (local_db.array("A").version, local_db.array("W").version) == versions
     assert local_db.sql("SHOW ARRAYS").name.tolist() == ["A"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing: the text the executor hands to the API means what the statement said
+
+BOUNDARY_LITERALS = [
+    "2147483647", "2147483648", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+    "-2147483648", "-9223372036854775808", "0", "1.5", "1e308", "0.0D", "1.5F", "7L",
+]  # fmt: skip
+
+
+def test_negated_literals_print_back_to_the_same_expression(local_db) -> None:
+    """Before, ``-(9223372036854775808)`` (minus a uint64 literal, which arithmetic refuses) printed
+    as ``-9223372036854775808``, a BIGINT literal: the array query the executor hands on as text then
+    matched w = -2^63, while the same text through the API (``A.filter``) was refused."""
+    for literal in BOUNDARY_LITERALS:
+        for form in (f"-({literal})", f"- -({literal})", f"-(-({literal}))", f"w = -({literal})"):
+            expression = parse_expression(form)
+            assert parse_expression(expression.to_text()) == expression, form
+        condition = f"w = -({literal})"
+        try:
+            want = sorted(local_db.array("A").filter(condition).to_pandas().i)
+        except ArrayViewsError as error:
+            want = type(error).__name__
+        try:
+            got = sorted(local_db.sql(f"SELECT * FROM filter(A, {condition})").to_pandas().i)
+        except ArrayViewsError as error:
+            got = type(error).__name__
+        assert got == want, literal
