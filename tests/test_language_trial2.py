@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import arrayviews
@@ -294,3 +294,50 @@ def test_negated_literals_print_back_to_the_same_expression(local_db) -> None:
         except ArrayViewsError as error:
             got = type(error).__name__
         assert got == want, literal
+
+
+#: Literals at the edges of their types, odd strings (doubled quotes, adjacent literals, comment
+#: starts) and names that need backquotes.
+EDGE_ATOMS = [
+    *BOUNDARY_LITERALS, "-0.0", "1e-320", "NULL", "TRUE", "'a''b'", "'x' 'y'", "'1' '2'", r"'\n\u00e9'",
+    '"q"', "'--'", "'/*'", "CAST('NaN' AS DOUBLE)", "double('-inf')", "v", "`odd name`", "`a``b`",
+    "`select`", "`é`",
+]  # fmt: skip
+OPERATORS = ["+", "-", "*", "/", "%", "DIV", "&", "|", "^", "=", "<>", "<", ">=", "<=>", "AND", "OR"]
+
+
+def _expression_texts() -> st.SearchStrategy[str]:
+    def extend(part: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(part, st.sampled_from(OPERATORS), part).map(" ".join),
+            st.tuples(st.sampled_from(["-", "- ", "+", "~", "NOT ", "!"]), part).map("".join),
+            part.map(lambda p: f"({p})"),
+            part.map(lambda p: f"(({p}))"),
+            st.tuples(part, st.sampled_from(["INT", "BIGINT", "DOUBLE", "FLOAT", "BOOLEAN"])).map(
+                lambda t: f"CAST({t[0]} AS {t[1]})"
+            ),
+            st.tuples(part, part, part).map(lambda t: f"{t[0]} BETWEEN {t[1]} AND {t[2]}"),
+            st.tuples(part, part, part).map(lambda t: f"CASE WHEN {t[0]} THEN {t[1]} ELSE {t[2]} END"),
+            st.tuples(part, part).map(lambda t: f"{t[0]} NOT IN ({t[1]}, {t[0]})"),
+            st.tuples(st.sampled_from(["abs", "coalesce", "greatest", "nullif", "try_add"]), part, part).map(
+                lambda t: f"{t[0]}({t[1]})" if t[0] == "abs" else f"{t[0]}({t[1]}, {t[2]})"
+            ),
+        )
+
+    return st.recursive(st.sampled_from(EDGE_ATOMS), extend, max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_expression_texts())
+@example(text="v = -(9223372036854775808)")
+@example(text="CAST((('xy')) AS BOOLEAN)")
+@example(text="NOT CAST((('1' '2')) AS INT) = 12")
+def test_every_expression_read_prints_back_to_itself(text) -> None:
+    """parse(print(e)) == e for whatever text parses. Before: ``-(9223372036854775808)`` came back a
+    BIGINT literal, and ``CAST((('xy')) AS BOOLEAN)`` (a string cast inside two pairs of
+    parentheses, read later than in one) printed as text that no longer parsed."""
+    try:
+        expression = parse_expression(text)
+    except ParseError:
+        return
+    assert parse_expression(expression.to_text()) == expression, (text, expression.to_text())

@@ -58,6 +58,7 @@ from arrayviews.model.expression_tree import (
     Unary,
     arity_problem,
     spark_string_value,
+    string_literal_text,
 )
 from arrayviews.model.types import SQL_TYPE_NAMES, type_of_sql_name
 
@@ -628,13 +629,20 @@ class _Binder:
 
     def converted(self, operand: exp.Expression, target: str, node: exp.Expression) -> Expr:
         """``CAST(operand AS target)``; a string operand is read now, as Spark reads it."""
-        inner = operand.this if isinstance(operand, exp.Paren) else operand
+        inner = operand
+        while isinstance(inner, exp.Paren):  # CAST((('1')) AS INT) is CAST('1' AS INT)
+            inner = inner.this
+        text = None
         if isinstance(inner, exp.Literal) and inner.is_string:
-            value = string_value(inner.this, target)
+            text, shown = inner.this, inner.sql()
+        elif isinstance(inner, exp.Concat):  # 'it''s' or 'a' 'b': one string
+            text = self.adjacent_strings(inner)
+            shown = None if text is None else string_literal_text(text)
+        if text is not None:
+            value = string_value(text, target)
             if value is None:
                 raise self.fail(
-                    f"cannot cast {inner.sql()} to {SQL_TYPE_NAMES[target]}: not a valid "
-                    f"{SQL_TYPE_NAMES[target]} value",
+                    f"cannot cast {shown} to {SQL_TYPE_NAMES[target]}: not a valid {SQL_TYPE_NAMES[target]} value",
                     inner,
                 )
             return Literal(value, target)
