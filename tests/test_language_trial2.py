@@ -341,3 +341,22 @@ def test_every_expression_read_prints_back_to_itself(text) -> None:
     except ParseError:
         return
     assert parse_expression(expression.to_text()) == expression, (text, expression.to_text())
+
+
+def test_array_statements_on_a_stream_say_it_is_a_stream(db) -> None:
+    """Before, each of these said "no array named M (arrays: none)", as if M did not exist."""
+    db.sql("CREATE STREAM M (ts timestamp, loss int) PARTITION LENGTH 60 TIME COLUMN ts")
+    for statement, what in [
+        ("SELECT * FROM filter(M, loss > 5)", "array functions read arrays"),
+        ("SELECT * FROM subarray(M, 1, 2)", "array functions read arrays"),
+        ("DELETE FROM M", "DELETE removes cells of arrays"),
+        ("SHOW VERSIONS OF M", "SHOW VERSIONS lists those of arrays"),
+        ("SHOW SCHEMA OF M", "SHOW SCHEMA shows those of arrays"),
+        ("SHOW CHUNKS OF M", "SHOW CHUNKS lists the chunks of arrays"),
+    ]:
+        with pytest.raises(ArrayViewsError) as caught:
+            db.sql(statement)
+        assert str(caught.value).startswith(
+            f"M is a stream, not an array: {what} (Spark SQL reads a stream"
+        ), statement
+    assert db.stream("M").version == 0 and db.relations().name.tolist() == ["M"]

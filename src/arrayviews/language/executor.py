@@ -260,7 +260,7 @@ def _box(schema: ArraySchema, node: ast.Subarray) -> dict[str, tuple[int, int]]:
 
 def _plain_array(db: Database, name: str, what: str = "array functions read arrays") -> Array:
     """The array or view ``name``; an uncertain array is refused with what it takes instead."""
-    array = open_array(db, name)
+    array = open_array(db, name, what)
     if not isinstance(array.schema, ArraySchema):
         raise ValidationError(
             f"{name} is an uncertain array: {what}; {uncertain_executor.USAGE}",
@@ -277,7 +277,9 @@ def _name(db: Database, node: ast.ArrayName) -> Array:
 @array_builder(ast.Subarray)
 def _subarray(db: Database, node: ast.Subarray) -> Array:
     if isinstance(node.source, ast.ArrayName):
-        what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
+        what = "array functions read arrays"
+        if relations.kind_of(db, node.source.name) == relations.UNCERTAIN_ARRAY:
+            what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
         source = _plain_array(db, node.source.name, what)
     else:
         source = evaluate(db, node.source)
@@ -416,7 +418,7 @@ def _delete(db: Database, s: ast.Delete) -> Any:
 
 
 def _show_schema(db: Database, s: ast.ShowSchema) -> str:
-    return open_array(db, s.name).schema.to_text()
+    return open_array(db, s.name, "SHOW SCHEMA shows those of arrays").schema.to_text()
 
 
 @statement_runner(ast.DropArray)
@@ -576,7 +578,9 @@ def _load(db: Database, s: ast.Load) -> Any:
 STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
-        ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
+        ast.ShowVersions: lambda db, s: open_array(
+            db, s.name, "SHOW VERSIONS lists those of arrays"
+        ).versions(),
         ast.ShowChunks: lambda db, s: _plain_array(
             db, s.name, "SHOW CHUNKS lists the chunks of arrays"
         ).chunks(),
