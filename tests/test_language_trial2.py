@@ -360,3 +360,12 @@ def test_array_statements_on_a_stream_say_it_is_a_stream(db) -> None:
             f"M is a stream, not an array: {what} (Spark SQL reads a stream"
         ), statement
     assert db.stream("M").version == 0 and db.relations().name.tolist() == ["M"]
+
+
+def test_drop_array_of_a_view_in_other_case_says_drop_view(local_db) -> None:
+    """Before, ``DROP ARRAY w`` for the view W fell through to the Python API's "use drop_view"."""
+    local_db.sql("CREATE ARRAY VIEW W AS SELECT * FROM window(A, 1, 1, 0, 0, sum(v))")
+    for name in ("W", "w"):
+        with pytest.raises(ArrayViewsError, match=rf"^{name} is a view; drop it with DROP VIEW {name} "):
+            local_db.sql(f"DROP ARRAY {name}")
+    assert local_db.relations().name.tolist() == ["A", "W"]

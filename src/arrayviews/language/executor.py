@@ -423,13 +423,12 @@ def _show_schema(db: Database, s: ast.ShowSchema) -> str:
 
 @statement_runner(ast.DropArray)
 def _drop_array(db: Database, s: ast.DropArray) -> None:
-    if relations.kind_of(db, s.name) == relations.UNCERTAIN_ARRAY:
+    kind = relations.kind_of(db, s.name)  # names are compared without regard to case
+    if kind == relations.UNCERTAIN_ARRAY:
         db.drop_uncertain_array(s.name)
         return
-    views = db.views()
-    if s.name in views:
+    if kind == relations.ARRAY_VIEW:
         raise ValidationError(f"{s.name} is a view; drop it with DROP VIEW {s.name}", array=s.name)
-    kind = relations.kind_of(db, s.name)
     if kind in (relations.STREAM, relations.STREAM_VIEW):
         use = "DROP STREAM" if kind == relations.STREAM else "DROP VIEW"
         raise ValidationError(
