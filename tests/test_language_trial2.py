@@ -369,3 +369,29 @@ def test_drop_array_of_a_view_in_other_case_says_drop_view(local_db) -> None:
         with pytest.raises(ArrayViewsError, match=rf"^{name} is a view; drop it with DROP VIEW {name} "):
             local_db.sql(f"DROP ARRAY {name}")
     assert local_db.relations().name.tolist() == ["A", "W"]
+
+
+STATEMENT_WORDS = ["update", "merge", "desc", "cache", "set", "use", "comment", "delete", "truncate"]
+
+
+def test_attributes_named_like_statements_are_read_as_spark_reads_them(spark, tmp_path) -> None:
+    """Before, a condition starting with such a name (``update > 0``) was read by sqlglot as a
+    statement ("malformed expression near '>': Expected table name but got <Token token_type:
+    TokenType.GT, ...>"), though Spark reads it as the column; the message showed sqlglot's repr."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), execution="local")
+    attributes = ", ".join(f"{w}:int64" for w in STATEMENT_WORDS)
+    db.sql(f"CREATE ARRAY K <{attributes}> [i=0:9:5]")
+    rows = [(i, *[(i * 7 + k) % 5 - 2 for k in range(len(STATEMENT_WORDS))]) for i in range(6)]
+    db.sql("INSERT INTO K VALUES " + ", ".join(str(row) for row in rows))
+    columns = ", ".join(STATEMENT_WORDS)
+    values = ", ".join(str(row[1:]) for row in rows)
+    conditions = [f"{word} > 0 AND {word} IS NOT NULL" for word in STATEMENT_WORDS]
+    read = ", ".join(f"{c} AS r{k}" for k, c in enumerate(conditions))
+    spark_rows = spark.sql(f"SELECT {read} FROM VALUES {values} AS t({columns})").collect()
+    for k, condition in enumerate(conditions):
+        assert [r[k] for r in spark_rows] == [row[k + 1] > 0 for row in rows], condition  # Spark's reading
+        got = db.sql(f"SELECT * FROM K WHERE {condition}").to_pandas()
+        assert sorted(got.i) == [row[0] for row in rows if row[k + 1] > 0], condition
+    with pytest.raises(ParseError) as caught:
+        parse_expression("from > 1")
+    assert "<Token" not in str(caught.value) and "got '>'" in caught.value.reason

@@ -247,6 +247,8 @@ class _Source:
     def syntax_error(self, tokens: list[Token], error: sqlglot.errors.ParseError) -> ParseError:
         details = error.errors[0] if error.errors else {}
         description = details.get("description") or str(error)
+        # sqlglot's descriptions may show a token as its Python repr: show its text
+        description = _TOKEN_REPR.sub(lambda m: repr(m.group(1)), description)
         token = _token_at(tokens, details.get("line"), details.get("col"))
         if token is None:
             return self.error(f"malformed expression: {description}", self.end_offset())
@@ -272,6 +274,7 @@ class _Source:
         return self.error(f"malformed expression near {shown}: {description}", token.start)
 
 
+_TOKEN_REPR = re.compile(r"<Token token_type: TokenType\.\w+, text: (.*?), line: \d+, col: .*?>")
 _BINARY_CLASS_NAMES = {cls.__name__ for cls in (*_ARITHMETIC, *_BITWISE, *_COMPARISONS, *_LOGICAL)}
 # Tokens that are no part of Spark expression syntax (with a hint where one helps).
 _JUNK = {
