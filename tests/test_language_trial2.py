@@ -395,3 +395,31 @@ def test_attributes_named_like_statements_are_read_as_spark_reads_them(spark, tm
     with pytest.raises(ParseError) as caught:
         parse_expression("from > 1")
     assert "<Token" not in str(caught.value) and "got '>'" in caught.value.reason
+
+
+def test_insert_into_a_stream_places_a_refused_value_and_appends_nothing(db) -> None:
+    """Before: a bigint value past int64 crashed with "OverflowError: Python int too large to convert
+    to C long"; other refused values were reported as "expected int32, got double" or with the
+    0-based "(row 1)" for the second row, never at their line and column."""
+    db.sql(
+        "CREATE STREAM M (ts timestamp, src string, loss int, n bigint) PARTITION LENGTH 60 TIME COLUMN ts"
+    )
+    good = "('2015-01-01 00:00:10', 'a', 1, 5)"
+    for bad, message in [
+        (
+            "('2015-01-01 00:00:20', 'b', 1, 18446744073709551615)",
+            "column n: 18446744073709551615 is outside the int64 range",
+        ),
+        ("('2015-01-01 00:00:20', 'b', 2147483648, 5)", "column loss: 2147483648 is outside the int32 range"),
+        ("('2015-01-01 00:00:20', 'b', 1.5, 5)", "column loss: 1.5 is not an int32 value"),
+        ("('2015-01-01 00:00:20', 7, 1, 5)", "column src: 7 is not a string"),
+        ("('yesterday', 'b', 1, 5)", "column ts: 'yesterday' is not a timestamp"),
+    ]:
+        text = f"SHOW STREAMS;\nINSERT INTO M VALUES {good},\n\t{bad}"
+        with pytest.raises(ArrayViewsError) as caught:
+            db.sql(text)
+        value = message.split(": ")[1].split(" ")[0]  # the value as written
+        at = text.index(value, text.index("\t"))
+        assert f"stream M, {message}" in str(caught.value)
+        assert f" in row 2 at line 3, column {at - text.rfind(chr(10), 0, at)}" in str(caught.value)
+    assert db.stream("M").version == 0

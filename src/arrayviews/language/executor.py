@@ -516,20 +516,24 @@ def _insert(db: Database, s: ast.Insert) -> Any:
     if kind == relations.STREAM:
         stream = db.stream(s.array)
         names = [field.name for field in stream.schema.fields]
-        rows = stream_rows(stream, _in_order(s, names, f"stream {s.array}"))
-        return stream.append(rows, allow_gap=s.allow_gap)
+        rows = _in_order(s, names, f"stream {s.array}")
+        return stream.append(stream_rows(stream, rows, _positions(s, names)), allow_gap=s.allow_gap)
     array = open_array(db, s.array)
     if kind == relations.ARRAY_VIEW:  # said before any value is checked against the view's schema
         raise ValidationError(f"{s.array} is a view: write to its base arrays and refresh it", array=s.array)
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
     rows = _in_order(s, names, f"array {s.array}")
-    positions = s.positions
-    if positions is not None and s.columns is not None:
-        columns = [_spelled(names, c) for c in s.columns]
-        order = [columns.index(name) for name in names]
-        positions = tuple(tuple(row[k] for k in order) for row in positions)
-    return array.insert(_cells(schema, rows, positions))
+    return array.insert(_cells(schema, rows, _positions(s, names)))
+
+
+def _positions(s: ast.Insert, names: list[str]) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+    """Where each value of INSERT was written, in the relation's column order (as ``_in_order``)."""
+    if s.positions is None or s.columns is None:
+        return s.positions
+    columns = [_spelled(names, c) for c in s.columns]
+    order = [columns.index(name) for name in names]
+    return tuple(tuple(row[k] for k in order) for row in s.positions)
 
 
 def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
