@@ -423,3 +423,31 @@ def test_insert_into_a_stream_places_a_refused_value_and_appends_nothing(db) -> 
         assert f"stream M, {message}" in str(caught.value)
         assert f" in row 2 at line 3, column {at - text.rfind(chr(10), 0, at)}" in str(caught.value)
     assert db.stream("M").version == 0
+
+
+def test_insert_into_an_uncertain_array_places_a_refused_value(tmp_path) -> None:
+    """Before: the array's checks named the statement's first row "row 0" (its batch index) with no
+    line and column, and ``INSERT INTO U (X, X_SIGMA, ...)`` said "unknown column X"."""
+    db = arrayviews.connect(str(tmp_path / "warehouse"), execution="local")
+    db.sql("CREATE UNCERTAIN ARRAY U <flux:gaussian> [x=0:99:10; y=0:99:10]")
+    good = "(10, 0.5, 10, 0.5, 3.0, 0.2)"
+    for bad, written, message in [
+        (
+            "(20, -0.5, 20, 0.5, 3.0, 0.2)",
+            "-0.5",
+            "column x_sigma: negative standard deviation -0.5 in row 2",
+        ),
+        ("(null, 0.5, 20, 0.5, 3.0, 0.2)", "null", "column x: missing value (null) in row 2"),
+        ("(500, 0.5, 20, 0.5, 3.0, 0.2)", "500", "column x: mean 500.0 in row 2"),
+        ("('a', 0.5, 20, 0.5, 3.0, 0.2)", "'a'", "column x: 'a' is a string, not a float64 value in row 2"),
+    ]:
+        text = f"SHOW ARRAYS;\nINSERT INTO U VALUES {good},\n\t{bad}"
+        with pytest.raises(ArrayViewsError) as caught:
+            db.sql(text)
+        at = text.index(written, text.index("\t"))
+        assert f"uncertain array U, {message} at line 3, column {at - text.rfind(chr(10), 0, at)}" in str(
+            caught.value
+        ), str(caught.value)
+    assert db.uncertain_array("U").to_pandas().empty
+    db.sql(f"INSERT INTO U (X, X_SIGMA, Y, Y_SIGMA, FLUX, FLUX_SIGMA) VALUES {good}")
+    assert db.uncertain_array("U").to_pandas()[["x", "flux"]].values.tolist() == [[10.0, 3.0]]
