@@ -451,3 +451,19 @@ def test_insert_into_an_uncertain_array_places_a_refused_value(tmp_path) -> None
     assert db.uncertain_array("U").to_pandas().empty
     db.sql(f"INSERT INTO U (X, X_SIGMA, Y, Y_SIGMA, FLUX, FLUX_SIGMA) VALUES {good}")
     assert db.uncertain_array("U").to_pandas()[["x", "flux"]].values.tolist() == [[10.0, 3.0]]
+
+
+def test_aggregate_calls_read_backquoted_names_and_quote_whole_words(local_db) -> None:
+    """Before, ``avg(`v`)`` (Spark's way to write a name) was refused with "expected attribute name",
+    and ``mediän(v)`` was reported as "unknown aggregate function 'medi'"."""
+    got = local_db.sql("SELECT * FROM regrid(A, 5, 10, avg(`v`) AS `m`, MAX(`V`))").to_pandas()
+    blocks: dict[tuple[int, int], list[float]] = {}
+    for i, j, v, _, _ in CELLS:
+        blocks.setdefault(((i - 1) // 5 + 1, j // 10), []).append(v)
+    assert {(r.i, r.j, r.m, r.v_max) for r in got.itertuples()} == {
+        (*key, math.fsum(vs) / len(vs), max(vs)) for key, vs in blocks.items()
+    }
+    with pytest.raises(ParseError) as caught:
+        local_db.sql("SELECT * FROM regrid(A, 5, 10,\n\tmediän(v))")
+    assert caught.value.reason == "unknown aggregate function 'mediän'"
+    assert (caught.value.line, caught.value.column) == (2, 2)
