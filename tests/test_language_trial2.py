@@ -467,3 +467,25 @@ def test_aggregate_calls_read_backquoted_names_and_quote_whole_words(local_db) -
         local_db.sql("SELECT * FROM regrid(A, 5, 10,\n\tmediän(v))")
     assert caught.value.reason == "unknown aggregate function 'mediän'"
     assert (caught.value.line, caught.value.column) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "at"),
+    [
+        ("ALTER VIEW V SET REFRESH LIMIT nan SECONDS", "a number of SECONDS or NONE, got 'nan'", "nan"),
+        ("ALTER VIEW V SET REFRESH LIMIT NONE SECONDS", "a number of SECONDS or NONE, got 'NONE'", "NONE"),
+        ("ALTER VIEW V SET REFRESH LIMIT 5;\nSHOW ARRAYS", "counted in SECONDS: write LIMIT n SECONDS", ";"),
+        (
+            "ALTER VIEW V SET REFRESH LIMIT 1e400 SECONDS",
+            "a finite number of seconds above 0, got '1e400'",
+            "1e4",
+        ),
+    ],
+)
+def test_refresh_limits_that_are_no_number_of_seconds_are_refused_where_written(text, reason, at) -> None:
+    """Before: "unexpected 'SECONDS' after the end of the statement" for nan and NONE SECONDS, an
+    error at the next statement's end for a missing unit, and 1e400 parsed (refused only when run)."""
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    assert reason in caught.value.reason
+    assert (caught.value.line, caught.value.column) == (1, text.index(at) + 1)
