@@ -208,7 +208,7 @@ BAD_STATEMENTS = [
     (
         "INSERT INTO A VALUES (9, 1, 0.5, 2)",
         ValidationError,
-        "coordinate 9 (row 0) is outside the dimension range",
+        "coordinate 9 is outside the dimension range 1:4 in row 1 at line 1, column 23",
     ),
     ("INSERT INTO A VALUES (4, 6, 0.5, 1), (4, 6, 0.25, 2)", ValidationError, "more than once"),
     ("DELETE FROM subarray(A, 1, 2)", ValidationError, "needs 4 coordinates"),

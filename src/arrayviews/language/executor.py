@@ -46,8 +46,11 @@ relation of any kind has its name.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -62,6 +65,7 @@ from arrayviews.language.registry import EXPLAINERS, STATEMENTS, explainer, stat
 from arrayviews.language.relations import open_array
 from arrayviews.language.stream_executor import spark_query, stream_rows
 from arrayviews.language.view_executor import definition_text
+from arrayviews.model.aggregate_calls import AggregateCall
 from arrayviews.model.errors import AlreadyExistsError, ArrayViewsError, ParseError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import arrow_type, python_value_problem
@@ -123,7 +127,10 @@ def execute(db: Database, statement: ast.Statement) -> Any:
 
 
 def _new_name(statement: ast.Statement) -> str | None:
-    """The name of the relation a statement creates (None for the other statements)."""
+    """The name of the relation a statement creates (None for the other statements); EXPLAIN of such
+    a statement is refused as the statement would be."""
+    if isinstance(statement, ast.Explain):
+        return _new_name(statement.statement)
     if isinstance(statement, ast.CreateArray):
         return statement.schema.name
     if isinstance(statement, ast.CreateViewDF):
@@ -188,27 +195,55 @@ def evaluate(db: Database, node: ast.ArrayExpr) -> Array:
     return builder(db, node)
 
 
-def _check_attributes(array: Array, names: tuple[str, ...]) -> None:
+def _spelled(names: list[str], name: str) -> str | None:
+    """``name`` as ``names`` spell it: an exact match first, else the one equal without regard to case
+    (column names are case-insensitive, as in Spark SQL and the cell expressions), else None."""
+    if name in names:
+        return name
+    return next((n for n in names if n.lower() == name.lower()), None)
+
+
+def _check_attributes(array: Array, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` as the array's attributes are spelled (a ValidationError names one it lacks)."""
     schema = array.schema
+    spelled = []
     for name in names:
-        if not schema.has_attribute(name):
+        found = _spelled(list(schema.attribute_names), name)
+        if found is None:
             raise ValidationError(
                 f"array {schema.name} has no attribute {name!r}; attributes: "
                 f"{', '.join(schema.attribute_names) or '(none)'}",
                 array=schema.name,
                 column=name,
             )
+        spelled.append(found)
+    return tuple(spelled)
 
 
-def _check_dimensions(array: Array, names: tuple[str, ...]) -> None:
+def _check_dimensions(array: Array, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` as the array's dimensions are spelled (a ValidationError names one it lacks)."""
     schema = array.schema
+    spelled = []
     for name in names:
-        if not schema.has_dimension(name):
+        found = _spelled(list(schema.dimension_names), name)
+        if found is None:
             raise ValidationError(
                 f"array {schema.name} has no dimension {name!r}; dimensions: {', '.join(schema.dimension_names)}",
                 array=schema.name,
                 column=name,
             )
+        spelled.append(found)
+    return tuple(spelled)
+
+
+def _calls(array: Array, calls: tuple[AggregateCall, ...]) -> list[str]:
+    """The texts of aggregate calls, their attributes as the array spells them."""
+    names = list(array.schema.attribute_names)
+    texts = []
+    for call in calls:
+        found = None if call.attribute is None else _spelled(names, call.attribute)
+        texts.append((call if found is None else replace(call, attribute=found)).to_text())
+    return texts
 
 
 def _box(schema: ArraySchema, node: ast.Subarray) -> dict[str, tuple[int, int]]:
@@ -225,7 +260,7 @@ def _box(schema: ArraySchema, node: ast.Subarray) -> dict[str, tuple[int, int]]:
 
 def _plain_array(db: Database, name: str, what: str = "array functions read arrays") -> Array:
     """The array or view ``name``; an uncertain array is refused with what it takes instead."""
-    array = open_array(db, name)
+    array = open_array(db, name, what)
     if not isinstance(array.schema, ArraySchema):
         raise ValidationError(
             f"{name} is an uncertain array: {what}; {uncertain_executor.USAGE}",
@@ -242,7 +277,9 @@ def _name(db: Database, node: ast.ArrayName) -> Array:
 @array_builder(ast.Subarray)
 def _subarray(db: Database, node: ast.Subarray) -> Array:
     if isinstance(node.source, ast.ArrayName):
-        what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
+        what = "array functions read arrays"
+        if relations.kind_of(db, node.source.name) == relations.UNCERTAIN_ARRAY:
+            what = f"its subarray needs a threshold, subarray({node.source.name}, lo..., hi..., THRESHOLD p)"
         source = _plain_array(db, node.source.name, what)
     else:
         source = evaluate(db, node.source)
@@ -257,8 +294,7 @@ def _filter(db: Database, node: ast.Filter) -> Array:
 @array_builder(ast.Project)
 def _project(db: Database, node: ast.Project) -> Array:
     source = evaluate(db, node.source)
-    _check_attributes(source, node.attributes)
-    return source.project(*node.attributes)
+    return source.project(*_check_attributes(source, node.attributes))
 
 
 @array_builder(ast.Apply)
@@ -272,7 +308,7 @@ def _apply(db: Database, node: ast.Apply) -> Array:
 @array_builder(ast.Regrid)
 def _regrid(db: Database, node: ast.Regrid) -> Array:
     source = evaluate(db, node.source)
-    return source.regrid(list(node.blocks), *(call.to_text() for call in node.aggregates))
+    return source.regrid(list(node.blocks), *_calls(source, node.aggregates))
 
 
 @array_builder(ast.Window)
@@ -283,14 +319,14 @@ def _window(db: Database, node: ast.Window) -> Array:
             f"window over {source.name} needs {2 * source.schema.ndim} extents (a before, after pair per "
             f"dimension {', '.join(source.schema.dimension_names)}), got {len(node.extents)}"
         )
-    return source.window(list(node.extents), *(call.to_text() for call in node.aggregates))
+    return source.window(list(node.extents), *_calls(source, node.aggregates))
 
 
 @array_builder(ast.Aggregate)
 def _aggregate(db: Database, node: ast.Aggregate) -> Array:
     source = evaluate(db, node.source)
-    _check_dimensions(source, node.by)
-    return source.aggregate(*(call.to_text() for call in node.aggregates), by=list(node.by))
+    by = _check_dimensions(source, node.by)
+    return source.aggregate(*_calls(source, node.aggregates), by=list(by))
 
 
 @array_builder(ast.Join)
@@ -329,6 +365,8 @@ def _cells(
         values = [row[k] for row in rows]
         for number, value in enumerate(values, start=1):
             problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
+            if not problem and is_dimension:
+                problem = _outside(schema.dimension(name), value)
             if problem:
                 what = "dimension" if is_dimension else "attribute"
                 where = ""
@@ -365,6 +403,14 @@ def _value_problem(
     return python_value_problem(value, type_name)
 
 
+def _outside(dimension, value: int) -> str | None:
+    """Why the coordinate ``value`` is outside ``dimension``'s range, or None."""
+    if dimension.low <= value <= dimension.high:
+        return None
+    high = "*" if dimension.unbounded else dimension.high
+    return f"coordinate {value} is outside the dimension range {dimension.low}:{high}"
+
+
 def _delete(db: Database, s: ast.Delete) -> Any:
     array = _plain_array(db, s.array, "DELETE removes cells of arrays")
     box = _box(array.schema, s.target) if isinstance(s.target, ast.Subarray) else {}
@@ -372,18 +418,17 @@ def _delete(db: Database, s: ast.Delete) -> Any:
 
 
 def _show_schema(db: Database, s: ast.ShowSchema) -> str:
-    return open_array(db, s.name).schema.to_text()
+    return open_array(db, s.name, "SHOW SCHEMA shows those of arrays").schema.to_text()
 
 
 @statement_runner(ast.DropArray)
 def _drop_array(db: Database, s: ast.DropArray) -> None:
-    if relations.kind_of(db, s.name) == relations.UNCERTAIN_ARRAY:
+    kind = relations.kind_of(db, s.name)  # names are compared without regard to case
+    if kind == relations.UNCERTAIN_ARRAY:
         db.drop_uncertain_array(s.name)
         return
-    views = db.views()
-    if s.name in views:
+    if kind == relations.ARRAY_VIEW:
         raise ValidationError(f"{s.name} is a view; drop it with DROP VIEW {s.name}", array=s.name)
-    kind = relations.kind_of(db, s.name)
     if kind in (relations.STREAM, relations.STREAM_VIEW):
         use = "DROP STREAM" if kind == relations.STREAM else "DROP VIEW"
         raise ValidationError(
@@ -418,11 +463,14 @@ def _select(db: Database, s: ast.Select) -> Array | Any:
             text = to_text(s)
             return spark_query(db, text, relations_read(sqlglot.parse_one(text, dialect="spark")))
     array = evaluate(db, s.source)
+    if isinstance(s.where, ast.SqlCondition) and s.where.error is not None:
+        # the name is an array: why cell expressions cannot read the condition, placed in the script
+        e = s.where.error
+        raise ParseError(e.reason, text=e.text, line=e.line, column=e.column, expected=e.expected)
     if s.where is not None:
         array = array.filter(s.where.to_text())
     if s.attributes is not None:
-        _check_attributes(array, s.attributes)
-        array = array.project(*s.attributes)
+        array = array.project(*_check_attributes(array, s.attributes))
     if s.into is not None:
         return array.store(s.into)
     return array
@@ -449,6 +497,16 @@ def _query(db: Database, s: ast.Query) -> Any:
     return spark_query(db, s.text, s.relations)
 
 
+@explainer(ast.Query)
+def _explain_query(db: Database, s: ast.Query) -> str:
+    frame = spark_query(db, s.text, s.relations)  # checked and analysed: nothing runs
+    read = ", ".join(f"{name} ({relations.kind_of(db, name)})" for name in s.relations) or "no relation"
+    plan = io.StringIO()
+    with contextlib.redirect_stdout(plan):
+        frame.explain()
+    return f"Spark SQL query reading {read}:\n{plan.getvalue().strip()}\n"
+
+
 @statement_runner(ast.Insert)
 def _insert(db: Database, s: ast.Insert) -> Any:
     kind = relations.kind_of(db, s.array)
@@ -458,17 +516,24 @@ def _insert(db: Database, s: ast.Insert) -> Any:
     if kind == relations.STREAM:
         stream = db.stream(s.array)
         names = [field.name for field in stream.schema.fields]
-        rows = stream_rows(stream, _in_order(s, names, f"stream {s.array}"))
-        return stream.append(rows, allow_gap=s.allow_gap)
+        rows = _in_order(s, names, f"stream {s.array}")
+        return stream.append(stream_rows(stream, rows, _positions(s, names)), allow_gap=s.allow_gap)
     array = open_array(db, s.array)
+    if kind == relations.ARRAY_VIEW:  # said before any value is checked against the view's schema
+        raise ValidationError(f"{s.array} is a view: write to its base arrays and refresh it", array=s.array)
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
     rows = _in_order(s, names, f"array {s.array}")
-    positions = s.positions
-    if positions is not None and s.columns is not None:
-        order = [s.columns.index(name) for name in names]
-        positions = tuple(tuple(row[k] for k in order) for row in positions)
-    return array.insert(_cells(schema, rows, positions))
+    return array.insert(_cells(schema, rows, _positions(s, names)))
+
+
+def _positions(s: ast.Insert, names: list[str]) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+    """Where each value of INSERT was written, in the relation's column order (as ``_in_order``)."""
+    if s.positions is None or s.columns is None:
+        return s.positions
+    columns = [_spelled(names, c) for c in s.columns]
+    order = [columns.index(name) for name in names]
+    return tuple(tuple(row[k] for k in order) for row in s.positions)
 
 
 def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
@@ -488,8 +553,9 @@ def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast
     """The rows of INSERT in the relation's column order: a column list must name every column once."""
     if s.columns is None:
         return s.rows
-    unknown = [c for c in s.columns if c not in names]
-    missing = [c for c in names if c not in s.columns]
+    columns = [_spelled(names, c) or c for c in s.columns]
+    unknown = [c for c in columns if c not in names]
+    missing = [c for c in names if c not in columns]
     if unknown or missing:
         problem = f"has no column {unknown[0]!r}" if unknown else f"needs a value for column {missing[0]}"
         raise ValidationError(
@@ -497,7 +563,7 @@ def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast
             array=s.array,
             column=(unknown or missing)[0],
         )
-    order = [s.columns.index(name) for name in names]
+    order = [columns.index(name) for name in names]
     return tuple(tuple(row[k] for k in order) for row in s.rows)
 
 
@@ -515,7 +581,9 @@ def _load(db: Database, s: ast.Load) -> Any:
 STATEMENTS.update(
     {
         ast.CreateArray: _create_array,
-        ast.ShowVersions: lambda db, s: open_array(db, s.name).versions(),
+        ast.ShowVersions: lambda db, s: open_array(
+            db, s.name, "SHOW VERSIONS lists those of arrays"
+        ).versions(),
         ast.ShowChunks: lambda db, s: _plain_array(
             db, s.name, "SHOW CHUNKS lists the chunks of arrays"
         ).chunks(),

@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from arrayviews.language import syntax as ast
 from arrayviews.language.functions import ARRAY_FUNCTIONS, SHAPE_FUNCTIONS, Arguments, ShapeArguments
-from arrayviews.language.source import Source, tokens_of
+from arrayviews.language.source import Source, blank_schema_comments, tokens_of
 from arrayviews.language.stream_statements import StreamStatements, sql_expression
 from arrayviews.language.uncertain_statements import UncertainStatements
 from arrayviews.model.errors import ParseError, SchemaError
@@ -45,7 +45,10 @@ from arrayviews.model.schema_parser import parse_schema
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _FLOAT_SYNTAX = re.compile(r"[.eE]")
-_SCHEMA_COMMENT = re.compile(r"--[^\n]*")
+#: The clauses sqlglot may find in an array query read as Spark SQL (``SELECT * | a, b FROM A WHERE c``).
+_ARRAY_QUERY_PARTS = frozenset({"expressions", "from", "from_", "where"})
+#: What :meth:`StatementBuilder.where` returns for a statement that is a Spark SQL query after all.
+_SPARK_QUERY = object()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,12 +185,12 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             return ast.Insert(str(name), rows, positions=positions, allow_gap=allow_gap)
         names = [t for t in _tokens(columns_tree) if t.type == "IDENTIFIER"]
         seen: set[str] = set()
-        for token in names:
-            if str(token) in seen:
+        for token in names:  # column names are case-insensitive
+            if str(token).lower() in seen:
                 raise self.source.error(
                     f"INSERT names column {token} twice", token.start_pos, ("identifier",)
                 )
-            seen.add(str(token))
+            seen.add(str(token).lower())
         for row_tree, row in zip(row_trees, rows, strict=True):
             if len(row) != len(names):
                 raise self.source.error(
@@ -227,8 +230,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             check_identifier(str(name), "array")
         except SchemaError as error:
             raise self.source.error(str(error), name.start_pos, ("identifier",)) from None
-        # The schema is one token, so comments inside it were not lexed: blank them here.
-        text = _SCHEMA_COMMENT.sub(lambda m: " " * len(m.group()), str(schema_text))
+        text = blank_schema_comments(str(schema_text))
         with self.source.spanning(schema_text.start_pos):
             schema = parse_schema(text, str(name))
         return ast.CreateArray(schema)
@@ -269,13 +271,17 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             source_node, _, condition = array_form.children
             plain = source_node.data == "array_expr"
             if attributes is not False:
-                where = None if condition is None else self.where(condition, plain)
-                into_name = None if into is None else str(into)
-                source = self.array_expr(source_node)
-                if isinstance(source, ast.UncertainOperator):
-                    self.check_uncertain_select(source, items_tree, attributes, array_form.children[1], into)
-                return ast.Select(source, attributes or None, where, into_name)
-            if not plain:
+                where = None if condition is None else self.where(condition, plain, tree)
+                if where is not _SPARK_QUERY:
+                    into_name = None if into is None else str(into)
+                    source = self.array_expr(source_node)
+                    if isinstance(source, ast.UncertainOperator):
+                        self.check_uncertain_select(
+                            source, items_tree, attributes, array_form.children[1], into
+                        )
+                    return ast.Select(source, attributes or None, where, into_name)
+                # else: a Spark SQL query going on past its WHERE (ORDER BY, GROUP BY, UNION, ...)
+            elif not plain:
                 raise self.source.error(
                     "an array query selects * or attribute names: SELECT * | a, b [INTO B] FROM "
                     "<array expression> [WHERE condition]",
@@ -318,15 +324,27 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             and str(tokens[0]).lower() in ARRAY_FUNCTIONS
         )
 
-    def where(self, tree: Tree, plain_name: bool) -> Expr | ast.SqlCondition:
+    def where(self, tree: Tree, plain_name: bool, select: Tree) -> Expr | ast.SqlCondition | object:
         """The WHERE condition of an array query; over a plain name, a Spark SQL condition that cell
-        expressions do not cover is kept as text (the name may be a stream)."""
+        expressions do not cover is kept as text (the name may be a stream). _SPARK_QUERY when it
+        is no array query: a Spark SQL query whose WHERE is followed by more (``ORDER BY``,
+        ``GROUP BY``, ``LIMIT``, ``UNION ...``), which the raw span of the condition swallowed."""
         start, end = tree.meta.start_pos, tree.meta.end_pos
         try:
             return self.condition(tree)
         except ParseError as error:
             if not plain_name:
                 raise
+            try:
+                whole = sqlglot.parse_one(
+                    self.source.clean[select.meta.start_pos : select.meta.end_pos], dialect="spark"
+                )
+            except sqlglot.errors.SqlglotError:
+                raise error from None
+            if not isinstance(whole, exp.Select) or any(
+                value for key, value in whole.args.items() if key not in _ARRAY_QUERY_PARTS
+            ):
+                return _SPARK_QUERY
             text = self.source.clean[start:end].strip()
             try:
                 parsed = sqlglot.parse_one(text, dialect="spark")
@@ -338,7 +356,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                 isinstance(n, exp.Parameter | exp.Placeholder) for n in parsed.walk()
             ):
                 raise error from None
-            return ast.SqlCondition(text)
+            return ast.SqlCondition(text, error)
 
     def with_query(self, tree: Tree) -> ast.Query:
         return self.query(tree)

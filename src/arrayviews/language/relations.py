@@ -36,9 +36,17 @@ def unknown(db: Database, name: str) -> NotFoundError:
     return NotFoundError(f"no relation named {name} (relations: {known})")
 
 
-def open_array(db: Database, name: str) -> Array:
-    """The array or view called ``name`` (a view through ``db.view``: public attributes only)."""
-    if db.kind_of(name) == ARRAY_VIEW:  # names are compared without regard to case
+def open_array(db: Database, name: str, what: str = "this statement reads arrays and array views") -> Array:
+    """The array or view called ``name`` (a view through ``db.view``: public attributes only); a
+    stream or stream view is refused saying ``what`` the statement reads and how to query it."""
+    kind = db.kind_of(name)  # names are compared without regard to case
+    if kind in (STREAM, STREAM_VIEW):
+        raise ValidationError(
+            f"{name} is {a_kind(kind)}, not an array: {what} (Spark SQL reads {a_kind(kind)}: SELECT ... "
+            f"FROM {name} WHERE ...)",
+            array=name,
+        )
+    if kind == ARRAY_VIEW:
         return db.view(name)
     return db.array(name)
 

@@ -222,6 +222,18 @@ class Source:
         return self.error("malformed schema", offset, ("schema",))  # pragma: no cover - parse_schema fails
 
 
+#: A comment in a schema (group 1), or quoted text, in which '--' and '/*' start nothing.
+_SCHEMA_COMMENT = re.compile(r"'[^'\]]*'|(--[^\n]*|/\*[\s\S]*?\*/)")
+
+
+def blank_schema_comments(schema_text: str) -> str:
+    """A schema token (``<...>[...]``, lexed whole, so its comments were not) with its ``--`` and
+    ``/* */`` comments blanked, line breaks kept (positions do not move)."""
+    return _SCHEMA_COMMENT.sub(
+        lambda m: m.group() if m.group(1) is None else re.sub(r"[^\n]", " ", m.group()), schema_text
+    )
+
+
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` with the characters of ``spans`` replaced by blanks (line breaks kept, so that lines and
     columns stay where they were)."""
@@ -245,4 +257,4 @@ def _shift(tree: Tree, offset: int) -> None:
                 child.end_pos += offset
 
 
-__all__ = ["END", "START_RULES", "Source", "readable", "tokens_of"]
+__all__ = ["END", "START_RULES", "Source", "blank_schema_comments", "readable", "tokens_of"]

@@ -13,6 +13,7 @@ from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.types import python_value_problem
 from arrayviews.streams import window_plans, windows
 from arrayviews.streams.sql import check_query, register_relations
 from arrayviews.streams.translate import explain, translate
@@ -132,10 +133,51 @@ def _alter_view_versions(db: Database, s: ast.AlterViewKeepVersions) -> None:
 
 
 # -- rows and queries ---------------------------------------------------------------------------
-def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.Table:
+#: The attribute type of each Spark column type whose values INSERT checks one by one.
+_NUMBER_TYPES = {
+    "byte": "int8",
+    "short": "int16",
+    "integer": "int32",
+    "long": "int64",
+    "float": "float32",
+    "double": "float64",
+    "boolean": "bool",
+}
+_TIME_TYPES = {"timestamp": pa.timestamp("us"), "date": pa.date32()}
+
+
+def _value_problem(value: ast.Value, type_name: str) -> str | None:
+    """Why the INSERT literal ``value`` does not fit a column of Spark type ``type_name`` (None if it
+    does, or if the stream's append is left to judge it)."""
+    if value is None:
+        return None  # nullability is the append's to check
+    if type_name == "string":
+        return None if isinstance(value, str) else f"{value!r} is not a string (quote it: '...')"
+    if type_name in _TIME_TYPES:
+        if not isinstance(value, str):
+            return f"{value!r} is not a {type_name} (write it as a string, e.g. '2015-01-01 00:05:00')"
+        try:
+            pa.array([value]).cast(_TIME_TYPES[type_name])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return f"{value!r} is not a {type_name} (write it as e.g. '2015-01-01 00:05:00', UTC)"
+        return None
+    target = _NUMBER_TYPES.get(type_name)
+    if target is None:
+        return None
+    if isinstance(value, str):
+        return f"{value!r} is a string, not a{'n' if target.startswith('int') else ''} {target} value"
+    return python_value_problem(value, target)
+
+
+def stream_rows(
+    stream: Stream,
+    rows: tuple[tuple[ast.Value, ...], ...],
+    positions: tuple[tuple[tuple[int, int], ...], ...] | None = None,
+) -> pa.Table:
     """The rows of INSERT ... VALUES for ``stream``, one value per column in the stream's order.
-    Strings for timestamp and date columns are read as times (``'2015-01-01 00:05:00'``, UTC); the
-    stream's append checks every column against its type."""
+    Strings for timestamp and date columns are read as times (``'2015-01-01 00:05:00'``, UTC); each
+    value is checked against its column's type (a refused one is named with its line and column when
+    ``positions`` says where each was written), the stream's append checks the rest."""
     names = [field.name for field in stream.schema.fields]
     for number, row in enumerate(rows, start=1):
         if len(row) != len(names):
@@ -147,7 +189,20 @@ def stream_rows(stream: Stream, rows: tuple[tuple[ast.Value, ...], ...]) -> pa.T
     columns = {}
     for k, field in enumerate(stream.schema.fields):
         values = [row[k] for row in rows]
-        time_type = {"timestamp": pa.timestamp("us"), "date": pa.date32()}.get(field.dataType.typeName())
+        type_name = field.dataType.typeName()
+        for number, value in enumerate(values, start=1):
+            problem = _value_problem(value, type_name)
+            if problem:
+                where = (
+                    "" if positions is None else " at line {}, column {}".format(*positions[number - 1][k])
+                )
+                raise ValidationError(
+                    f"stream {stream.name}, column {field.name}: {problem} in row {number}{where}",
+                    array=stream.name,
+                    column=field.name,
+                    value=value,
+                )
+        time_type = _TIME_TYPES.get(type_name)
         try:
             column = pa.array(values)
             if time_type is not None and pa.types.is_string(column.type):

@@ -9,6 +9,7 @@ dialect). Every error is reported at its place in the statement.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
@@ -47,7 +48,7 @@ _VERSIONS = ("version", "versions")
 def sql_expression(source: Source, start: int, end: int, condition: bool = False) -> exp.Expression:
     """Parse ``text[start:end]`` as one Spark SQL expression or query (a ``condition`` has no alias);
     sqlglot's errors are reported at their place in the statement."""
-    piece = source.text[start:end]
+    piece = source.clean[start:end]  # comments blanked: sqlglot reads no comment inside GROUP BY
     try:
         # string literals are kept as written (streams.literals); offsets do not move
         protected, originals = literals.protect(piece)
@@ -274,24 +275,31 @@ class StreamStatements:
 
     def refresh_limit(self, name: str, tokens: list) -> ast.Statement:
         """``SET REFRESH LIMIT n SECONDS`` or ``SET REFRESH LIMIT NONE``."""
-        word, rest = tokens[0], tokens[1:]
+        word, rest = tokens[0], [t for t in tokens[1:] if t is not None]
         if str(word).lower() != "limit":
             raise self.source.error(
                 f"ALTER VIEW ... SET REFRESH sets the LIMIT, got {str(word)!r}", word.start_pos, ("LIMIT",)
             )
-        if len(rest) == 1:
-            if str(rest[0]).lower() != "none":
+        if rest[0].type != "NUMBER":  # NONE, or a word that is no number (nan, inf, five)
+            if str(rest[0]).lower() != "none" or len(rest) > 1:
                 raise self.source.error(
                     f"the refresh limit is a number of SECONDS or NONE, got {str(rest[0])!r}",
                     rest[0].start_pos,
-                    ("NONE",),
+                    ("number", "NONE"),
                 )
             return ast.AlterViewRefreshLimit(name, None)
+        if len(rest) == 1:
+            raise self.source.error(
+                "the refresh limit is counted in SECONDS: write LIMIT n SECONDS",
+                rest[0].end_pos,
+                ("SECONDS",),
+            )
         amount, unit = rest
         seconds = float(amount)
-        if not seconds > 0:
+        if not 0 < seconds < math.inf:
             raise self.source.error(
-                f"the refresh limit must be above 0 seconds, got {str(amount)!r}", amount.start_pos
+                f"the refresh limit must be a finite number of seconds above 0, got {str(amount)!r}",
+                amount.start_pos,
             )
         if str(unit).lower() not in _SECONDS:
             raise self.source.error(

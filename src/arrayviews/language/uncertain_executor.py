@@ -5,6 +5,7 @@ EXPLAIN (the expanded regions and the chosen step) and the rows of SHOW ARRAYS /
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,14 +177,54 @@ def insert(db: Database, s: ast.Insert) -> Any:
     """INSERT INTO U [(columns)] VALUES ...: without a column list, each row gives every input column
     but ``id`` in the schema's order (means and sigmas per dimension, correlations, value columns)."""
     array = db.uncertain_array(s.array)
-    return array.insert(tuple_rows(array.schema, s.columns, s.rows))
+    inputs = list(array.schema.input_columns())
+    columns = None if s.columns is None else tuple(_spelled(inputs, c) for c in s.columns)
+    names = list(columns) if columns is not None else [c for c in inputs if c != ID]
+    try:
+        return array.insert(tuple_rows(array.schema, columns, s.rows, s.positions))
+    except ValidationError as error:
+        raise _placed(error, names, s.positions) from None
+
+
+def _spelled(names: list[str], name: str) -> str:
+    """``name`` as the array spells the column (names are case-insensitive), or as written."""
+    return name if name in names else next((n for n in names if n.lower() == name.lower()), name)
+
+
+#: How the array's insert names a row of its batch: 0-based, ``in row 3``.
+_BATCH_ROW = re.compile(r" in row (\d+)(?=[;,.)]| is|$)")
+
+
+def _placed(
+    error: ValidationError, names: list[str], positions: tuple[tuple[tuple[int, int], ...], ...] | None
+) -> ValidationError:
+    """The array's error about row k of the batch (0-based), as the statement's row k + 1 at the line
+    and column of the value (the error keeps its type and fields)."""
+    message = error.args[0] if error.args and isinstance(error.args[0], str) else None
+    found = None if message is None else _BATCH_ROW.search(message)
+    if found is None or positions is None or error.column not in names:
+        return error
+    row = int(found.group(1))
+    if row >= len(positions):
+        return error
+    line, column = positions[row][names.index(error.column)]
+    error.args = (
+        message[: found.start()]
+        + f" in row {row + 1} at line {line}, column {column}"
+        + message[found.end() :],
+    )
+    return error
 
 
 def tuple_rows(
-    schema: UncertainSchema, columns: tuple[str, ...] | None, rows: tuple[tuple[ast.Value, ...], ...]
+    schema: UncertainSchema,
+    columns: tuple[str, ...] | None,
+    rows: tuple[tuple[ast.Value, ...], ...],
+    positions: tuple[tuple[tuple[int, int], ...], ...] | None = None,
 ) -> pa.Table:
     """The rows of INSERT ... VALUES as an Arrow table with the types the array's columns take; the
-    array's insert checks the rest (names, missing columns, ranges, sigmas, ids)."""
+    array's insert checks the rest (names, missing columns, ranges, sigmas, ids). A value of the
+    wrong type is named with its line and column when ``positions`` says where each was written."""
     names = list(columns) if columns is not None else [c for c in schema.input_columns() if c != ID]
     for number, row in enumerate(rows, start=1):
         if len(row) != len(names):
@@ -207,8 +248,11 @@ def tuple_rows(
             elif value is not None:
                 problem = python_value_problem(value, type_name)
             if problem:
+                where = (
+                    "" if positions is None else " at line {}, column {}".format(*positions[number - 1][k])
+                )
                 raise ValidationError(
-                    f"uncertain array {schema.name}, column {name}: {problem} in row {number}",
+                    f"uncertain array {schema.name}, column {name}: {problem} in row {number}{where}",
                     array=schema.name,
                     column=name,
                     value=value,

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from lark import Token, Tree
 
 from arrayviews.language import syntax as ast
-from arrayviews.language.source import Source
+from arrayviews.language.source import Source, blank_schema_comments
 from arrayviews.model.copy_layout import STORE_MULTIPLE
 from arrayviews.model.errors import SchemaError
 from arrayviews.model.names import check_identifier
 from arrayviews.model.uncertain_schema_parser import parse_uncertain_schema
 
-_SCHEMA_COMMENT = re.compile(r"--[^\n]*")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 #: A decimal number as statements write it (no nan or inf).
 DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -45,8 +44,7 @@ class UncertainStatements:
             check_identifier(str(name), "array")
         except SchemaError as error:
             raise self.source.error(str(error), name.start_pos, ("identifier",)) from None
-        # The schema is one token, so comments inside it were not lexed: blank them here.
-        text = _SCHEMA_COMMENT.sub(lambda m: " " * len(m.group()), str(schema_text))
+        text = blank_schema_comments(str(schema_text))
         with self.source.spanning(schema_text.start_pos):
             schema = parse_uncertain_schema(text, str(name))
         fields: dict[str, object] = {}

@@ -21,6 +21,8 @@ _NUMERIC_ONLY = ("var", "stdev")
 _INTEGER_TYPES = ("int32", "int64", "bool")
 
 _NAME = IDENTIFIER
+_WORD = re.compile(r"[^\W\d]\w*")
+_QUOTED = re.compile(r"`([^`]*)`")
 _SPACE = re.compile(r"\s*")
 
 
@@ -84,8 +86,14 @@ class _Scanner:
         return ParseError(message, text=self.text, line=line, column=column, expected=expected)
 
     def name(self, what: str) -> tuple[str, int]:
+        """A name: a word (read whole, letters of any script included, so that a message quotes
+        all of it) or an identifier in backquotes, as Spark SQL writes names (``avg(`update`)``)."""
         self.skip_space()
-        match = _NAME.match(self.text, self.pos)
+        quoted = _QUOTED.match(self.text, self.pos)
+        if quoted is not None and _NAME.fullmatch(quoted.group(1)):
+            self.pos = quoted.end()
+            return quoted.group(1), quoted.start()
+        match = _WORD.match(self.text, self.pos)
         if match is None:
             raise self.fail(f"expected {what}", (what,))
         self.pos = match.end()
@@ -136,7 +144,7 @@ def parse_aggregate(text: str) -> AggregateCall:
     alias: str | None = None
     if not scan.at_end():
         keyword, keyword_pos = scan.name("as")
-        if keyword.lower() != "as":
+        if keyword.lower() != "as" or text.startswith("`", keyword_pos):
             raise scan.fail(f"unexpected {keyword!r} after the call", ("as", "end of text"), keyword_pos)
         alias, alias_pos = scan.name("alias")
         problem = name_problem(alias)

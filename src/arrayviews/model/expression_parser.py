@@ -58,6 +58,7 @@ from arrayviews.model.expression_tree import (
     Unary,
     arity_problem,
     spark_string_value,
+    string_literal_text,
 )
 from arrayviews.model.types import SQL_TYPE_NAMES, type_of_sql_name
 
@@ -246,6 +247,8 @@ class _Source:
     def syntax_error(self, tokens: list[Token], error: sqlglot.errors.ParseError) -> ParseError:
         details = error.errors[0] if error.errors else {}
         description = details.get("description") or str(error)
+        # sqlglot's descriptions may show a token as its Python repr: show its text
+        description = _TOKEN_REPR.sub(lambda m: repr(m.group(1)), description)
         token = _token_at(tokens, details.get("line"), details.get("col"))
         if token is None:
             return self.error(f"malformed expression: {description}", self.end_offset())
@@ -271,6 +274,7 @@ class _Source:
         return self.error(f"malformed expression near {shown}: {description}", token.start)
 
 
+_TOKEN_REPR = re.compile(r"<Token token_type: TokenType\.\w+, text: (.*?), line: \d+, col: .*?>")
 _BINARY_CLASS_NAMES = {cls.__name__ for cls in (*_ARITHMETIC, *_BITWISE, *_COMPARISONS, *_LOGICAL)}
 # Tokens that are no part of Spark expression syntax (with a hint where one helps).
 _JUNK = {
@@ -343,6 +347,35 @@ class _Binder:
         what = what or _UNSUPPORTED_NAMES.get(type(node)) or node.key.upper()
         return self.fail(f"{what} is not supported in array expressions; supported: {SUPPORTED}", node)
 
+    def adjacent_strings(self, node: exp.Concat) -> str | None:
+        """The value of string literals written one after the other, or None if ``node`` is not that.
+
+        sqlglot reads ``'it''s'`` as the two literals ``'it'`` and ``'s'`` (and concatenates them, as
+        Spark does with ``'a' 'b'``); Spark reads a doubled quote inside a literal as the quote. So
+        literals touching each other with the same quote are one literal, read from the text."""
+        parts = node.expressions
+        meta = parts[0]._meta if parts else None
+        if (
+            not all(isinstance(p, exp.Literal) and p.is_string for p in parts)
+            or not meta
+            or "start" not in meta
+        ):
+            return None
+        tokens = self.source.tokens
+        first = next((k for k, t in enumerate(tokens) if t.start == meta["start"]), None)
+        if first is None or first + len(parts) > len(tokens):
+            return None
+        spans: list[tuple[int, int]] = []
+        for token in tokens[first : first + len(parts)]:
+            if token.token_type != TokenType.STRING:
+                return None
+            text = self.source.text
+            if spans and spans[-1][1] == token.start and text[token.start] == text[spans[-1][0]]:
+                spans[-1] = (spans[-1][0], token.end + 1)  # a doubled quote: one literal
+            else:
+                spans.append((token.start, token.end + 1))
+        return "".join(spark_string_value(self.source.text[a:b]) for a, b in spans)
+
     # -- dispatch ----------------------------------------------------------------------------
     def bind(self, node: exp.Expression) -> Expr:
         kind = type(node)
@@ -359,6 +392,8 @@ class _Binder:
                     )
                 return Literal(str(node.this), "string")
             return self.number(node, negative=False)
+        if kind is exp.Concat and self.adjacent_strings(node) is not None:
+            return Literal(self.adjacent_strings(node), "string")
         if kind is exp.Boolean:
             return Literal(bool(node.this))
         if kind is exp.Null:
@@ -597,13 +632,20 @@ class _Binder:
 
     def converted(self, operand: exp.Expression, target: str, node: exp.Expression) -> Expr:
         """``CAST(operand AS target)``; a string operand is read now, as Spark reads it."""
-        inner = operand.this if isinstance(operand, exp.Paren) else operand
+        inner = operand
+        while isinstance(inner, exp.Paren):  # CAST((('1')) AS INT) is CAST('1' AS INT)
+            inner = inner.this
+        text = None
         if isinstance(inner, exp.Literal) and inner.is_string:
-            value = string_value(inner.this, target)
+            text, shown = inner.this, inner.sql()
+        elif isinstance(inner, exp.Concat):  # 'it''s' or 'a' 'b': one string
+            text = self.adjacent_strings(inner)
+            shown = None if text is None else string_literal_text(text)
+        if text is not None:
+            value = string_value(text, target)
             if value is None:
                 raise self.fail(
-                    f"cannot cast {inner.sql()} to {SQL_TYPE_NAMES[target]}: not a valid "
-                    f"{SQL_TYPE_NAMES[target]} value",
+                    f"cannot cast {shown} to {SQL_TYPE_NAMES[target]}: not a valid {SQL_TYPE_NAMES[target]} value",
                     inner,
                 )
             return Literal(value, target)

@@ -619,10 +619,10 @@ def _unary_text(expr: Unary) -> str:
         expr.op == "-"
         and isinstance(operand, Literal)
         and _level(operand) == _ATOM
-        and operand.type in NUMERIC_TYPES
+        and operand.type in (*NUMERIC_TYPES, "uint64")
         and math.isfinite(operand.value)
     ):
-        return f"-({literal_text(operand)})"  # "-5" would read as the literal -5
+        return f"-({literal_text(operand)})"  # "-5" would read as the literal -5 (and -2^63 as BIGINT)
     text = _print(operand, _UNARY)
     # Never "--" (a comment) nor "~~" or "+-" glued into one token: prefix signs are spaced apart.
     separator = " " if text[:1] in ("-", "+", "~") else ""

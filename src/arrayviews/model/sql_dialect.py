@@ -50,9 +50,21 @@ def tokenize(text: str) -> list[Token]:
     return DIALECT.tokenize(text)
 
 
+#: Tokens with which sqlglot starts a statement (``UPDATE t SET ...``, ``SHOW ...``) where Spark, reading
+#: an expression, sees a column: ``update > 0`` is a condition on the column ``update``.
+_STATEMENT_STARTS = frozenset(
+    {*_ExpressionParser.STATEMENT_PARSERS, *Spark.Tokenizer.COMMANDS} - {TokenType.SEMICOLON}
+)
+
+
 def parse(tokens: list[Token], text: str) -> list[exp.Expression | None]:
-    """The expressions sqlglot parses from ``tokens`` (raises sqlglot's ParseError)."""
-    return DIALECT.parser().parse(tokens, text)
+    """The expressions sqlglot parses from ``tokens`` (raises sqlglot's ParseError); text starting
+    with a word sqlglot would take for a statement is read as an expression."""
+    parser = DIALECT.parser()
+    first = tokens[0] if tokens else None
+    if first is not None and first.token_type in _STATEMENT_STARTS and _PLAIN_NAME.fullmatch(first.text):
+        return parser.parse_into(exp.Condition, tokens, text)
+    return parser.parse(tokens, text)
 
 
 @functools.lru_cache(maxsize=4096)

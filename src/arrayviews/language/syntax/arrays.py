@@ -17,6 +17,7 @@ from arrayviews.language.syntax.base import (
     _set,
 )
 from arrayviews.model.aggregate_calls import AggregateCall
+from arrayviews.model.errors import ParseError
 from arrayviews.model.expressions import Expr
 from arrayviews.model.schema import ArraySchema
 
@@ -251,9 +252,11 @@ class ShowSchema(Statement):
 @dataclass(frozen=True)
 class SqlCondition:
     """A WHERE condition kept as Spark SQL text: one that cell expressions do not cover (a stream's
-    strings or timestamps, say), read when the relation it filters is known."""
+    strings or timestamps, say), read when the relation it filters is known. ``error`` is why cell
+    expressions could not read it, placed in the script: what an array filtered by it reports."""
 
     text: str
+    error: ParseError | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
