@@ -6,6 +6,7 @@ count of neighbours."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import arrayviews
@@ -57,3 +58,20 @@ def test_views_take_an_attribute_in_any_case(local_db) -> None:
     joined = local_db.similarity_join("cased", "CASED", L1(1, 1)).aggregate("sum(Right.V) as s")
     got = joined.to_pandas().set_index("i")["s"]
     assert {int(i): int(s) for i, s in got.items()} == expected
+
+
+def test_cells_given_with_column_names_in_any_case(local_db, spark, tmp_path) -> None:
+    """Before: ``insert({"I": ..., "V": ...})``, a CSV file headed ``I,V`` and a Spark DataFrame with
+    column ``I`` were refused ("unknown column 'I'"), and ``delete({"I": ...})`` found no dimension."""
+    A = local_db.create_array("cased_cells<v:int64>[i=0:9:5]")
+    A.insert({"I": [0, 1], "V": [10, 11]})
+    A.insert(pd.DataFrame({"i": [2], "V": [12]}))
+    A.insert(spark.createDataFrame([(3, 13)], "I bigint, v bigint"))
+    path = tmp_path / "cased.csv"
+    path.write_text("I,V\n4,14\n")
+    local_db.sql(f"LOAD cased_cells FROM '{path}'")
+    A.delete({"I": [1]})
+    cells = A.to_pandas()
+    assert dict(zip(cells["i"], cells["v"], strict=True)) == {0: 10, 2: 12, 3: 13, 4: 14}
+    with pytest.raises(arrayviews.ValidationError, match="appears twice"):
+        A.insert({"i": [5], "v": [1], "V": [2]})

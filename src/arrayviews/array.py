@@ -333,7 +333,9 @@ class Array:
         else:
             table = to_arrow(cells, schema.name)
             dimension_only = schema.with_attributes([])
-            extra = [c for c in table.column_names if not dimension_only.has_dimension(c)]
+            extra = [
+                c for c in table.column_names if not dimension_only.has_dimension(dimension_only.spelling(c))
+            ]
             batch = normalize_cells(table.drop_columns(extra), dimension_only)
             coords = batch.coords
         return writes.delete_cells(source.table, self._db.executors.choose, coords)

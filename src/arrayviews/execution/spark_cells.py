@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from arrayviews.model.cell_checks import check_columns
+from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.time_scale import TimeScale
@@ -28,6 +28,7 @@ _TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.DateType)
 
 def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
     """Check a cell DataFrame's columns and types against ``schema`` and cast it to the exact types."""
+    frame = frame.toDF(*spelled_columns(frame.columns, schema))
     names = frame.columns
     check_columns(names, schema)
     types = {field.name: field.dataType for field in frame.schema.fields}
@@ -213,6 +214,7 @@ def read_cell_files(
             f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
         )
     raw = csv_reader(spark).option("inferSchema", False).csv(path)
+    raw = raw.toDF(*spelled_columns(raw.columns, schema))
     check_columns(raw.columns, schema)
     converted, problems = {}, []
     for name in raw.columns:

@@ -6,6 +6,12 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
 
 
+def spelled_columns(names: list[str], schema: ArraySchema) -> list[str]:
+    """``names`` as ``schema`` spells its columns (column names match without regard to case; a
+    name the schema does not have stays as given, for :func:`check_columns` to name)."""
+    return [schema.spelling(name) for name in names]
+
+
 def check_columns(names: list[str], schema: ArraySchema) -> None:
     """Columns named twice, unknown columns and missing columns."""
     if len(set(names)) != len(names):

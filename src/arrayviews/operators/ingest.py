@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.model.cell_checks import check_columns  # noqa: F401 - callers take it from here
+from arrayviews.model.cell_checks import check_columns, spelled_columns  # noqa: F401 - callers take it from here
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -196,6 +196,7 @@ def _first_index(mask: np.ndarray) -> int:
 def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
     """Validate a driver-side batch against ``schema`` and return it in numpy form."""
     table = to_arrow(data, schema.name)
+    table = table.rename_columns(spelled_columns(table.column_names, schema))
     names = table.column_names
     check_columns(names, schema)
     n = table.num_rows
