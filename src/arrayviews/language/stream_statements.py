@@ -21,6 +21,7 @@ from arrayviews.language import syntax as ast
 from arrayviews.language.source import Source, tokens_of
 from arrayviews.model import bounds
 from arrayviews.model.errors import ValidationError
+from arrayviews.model.names import PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition, read_part_query
 from arrayviews.streams import literals
 from arrayviews.streams.queries import (
@@ -465,6 +466,12 @@ class StreamStatements:
                 function, attribute = call
                 default = "ct" if attribute is None else f"{function}_{attribute}"
                 item = SelectItem(function, attribute, alias or default)
+            if item.alias.lower() == PART_TIMESTAMP.lower():
+                raise self.source.error(
+                    f"output column {item.alias!r} is reserved: readers see the start of each part "
+                    "under that name (choose another alias)",
+                    start,
+                )
             if item.alias.lower() in seen:
                 raise self.source.error(f"output column {item.alias!r} appears twice", start)
             seen.add(item.alias.lower())
