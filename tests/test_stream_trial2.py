@@ -8,10 +8,10 @@ import random
 
 import pyarrow as pa
 import pytest
-from pattern_reference import Pattern, Predicate, pattern_results
 
 import arrayviews
 from arrayviews.model.errors import ParseError, ValidationError
+from pattern_reference import Pattern, Predicate, pattern_results
 
 EPOCH = 1_420_070_400  # 2015-01-01 00:00 UTC, a whole minute
 FIRST = EPOCH // 60  # its part number
@@ -29,8 +29,10 @@ def scratch(spark, tmp_path_factory):
     return make
 
 
-def batch(rows: list[tuple], kind: pa.DataType = pa.int64(), keys: pa.DataType = pa.string()) -> pa.Table:
-    """Rows ``(part, second, group, value)`` as an Arrow batch of the stream ``ts, g, v``."""
+def batch(rows: list[tuple], kind: pa.DataType | None = None, keys: pa.DataType | None = None) -> pa.Table:
+    """Rows ``(part, second, group, value)`` as an Arrow batch of the stream ``ts, g, v`` (BIGINT
+    values and string groups unless told)."""
+    kind, keys = kind or pa.int64(), keys or pa.string()
     return pa.table(
         {
             "ts": pa.array(
@@ -81,6 +83,94 @@ def test_an_output_column_named_part_timestamp_is_refused_where_it_is_written(sc
         "CREATE VIEW h AS\nINITIALIZE h[i] AS SELECT g, v AS Part_Timestamp FROM S[i]\n"
         "UPDATE h[j] AS SELECT g, v AS Part_Timestamp FROM S[j]\nPARTITION LENGTH 60"
     )
-    with pytest.raises(ValidationError, match=r"view h: column name Part_Timestamp is reserved.*line 2, column 30"):
+    with pytest.raises(
+        ValidationError, match=r"view h: column name Part_Timestamp is reserved.*line 2, column 30"
+    ):
         db.sql(written)
     assert db.stream_views(helpers=True) == []
+
+
+# -- 2. a Flink user's MATCH_RECOGNIZE habits, refused by name -------------------------------------
+def test_match_recognize_functions_and_unknown_columns_are_named_where_written(scratch) -> None:
+    """Failed before: ``PREV(b.v)`` was Spark's UNRESOLVED_ROUTINE error placed at the statement's
+    start, ``LAST(b.v)`` was called an aggregate, ``a.v > rand()`` was accepted (a part built again
+    would match differently), and an unknown column was Spark's UNRESOLVED_COLUMN at column 1."""
+    db = scratch()
+    s = stream(db)
+    s.append(batch([(0, 0, "p", 5)]))
+    version = s.table.current_version()
+    head = "CREATE VIEW pv AS SELECT g, count(*) AS ct FROM S PATTERN [a, b+] WHERE a.v > 1 AND "
+    at = len(head) + 1
+    cases = [
+        ("PREV(b.v) > 1", r"PREV\(\) is MATCH_RECOGNIZE's, not a pattern view's", 0),
+        ("LAST(b.v) > a.v", r"LAST\(\) is MATCH_RECOGNIZE's", 0),
+        ("FIRST(b.v) > 1", r"FIRST\(\) is MATCH_RECOGNIZE's", 0),
+        ("CLASSIFIER() = 'b'", r"CLASSIFIER\(\) is MATCH_RECOGNIZE's", 0),
+        ("b.v > rand()", r"RAND\(\) is not allowed in a pattern's WHERE", 6),
+        ("row_number() OVER (ORDER BY b.v) = 1", r"window functions are not allowed", 0),
+        ("b.nope > 1", r"view pv: the stream S has no column nope \(columns: ts, g, v\)", 0),
+    ]
+    for condition, message, offset in cases:
+        with pytest.raises(ParseError, match=rf"{message}.* at line 1, column {at + offset}\n"):
+            db.sql(head + condition + " GROUP BY g")
+    with pytest.raises(ParseError, match=r"view pv: sum\(g\) needs a numeric column; g is string"):
+        db.sql("CREATE VIEW pv AS SELECT v, sum(g) AS t FROM S PATTERN [a] WHERE a.v > 1 GROUP BY v")
+    assert db.stream_views(helpers=True) == []
+    assert s.table.current_version() == version
+
+
+# -- 3. patterns of shapes the first trial did not try, against a regular-expression search -------
+P = Predicate
+SHAPES = [  # (PATTERN variables (name, +), conditions): a one-row match, greedy runs, two + in a row
+    ((("a", False),), (P("a", "v", ">", 2),)),
+    ((("a", True),), (P("a", "v", "<>", 3),)),
+    ((("a", True), ("b", True)), (P("a", "v", "<", 4), P("b", "v", ">=", other="a", other_attribute="v"))),
+    (
+        (("a", False), ("b", True), ("c", True)),
+        (P("a", "v", ">", 4), P("b", "v", "<", 3), P("c", "v", ">", other="b", other_attribute="v")),
+    ),
+    (
+        (("a", True), ("b", False), ("c", True), ("d", False)),
+        (P("a", "v", ">=", 1), P("b", "v", "=", 0), P("d", "v", ">", 5)),
+    ),
+    ((("a", False), ("b", False)), ()),  # no WHERE: every two rows in a row
+]
+
+
+def expected_matches(pattern: Pattern, rows: list[tuple]) -> set[tuple]:
+    """``(part, group, count, sum)`` per part by tests/pattern_reference.py: per group its row of each
+    part (NULL if one is, else the least: the first ordered by ``v`` NULLS FIRST)."""
+    first, last = min(r[0] for r in rows), max(r[0] for r in rows)
+    parts = []
+    for part in range(first, last + 1):
+        values: dict = {}
+        for p, _, g, v in rows:
+            if p == part:
+                values.setdefault(g, []).append(v)
+        parts.append({g: {"v": None if None in vs else min(vs)} for g, vs in values.items()})
+    found = pattern_results(pattern, parts, ["v"])
+    return {(first + t, g, ct, total) for t, matches in enumerate(found) for g, ct, total in matches}
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)))
+def test_patterns_of_every_shape_match_a_regular_expression_search(scratch, shape) -> None:
+    variables, predicates = SHAPES[shape]
+    pattern = Pattern(variables, predicates)
+    rng = random.Random(shape)
+    db = scratch()
+    s = stream(db)
+    text = "[" + ", ".join(name + ("+" if kleene else "") for name, kleene in variables) + "]"
+    where = " WHERE " + " AND ".join(p.sql() for p in predicates) if predicates else ""
+    db.sql(
+        f"CREATE VIEW pv AS SELECT g, count(*) AS ct, sum(v) AS total FROM S PATTERN {text}{where} GROUP BY g"
+    )
+    arrivals = [
+        (rng.randint(0, 13), rng.randint(0, 59), rng.choice(["p", "q", None]), rng.choice([None, *range(7)]))
+        for _ in range(45)
+    ]
+    arrived: list[tuple] = []
+    for number in range(3):  # later batches bring late rows for earlier parts too
+        rows = arrivals[number::3]
+        assert not errors_of(s.append(batch(rows)))
+        arrived += rows
+        assert shown(db, "pv", ["g", "ct", "total"]) == expected_matches(pattern, arrived), (number, arrived)

@@ -40,6 +40,8 @@ _INTEGER = re.compile(r"[0-9]+")
 # Aggregates of the select lists: count(*) always, and these of a column.
 _PATTERN_FUNCTIONS = ("sum",)
 _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
+# MATCH_RECOGNIZE's row navigation and match functions (a pattern view has none of them).
+_NAVIGATION = frozenset({"PREV", "NEXT", "FIRST", "LAST", "CLASSIFIER", "MATCH_NUMBER"})
 _PARTS = ("part", "parts")
 _SECONDS = ("second", "seconds")
 _VERSIONS = ("version", "versions")
@@ -498,6 +500,7 @@ class StreamStatements:
         conjuncts = []
         for conjunct in _flatten_and(parsed):
             at = node_offset(conjunct, start)
+            self.refuse_row_functions(conjunct, start)
             used: set[int] = set()
             for column in conjunct.find_all(exp.Column):
                 column_at = node_offset(column, start)
@@ -537,6 +540,35 @@ class StreamStatements:
                 )
             )
         return tuple(conjuncts)
+
+    def refuse_row_functions(self, conjunct: exp.Expression, start: int) -> None:
+        """MATCH_RECOGNIZE's navigation and match functions, window functions and random numbers are
+        refused by name: a pattern's conditions read the rows bound to its variables, each row's
+        answer the same whenever a part is built again."""
+        for node in conjunct.walk():
+            if isinstance(node, exp.Anonymous):
+                function = str(node.this).upper()
+            elif isinstance(node, exp.First | exp.Last):
+                function = type(node).__name__.upper()
+            else:
+                function = None
+            if function in _NAVIGATION:
+                raise self.source.error(
+                    f"{function}() is MATCH_RECOGNIZE's, not a pattern view's: a condition reads the "
+                    "rows bound to its variables, and one over two consecutive variables (b.v > a.v) "
+                    "compares b's first row with the row before it (a's last)",
+                    node_offset(node, start),
+                )
+            if isinstance(node, exp.Window):
+                raise self.source.error(
+                    "window functions are not allowed in a pattern's WHERE", node_offset(node, start)
+                )
+            if isinstance(node, exp.Rand | exp.Randn | exp.Uuid):
+                raise self.source.error(
+                    f"{node.sql(dialect='spark')} is not allowed in a pattern's WHERE: a part built "
+                    "again must match as before",
+                    node_offset(node, start),
+                )
 
     def window(self, source: Tree) -> tuple[int, Position]:
         _, window_token, amount, unit, _ = source.children
