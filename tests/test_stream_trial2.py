@@ -174,3 +174,20 @@ def test_patterns_of_every_shape_match_a_regular_expression_search(scratch, shap
         assert not errors_of(s.append(batch(rows)))
         arrived += rows
         assert shown(db, "pv", ["g", "ct", "total"]) == expected_matches(pattern, arrived), (number, arrived)
+
+
+def test_a_translated_query_over_a_view_or_with_a_random_having_is_refused_by_name(scratch) -> None:
+    """Failed before: a window over a pattern view said 'no stream named pv (streams: S)', and
+    ``HAVING rand() > 0.5`` was accepted (the groups shown would change whenever a part is rebuilt)."""
+    db = scratch()
+    stream(db)
+    db.sql("CREATE VIEW pv AS SELECT g, count(*) AS ct FROM S PATTERN [a, b] WHERE a.v > 1 GROUP BY g")
+    with pytest.raises(
+        ValidationError, match=r"view wo: pv is a stream view; a PATTERN or WINDOW query reads a stream"
+    ):
+        db.sql("CREATE VIEW wo AS SELECT g, sum(ct) AS n FROM pv [WINDOW 3 MINUTES] GROUP BY g")
+    with pytest.raises(ParseError, match=r"rand\(\)|RAND\(\)"):
+        db.sql(
+            "CREATE VIEW wr AS SELECT g, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g HAVING rand() > 0.5"
+        )
+    assert db.stream_views(helpers=True) == ["pv"]

@@ -42,6 +42,8 @@ _PATTERN_FUNCTIONS = ("sum",)
 _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 # MATCH_RECOGNIZE's row navigation and match functions (a pattern view has none of them).
 _NAVIGATION = frozenset({"PREV", "NEXT", "FIRST", "LAST", "CLASSIFIER", "MATCH_NUMBER"})
+# Functions whose every call may answer differently (a part built again would differ).
+_RANDOM = (exp.Rand, exp.Randn, exp.Uuid, exp.Shuffle)
 _PARTS = ("part", "parts")
 _SECONDS = ("second", "seconds")
 _VERSIONS = ("version", "versions")
@@ -563,7 +565,7 @@ class StreamStatements:
                 raise self.source.error(
                     "window functions are not allowed in a pattern's WHERE", node_offset(node, start)
                 )
-            if isinstance(node, exp.Rand | exp.Randn | exp.Uuid):
+            if isinstance(node, _RANDOM):
                 raise self.source.error(
                     f"{node.sql(dialect='spark')} is not allowed in a pattern's WHERE: a part built "
                     "again must match as before",
@@ -604,6 +606,12 @@ class StreamStatements:
                 return
             if isinstance(node, exp.Subquery | exp.Select):
                 raise self.source.error("subqueries are not allowed in HAVING", node_offset(node, start))
+            if isinstance(node, _RANDOM):
+                raise self.source.error(
+                    f"{node.sql(dialect='spark')} is not allowed in HAVING: a part built again must "
+                    "show the same groups",
+                    node_offset(node, start),
+                )
             if isinstance(node, exp.Column):
                 if node.table or node.name.lower() not in known:
                     raise self.source.error(
