@@ -177,7 +177,8 @@ def test_patterns_of_every_shape_match_a_regular_expression_search(scratch, shap
 
 
 def test_a_translated_query_over_a_view_or_with_a_random_having_is_refused_by_name(scratch) -> None:
-    """Failed before: a window over a pattern view said 'no stream named pv (streams: S)', and
+    """Failed before: a window over a pattern view, and INSERT or LOAD into it, said 'no stream
+    (array) named pv', and
     ``HAVING rand() > 0.5`` was accepted (the groups shown would change whenever a part is rebuilt)."""
     db = scratch()
     stream(db)
@@ -190,4 +191,9 @@ def test_a_translated_query_over_a_view_or_with_a_random_having_is_refused_by_na
         db.sql(
             "CREATE VIEW wr AS SELECT g, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g HAVING rand() > 0.5"
         )
+    for statement in ("INSERT INTO pv VALUES ('q', 6)", "LOAD pv FROM '/nowhere.parquet'"):
+        with pytest.raises(
+            ValidationError, match=r"pv is a stream view: its rows come from the relations it reads"
+        ):
+            db.sql(statement)
     assert db.stream_views(helpers=True) == ["pv"]

@@ -453,6 +453,7 @@ def _query(db: Database, s: ast.Query) -> Any:
 def _insert(db: Database, s: ast.Insert) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
+    _no_rows_into_stream_views(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.insert(db, s)
     if kind == relations.STREAM:
@@ -469,6 +470,16 @@ def _insert(db: Database, s: ast.Insert) -> Any:
         order = [s.columns.index(name) for name in names]
         positions = tuple(tuple(row[k] for k in order) for row in positions)
     return array.insert(_cells(schema, rows, positions))
+
+
+def _no_rows_into_stream_views(s: ast.Insert | ast.Load, kind: str | None) -> None:
+    if kind == relations.STREAM_VIEW:
+        verb = "INSERT" if isinstance(s, ast.Insert) else "LOAD"
+        raise ValidationError(
+            f"{s.array} is a stream view: its rows come from the relations it reads; {verb} adds "
+            "rows to streams and arrays",
+            array=s.array,
+        )
 
 
 def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
@@ -505,6 +516,7 @@ def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast
 def _load(db: Database, s: ast.Load) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
+    _no_rows_into_stream_views(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.load(db, s)
     if kind == relations.STREAM:
