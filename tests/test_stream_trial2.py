@@ -197,3 +197,58 @@ def test_a_translated_query_over_a_view_or_with_a_random_having_is_refused_by_na
         ):
             db.sql(statement)
     assert db.stream_views(helpers=True) == ["pv"]
+
+
+# -- 4. floating-point group keys on both executors -----------------------------------------------
+def float_keyed_window(db) -> set[tuple]:
+    s = stream(db, keys="double")
+    db.sql(
+        "CREATE VIEW w USING INCREMENTAL AS SELECT g, sum(v) AS t, count(*) AS n FROM S [WINDOW 2 MINUTES] GROUP BY g"
+    )
+    nan = float("nan")
+    rows = [(0, 0, -0.0, 1), (0, 1, nan, 2), (0, 2, None, 3), (1, 0, 0.0, 4), (1, 1, -0.0, 5), (1, 2, nan, 6)]
+    assert not errors_of(s.append(batch(rows, keys=pa.float64())))
+    found = shown(db, "w", ["g", "t", "n"])
+    return {(p, "nan" if g != g else (None if g is None else str(g)), t, n) for p, g, t, n in found}
+
+
+def test_nan_null_and_signed_zero_keys_each_form_one_group(scratch) -> None:
+    """As Spark groups them: every NaN one group, NULL one, -0.0 with 0.0 (references by hand; the
+    zero's sign shown is the strict xfail below)."""
+    found = {(p, "0.0" if g == "-0.0" else g, t, n) for p, g, t, n in float_keyed_window(scratch())}
+    assert found == {
+        (0, "0.0", 1, 1),
+        (0, "nan", 2, 1),
+        (0, None, 3, 1),
+        (1, "0.0", 10, 3),
+        (1, "nan", 8, 2),
+        (1, None, 3, 1),
+    }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a -0.0 group key built in-process is shown as -0.0, where Spark (and so a part built on "
+    "Spark) normalizes grouping keys to 0.0: the executors show the same group differently",
+)
+def test_a_signed_zero_key_is_shown_as_sparks_group_by_shows_it(scratch) -> None:
+    db = scratch("local")
+    keys = {g for p, g, _, _ in float_keyed_window(db) if g in ("0.0", "-0.0")}
+    sparks = db.sql("SELECT g FROM S GROUP BY g HAVING g = 0").collect()
+    assert keys == {str(row.g) for row in sparks} == {"0.0"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="SELECT names FROM S WHERE ... followed by GROUP BY, ORDER BY or LIMIT is read as an "
+    "array query whose condition runs on ('unexpected GROUP BY'); without WHERE, or with an "
+    "expression in the select list, the same query is Spark SQL (language/parser.py select)",
+)
+def test_a_stream_query_with_where_and_group_by_is_spark_sql() -> None:
+    from arrayviews.language.parser import parse_statement
+    from arrayviews.language.syntax import Query
+
+    assert isinstance(parse_statement("SELECT g FROM S GROUP BY g"), Query)
+    assert isinstance(parse_statement("SELECT g, count(*) FROM S WHERE v > 1 GROUP BY g"), Query)
+    for text in ("SELECT g FROM S WHERE v > 1 GROUP BY g", "SELECT g, v FROM S WHERE v > 1 ORDER BY v"):
+        assert isinstance(parse_statement(text), Query), text
