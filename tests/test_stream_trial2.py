@@ -252,3 +252,30 @@ def test_a_stream_query_with_where_and_group_by_is_spark_sql() -> None:
     assert isinstance(parse_statement("SELECT g, count(*) FROM S WHERE v > 1 GROUP BY g"), Query)
     for text in ("SELECT g FROM S WHERE v > 1 GROUP BY g", "SELECT g, v FROM S WHERE v > 1 ORDER BY v"):
         assert isinstance(parse_statement(text), Query), text
+
+
+# -- 5. stream columns ------------------------------------------------------------------------------
+def test_a_column_constraint_is_refused_not_dropped(scratch) -> None:
+    """Failed before: ``v bigint NOT NULL`` (or ``DEFAULT 1``, ``COMMENT 'x'``) made a stream whose
+    column took NULLs all the same: the statement dropped the words, the API kept NOT NULL in the
+    schema and appended NULLs."""
+    db = scratch()
+    for tail, column in (("NOT NULL", 59), ("not null default 1", 59), ("COMMENT 'x'", 59)):
+        statement = f"CREATE STREAM X (ts timestamp, g string, v decimal(10, 2) {tail}) PARTITION LENGTH 60 TIME COLUMN ts"
+        with pytest.raises(
+            ParseError, match=rf"column v: only a type may follow the column's name.* column {column}\n"
+        ):
+            db.sql(statement)
+    with pytest.raises(ValidationError, match=r"stream A, column v: NOT NULL is not supported"):
+        db.create_stream(
+            "A", "ts timestamp, g string, v bigint NOT NULL", partition_length=60, time_column="ts"
+        )
+    assert db.streams() == []
+    db.sql(
+        "CREATE STREAM X (ts timestamp, v decimal(10, 2), w timestamp_ntz) PARTITION LENGTH 60 TIME COLUMN ts"
+    )
+    assert [f.dataType.simpleString() for f in db.stream("X").schema.fields] == [
+        "timestamp",
+        "decimal(10,2)",
+        "timestamp_ntz",
+    ]

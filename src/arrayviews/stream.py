@@ -138,6 +138,13 @@ def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
             raise ValidationError(
                 f"stream {name}: column {column.name} appears twice", array=name, column=column.name
             )
+        if not column.nullable:
+            raise ValidationError(
+                f"stream {name}, column {column.name}: NOT NULL is not supported (every stream column "
+                "may hold NULL; before, the constraint was kept in the schema and NULLs were appended)",
+                array=name,
+                column=column.name,
+            )
         seen.add(column.name.lower())
     part_table.check_storable(schema, f"stream {name}")
     if time_column not in schema.names:

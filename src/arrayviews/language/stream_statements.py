@@ -102,6 +102,15 @@ def node_offset(node: exp.Expression, start: int, fallback: int | None = None) -
     return start + best
 
 
+def _whole_type(text: str) -> bool:
+    """Whether ``text`` is one Spark SQL type and nothing more."""
+    try:
+        sqlglot.parse_one(f"CAST(NULL AS {text})", dialect="spark")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return True
+
+
 def _flatten_and(expression: exp.Expression) -> list[exp.Expression]:
     """The AND-ed conjuncts of ``expression`` (parentheses around a conjunction are looked through)."""
     if isinstance(expression, exp.Paren) and isinstance(expression.this, exp.And):
@@ -210,6 +219,18 @@ class StreamStatements:
             data_type = exp.DataType.build(text, dialect="spark")
         except (sqlglot.errors.SqlglotError, ValueError):
             raise self.source.error(f"unknown column type {text!r}", start, ("type",)) from None
+        if not _whole_type(text):
+            # DataType.build reads a type and ignores what follows it (NOT NULL, DEFAULT, COMMENT
+            # were silently dropped, and NULLs appended to a NOT NULL column)
+            typed = [t for t in piece[2:] if _whole_type(self.source.text[start : t.start_pos])]
+            after = typed[-1] if typed else piece[-1]  # the first token after the longest type
+            raise self.source.error(
+                f"column {name}: only a type may follow the column's name, got "
+                f"{self.source.text[after.start_pos : end]!r} (stream columns take no constraints, "
+                "defaults or comments, and every column may hold NULL)",
+                after.start_pos,
+                ("type",),
+            )
         return ast.StreamColumn(name, data_type.sql(dialect="spark").lower())
 
     # -- stream views ------------------------------------------------------------------------
