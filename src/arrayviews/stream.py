@@ -140,8 +140,8 @@ def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
             )
         if not column.nullable:
             raise ValidationError(
-                f"stream {name}, column {column.name}: NOT NULL is not supported (every stream column "
-                "may hold NULL; before, the constraint was kept in the schema and NULLs were appended)",
+                f"stream {name}, column {column.name}: NOT NULL is not supported: every stream column "
+                "may hold NULL (make the field nullable)",
                 array=name,
                 column=column.name,
             )
