@@ -279,3 +279,22 @@ def test_a_column_constraint_is_refused_not_dropped(scratch) -> None:
         "decimal(10,2)",
         "timestamp_ntz",
     ]
+
+
+def test_array_statements_over_streams_and_stream_views_name_their_kind(scratch) -> None:
+    """Failed before: each said 'no view named pv (views: none)' or 'no array named S' of a stream
+    view or stream that exists."""
+    db = scratch()
+    stream(db)
+    db.sql("CREATE VIEW pv AS SELECT g, count(*) AS ct FROM S PATTERN [a, b] WHERE a.v > 1 GROUP BY g")
+    cases = [
+        ("REFRESH VIEW pv", r"pv is a stream view: it is maintained as its sources grow"),
+        ("VERIFY VIEW pv", r"pv is a stream view"),
+        ("ALTER VIEW pv SET REFRESH LIMIT 5 SECONDS", r"pv is a stream view"),
+        ("SHOW STATUS OF S", r"S is a stream, not a view"),
+        ("SHOW VERSIONS OF S", r"S is a stream, not an array"),
+        ("SHOW VERSIONS OF pv", r"pv is a stream view, not an array"),
+    ]
+    for statement, message in cases:
+        with pytest.raises(ValidationError, match=message):
+            db.sql(statement)
