@@ -313,3 +313,26 @@ def test_array_statements_over_streams_and_stream_views_name_their_kind(scratch)
     for statement, message in cases:
         with pytest.raises(ValidationError, match=message):
             db.sql(statement)
+
+
+def test_a_row_far_before_the_streams_oldest_part_is_a_gap(scratch) -> None:
+    """Failed before: one row 60 parts before the oldest (limit 5) was appended as a late row, and
+    the translated views were rebuilt from it, building 62 parts; a row of 1970 in a stream of 2015
+    would have them build 23 million (a hang, as the gap limit exists to prevent)."""
+    db = scratch()
+    s = db.create_stream(
+        "S", "ts timestamp, g string, v bigint", partition_length=60, time_column="ts", max_gap_parts=2
+    )
+    db.sql("CREATE VIEW wv AS SELECT g, sum(v) AS t FROM S [WINDOW 2 MINUTES] GROUP BY g")
+    s.append(batch([(10, 0, "p", 5), (11, 0, "p", 6)]))
+    version, before = s.table.current_version(), shown(db, "wv", ["g", "t"])
+    with pytest.raises(
+        ValidationError,
+        match=r"stream S, time column ts: the batch's oldest time 2015-01-01T00:05:00.* part "
+        rf"{FIRST + 5}, 5 parts before the stream's oldest part {FIRST + 10} .* limit of 2 parts",
+    ):
+        s.append(batch([(5, 0, "p", 1), (11, 1, "p", 1)]))
+    assert s.table.current_version() == version and shown(db, "wv", ["g", "t"]) == before
+    assert not errors_of(s.append(batch([(8, 0, "p", 7)])))  # within the limit: a late row
+    assert not errors_of(s.append(batch([(5, 0, "p", 1)]), allow_gap=True))
+    assert shown(db, "wv", ["t"]) == {(5, 1), (6, 1), (8, 7), (9, 7), (10, 5), (11, 11)}
