@@ -403,9 +403,10 @@ class Stream:
         batches are written by this process; Spark DataFrames by the executors.
 
         Nothing is written either if the batch reaches more than :attr:`max_gap_parts` parts past the
-        stream's newest part (past its own oldest part when the stream is empty): maintenance would
-        build every part in between, so a time years ahead (a clock or unit error) would hang it.
-        ``allow_gap=True`` appends such a batch all the same. Late rows are never a gap.
+        stream's newest part (past its own oldest part when the stream is empty), or before its
+        oldest part: maintenance would build every part in between, so a time years off (a clock or
+        unit error) would hang it. ``allow_gap=True`` appends such a batch all the same. Late rows
+        within the stream's span are never a gap.
         """
         if batch_id is not None and (not isinstance(batch_id, str) or not batch_id.strip()):
             raise ValidationError(
