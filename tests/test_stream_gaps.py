@@ -204,8 +204,13 @@ def test_late_rows_and_gaps_within_the_limit_append_as_before(db) -> None:
     stream = db.create_stream("M", SCHEMA, 60, "ts", max_gap_parts=3)
     assert stream.max_gap_parts == 3
     stream.append(readings([100]))
-    result = stream.append(readings([0]))  # 100 parts late: late rows are not a gap
-    assert result.late_parts == [M0]
+    result = stream.append(readings([97]))  # late, 3 parts before the oldest: within the limit
+    assert result.late_parts == [M0 + 97]
+    with pytest.raises(ValidationError, match="4 parts before the stream's oldest part"):
+        stream.append(readings([93]))  # translated views would be rebuilt from it
+    assert stream.append(readings([0]), allow_gap=True).late_parts == [M0]
+    result = stream.append(readings([50]))  # 50 parts late, within the stream's span: no gap
+    assert result.late_parts == [M0 + 50]
     result = stream.append(readings([103]))  # exactly the limit
     assert result.parts == [M0 + 103]
     assert stream.part_range() == (M0, M0 + 103)

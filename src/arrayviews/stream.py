@@ -139,6 +139,13 @@ def _check_schema(name: str, schema: T.StructType, time_column: str) -> None:
             raise ValidationError(
                 f"stream {name}: column {column.name} appears twice", array=name, column=column.name
             )
+        if not column.nullable:
+            raise ValidationError(
+                f"stream {name}, column {column.name}: NOT NULL is not supported: every stream column "
+                "may hold NULL (make the field nullable)",
+                array=name,
+                column=column.name,
+            )
         seen.add(column.name.lower())
     part_table.check_storable(schema, f"stream {name}")
     if time_column not in schema.names:
@@ -396,9 +403,10 @@ class Stream:
         batches are written by this process; Spark DataFrames by the executors.
 
         Nothing is written either if the batch reaches more than :attr:`max_gap_parts` parts past the
-        stream's newest part (past its own oldest part when the stream is empty): maintenance would
-        build every part in between, so a time years ahead (a clock or unit error) would hang it.
-        ``allow_gap=True`` appends such a batch all the same. Late rows are never a gap.
+        stream's newest part (past its own oldest part when the stream is empty), or before its
+        oldest part: maintenance would build every part in between, so a time years off (a clock or
+        unit error) would hang it. ``allow_gap=True`` appends such a batch all the same. Late rows
+        within the stream's span are never a gap.
         """
         if batch_id is not None and (not isinstance(batch_id, str) or not batch_id.strip()):
             raise ValidationError(
@@ -471,7 +479,7 @@ class Stream:
 
     def _check_gap(self, staged: list[StagedFile]) -> None:
         """Refuse staged files reaching more than max_gap_parts past the stream's newest part (past
-        the batch's oldest part for an empty stream). Only the staged files' parts are compared; the
+        the batch's oldest part for an empty stream), or before its oldest part. Only the staged files' parts are compared; the
         newest time is read, for the message, from the newest part's files (those of the refused
         batch, already written: no Spark job)."""
         limit = self.max_gap_parts
@@ -479,6 +487,8 @@ class Stream:
         newest = max(s.part for s in staged)
         reference = min(s.part for s in staged) if bounds is None else bounds[1]
         gap = newest - reference
+        if bounds is not None and bounds[0] - min(s.part for s in staged) > limit:
+            self._refuse_gap_before(staged, bounds[0], limit)
         if gap <= limit:
             return
         times = read_parquet_files([s.uri for s in staged if s.part == newest], columns=[self.time_column])
@@ -498,6 +508,26 @@ class Stream:
             array=self.name,
             column=self.time_column,
             value=_iso(latest),
+        )
+
+    def _refuse_gap_before(self, staged: list[StagedFile], oldest: int, limit: int) -> None:
+        """Refuse staged files reaching more than max_gap_parts before the stream's oldest part:
+        views translated from queries are rebuilt from the stream's oldest part, so one row of 1970
+        in a stream of 2015 would have them build millions of parts (a hang, not an error)."""
+        earliest = min(s.part for s in staged)
+        times = read_parquet_files([s.uri for s in staged if s.part == earliest], columns=[self.time_column])
+        first = pc.min(pc.cast(times.column(self.time_column), pa.int64())).as_py()
+        start = _iso(oldest * self.partition_length * 1_000_000)
+        raise ValidationError(
+            f"stream {self.name}, time column {self.time_column}: the batch's oldest time {_iso(first)} "
+            f"falls in part {earliest}, {oldest - earliest} parts before the stream's oldest part "
+            f"{oldest} (starting {start}); that is more than the limit of {limit} parts "
+            f"(max_gap_parts), so nothing was appended. Views translated from queries would be "
+            f"rebuilt from it, building every part in between. If the time is right, append the "
+            f"batch with allow_gap=True (ALLOW GAP in the language), or raise the stream's limit",
+            array=self.name,
+            column=self.time_column,
+            value=_iso(first),
         )
 
     def _already_appended(self, batch_id: str | None, maintain: bool) -> AppendResult | None:

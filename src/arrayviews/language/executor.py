@@ -511,6 +511,7 @@ def _explain_query(db: Database, s: ast.Query) -> str:
 def _insert(db: Database, s: ast.Insert) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
+    _no_rows_into_stream_views(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.insert(db, s)
     if kind == relations.STREAM:
@@ -534,6 +535,16 @@ def _positions(s: ast.Insert, names: list[str]) -> tuple[tuple[tuple[int, int], 
     columns = [_spelled(names, c) for c in s.columns]
     order = [columns.index(name) for name in names]
     return tuple(tuple(row[k] for k in order) for row in s.positions)
+
+
+def _no_rows_into_stream_views(s: ast.Insert | ast.Load, kind: str | None) -> None:
+    if kind == relations.STREAM_VIEW:
+        verb = "INSERT" if isinstance(s, ast.Insert) else "LOAD"
+        raise ValidationError(
+            f"{s.array} is a stream view: its rows come from the relations it reads; {verb} adds "
+            "rows to streams and arrays",
+            array=s.array,
+        )
 
 
 def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
@@ -571,6 +582,7 @@ def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast
 def _load(db: Database, s: ast.Load) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
+    _no_rows_into_stream_views(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.load(db, s)
     if kind == relations.STREAM:

@@ -52,11 +52,18 @@ def open_array(db: Database, name: str, what: str = "this statement reads arrays
 
 
 def open_view(db: Database, name: str) -> View:
-    """The array view called ``name``; a clear error when there is none or ``name`` is an array."""
+    """The array view called ``name``; a clear error when there is none or ``name`` is another kind
+    of relation (a stream view is maintained as its sources grow, not refreshed)."""
     kind = db.kind_of(name)  # names are compared without regard to case
     if kind != ARRAY_VIEW:
-        if kind == ARRAY:
-            raise ValidationError(f"{name} is an array, not a view", array=name)
+        if kind == STREAM_VIEW:
+            raise ValidationError(
+                f"{name} is a stream view: it is maintained as its sources grow (MAINTAIN); "
+                "REFRESH, VERIFY and refresh limits are for array views",
+                array=name,
+            )
+        if kind is not None:
+            raise ValidationError(f"{name} is {a_kind(kind)}, not a view", array=name)
         raise NotFoundError(f"no view named {name} (views: {', '.join(db.views()) or 'none'})")
     return db.view(name)
 

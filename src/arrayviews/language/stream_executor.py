@@ -61,13 +61,26 @@ def _drop_view(db: Database, s: ast.DropView) -> None:
         raise NotFoundError(f"no view named {s.name} (views: {known})")
 
 
+def _source(db: Database, statement: ast.CreatePatternView | ast.CreateWindowView) -> Stream:
+    """The stream a pattern or window query reads; another kind of relation is named as such."""
+    name = statement.query.stream
+    kind = relations.kind_of(db, name)
+    if kind is not None and kind != relations.STREAM:
+        raise ValidationError(
+            f"view {statement.name}: {name} is {relations.a_kind(kind)}; a PATTERN or WINDOW query "
+            f"reads a stream (a view written with INITIALIZE and UPDATE may read {name})",
+            array=statement.name,
+        )
+    return db.stream(name)
+
+
 def _stream_length(db: Database, statement: ast.CreatePatternView | ast.CreateWindowView) -> int:
-    return db.stream(statement.query.stream).partition_length
+    return _source(db, statement).partition_length
 
 
 def _stream_types(db: Database, statement: ast.CreatePatternView | ast.CreateWindowView) -> dict[str, str]:
     """The stream's columns and their Spark SQL type names (what sums are widened or kept exact by)."""
-    schema = db.stream(statement.query.stream).schema
+    schema = _source(db, statement).schema
     return {field.name: field.dataType.simpleString() for field in schema.fields}
 
 
@@ -83,7 +96,7 @@ def _window_plan(
     and the plan as the view keeps it."""
     if not isinstance(statement, ast.CreateWindowView):
         return windows.INCREMENTAL, None
-    stream = db.stream(statement.query.stream)
+    stream = _source(db, statement)
     length, types = stream.partition_length, _stream_types(db, statement)
     translation = windows.WindowTranslation(statement, length, types)
     sizes = window_plans.part_sizes(stream.table, statement.query.group_by)

@@ -22,6 +22,7 @@ from arrayviews.language import syntax as ast
 from arrayviews.language.source import Source, tokens_of
 from arrayviews.model import bounds
 from arrayviews.model.errors import ValidationError
+from arrayviews.model.names import PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition, read_part_query
 from arrayviews.streams import literals
 from arrayviews.streams.queries import (
@@ -40,6 +41,10 @@ _INTEGER = re.compile(r"[0-9]+")
 # Aggregates of the select lists: count(*) always, and these of a column.
 _PATTERN_FUNCTIONS = ("sum",)
 _WINDOW_FUNCTIONS = ("count", "sum", "avg", "min", "max")
+# MATCH_RECOGNIZE's row navigation and match functions (a pattern view has none of them).
+_NAVIGATION = frozenset({"PREV", "NEXT", "FIRST", "LAST", "CLASSIFIER", "MATCH_NUMBER"})
+# Functions whose every call may answer differently (a part built again would differ).
+_RANDOM = (exp.Rand, exp.Randn, exp.Uuid, exp.Shuffle)
 _PARTS = ("part", "parts")
 _SECONDS = ("second", "seconds")
 _VERSIONS = ("version", "versions")
@@ -96,6 +101,15 @@ def node_offset(node: exp.Expression, start: int, fallback: int | None = None) -
     if best is None:
         return start if fallback is None else fallback
     return start + best
+
+
+def _whole_type(text: str) -> bool:
+    """Whether ``text`` is one Spark SQL type and nothing more."""
+    try:
+        sqlglot.parse_one(f"CAST(NULL AS {text})", dialect="spark")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return True
 
 
 def _flatten_and(expression: exp.Expression) -> list[exp.Expression]:
@@ -206,6 +220,18 @@ class StreamStatements:
             data_type = exp.DataType.build(text, dialect="spark")
         except (sqlglot.errors.SqlglotError, ValueError):
             raise self.source.error(f"unknown column type {text!r}", start, ("type",)) from None
+        if not _whole_type(text):
+            # DataType.build reads a type and ignores what follows it (NOT NULL, DEFAULT, COMMENT
+            # were silently dropped, and NULLs appended to a NOT NULL column)
+            typed = [t for t in piece[2:] if _whole_type(self.source.text[start : t.start_pos])]
+            after = typed[-1] if typed else piece[-1]  # the first token after the longest type
+            raise self.source.error(
+                f"column {name}: only a type may follow the column's name, got "
+                f"{self.source.text[after.start_pos : end]!r} (stream columns take no constraints, "
+                "defaults or comments, and every column may hold NULL)",
+                after.start_pos,
+                ("type",),
+            )
         return ast.StreamColumn(name, data_type.sql(dialect="spark").lower())
 
     # -- stream views ------------------------------------------------------------------------
@@ -473,6 +499,12 @@ class StreamStatements:
                 function, attribute = call
                 default = "ct" if attribute is None else f"{function}_{attribute}"
                 item = SelectItem(function, attribute, alias or default)
+            if item.alias.lower() == PART_TIMESTAMP.lower():
+                raise self.source.error(
+                    f"output column {item.alias!r} is reserved: readers see the start of each part "
+                    "under that name (choose another alias)",
+                    start,
+                )
             if item.alias.lower() in seen:
                 raise self.source.error(f"output column {item.alias!r} appears twice", start)
             seen.add(item.alias.lower())
@@ -499,6 +531,7 @@ class StreamStatements:
         conjuncts = []
         for conjunct in _flatten_and(parsed):
             at = node_offset(conjunct, start)
+            self.refuse_row_functions(conjunct, start)
             used: set[int] = set()
             for column in conjunct.find_all(exp.Column):
                 column_at = node_offset(column, start)
@@ -539,6 +572,35 @@ class StreamStatements:
             )
         return tuple(conjuncts)
 
+    def refuse_row_functions(self, conjunct: exp.Expression, start: int) -> None:
+        """MATCH_RECOGNIZE's navigation and match functions, window functions and random numbers are
+        refused by name: a pattern's conditions read the rows bound to its variables, each row's
+        answer the same whenever a part is built again."""
+        for node in conjunct.walk():
+            if isinstance(node, exp.Anonymous):
+                function = str(node.this).upper()
+            elif isinstance(node, exp.First | exp.Last):
+                function = type(node).__name__.upper()
+            else:
+                function = None
+            if function in _NAVIGATION:
+                raise self.source.error(
+                    f"{function}() is MATCH_RECOGNIZE's, not a pattern view's: a condition reads the "
+                    "rows bound to its variables, and one over two consecutive variables (b.v > a.v) "
+                    "compares b's first row with the row before it (a's last)",
+                    node_offset(node, start),
+                )
+            if isinstance(node, exp.Window):
+                raise self.source.error(
+                    "window functions are not allowed in a pattern's WHERE", node_offset(node, start)
+                )
+            if isinstance(node, _RANDOM):
+                raise self.source.error(
+                    f"{node.sql(dialect='spark')} is not allowed in a pattern's WHERE: a part built "
+                    "again must match as before",
+                    node_offset(node, start),
+                )
+
     def window(self, source: Tree) -> tuple[int, Position]:
         _, window_token, amount, unit, _ = source.children
         if not _INTEGER.fullmatch(amount) or int(amount) <= 0:
@@ -573,6 +635,12 @@ class StreamStatements:
                 return
             if isinstance(node, exp.Subquery | exp.Select):
                 raise self.source.error("subqueries are not allowed in HAVING", node_offset(node, start))
+            if isinstance(node, _RANDOM):
+                raise self.source.error(
+                    f"{node.sql(dialect='spark')} is not allowed in HAVING: a part built again must "
+                    "show the same groups",
+                    node_offset(node, start),
+                )
             if isinstance(node, exp.Column):
                 if node.table or node.name.lower() not in known:
                     raise self.source.error(

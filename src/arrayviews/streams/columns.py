@@ -11,6 +11,7 @@ import sqlglot.errors
 from pyspark.sql import types as T
 
 from arrayviews.model.errors import ValidationError
+from arrayviews.model.names import PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
 
 # Decimal digits of the largest value of each integral type, in widening order.
@@ -57,8 +58,8 @@ def check_update_columns(
     definition: ViewDFDefinition, initialize: T.StructType, update: T.StructType
 ) -> None:
     """The UPDATE query returns exactly the INITIALIZE query's columns (the view's), by name (in any
-    order, letter case ignored as in Spark SQL), each of a type the view's column holds without loss;
-    otherwise ValidationError names the column, both types and, where it can be found, the UPDATE
+    order, letter case ignored as in Spark SQL), each of a type the view's column holds without loss,
+    and none is named PART_TIMESTAMP (readers see each part's start under that name); otherwise ValidationError names the column, both types and, where it can be found, the UPDATE
     select item's line and column in the statement."""
     view = definition.name
     columns = {field.name.lower(): field for field in initialize.fields}
@@ -70,6 +71,15 @@ def check_update_columns(
             array=view,
             column=twice,
         )
+    for number, field in enumerate(initialize.fields):
+        if field.name.lower() == PART_TIMESTAMP.lower():
+            where = _item_position(definition, definition.initialize, number)
+            raise ValidationError(
+                f"view {view}: column name {field.name} is reserved: readers see the start of each "
+                f"part under that name (choose another alias){where}",
+                array=view,
+                column=field.name,
+            )
     listed = ", ".join(initialize.fieldNames())
     seen: set[str] = set()
     for number, field in enumerate(update.fields):

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
+from arrayviews.model.errors import ParseError
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
 from arrayviews.streams.fsm import NEW, PREVIOUS, StateMachine, build_state_machine
@@ -53,7 +54,7 @@ from arrayviews.streams.query_building import (
     _same_groups,
 )
 from arrayviews.streams.window_plans import PlanChoice
-from arrayviews.streams.windows import INCREMENTAL, WindowTranslation
+from arrayviews.streams.windows import INCREMENTAL, WindowTranslation, _check_columns
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
@@ -180,6 +181,24 @@ def sum_type(attribute_type: str) -> str:
 # Pattern queries
 
 
+def _check_pattern_columns(statement, types: Mapping[str, str]) -> None:
+    """Every column a pattern query reads is the stream's and every sum reads a number; otherwise a
+    ParseError names the view and the column, at the condition that reads it (before, an unknown
+    column was Spark's UNRESOLVED_COLUMN error, placed at the statement's start)."""
+    query: PatternQuery = statement.query
+    _check_columns(statement, [("sum", a) for a in query.summed()], types)
+    for conjunct in query.conjuncts:
+        for column in conjunct.expression.find_all(exp.Column):
+            if column.name.lower() not in types:
+                raise ParseError(
+                    f"view {statement.name}: the stream {query.stream} has no column {column.name} "
+                    f"(columns: {', '.join(types)})",
+                    text=statement.text,
+                    line=conjunct.position.line or None,
+                    column=conjunct.position.column or None,
+                )
+
+
 class _PatternTranslation:
     """Algorithms 2 and 3 of the paper, run as a nondeterministic machine: the Helper keeps, per
     group, every active state of the machine (see :mod:`arrayviews.streams.fsm` for the semantics).
@@ -198,6 +217,8 @@ class _PatternTranslation:
         query = self.query
         self.sums = query.summed()
         self.types = {name.lower(): text for name, text in (types or {}).items()}
+        if self.types:
+            _check_pattern_columns(statement, self.types)
         read = [c.name for conjunct in query.conjuncts for c in conjunct.expression.find_all(exp.Column)]
         names = _Names([*query.group_by, *self.sums, *read])
         self.machine: StateMachine = build_state_machine(query, lambda a: names.fresh(f"prev_{a}"))
