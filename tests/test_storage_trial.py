@@ -551,3 +551,25 @@ def test_an_append_through_a_handle_of_a_dropped_stream_names_it(spark, tmp_path
     )
     with pytest.raises(NotFoundError, match="stream M was dropped by another process"):
         fresh.append(readings(2))
+
+
+def test_an_insert_whose_conflict_check_finds_the_array_dropped_names_the_drop(spark, tmp_path, monkeypatch):
+    """Before: when another process dropped the array while an insert checked its conflicts, the
+    insert failed with "TypeError: '>' not supported between instances of 'NoneType' and 'int'" (the
+    size of a data file that was gone), seen in the two-process create/insert/drop race above."""
+    from arrayviews.operators import staging
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    A = db.create_array(SCHEMA)
+    A.insert(frame({(1, 1): 1}))
+    staging._cells_cache.clear()
+    original = staging.read_chunk_rows
+
+    def dropped_meanwhile(*args, **kwargs):
+        arrayviews.connect(location, spark=spark).drop_array("A")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(staging, "read_chunk_rows", dropped_meanwhile)
+    with pytest.raises(NotFoundError, match="array A was dropped by another process"):
+        A.insert(frame({(1, 2): 2}))

@@ -293,7 +293,10 @@ def _small_file_cells(uri: str, columns: tuple[str, ...]) -> pa.Table | None:
             _cells_cache.move_to_end(key)
             return _cells_cache[key]
     fs, path = filesystem(uri)
-    if fs.get_file_info(path).size > 4 * SMALL_FILE_CELLS_BYTES:
+    info = fs.get_file_info(path)
+    if info.size is None:  # gone: another process dropped the array (replanned names it)
+        raise FileNotFoundError(f"data file {uri} is gone")
+    if info.size > 4 * SMALL_FILE_CELLS_BYTES:
         return None
     rows = pq.read_table(path, filesystem=fs, columns=list(columns))
     if rows.nbytes > SMALL_FILE_CELLS_BYTES:
