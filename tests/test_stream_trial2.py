@@ -253,13 +253,9 @@ def test_a_signed_zero_key_is_shown_as_sparks_group_by_shows_it(scratch) -> None
     assert keys == {str(row.g) for row in sparks} == {"0.0"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SELECT names FROM S WHERE ... followed by GROUP BY, ORDER BY or LIMIT is read as an "
-    "array query whose condition runs on ('unexpected GROUP BY'); without WHERE, or with an "
-    "expression in the select list, the same query is Spark SQL (language/parser.py select)",
-)
 def test_a_stream_query_with_where_and_group_by_is_spark_sql() -> None:
+    """Failed before the language helper's fix of the same round (d8e2eb7): ``SELECT g FROM S WHERE
+    v > 1 GROUP BY g`` was read as an array query ("unexpected 'GROUP BY'")."""
     from arrayviews.language.parser import parse_statement
     from arrayviews.language.syntax import Query
 
