@@ -76,7 +76,27 @@ def expected_values(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> n
         return values if mask is None else np.where(mask, 0.0, values)
     if a.kind == GAUSSIAN:
         return rows.columns[a.name].astype(np.float64)
-    return (rows.columns[f"{a.name}_low"] + rows.columns[f"{a.name}_high"]) / 2.0
+    low = rows.columns[f"{a.name}_low"].astype(np.float64)
+    high = rows.columns[f"{a.name}_high"].astype(np.float64)
+    with np.errstate(over="ignore"):
+        total = low + high  # exact halving after one rounding, unless the sum leaves the float range
+    return np.where(np.isfinite(total), total / 2.0, low / 2.0 + high / 2.0)
+
+
+def present(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> np.ndarray:
+    """1.0 per row whose value is not null, else 0.0 (what ``count(v)`` counts)."""
+    mask = rows.nulls.get(schema.attribute(attribute).name)
+    return np.ones(len(rows)) if mask is None else np.where(mask, 0.0, 1.0)
+
+
+def _contribution(rows: ul.Rows, schema: UncertainSchema, call: AggregateCall) -> np.ndarray | None:
+    """Per row, what a block weight multiplies: None for ``count(*)``, the non-null indicator for
+    ``count(v)``, E[v] for ``sum(v)``."""
+    if call.attribute is None:
+        return None
+    if call.function == "count":
+        return present(rows, schema, call.attribute)
+    return expected_values(rows, schema, call.attribute)
 
 
 #: Probabilities are rounded to multiples of this before they are summed: far below the 5e-17 the
@@ -186,10 +206,8 @@ def block_partials(
     keys = index[:, kept] if kept else np.zeros((len(owner), 1), np.int64)
     chunk = keys // grid
     offset = np.ravel_multi_index(tuple((keys % grid).T), tuple(int(g) for g in grid)).astype(np.int64)
-    contributions = [
-        weight if c.attribute is None else weight * expected_values(rows, schema, c.attribute)[owner]
-        for c in calls
-    ]
+    factors = [_contribution(rows, schema, c) for c in calls]
+    contributions = [weight if f is None else weight * f[owner] for f in factors]
     chunks, inverse = np.unique(chunk, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.argsort(inverse, kind="stable")
