@@ -139,3 +139,50 @@ def test_the_cost_model_and_relayout_on_an_empty_array(db):
     assert mean.version == 0 and mean.layout.scheme == "store-mean"
     mean.relayout(scheme="store-multiple", step=2)  # a given step needs no tuples
     assert mean.version == 1 and mean.layout.steps == (2,) and mean.count() == 0
+
+
+# -- 3. sigmas far wider than the cells, chunks far larger than the tuples ------------------------------
+BIG = 2**46  # cells per half dimension: positions near it still resolve 1/128 of a cell
+
+
+def test_store_mean_with_huge_chunks_computes_fences_on_the_tuples_only(db):
+    """Bug: store-mean computed each batch's fences on the whole of every chunk a tuple touched, so
+    one narrow tuple in a chunk of 2**30 x 8 cells allocated 8.6e9 cells x 3 x 8 bytes ('MemoryError:
+    Allocation failed'), and smaller huge chunks were killed by the system. Now the dense block is
+    the box the ranges cover inside the chunk. Subarrays against mpmath."""
+    array = db.create_uncertain_array(f"wide<>[x={-BIG}:{BIG - 1}:{2**30}; y=0:7:8]", scheme="store-mean")
+    xs = [-BIG + 0.5, -3.25, 0.0, 1e12 + 0.75, BIG - 1.5]
+    sigmas = [0.0, 0.4, 50.0, 2.0, 0.3]
+    ys, y_sigmas = [1.5, 2.5, 3.5, 4.5, 6.5], [0.2, 0.0, 0.5, 0.3, 1.0]
+    array.insert({"x": xs, "x_sigma": sigmas, "y": ys, "y_sigma": y_sigmas})
+    assert array.count() == 5
+    for (x0, x1), (y0, y1) in [((-BIG, -BIG + 3), (0, 7)), ((-60, 40), (2, 4)), ((10**12, 10**12 + 1), (4, 4)),
+                               ((BIG - 2, BIG - 1), (5, 7))]:  # fmt: skip
+        result = array.subarray(x=(x0, x1), y=(y0, y1), threshold=0.2).to_pandas()
+        reference = {
+            i: mass(xs[i], sigmas[i], x0, x1 + 1) * mass(ys[i], y_sigmas[i], y0, y1 + 1) for i in range(5)
+        }
+        selection_matches(dict(zip(result["id"], result["probability"], strict=True)), reference, 0.2)
+
+
+@pytest.mark.parametrize(
+    "scheme,step,sigma",
+    [("store-all", None, 1e9), ("store-multiple", 2, 1e12), ("store-mean", None, 1e13)],
+)
+def test_a_batch_too_wide_to_place_is_refused_naming_the_tuple(db, scheme, step, sigma):
+    """Bug: the copies (store-all, store-multiple) or fence records (store-mean) of a tuple whose sigma
+    spans much of a huge dimension were allocated blindly: 1e9 cells of sigma under store-all asked
+    numpy for petabytes ('MemoryError'), and a few million cells beyond memory got the process killed.
+    Now the batch is refused first, naming the array, the sigma column, the row and its value; the
+    array keeps its version and tuples."""
+    kwargs = {"scheme": scheme} if step is None else {"scheme": scheme, "step": step}
+    array = db.create_uncertain_array(f"refuse_{scheme[6:]}<>[x={-BIG}:{BIG - 1}:{2**20}; y=0:7:8]", **kwargs)
+    array.insert({"x": [0.5], "x_sigma": [1.0], "y": [1.5], "y_sigma": [0.5]})
+    with pytest.raises(ValidationError, match=r"more than 20,000,000 per insert or relayout") as caught:
+        array.insert({"x": [3.5, 7.5], "x_sigma": [0.5, sigma], "y": [2.5, 3.5], "y_sigma": [0.1, 0.1]})
+    error = caught.value
+    assert error.array == array.name and error.column == "x_sigma" and error.value == sigma
+    assert str(error).startswith(f"uncertain array {array.name}, column x_sigma: ")
+    assert "row 1 (id 2)" in str(error) and "nothing was written" in str(error)
+    assert array.version == 1 and array.count() == 1
+    assert array.subarray(x=(0, 0), y=(1, 1), threshold=0.2).to_pandas()["id"].tolist() == [0]  # P 0.26
