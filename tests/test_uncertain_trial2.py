@@ -12,6 +12,7 @@ import math
 
 import mpmath
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 from scipy import integrate
@@ -229,3 +230,40 @@ def test_every_version_answers_for_its_own_tuples(db):
         with pytest.raises(ValidationError, match=r"uncertain array hist: a version is an integer"):
             array.at_version(bad)
     assert array.at_version(np.int64(2)).count() == 24
+
+
+# -- 5. every exact attribute type the docs promise ---------------------------------------------------
+def test_text_and_time_attributes_are_stored_queried_and_counted(db):
+    """Bugs: an uncertain array with a string attribute could not store anything (the API failed with
+    numpy's 'Cannot change data-type for array of references', INSERT with "'abc' is a string, not a
+    string value", a null with pyarrow's 'Expected bytes, got a int'), nor with a datetime64 one
+    ('Invalid integer data type M'); count(b) of a bool was refused as a sum, and sum(t) of times
+    returned nanoseconds since 1970. Values must come back as given; counts against mpmath."""
+    array = db.create_uncertain_array("labels<name:string NULL, seen:datetime64 NULL, ok:bool>[x=0:9:5]",
+                                      scheme="store-all")  # fmt: skip
+    names = ["a", None, "ünï ✓", ""]
+    seen = [np.datetime64("2026-01-01T06", "ns"), None, np.datetime64("1969-12-31", "ns"), None]
+    xs, sigmas = [1.5, 2.5, 7.0, 9.5], [0.0, 1.0, 2.0, 0.25]
+    array.insert(pa.table({"x": xs, "x_sigma": sigmas, "name": pa.array(names, pa.string()),
+                           "seen": pa.array(seen, pa.timestamp("ns")), "ok": [True, False, True, False]}))  # fmt: skip
+    array.relayout(scheme="store-mean")  # read back and written again, fences included
+    stored = array.to_pandas()
+    assert [None if isinstance(v, float) else v for v in stored["name"]] == names
+    assert [None if pd.isna(v) else np.datetime64(v, "ns") for v in stored["seen"]] == seen
+    inside = array.subarray(x=(0, 3), threshold=0.1).to_pandas()
+    assert inside["id"].tolist() == [0, 1] and inside["name"].iloc[0] == "a"
+    counts = array.aggregate("count(name)", "count(seen)", "count(ok)", engine="local").to_pandas()
+    weights = [mass(m, s, 0, 10) for m, s in zip(xs, sigmas, strict=True)]
+    named = [w for w, n in zip(weights, names, strict=True) if n is not None]
+    assert counts["name_count"].iloc[0] == pytest.approx(math.fsum(named), abs=1e-15)
+    assert counts["seen_count"].iloc[0] == pytest.approx(weights[0] + weights[2], abs=1e-15)
+    assert counts["ok_count"].iloc[0] == pytest.approx(math.fsum(weights), abs=1e-15)
+    for column in ("name", "seen", "ok"):
+        with pytest.raises(ValidationError, match=rf"sum over the \w+ attribute {column} is not supported"):
+            array.aggregate(f"sum({column})")
+    db.sql("CREATE UNCERTAIN ARRAY tags <tag:string> [x=0:9:5];")
+    db.sql("INSERT INTO tags VALUES (1.5, 0, 'abc'), (2.5, 0.5, '');")
+    assert db.sql("SELECT * FROM tags").to_pandas()["tag"].tolist() == ["abc", ""]
+    with pytest.raises(ValidationError, match=r"column tag: 5 is not a string \(quote it"):
+        db.sql("INSERT INTO tags VALUES (1.5, 0, 5);")
+    assert db.uncertain_array("tags").version == 1

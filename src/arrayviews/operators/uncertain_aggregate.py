@@ -37,6 +37,8 @@ from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
 
 SUPPORTED = ("count", "sum")
+#: Exact attribute types whose values have no expected sum (count(v) still counts them).
+NOT_SUMMED = ("bool", "string", "datetime64")
 
 
 def parse_calls(schema: UncertainSchema, aggregates) -> list[AggregateCall]:
@@ -54,9 +56,10 @@ def parse_calls(schema: UncertainSchema, aggregates) -> list[AggregateCall]:
             )
         if call.attribute is not None:
             attribute = schema.attribute(call.attribute)
-            if attribute.kind == EXACT and attribute.type == "bool":
+            if call.function == "sum" and attribute.kind == EXACT and attribute.type in NOT_SUMMED:
                 raise ValidationError(
-                    f"uncertain array {schema.name}: sum over the bool attribute {attribute.name} is not supported",
+                    f"uncertain array {schema.name}: sum over the {attribute.type} attribute {attribute.name} "
+                    f"is not supported (count({attribute.name}) counts its values)",
                     array=schema.name,
                     column=attribute.name,
                 )

@@ -28,7 +28,9 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
 from arrayviews.operators.ingest import to_arrow, whole_decimals
+from arrayviews.storage import codec
 from arrayviews.storage import uncertain_layout as ul
+from arrayviews.storage.layout import null_filler
 
 
 @dataclass
@@ -188,7 +190,7 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
 def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
     dtype = numpy_dtype(attribute.type)
     if attribute.name not in table.column_names:
-        return np.zeros(n, dtype=dtype), (np.ones(n, dtype=bool) if n else None)
+        return codec.blank(dtype, n), (np.ones(n, dtype=bool) if n else None)
     column = table.column(attribute.name)
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_null(column.type):
@@ -196,7 +198,7 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
             raise _error(
                 schema, attribute.name, f"null values, but attribute {attribute.name} is not nullable"
             )
-        return np.zeros(n, dtype=dtype), np.ones(n, dtype=bool)
+        return codec.blank(dtype, n), np.ones(n, dtype=bool)
     if not accepts(attribute.type, column.type):
         raise _error(
             schema,
@@ -215,10 +217,10 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
         raise _error(
             schema, attribute.name, f"null in row {row}, but attribute {attribute.name} is not nullable"
         )
-    filled = (
-        column.fill_null(False if pa.types.is_boolean(column.type) else 0) if mask is not None else column
-    )
-    filled = np.asarray(filled)
+    if codec.is_text(dtype):  # any text, kept exactly (nulls hold "" under the mask)
+        return codec.text_array(column).to_numpy(zero_copy_only=False), mask
+    filled = column.fill_null(null_filler(column.type)) if mask is not None else column  # "" for text
+    filled = filled.to_numpy(zero_copy_only=False)
     misfit = first_misfit(attribute.type, filled, None if mask is None else ~mask)
     if misfit is not None:
         value = filled[misfit].item()
@@ -341,7 +343,7 @@ def fence_rows(first: np.ndarray, last: np.ndarray, centre: np.ndarray, schema: 
     storage = ul.storage_schema(schema)
     columns: dict[str, np.ndarray] = {}
     for attribute in storage.attributes:
-        columns[attribute.name] = np.zeros(m, dtype=numpy_dtype(attribute.type))
+        columns[attribute.name] = codec.blank(numpy_dtype(attribute.type), m)  # "" for text
     columns[ul.ROLE][:] = ul.ROLE_FENCE
     for k, name in enumerate(schema.dimension_names):
         columns[ul.first_column(name)] = low[:, k]
