@@ -267,3 +267,19 @@ def test_text_and_time_attributes_are_stored_queried_and_counted(db):
     with pytest.raises(ValidationError, match=r"column tag: 5 is not a string \(quote it"):
         db.sql("INSERT INTO tags VALUES (1.5, 0, 5);")
     assert db.uncertain_array("tags").version == 1
+
+
+def test_an_aggregate_reaching_too_many_blocks_is_refused(db):
+    """Bug: regrid and group-by allocated every (tuple, block) contribution within 8.3 sigma blindly:
+    grouping by x a tuple of sigma 5e9 cells (stored as 1,500 copies with a step of 10**7) asked for
+    8.3e10 contributions ('MemoryError'), a thousand times fewer got the process killed. Now refused
+    first, naming the array, the sigma column, the tuple and its value; larger blocks still work."""
+    array = db.create_uncertain_array(f"spread<v:float64>[x={-BIG}:{BIG - 1}:{2**30}]", step=10**7)
+    array.insert({"x": [0.5, 10.0], "x_sigma": [5e9, 1.0], "v": [1.0, 2.0]})
+    with pytest.raises(ValidationError, match=r"more than 20,000,000; tuple 0 \(sigma 5e\+09\)") as caught:
+        array.aggregate("count(*)", by=["x"], engine="local").to_pandas()
+    assert caught.value.column == "x_sigma" and caught.value.value == 5e9
+    coarse = array.regrid([2**36], "count(*)", engine="local").to_pandas()
+    assert coarse["count"].sum() == pytest.approx(2.0, abs=1e-12)
+    near = coarse[coarse["x"] == -BIG + 2**10]  # block 1024 from the low end: [0, 2**36) in cells
+    assert near["count"].tolist() == [pytest.approx(1.0 + mass(0.5, 5e9, 0, 2**36), abs=1e-12)]

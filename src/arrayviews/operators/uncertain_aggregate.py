@@ -173,6 +173,51 @@ def _where(names: list[str], coordinates: np.ndarray) -> str:
     return ", ".join(f"{n}={int(c)}" for n, c in zip(names, coordinates, strict=True))
 
 
+#: (tuple, block) contributions one task may compute: each is three arrays' entries (owner, block
+#: index, weight), so this bounds a task's memory near a gigabyte.
+CONTRIBUTION_LIMIT = 20_000_000
+
+
+def check_contributions(
+    schema: UncertainSchema,
+    ids: np.ndarray,
+    means: np.ndarray,
+    sigmas: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    blocks: np.ndarray,
+) -> None:
+    """Refuse, before the kernel allocates them, more than ``CONTRIBUTION_LIMIT`` (tuple, block)
+    contributions: the blocks within mean +- REACH sigma of every tuple (as the kernel counts them),
+    naming the tuple reaching the most blocks and its sigma."""
+    reached = np.ones((len(means), len(blocks)))
+    for k, block in enumerate(int(b) for b in blocks):
+        if block == 0:
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.maximum(lows[k], means[:, k] - REACH * sigmas[:, k])
+            b = np.minimum(highs[k], means[:, k] + REACH * sigmas[:, k])
+        first = np.floor((a - lows[k]) / block)
+        last = np.minimum(np.floor((b - lows[k]) / block), np.ceil((highs[k] - lows[k]) / block) - 1)
+        reached[:, k] = np.maximum(0.0, last - np.maximum(first, 0.0) + 1)
+    per_tuple = np.prod(reached, axis=1)
+    total = float(per_tuple.sum())
+    if total <= CONTRIBUTION_LIMIT:
+        return
+    row = int(np.argmax(per_tuple))
+    k = int(np.argmax(reached[row]))
+    dimension = schema.dimension_names[k]
+    raise ValidationError(
+        f"uncertain array {schema.name}, column {ul.sigma_column(dimension)}: the aggregate would weigh "
+        f"{total:.3g} (tuple, block) pairs, more than {CONTRIBUTION_LIMIT:,}; tuple {int(ids[row])} "
+        f"(sigma {float(sigmas[row, k]):g}) alone reaches {reached[row, k]:.3g} blocks along {dimension} "
+        f"(within {REACH} sigma): use larger blocks",
+        array=schema.name,
+        column=ul.sigma_column(dimension),
+        value=float(sigmas[row, k]),
+    )
+
+
 def block_partials(
     fragments: pa.Table,
     schema: UncertainSchema,
@@ -198,6 +243,7 @@ def block_partials(
     singles, pairs = dimension_groups(schema)
     lows = np.array([d.low for d in schema.dimensions], np.float64)
     highs = np.array([d.high + 1 for d in schema.dimensions], np.float64)
+    check_contributions(schema, rows.columns[ul.ID], means, sigmas, lows, highs, blocks)
     owner, index, weight = block_contributions(
         means, sigmas, corrs, singles, pairs, lows, highs, blocks, threshold
     )
