@@ -283,3 +283,26 @@ def test_an_aggregate_reaching_too_many_blocks_is_refused(db):
     assert coarse["count"].sum() == pytest.approx(2.0, abs=1e-12)
     near = coarse[coarse["x"] == -BIG + 2**10]  # block 1024 from the low end: [0, 2**36) in cells
     assert near["count"].tolist() == [pytest.approx(1.0 + mass(0.5, 5e9, 0, 2**36), abs=1e-12)]
+
+
+def test_a_wide_outer_tuple_routes_only_to_inner_chunks_with_tuples(db):
+    """Bug: the join on Spark emitted each outer tuple once per inner chunk its candidate box
+    overlaps, empty ones included: a tuple of sigma 5e9 cells over inner chunks of 16 cells asked for
+    3.7e9 routed rows ('MemoryError' in the task), and over chunks of 2**20 took minutes for nothing.
+    Now routed to the inner chunks holding tuples only. Pairs against mpmath's closed form."""
+    left = db.create_uncertain_array(f"far_a<>[x={-BIG}:{BIG - 1}:{2**30}]", step=10**7)
+    right = db.create_uncertain_array(f"far_b<>[x={-BIG}:{BIG - 1}:16]", step=1)
+    a = [(0.5, 5e9), (10.0, 1.0), (-3e10, 1e9)]
+    b = [(3.0, 0.0), (1e10, 2.0), (-BIG + 1.0, 0.5), (12.0, 2.0)]
+    left.insert({"x": [m for m, _ in a], "x_sigma": [s for _, s in a]})
+    right.insert({"x": [m for m, _ in b], "x_sigma": [s for _, s in b]})
+    delta, threshold = 5e9, 0.05
+    reference = {
+        (i, j): mass(ma - mb, math.hypot(sa, sb), -delta, delta)
+        for i, (ma, sa) in enumerate(a)
+        for j, (mb, sb) in enumerate(b)
+    }
+    pairs = left.structure_join(right, delta, threshold, engine="spark", outer="left").to_pandas()
+    got = {(i, j): p for i, j, p in pairs.itertuples(index=False)}
+    selection_matches(got, reference, threshold, 1e-12)
+    assert {(0, 0), (0, 1), (0, 3), (1, 0), (1, 3)} == set(got)
