@@ -9,6 +9,7 @@ result objects that run when read (``to_pandas``, ``to_arrow``, ``count``) and e
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -222,6 +223,12 @@ class UncertainArray:
 
     def at_version(self, version: int) -> UncertainArray:
         """A read-only handle on the array as it was at ``version`` (time travel)."""
+        if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+            raise ValidationError(
+                f"uncertain array {self.name}: a version is an integer (see .versions()), got {version!r}",
+                array=self.name,
+                value=repr(version),
+            )
         self._table.refresh().layout_at(int(version))  # raises NotFoundError for unknown versions
         return UncertainArray(self._db, self._table, int(version))
 

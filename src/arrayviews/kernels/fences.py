@@ -3,8 +3,9 @@ covers, the lowest and highest mean cell (per dimension) of the tuples covering 
 
 A query region is expanded by walking, from each of its cells, to the cells its fences name; every
 tuple whose possible range meets the region has its mean cell inside that walk. The fences of a
-batch are computed chunk by chunk on dense blocks (work proportional to the total area of the
-possible ranges, the same as the copies of store-all).
+batch are computed chunk by chunk on dense blocks, each the bounding box of the ranges' parts in
+its chunk (work proportional to the total area of the possible ranges, the same as the copies of
+store-all).
 """
 
 from __future__ import annotations
@@ -120,27 +121,74 @@ def batch_fences(
     if n == 0:
         empty = np.zeros((0, d), np.int64)
         return empty, empty, empty
-    origin = np.asarray(chunk_origin, np.int64)
-    length = np.asarray(chunk_length, np.int64)
-    chunk_first = (first - origin) // length
-    chunk_last = (last - origin) // length
-    spans = chunk_last - chunk_first + 1
-    per_tuple = np.prod(spans, axis=1)
-    owner = np.repeat(np.arange(n, dtype=np.int64), per_tuple)
-    starts = np.concatenate(([0], np.cumsum(per_tuple)[:-1]))
-    index = np.arange(int(per_tuple.sum()), dtype=np.int64) - np.repeat(starts, per_tuple)
-    chunks = np.empty((len(owner), d), dtype=np.int64)
-    rest = index
-    for k in range(d - 1, -1, -1):
-        chunks[:, k] = chunk_first[owner, k] + rest % spans[owner, k]
-        rest = rest // spans[owner, k]
+    group_bounds, owner, box_starts, box_sizes = _fence_groups(
+        first, last, np.asarray(chunk_origin, np.int64), np.asarray(chunk_length, np.int64), low, high
+    )
+    capacity = int(np.prod(box_sizes, axis=1).sum())
+    return _stamp(box_starts, box_sizes, group_bounds, owner, first, last, mean_cells, capacity)
+
+
+def _fence_groups(first, last, origin, length, low, high):
+    """The dense blocks fences are computed on: per touched chunk, the bounding box of the parts of
+    the possible ranges inside it (not the whole chunk: a chunk of 2**30 cells holding one narrow
+    tuple is one cell of work), with the tuples touching it. Returns (group bounds into ``owner``,
+    ``owner`` (tuples, grouped by chunk), box starts (g, d), box sizes (g, d))."""
+    d = first.shape[1]
+    chunks, owner = _touched_chunks(first, last, origin, length)
     order = np.lexsort(tuple(chunks[:, k] for k in range(d - 1, -1, -1)))
     chunks, owner = chunks[order], owner[order]
     boundary = np.flatnonzero(np.concatenate(([True], np.any(chunks[1:] != chunks[:-1], axis=1))))
     group_bounds = np.append(boundary, len(owner)).astype(np.int64)
     group_chunks = chunks[boundary]
-    box_starts = np.maximum(origin + group_chunks * length, low)
-    box_ends = np.minimum(origin + (group_chunks + 1) * length - 1, high)
-    box_sizes = box_ends - box_starts + 1
-    capacity = int(np.prod(box_sizes, axis=1).sum())
-    return _stamp(box_starts, box_sizes, group_bounds, owner, first, last, mean_cells, capacity)
+    reach_low = np.minimum.reduceat(first[owner], boundary, axis=0)
+    reach_high = np.maximum.reduceat(last[owner], boundary, axis=0)
+    box_starts = np.maximum(np.maximum(origin + group_chunks * length, low), reach_low)
+    box_ends = np.minimum(np.minimum(origin + (group_chunks + 1) * length - 1, high), reach_high)
+    return group_bounds, owner, box_starts, box_ends - box_starts + 1
+
+
+def _chunk_spans(first, last, origin, length) -> tuple[np.ndarray, np.ndarray]:
+    """First chunk index and chunks spanned (n, d) of every possible range."""
+    chunk_first = (first - origin) // length
+    return chunk_first, (last - origin) // length - chunk_first + 1
+
+
+def _touched_chunks(first, last, origin, length) -> tuple[np.ndarray, np.ndarray]:
+    """Every (chunk index (m, d), tuple (m,)) pair of a chunk a possible range touches."""
+    n, d = first.shape
+    chunk_first, spans = _chunk_spans(first, last, origin, length)
+    per_tuple = np.prod(spans, axis=1)
+    owner = np.repeat(np.arange(n, dtype=np.int64), per_tuple)
+    starts = np.concatenate(([0], np.cumsum(per_tuple)[:-1]))
+    rest = np.arange(int(per_tuple.sum()), dtype=np.int64) - np.repeat(starts, per_tuple)
+    chunks = np.empty((len(owner), d), dtype=np.int64)
+    for k in range(d - 1, -1, -1):
+        chunks[:, k] = chunk_first[owner, k] + rest % spans[owner, k]
+        rest = rest // spans[owner, k]
+    return chunks, owner
+
+
+def fence_capacity(
+    first: np.ndarray,
+    last: np.ndarray,
+    chunk_origin: np.ndarray,
+    chunk_length: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    limit: float,
+) -> float:
+    """Cells of the dense blocks ``batch_fences`` computes fences on (the rows it allocates). The
+    chunks are enumerated only while the (tuple, chunk) pairs stay within ``limit``; beyond it the
+    number of pairs is returned (itself above ``limit``)."""
+    first = np.ascontiguousarray(first, dtype=np.int64)
+    last = np.ascontiguousarray(last, dtype=np.int64)
+    if len(first) == 0:
+        return 0.0
+    origin = np.asarray(chunk_origin, np.int64)
+    length = np.asarray(chunk_length, np.int64)
+    _, spans = _chunk_spans(first, last, origin, length)
+    pairs = float(np.prod(spans.astype(np.float64), axis=1).sum())
+    if pairs > limit:
+        return pairs
+    sizes = _fence_groups(first, last, origin, length, low, high)[3]
+    return float(np.prod(sizes.astype(np.float64), axis=1).sum())

@@ -243,7 +243,10 @@ def tuple_rows(
             continue
         for number, value in enumerate(values, start=1):
             problem = None
-            if isinstance(value, str):
+            if type_name == "string":  # text only, quoted (the array's insert checks nulls)
+                if value is not None and not isinstance(value, str):
+                    problem = f"{value!r} is not a string (quote it: '...')"
+            elif isinstance(value, str):
                 problem = f"{value!r} is a string, not a{'n' if type_name.startswith('int') else ''} {type_name} value"
             elif value is not None:
                 problem = python_value_problem(value, type_name)

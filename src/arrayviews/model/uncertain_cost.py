@@ -61,7 +61,7 @@ class RangeStatistics:
         tile: Sequence[int] | None = None,
     ) -> RangeStatistics:
         spans = np.asarray(last, np.int64) - np.asarray(first, np.int64)
-        groups, counts = np.unique(spans.reshape(len(spans), -1), axis=0, return_counts=True)
+        groups, counts = np.unique(spans.reshape(len(spans), len(domain)), axis=0, return_counts=True)
         return cls(
             groups,
             counts,

@@ -37,6 +37,8 @@ from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
 
 SUPPORTED = ("count", "sum")
+#: Exact attribute types whose values have no expected sum (count(v) still counts them).
+NOT_SUMMED = ("bool", "string", "datetime64")
 
 
 def parse_calls(schema: UncertainSchema, aggregates) -> list[AggregateCall]:
@@ -54,9 +56,10 @@ def parse_calls(schema: UncertainSchema, aggregates) -> list[AggregateCall]:
             )
         if call.attribute is not None:
             attribute = schema.attribute(call.attribute)
-            if attribute.kind == EXACT and attribute.type == "bool":
+            if call.function == "sum" and attribute.kind == EXACT and attribute.type in NOT_SUMMED:
                 raise ValidationError(
-                    f"uncertain array {schema.name}: sum over the bool attribute {attribute.name} is not supported",
+                    f"uncertain array {schema.name}: sum over the {attribute.type} attribute {attribute.name} "
+                    f"is not supported (count({attribute.name}) counts its values)",
                     array=schema.name,
                     column=attribute.name,
                 )
@@ -76,7 +79,27 @@ def expected_values(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> n
         return values if mask is None else np.where(mask, 0.0, values)
     if a.kind == GAUSSIAN:
         return rows.columns[a.name].astype(np.float64)
-    return (rows.columns[f"{a.name}_low"] + rows.columns[f"{a.name}_high"]) / 2.0
+    low = rows.columns[f"{a.name}_low"].astype(np.float64)
+    high = rows.columns[f"{a.name}_high"].astype(np.float64)
+    with np.errstate(over="ignore"):
+        total = low + high  # exact halving after one rounding, unless the sum leaves the float range
+    return np.where(np.isfinite(total), total / 2.0, low / 2.0 + high / 2.0)
+
+
+def present(rows: ul.Rows, schema: UncertainSchema, attribute: str) -> np.ndarray:
+    """1.0 per row whose value is not null, else 0.0 (what ``count(v)`` counts)."""
+    mask = rows.nulls.get(schema.attribute(attribute).name)
+    return np.ones(len(rows)) if mask is None else np.where(mask, 0.0, 1.0)
+
+
+def _contribution(rows: ul.Rows, schema: UncertainSchema, call: AggregateCall) -> np.ndarray | None:
+    """Per row, what a block weight multiplies: None for ``count(*)``, the non-null indicator for
+    ``count(v)``, E[v] for ``sum(v)``."""
+    if call.attribute is None:
+        return None
+    if call.function == "count":
+        return present(rows, schema, call.attribute)
+    return expected_values(rows, schema, call.attribute)
 
 
 #: Probabilities are rounded to multiples of this before they are summed: far below the 5e-17 the
@@ -150,6 +173,51 @@ def _where(names: list[str], coordinates: np.ndarray) -> str:
     return ", ".join(f"{n}={int(c)}" for n, c in zip(names, coordinates, strict=True))
 
 
+#: (tuple, block) contributions one task may compute: each is three arrays' entries (owner, block
+#: index, weight), so this bounds a task's memory near a gigabyte.
+CONTRIBUTION_LIMIT = 20_000_000
+
+
+def check_contributions(
+    schema: UncertainSchema,
+    ids: np.ndarray,
+    means: np.ndarray,
+    sigmas: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    blocks: np.ndarray,
+) -> None:
+    """Refuse, before the kernel allocates them, more than ``CONTRIBUTION_LIMIT`` (tuple, block)
+    contributions: the blocks within mean +- REACH sigma of every tuple (as the kernel counts them),
+    naming the tuple reaching the most blocks and its sigma."""
+    reached = np.ones((len(means), len(blocks)))
+    for k, block in enumerate(int(b) for b in blocks):
+        if block == 0:
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.maximum(lows[k], means[:, k] - REACH * sigmas[:, k])
+            b = np.minimum(highs[k], means[:, k] + REACH * sigmas[:, k])
+        first = np.floor((a - lows[k]) / block)
+        last = np.minimum(np.floor((b - lows[k]) / block), np.ceil((highs[k] - lows[k]) / block) - 1)
+        reached[:, k] = np.maximum(0.0, last - np.maximum(first, 0.0) + 1)
+    per_tuple = np.prod(reached, axis=1)
+    total = float(per_tuple.sum())
+    if total <= CONTRIBUTION_LIMIT:
+        return
+    row = int(np.argmax(per_tuple))
+    k = int(np.argmax(reached[row]))
+    dimension = schema.dimension_names[k]
+    raise ValidationError(
+        f"uncertain array {schema.name}, column {ul.sigma_column(dimension)}: the aggregate would weigh "
+        f"{total:.3g} (tuple, block) pairs, more than {CONTRIBUTION_LIMIT:,}; tuple {int(ids[row])} "
+        f"(sigma {float(sigmas[row, k]):g}) alone reaches {reached[row, k]:.3g} blocks along {dimension} "
+        f"(within {REACH} sigma): use larger blocks",
+        array=schema.name,
+        column=ul.sigma_column(dimension),
+        value=float(sigmas[row, k]),
+    )
+
+
 def block_partials(
     fragments: pa.Table,
     schema: UncertainSchema,
@@ -175,6 +243,7 @@ def block_partials(
     singles, pairs = dimension_groups(schema)
     lows = np.array([d.low for d in schema.dimensions], np.float64)
     highs = np.array([d.high + 1 for d in schema.dimensions], np.float64)
+    check_contributions(schema, rows.columns[ul.ID], means, sigmas, lows, highs, blocks)
     owner, index, weight = block_contributions(
         means, sigmas, corrs, singles, pairs, lows, highs, blocks, threshold
     )
@@ -186,10 +255,8 @@ def block_partials(
     keys = index[:, kept] if kept else np.zeros((len(owner), 1), np.int64)
     chunk = keys // grid
     offset = np.ravel_multi_index(tuple((keys % grid).T), tuple(int(g) for g in grid)).astype(np.int64)
-    contributions = [
-        weight if c.attribute is None else weight * expected_values(rows, schema, c.attribute)[owner]
-        for c in calls
-    ]
+    factors = [_contribution(rows, schema, c) for c in calls]
+    contributions = [weight if f is None else weight * f[owner] for f in factors]
     chunks, inverse = np.unique(chunk, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.argsort(inverse, kind="stable")

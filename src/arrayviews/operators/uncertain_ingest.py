@@ -4,7 +4,9 @@ Every check runs before anything is written and names the array, the column, the
 a missing or unknown column, a non-numeric or null value, NaN or infinity, a negative standard
 deviation, a correlation outside (-1, 1), a mean outside the dimension range, a uniform value whose
 low is above its high, a repeated id. Placement follows the array's storage layout
-(``model.copy_layout``); store-mean also produces the batch's fence records.
+(``model.copy_layout``); store-mean also produces the batch's fence records. A batch whose copies or
+fence records would exceed ``PLACEMENT_LIMIT`` rows (a sigma far wider than the array's cells) is
+refused before they are allocated.
 """
 
 from __future__ import annotations
@@ -14,13 +16,21 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from arrayviews.kernels.fences import batch_fences
-from arrayviews.model.copy_layout import STORE_MEAN, StorageLayout, scheme_copies
+from arrayviews.kernels.fences import batch_fences, fence_capacity
+from arrayviews.model.copy_layout import (
+    STORE_ALL,
+    STORE_MEAN,
+    StorageLayout,
+    copies_per_dimension,
+    scheme_copies,
+)
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.types import accepts, first_misfit, misfit_reason, numpy_dtype
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, ID, UNIFORM, UncertainSchema, possible_range
 from arrayviews.operators.ingest import to_arrow, whole_decimals
+from arrayviews.storage import codec
 from arrayviews.storage import uncertain_layout as ul
+from arrayviews.storage.layout import null_filler
 
 
 @dataclass
@@ -180,7 +190,7 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
 def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
     dtype = numpy_dtype(attribute.type)
     if attribute.name not in table.column_names:
-        return np.zeros(n, dtype=dtype), (np.ones(n, dtype=bool) if n else None)
+        return codec.blank(dtype, n), (np.ones(n, dtype=bool) if n else None)
     column = table.column(attribute.name)
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_null(column.type):
@@ -188,7 +198,7 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
             raise _error(
                 schema, attribute.name, f"null values, but attribute {attribute.name} is not nullable"
             )
-        return np.zeros(n, dtype=dtype), np.ones(n, dtype=bool)
+        return codec.blank(dtype, n), np.ones(n, dtype=bool)
     if not accepts(attribute.type, column.type):
         raise _error(
             schema,
@@ -207,10 +217,10 @@ def _exact_column(table: pa.Table, attribute, schema: UncertainSchema, n: int):
         raise _error(
             schema, attribute.name, f"null in row {row}, but attribute {attribute.name} is not nullable"
         )
-    filled = (
-        column.fill_null(False if pa.types.is_boolean(column.type) else 0) if mask is not None else column
-    )
-    filled = np.asarray(filled)
+    if codec.is_text(dtype):  # any text, kept exactly (nulls hold "" under the mask)
+        return codec.text_array(column).to_numpy(zero_copy_only=False), mask
+    filled = column.fill_null(null_filler(column.type)) if mask is not None else column  # "" for text
+    filled = filled.to_numpy(zero_copy_only=False)
     misfit = first_misfit(attribute.type, filled, None if mask is None else ~mask)
     if misfit is not None:
         value = filled[misfit].item()
@@ -237,11 +247,63 @@ def mean_cells(batch: TupleBatch, schema: UncertainSchema) -> np.ndarray:
     return np.minimum(np.floor(batch.means).astype(np.int64), highs)
 
 
+#: Rows (tuple copies and fence records) one insert or relayout may place: far above real batches
+#: (200,000 SDSS-like tuples are 4.1 million copies under store-all), well below what exhausts the
+#: driver's memory (each row holds about ten 8-byte columns, several times over while encoded).
+PLACEMENT_LIMIT = 20_000_000
+
+
+def check_placement(
+    batch: TupleBatch, schema: UncertainSchema, layout: StorageLayout, first: np.ndarray, last: np.ndarray
+) -> None:
+    """Refuse a batch whose copies (store-all, store-multiple) or fence records (store-mean: the cells
+    of the chunks its possible ranges touch) would exceed ``PLACEMENT_LIMIT`` rows, naming the tuple
+    that needs the most and the sigma that makes it so, before anything is allocated."""
+    if batch.size == 0:
+        return
+    cells = last.astype(np.float64) - first.astype(np.float64) + 1  # (n, d) cells of each possible range
+    if layout.scheme == STORE_MEAN:
+        dims = schema.dimensions
+        origin = np.array([d.chunk_origin for d in dims], np.int64)
+        length = np.array([d.chunk_length for d in dims], np.int64)
+        lows = np.array([d.low for d in dims], np.int64)
+        highs = np.array([d.high for d in dims], np.int64)
+        rows = batch.size + fence_capacity(first, last, origin, length, lows, highs, PLACEMENT_LIMIT)
+        what = "tuples and fence records, one per cell of the box the possible ranges cover in a chunk"
+        advice = "give smaller sigmas (positions are in cells), split the batch, or use smaller chunks"
+    else:
+        steps = (0,) * schema.ndim if layout.scheme == STORE_ALL else layout.steps
+        per_tuple = np.ones(batch.size)
+        for k, step in enumerate(steps):
+            per_tuple *= copies_per_dimension(first[:, k], last[:, k], int(step)).astype(np.float64)
+        rows = float(per_tuple.sum())
+        what = "tuple copies"
+        advice = (
+            "give smaller sigmas (positions are in cells), split the batch, or store it under "
+            "store-multiple with a larger step"
+        )
+    if rows <= PLACEMENT_LIMIT:
+        return
+    row = int(np.argmax(np.prod(cells, axis=1)))
+    k = int(np.argmax(cells[row]))
+    dimension = schema.dimension_names[k]
+    sigma = float(batch.sigmas[row, k])
+    raise _error(
+        schema,
+        ul.sigma_column(dimension),
+        f"the batch would store {rows:.3g} rows ({what}) under {layout.describe()}, more than "
+        f"{PLACEMENT_LIMIT:,} per insert or relayout; row {row} (id {int(batch.ids[row])}) has the widest "
+        f"possible range, {cells[row, k]:.3g} cells along {dimension} for sigma {sigma:g}: {advice}",
+        sigma,
+    )
+
+
 def place(
     batch: TupleBatch, schema: UncertainSchema, layout: StorageLayout
 ) -> tuple[ul.Rows, ul.Rows | None]:
     """The rows to store for a batch with assigned ids: tuple copies, and fence rows (store-mean)."""
     first, last = possible_ranges(batch, schema, layout.sigmas)
+    check_placement(batch, schema, layout, first, last)
     centre = mean_cells(batch, schema)
     owner, cells, home = scheme_copies(layout.scheme, first, last, centre, layout.steps or ())
     columns: dict[str, np.ndarray] = {
@@ -281,7 +343,7 @@ def fence_rows(first: np.ndarray, last: np.ndarray, centre: np.ndarray, schema: 
     storage = ul.storage_schema(schema)
     columns: dict[str, np.ndarray] = {}
     for attribute in storage.attributes:
-        columns[attribute.name] = np.zeros(m, dtype=numpy_dtype(attribute.type))
+        columns[attribute.name] = codec.blank(numpy_dtype(attribute.type), m)  # "" for text
     columns[ul.ROLE][:] = ul.ROLE_FENCE
     for k, name in enumerate(schema.dimension_names):
         columns[ul.first_column(name)] = low[:, k]

@@ -54,9 +54,11 @@ def _route_outer(
     walks,
     pairs: np.ndarray,
     routed: pa.Schema,
+    occupied: np.ndarray,
 ) -> pa.Table | None:
     """Task: decode outer fragments, compute each row's candidate box (Prop. 4.2/4.3 and the
-    inner expansion) and emit the row once per inner chunk the box overlaps."""
+    inner expansion) and emit the row once per inner chunk holding tuples (``occupied``, sorted
+    row-major) the box overlaps."""
     rows = _home_rows(fragments, outer, pairs)
     if rows is None:
         return None
@@ -64,19 +66,8 @@ def _route_outer(
     usable = np.flatnonzero(np.all(low <= high, axis=1))
     rows, low, high = rows.take(usable), low[usable], high[usable]
     grid = ChunkGrid.of(inner.storage)
-    first = grid.chunk_of(low)
-    last = grid.chunk_of(high)
-    spans = last - first + 1
-    per_row = np.prod(spans, axis=1)
-    owner = np.repeat(np.arange(len(rows)), per_row)
-    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    index = np.arange(int(per_row.sum())) - np.repeat(starts, per_row)
+    owner, chunk = _routes(grid.chunk_of(low), grid.chunk_of(high), occupied)
     columns = {}
-    rest = index
-    chunk = np.empty((len(owner), grid.ndim), np.int64)
-    for k in range(grid.ndim - 1, -1, -1):
-        chunk[:, k] = first[owner, k] + rest % spans[owner, k]
-        rest = rest // spans[owner, k]
     for k, d in enumerate(inner.storage.dimension_names):
         columns[layout.chunk_column(d)] = chunk[:, k]
     columns["a_id"] = rows.ids[owner]
@@ -91,6 +82,40 @@ def _route_outer(
     for q in range(len(pairs)):
         columns[f"a_corr{q}"] = rows.corrs[owner, q]
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in routed}, schema=routed)
+
+
+def _routes(first: np.ndarray, last: np.ndarray, occupied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, inner chunk) routes: every occupied chunk inside each row's chunk box [first, last].
+    A box of few chunks is enumerated and kept where occupied; a box of more chunks than are occupied
+    (a wide tuple over fine chunks: billions of empty ones) is matched against the occupied list."""
+    d = first.shape[1]
+    spans = last - first + 1
+    volume = np.prod(spans.astype(np.float64), axis=1)
+    narrow = np.flatnonzero(volume <= max(1, len(occupied)))
+    per_row = np.prod(spans[narrow], axis=1)
+    owner = np.repeat(narrow, per_row)
+    starts = np.cumsum(per_row) - per_row
+    rest = np.arange(int(per_row.sum())) - np.repeat(starts, per_row)
+    chunk = np.empty((len(owner), d), np.int64)
+    for k in range(d - 1, -1, -1):
+        chunk[:, k] = first[owner, k] + rest % spans[owner, k]
+        rest = rest // spans[owner, k]
+    codes = _row_major(occupied)
+    position = np.searchsorted(codes, _row_major(chunk)) if len(codes) else np.zeros(len(chunk), np.int64)
+    found = position < len(codes)
+    found[found] = codes[position[found]] == _row_major(chunk)[found]
+    owners, chunks = [owner[found]], [chunk[found]]
+    for row in np.flatnonzero(volume > max(1, len(occupied))):
+        inside = np.all((occupied >= first[row]) & (occupied <= last[row]), axis=1)
+        owners.append(np.full(int(inside.sum()), row, np.int64))
+        chunks.append(occupied[inside])
+    return np.concatenate(owners), np.concatenate(chunks).reshape(-1, d)
+
+
+def _row_major(chunks: np.ndarray) -> np.ndarray:
+    """Sortable keys of chunk coordinates (structured view: lexicographic, any range)."""
+    chunks = np.ascontiguousarray(chunks, np.int64)
+    return chunks.view([(f"c{k}", np.int64) for k in range(chunks.shape[1])]).reshape(-1)
 
 
 def _home_rows(fragments: pa.Table, side: SideSpec, pairs: np.ndarray) -> SideRows | None:
@@ -155,8 +180,20 @@ def sbj_routed(
     outer_storage, inner_storage = outer.table.storage, inner.table.storage
     routed = _routed_schema(outer.schema, inner_storage, len(pairs))
     outer_frame = engine.read_files(outer.table.files(outer.version), layout.fragment_schema(outer_storage))
+    home = ul.home_fragments(inner.table.metadata(inner.version))
+    occupied = np.unique(
+        np.stack([np.asarray(home.column(c), np.int64) for c in layout.chunk_columns(inner_storage)], axis=1),
+        axis=0,
+    )  # sorted row-major: the inner chunks holding home copies (the only rows a chunk's task pairs)
     route = functools.partial(
-        _route_outer, outer=outer.spec, inner=inner.spec, delta=delta, walks=walks, pairs=pairs, routed=routed
+        _route_outer,
+        outer=outer.spec,
+        inner=inner.spec,
+        delta=delta,
+        walks=walks,
+        pairs=pairs,
+        routed=routed,
+        occupied=occupied,
     )
     outer_routed = engine.map_batches(outer_frame, route, routed)
     keys = layout.chunk_columns(inner_storage)

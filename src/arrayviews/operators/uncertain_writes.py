@@ -226,6 +226,22 @@ def _relayout_once(table: UncertainTable, layout_: StorageLayout) -> WriteResult
     expected = table.current_version()
     batch = read_all_tuples(table, expected)
     removed = table.array.data_files(expected)
+    if layout_.steps is None and batch.size == 0:
+        current = table.layout_at(expected)
+        if current.scheme == STORE_MULTIPLE and current.steps is None:  # already "auto"
+            return WriteResult(
+                table.name,
+                "relayout",
+                expected,
+                False,
+                message=f"uncertain array {table.name} has no tuples: the cost model chooses its step at the "
+                f"first insert; nothing written",
+            )
+        raise ValidationError(
+            f"uncertain array {table.name} has no tuples for the cost model to choose a step from "
+            "(step='auto'): give a step, or insert tuples first; nothing was written",
+            array=table.name,
+        )
     if layout_.steps is None:
         first, last = possible_ranges(batch, table.schema, layout_.sigmas)
         layout_ = StorageLayout(STORE_MULTIPLE, choose_step(table, first, last, None).steps, layout_.sigmas)

@@ -197,16 +197,22 @@ def encode_rows(rows: Rows, schema: ArraySchema, version: int) -> list[pa.Table]
         for attribute in schema.attributes:
             name = attribute.name
             values = np.asarray(rows.columns[name])[picked].astype(dtypes[name], copy=False)
-            columns[layout.value_column(name)] = _binary(values, sub_counts)
-            nbytes = nbytes + sub_counts * values.dtype.itemsize
             mask = rows.nulls.get(name)
             mask = None if mask is None else np.asarray(mask, bool)[picked]
+            if codec.is_text(values.dtype):  # variable width: one payload per fragment, as arrays do
+                text = codec.text_array(values)
+                payloads = [codec.text_bytes(text.slice(int(a), int(b - a))) for a, b in segments(sub_bounds)]
+                columns[layout.value_column(name)] = layout.binary_array(payloads)
+                nbytes = nbytes + np.array([len(p) for p in payloads], dtype=np.int64)
+            else:
+                columns[layout.value_column(name)] = _binary(values, sub_counts)
+                nbytes = nbytes + sub_counts * values.dtype.itemsize
             if attribute.nullable:
                 packed = [
                     np.packbits(mask[a:b], bitorder="little").tobytes()
                     if mask is not None and mask[a:b].any()
                     else b""
-                    for a, b in zip(sub_bounds[:-1], sub_bounds[1:], strict=True)
+                    for a, b in segments(sub_bounds)
                 ]
                 columns[layout.null_column(name)] = pa.array(packed, pa.binary())
                 nbytes = nbytes + np.array([len(p) for p in packed], dtype=np.int64)
@@ -239,12 +245,26 @@ def _binary(values: np.ndarray, counts: np.ndarray) -> pa.Array:
     )
 
 
+def segments(bounds: np.ndarray):
+    """(start, end) of every fragment's rows."""
+    return zip(bounds[:-1], bounds[1:], strict=True)
+
+
 def _segment_range(values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndarray):
-    """Per-fragment min and max (ignoring NaN and nulls) and which fragments have no such value."""
+    """Per-fragment min and max (ignoring NaN, NaT and nulls) and which fragments have no such value."""
+    if codec.is_text(values.dtype):  # by UTF-8 bytes, as arrays keep them
+        ranges = [
+            codec.text_range(values[a:b] if nulls is None else values[a:b][~nulls[a:b]])
+            for a, b in segments(bounds)
+        ]
+        empty = np.array([low is None for low, _ in ranges], dtype=bool)
+        return [r[0] or "" for r in ranges], [r[1] or "" for r in ranges], empty
     starts = bounds[:-1]
     kind = values.dtype.kind
-    work = values.view(np.uint8) if kind == "b" else values
+    work = values.view(np.uint8) if kind == "b" else values.view(np.int64) if kind in "mM" else values
     excluded = np.zeros(len(values), dtype=bool) if nulls is None else nulls.copy()
+    if kind in "mM":
+        excluded |= np.isnat(values)
     if kind == "f":
         excluded |= np.isnan(values)
         low_src, high_src = np.where(excluded, np.inf, work), np.where(excluded, -np.inf, work)
@@ -256,6 +276,8 @@ def _segment_range(values: np.ndarray, nulls: np.ndarray | None, bounds: np.ndar
     empty = np.logical_and.reduceat(excluded, starts)
     if kind == "b":
         minimum, maximum = minimum.astype(bool), maximum.astype(bool)
+    elif kind in "mM":  # compared as int64, returned as the column's time unit
+        minimum, maximum = minimum.view(values.dtype), maximum.view(values.dtype)
     return minimum, maximum, empty
 
 
@@ -402,8 +424,8 @@ def decode_rows(fragments: pa.Table, schema: ArraySchema, columns: list[str] | N
         column = cells.column(name)
         if column.null_count:
             nulls[name] = np.asarray(column.is_null())
-            column = pc.fill_null(column, 0 if not pa.types.is_boolean(column.type) else False)
-        values[name] = np.asarray(column)
+            column = pc.fill_null(column, layout.null_filler(column.type))
+        values[name] = column.to_numpy(zero_copy_only=False)
     return Rows(coords, values, nulls)
 
 
