@@ -100,12 +100,3 @@ def test_cost_model_counts_the_layout_copies():
     assert choice.estimates[choice.steps] == min(choice.estimates.values())
     wide = subarray_cost(stats, (64, 64), (5, 5), 0.9, UnitCosts())
     assert wide.seconds > subarray_cost(stats, choice.steps, (5, 5), 0.9, UnitCosts()).seconds
-
-
-def test_a_text_attribute_is_refused_where_it_is_written() -> None:
-    """Before: ``name:string`` was accepted and every insert then failed inside numpy ("Cannot
-    change data-type for array of references"); a null in it failed inside pyarrow."""
-    text = "sky<flux:gaussian,\n    name:string NULL>[x=0:15:4]"
-    with pytest.raises(ParseError, match="text \\(string\\) attributes are not stored") as raised:
-        parse_uncertain_schema(text)
-    assert (raised.value.line, raised.value.column) == (2, 10)

@@ -117,7 +117,7 @@ def uncertain_schemas(draw) -> UncertainSchema:
                 UncertainAttribute(
                     name,
                     kind,
-                    draw(st.sampled_from([t for t in ATTRIBUTE_TYPES if t != "string"])),
+                    draw(st.sampled_from(ATTRIBUTE_TYPES)),
                     draw(st.booleans()),
                 )
             )

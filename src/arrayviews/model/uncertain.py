@@ -62,11 +62,6 @@ class UncertainAttribute:
             raise SchemaError(f"attribute {self.name}: kind must be one of {', '.join(VALUE_KINDS)}")
         if self.kind == EXACT:
             object.__setattr__(self, "type", normalize_type(self.type))
-            if self.type == "string":  # the tuple layout packs fixed-width values only
-                raise SchemaError(
-                    f"attribute {self.name}: text (string) attributes are not stored in uncertain arrays; "
-                    "keep texts such as names in an array keyed by the tuples' id"
-                )
         else:
             if self.nullable:
                 raise SchemaError(f"attribute {self.name}: {self.kind} attributes cannot be NULL")
