@@ -88,6 +88,7 @@ def summary_lines() -> list[str]:
 
 
 _WORD = re.compile(r"[a-z]+(\\s\+[a-z]+)*")
+_SEPARATOR = re.compile(r"\(\?:[^()]*\)\+")
 
 
 @functools.cache
@@ -101,7 +102,8 @@ def keywords() -> tuple[str, ...]:
         pattern = terminal.pattern.value
         if terminal.priority != 2 or not terminal.name.replace("_", "").isalpha():
             continue
-        core = pattern.split("(?!")[0]
+        # the words' separator, spaces or comments (``(?:\s|--...|/*...*/)+``), read as one space
+        core = _SEPARATOR.sub(lambda _: "\\s+", pattern.split("(?!")[0])
         if _WORD.fullmatch(core):
             words.add(core.replace("\\s+", " ").upper())
     return tuple(sorted(words))
