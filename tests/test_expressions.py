@@ -902,3 +902,15 @@ def test_a_case_evaluated_for_no_cell_by_a_constant_short_circuit(text: str, len
     }
     nulls = {name: rng.random(length) < 0.3 for name in columns}
     check_against_reference(parse_expression(text), (length, columns, nulls))
+
+
+@pytest.mark.parametrize("rows", [0, 3])
+def test_coalesce_under_a_constant_false_and(rows: int) -> None:
+    """Before: ``false AND NOT (coalesce(p) < coalesce(q))`` failed with numpy's "non-broadcastable
+    output operand" (found by the Hypothesis test above on an empty chunk): coalesce narrowed a
+    constant ``active`` flag in place, as CASE already did not."""
+    columns = {"p": np.array([True, False, True][:rows]), "q": np.array([False, False, True][:rows])}
+    nulls = {"p": np.array([False, True, False][:rows])}
+    expr = parse_expression("false AND NOT (coalesce(p) < coalesce(q))")
+    values = np.ma.getdata(evaluate(expr, columns, rows, nulls))
+    assert values.shape == (rows,) and not values.any()

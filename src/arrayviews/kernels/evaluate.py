@@ -418,7 +418,8 @@ class _Evaluator:
         if name == "coalesce":
             result = _blank(sa.DTYPES[self.kind(node)], self.length)
             valid = np.zeros(self.length, dtype=bool)
-            remaining = active.copy()
+            # one flag per cell, as in CASE: ``active`` may be a constant (``false AND coalesce(...)``)
+            remaining = np.array(np.broadcast_to(active, (self.length,)), dtype=bool)
             for index in range(len(node.args)):
                 values, values_ok = self.child(node, index, remaining)
                 take = remaining & values_ok
