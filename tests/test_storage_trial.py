@@ -573,3 +573,23 @@ def test_an_insert_whose_conflict_check_finds_the_array_dropped_names_the_drop(s
     monkeypatch.setattr(staging, "read_chunk_rows", dropped_meanwhile)
     with pytest.raises(NotFoundError, match="array A was dropped by another process"):
         A.insert(frame({(1, 2): 2}))
+
+
+def test_a_file_gone_as_soon_as_written_is_not_committed_with_no_size(spark, tmp_path, monkeypatch):
+    """Before: when a drop by another process removed the folder right after a data file was
+    written, the file's size was None and the commit failed inside the Avro writer ("TypeError:
+    unsupported operand type(s) for <<: 'NoneType' and 'int'"), seen in the create/insert/drop race."""
+    from arrayviews.storage import files
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    A = db.create_array(SCHEMA)
+    original = files.pq.write_table
+
+    def written_then_dropped(table, path, *args, **kwargs):
+        original(table, path, *args, **kwargs)
+        arrayviews.connect(location, spark=spark).drop_array("A")
+
+    monkeypatch.setattr(files.pq, "write_table", written_then_dropped)
+    with pytest.raises(NotFoundError, match="array A was dropped by another process"):
+        A.insert(frame({(1, 2): 2}))

@@ -78,6 +78,8 @@ def write_parquet(table: pa.Table, uri: str) -> int:
         metadata_collector=footer,
     )
     size = fs.get_file_info(path).size
+    if size is None:  # gone as soon as written: another process dropped the table's folder
+        raise FileNotFoundError(f"data file {uri} is gone")
     with _footers_lock:
         _footers[uri] = WrittenFooter(footer[0], size, table.schema)
         while len(_footers) > FOOTERS_KEPT:
