@@ -358,6 +358,9 @@ def test_cells_given_as_times_land_where_datetime_arithmetic_puts_them(
         f"at_times_{next(_INSERTS)}<v:int64>[t=0:*:64 SCALE {count} {unit}S OFFSET '{origin.isoformat()}']"
     )
     times = [origin + cell * count * UNITS[unit] for cell in cells]  # the reference labels
+    # numpy wraps a datetime64[ns] past 2262-04-11 silently (to 1677), so such an input is not
+    # the time it was meant to be; pandas refuses it. Neither is a case of ours.
+    assume(form not in ("datetime64[ns]", "aware pandas") or max(times) < dt.datetime(2262, 4, 11))
     if form == "aware pandas":  # the same instants one hour east of UTC
         column = pd.Series(pd.to_datetime(times)).dt.tz_localize("UTC").dt.tz_convert("Etc/GMT-1")
         batch = pd.DataFrame({"t": column, "v": cells})
