@@ -952,12 +952,16 @@ statements = st.one_of(
             lambda n: st.lists(st.lists(_values, min_size=n, max_size=n).map(tuple), min_size=1, max_size=3)
         )
         .map(tuple),
+        allow_gap=st.booleans(),
+        on_conflict=st.sampled_from(["error", "replace"]),
     ),
     st.builds(
         ast.Load,
         _names,
         st.text(min_size=0, max_size=12).filter(lambda p: "\n" not in p),
         st.sampled_from([None, "csv", "parquet"]),
+        allow_gap=st.booleans(),
+        on_conflict=st.sampled_from(["error", "replace"]),
     ),
     st.builds(ast.Delete, _delete_targets),
     view_statements,

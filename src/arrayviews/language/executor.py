@@ -49,7 +49,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,13 @@ from arrayviews.language.relations import open_array
 from arrayviews.language.stream_executor import spark_query, stream_rows
 from arrayviews.language.view_executor import definition_text
 from arrayviews.model.aggregate_calls import AggregateCall
-from arrayviews.model.errors import AlreadyExistsError, ArrayViewsError, ParseError, ValidationError
+from arrayviews.model.errors import (
+    AlreadyExistsError,
+    ArrayViewsError,
+    ConflictError,
+    ParseError,
+    ValidationError,
+)
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import arrow_type, python_value_problem
 
@@ -512,6 +518,7 @@ def _insert(db: Database, s: ast.Insert) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
     _no_rows_into_stream_views(s, kind)
+    _conflict_rule_for_arrays_only(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.insert(db, s)
     if kind == relations.STREAM:
@@ -525,7 +532,8 @@ def _insert(db: Database, s: ast.Insert) -> Any:
     schema = array.schema
     names = [*schema.dimension_names, *schema.attribute_names]
     rows = _in_order(s, names, f"array {s.array}")
-    return array.insert(_cells(schema, rows, _positions(s, names)))
+    with _conflicts_named_by_statement():
+        return array.insert(_cells(schema, rows, _positions(s, names)), on_conflict=s.on_conflict)
 
 
 def _positions(s: ast.Insert, names: list[str]) -> tuple[tuple[tuple[int, int], ...], ...] | None:
@@ -545,6 +553,26 @@ def _no_rows_into_stream_views(s: ast.Insert | ast.Load, kind: str | None) -> No
             "rows to streams and arrays",
             array=s.array,
         )
+
+
+def _conflict_rule_for_arrays_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
+    if s.on_conflict != "error" and kind in (relations.STREAM, relations.UNCERTAIN_ARRAY):
+        what = "a stream appends rows" if kind == relations.STREAM else "an uncertain array keeps tuples by id"
+        raise ValidationError(
+            f"ON CONFLICT REPLACE overwrites cells of arrays; {s.array} is not one ({what})", array=s.array
+        )
+
+
+@contextlib.contextmanager
+def _conflicts_named_by_statement() -> Iterator[None]:
+    """A batch refused for cells that already exist names the statement's way to overwrite them."""
+    try:
+        yield
+    except ConflictError as error:
+        message = str(error).replace(
+            "pass on_conflict='replace' to overwrite them", "end the statement with ON CONFLICT REPLACE to overwrite them"
+        )
+        raise ConflictError(message, array=error.array, column=error.column, value=error.value) from None
 
 
 def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
@@ -583,11 +611,13 @@ def _load(db: Database, s: ast.Load) -> Any:
     kind = relations.kind_of(db, s.array)
     _gap_for_streams_only(s, kind)
     _no_rows_into_stream_views(s, kind)
+    _conflict_rule_for_arrays_only(s, kind)
     if kind == relations.UNCERTAIN_ARRAY:
         return uncertain_executor.load(db, s)
     if kind == relations.STREAM:
         return db.stream(s.array).load(s.path, s.format, allow_gap=s.allow_gap)
-    return open_array(db, s.array).load(s.path, s.format)
+    with _conflicts_named_by_statement():
+        return open_array(db, s.array).load(s.path, s.format, on_conflict=s.on_conflict)
 
 
 STATEMENTS.update(

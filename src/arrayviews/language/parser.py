@@ -176,13 +176,16 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         name, columns_tree = tree.children[2], tree.children[3]
         row_trees = [c for c in tree.children[4:] if isinstance(c, Tree) and c.data == "row"]
         allow_gap = self.allow_gap(tree.children[-1])
+        on_conflict = self.on_conflict(tree.children[-2])
         rows = tuple(tuple(self.value(v) for v in row.children if isinstance(v, Tree)) for row in row_trees)
         positions = tuple(
             tuple(self.source.position(v.children[0].start_pos) for v in row.children if isinstance(v, Tree))
             for row in row_trees
         )
         if columns_tree is None:
-            return ast.Insert(str(name), rows, positions=positions, allow_gap=allow_gap)
+            return ast.Insert(
+                str(name), rows, positions=positions, allow_gap=allow_gap, on_conflict=on_conflict
+            )
         names = [t for t in _tokens(columns_tree) if t.type == "IDENTIFIER"]
         seen: set[str] = set()
         for token in names:  # column names are case-insensitive
@@ -198,7 +201,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                     f"({', '.join(map(str, names))})",
                     row_tree.meta.start_pos,
                 )
-        return ast.Insert(str(name), rows, tuple(str(t) for t in names), positions, allow_gap)
+        return ast.Insert(str(name), rows, tuple(str(t) for t in names), positions, allow_gap, on_conflict)
 
     def load(self, tree: Tree) -> ast.Statement:
         tokens = [t for t in tree.children if isinstance(t, Token)]
@@ -208,7 +211,21 @@ class StatementBuilder(StreamStatements, UncertainStatements):
         if "\n" in path_text:
             raise self.source.error(f"invalid file path {path_text!r}", path.start_pos, ("string",))
         fmt = formats[0].type.lower() if formats else None
-        return ast.Load(str(name), path_text, fmt, self.allow_gap(tree.children[-1]))
+        on_conflict = self.on_conflict(tree.children[-2])
+        return ast.Load(str(name), path_text, fmt, self.allow_gap(tree.children[-1]), on_conflict)
+
+    def on_conflict(self, node: Tree | Token | None) -> str:
+        """What ``ON CONFLICT REPLACE`` or ``ON CONFLICT ERROR`` after INSERT or LOAD asks for."""
+        if not isinstance(node, Tree) or node.data != "on_conflict":
+            return "error"
+        _, word, rule = node.children
+        if str(word).upper() != "CONFLICT":
+            raise self.source.error(f"expected ON CONFLICT, got ON {str(word)!r}", word.start_pos, ("CONFLICT",))
+        if str(rule).lower() not in ast.CONFLICT_RULES:
+            raise self.source.error(
+                f"ON CONFLICT takes REPLACE or ERROR, got {str(rule)!r}", rule.start_pos, ("REPLACE", "ERROR")
+            )
+        return str(rule).lower()
 
     def allow_gap(self, node: Tree | Token | None) -> bool:
         """Whether INSERT or LOAD ends in ``ALLOW GAP`` (append past a stream's gap limit)."""

@@ -213,14 +213,18 @@ def _select(s: ast.Select) -> str:
 def _insert(s: ast.Insert) -> str:
     rows = ", ".join("(" + ", ".join(value_text(v) for v in row) + ")" for row in s.rows)
     columns = "" if s.columns is None else " (" + ", ".join(s.columns) + ")"
-    text = f"INSERT INTO {s.array}{columns} VALUES {rows}"
+    text = f"INSERT INTO {s.array}{columns} VALUES {rows}" + _conflict_text(s)
     return f"{text} ALLOW GAP" if s.allow_gap else text
 
 
 def _load(s: ast.Load) -> str:
     text = f"LOAD {s.array} FROM {string_text(s.path)}"
-    text = text if s.format is None else f"{text} AS {s.format.upper()}"
+    text = (text if s.format is None else f"{text} AS {s.format.upper()}") + _conflict_text(s)
     return f"{text} ALLOW GAP" if s.allow_gap else text
+
+
+def _conflict_text(s: ast.Insert | ast.Load) -> str:
+    return " ON CONFLICT REPLACE" if s.on_conflict == "replace" else ""
 
 
 # -- uncertain arrays ---------------------------------------------------------------------------

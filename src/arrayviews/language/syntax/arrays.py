@@ -302,11 +302,22 @@ def _value(value: object) -> Value:
     raise ValueError(f"a value must be null, a bool, an int, a float or a string, got {value!r}")
 
 
+#: What INSERT or LOAD does with a cell that already exists (the arrays' ``on_conflict``).
+CONFLICT_RULES = ("error", "replace")
+
+
+def _conflict_rule(statement: Statement, rule: object) -> None:
+    if not isinstance(rule, str) or rule.lower() not in CONFLICT_RULES:
+        raise ValueError(f"ON CONFLICT takes {' or '.join(r.upper() for r in CONFLICT_RULES)}, got {rule!r}")
+    _set(statement, "on_conflict", rule.lower())
+
+
 @dataclass(frozen=True)
 class Insert(Statement):
-    """``INSERT INTO name [(column, ...)] VALUES (...), ... [ALLOW GAP]``: one tuple per cell
-    (dimensions then attributes) or per stream row; with a column list, the values of each row in
-    that order. ``allow_gap`` (streams only): append past the stream's gap limit."""
+    """``INSERT INTO name [(column, ...)] VALUES (...), ... [ON CONFLICT REPLACE | ERROR] [ALLOW
+    GAP]``: one tuple per cell (dimensions then attributes) or per stream row; with a column list,
+    the values of each row in that order. ``on_conflict`` (arrays only): what a cell that already
+    exists does; ``allow_gap`` (streams only): append past the stream's gap limit."""
 
     array: str
     rows: tuple[tuple[Value, ...], ...]
@@ -314,9 +325,11 @@ class Insert(Statement):
     #: Where each value was written, (line, column) 1-based, when parsed from text (not compared).
     positions: tuple[tuple[tuple[int, int], ...], ...] | None = field(default=None, compare=False, repr=False)
     allow_gap: bool = False
+    on_conflict: str = "error"
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")
+        _conflict_rule(self, self.on_conflict)
         rows = tuple(tuple(_value(v) for v in row) for row in self.rows)
         if not rows or not all(rows):
             raise ValueError("INSERT needs at least one row, and every row at least one value")
@@ -336,16 +349,19 @@ class Insert(Statement):
 
 @dataclass(frozen=True)
 class Load(Statement):
-    """``LOAD name FROM 'path' [AS CSV | PARQUET] [ALLOW GAP]`` (format from the extension when left
-    out; ``allow_gap``, streams only: append past the stream's gap limit)."""
+    """``LOAD name FROM 'path' [AS CSV | PARQUET] [ON CONFLICT REPLACE | ERROR] [ALLOW GAP]``
+    (format from the extension when left out; ``on_conflict``, arrays only, as INSERT's;
+    ``allow_gap``, streams only: append past the stream's gap limit)."""
 
     array: str
     path: str
     format: str | None = None
     allow_gap: bool = False
+    on_conflict: str = "error"
 
     def __post_init__(self) -> None:
         _identifier(self.array, "array")
+        _conflict_rule(self, self.on_conflict)
         if not isinstance(self.path, str) or "\n" in self.path:
             raise ValueError(f"invalid path {self.path!r}")
         if self.format is not None:
@@ -374,6 +390,7 @@ class Delete(Statement):
 
 
 __all__ = [
+    "CONFLICT_RULES",
     "FILE_FORMATS",
     "Aggregate",
     "Apply",
