@@ -159,6 +159,30 @@ _NUMBER_TYPES = {
 _TIME_TYPES = {"timestamp": pa.timestamp("us"), "date": pa.date32()}
 
 
+def _times(values: list[str], type_name: str) -> pa.Array:
+    """Strings read as the values of a timestamp (UTC) or date column. A timestamp may end in ``Z``
+    or an offset (``+02:00``, ``-0130``): it is that instant, stored as UTC; without one it is UTC."""
+    target = _TIME_TYPES[type_name]
+    text = pa.array(values, pa.string())
+    try:
+        return text.cast(target)
+    except pa.ArrowInvalid:
+        if type_name != "timestamp":
+            raise
+    # some carry a zone: each is read as written (zone-less as UTC, the rest as their instant)
+    return pa.array([_instant(value) for value in values], target)
+
+
+def _instant(value: str | None):
+    if value is None:
+        return None
+    try:
+        return pa.scalar(value).cast(_TIME_TYPES["timestamp"]).as_py()
+    except pa.ArrowInvalid:
+        aware = pa.scalar(value).cast(pa.timestamp("us", "UTC"))
+        return aware.cast(_TIME_TYPES["timestamp"]).as_py()
+
+
 def _value_problem(value: ast.Value, type_name: str) -> str | None:
     """Why the INSERT literal ``value`` does not fit a column of Spark type ``type_name`` (None if it
     does, or if the stream's append is left to judge it)."""
@@ -170,9 +194,10 @@ def _value_problem(value: ast.Value, type_name: str) -> str | None:
         if not isinstance(value, str):
             return f"{value!r} is not a {type_name} (write it as a string, e.g. '2015-01-01 00:05:00')"
         try:
-            pa.array([value]).cast(_TIME_TYPES[type_name])
+            _times([value], type_name)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return f"{value!r} is not a {type_name} (write it as e.g. '2015-01-01 00:05:00', UTC)"
+            example = "'2015-01-01'" if type_name == "date" else "'2015-01-01 00:05:00' (UTC) or '2015-01-01T00:05:00+02:00'"
+            return f"{value!r} is not a {type_name} (write it as e.g. {example})"
         return None
     target = _NUMBER_TYPES.get(type_name)
     if target is None:
@@ -219,7 +244,7 @@ def stream_rows(
         try:
             column = pa.array(values)
             if time_type is not None and pa.types.is_string(column.type):
-                column = column.cast(time_type)
+                column = _times(values, type_name)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             raise ValidationError(
                 f"stream {stream.name}, column {field.name}: the values {values!r} are not "
