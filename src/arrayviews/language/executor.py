@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
-import sqlglot
 
 from arrayviews.language import relations, uncertain_executor
 from arrayviews.language import syntax as ast
@@ -74,6 +73,7 @@ from arrayviews.model.errors import (
     ValidationError,
 )
 from arrayviews.model.schema import ArraySchema
+from arrayviews.model.sql_dialect import parse_spark_query
 from arrayviews.model.types import arrow_type, python_value_problem
 
 if TYPE_CHECKING:
@@ -467,7 +467,7 @@ def _select(db: Database, s: ast.Select) -> Array | Any:
                     array=s.source.name,
                 )
             text = to_text(s)
-            return spark_query(db, text, relations_read(sqlglot.parse_one(text, dialect="spark")))
+            return spark_query(db, text, relations_read(parse_spark_query(text)))
     array = evaluate(db, s.source)
     if isinstance(s.where, ast.SqlCondition) and s.where.error is not None:
         # the name is an array: why cell expressions cannot read the condition, placed in the script
@@ -476,7 +476,10 @@ def _select(db: Database, s: ast.Select) -> Array | Any:
     if s.where is not None:
         array = array.filter(s.where.to_text())
     if s.attributes is not None:
-        array = array.project(*_check_attributes(array, s.attributes))
+        # a dimension may be listed too: every cell of the result keeps its dimensions anyway
+        dimensions = {name.lower() for name in array.schema.dimension_names}
+        attributes = tuple(name for name in s.attributes if name.lower() not in dimensions)
+        array = array.project(*_check_attributes(array, attributes))
     if s.into is not None:
         return array.store(s.into)
     return array

@@ -42,6 +42,7 @@ from arrayviews.model.expression_tree import spark_string_value
 from arrayviews.model.expressions import Expr, parse_expression
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema_parser import parse_schema
+from arrayviews.model.sql_dialect import parse_spark_query
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _FLOAT_SYNTAX = re.compile(r"[.eE]")
@@ -353,9 +354,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             if not plain_name:
                 raise
             try:
-                whole = sqlglot.parse_one(
-                    self.source.clean[select.meta.start_pos : select.meta.end_pos], dialect="spark"
-                )
+                whole = parse_spark_query(self.source.clean[select.meta.start_pos : select.meta.end_pos])
             except sqlglot.errors.SqlglotError:
                 raise error from None
             if not isinstance(whole, exp.Select) or any(
@@ -364,7 +363,7 @@ class StatementBuilder(StreamStatements, UncertainStatements):
                 return _SPARK_QUERY
             text = self.source.clean[start:end].strip()
             try:
-                parsed = sqlglot.parse_one(text, dialect="spark")
+                parsed = parse_spark_query(text)
             except sqlglot.errors.SqlglotError:
                 raise error from None  # the cell-expression error says more about the condition
             # sqlglot reads some malformed conditions leniently (``v $ 1`` as an alias): those stay

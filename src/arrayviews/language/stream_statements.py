@@ -23,6 +23,7 @@ from arrayviews.language.source import Source, tokens_of
 from arrayviews.model import bounds
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.names import PART_TIMESTAMP
+from arrayviews.model.sql_dialect import parse_spark_query
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition, read_part_query
 from arrayviews.streams import literals
 from arrayviews.streams.queries import (
@@ -57,7 +58,7 @@ def sql_expression(source: Source, start: int, end: int, condition: bool = False
     try:
         # string literals are kept as written (streams.literals); offsets do not move
         protected, originals = literals.protect(piece)
-        parsed = literals.restore(sqlglot.parse_one(protected, dialect="spark"), originals)
+        parsed = literals.restore(parse_spark_query(protected), originals)
     except literals.LiteralError as error:
         raise source.error(str(error), start + error.offset) from None
     except sqlglot.errors.ParseError as error:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 
+import sqlglot.errors
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import Token, TokenType
@@ -36,9 +37,16 @@ class _ExpressionParser(Spark.Parser):
     UNARY_PARSERS = {**Spark.Parser.UNARY_PARSERS, TokenType.PLUS: _unary_plus}
 
 
-class CellExpressionDialect(Spark):
-    """sqlglot's Spark dialect with calls kept as written and unary plus kept."""
+class _ExpressionTokenizer(Spark.Tokenizer):
+    # sqlglot reads the text after SHOW, EXECUTE, EXPLAIN (...) as one command string; in a cell
+    # expression those words are column names (``show > 1``)
+    COMMANDS: set = set()
 
+
+class CellExpressionDialect(Spark):
+    """sqlglot's Spark dialect with calls kept as written, unary plus kept, and no command words."""
+
+    Tokenizer = _ExpressionTokenizer
     Parser = _ExpressionParser
 
 
@@ -58,13 +66,38 @@ _STATEMENT_STARTS = frozenset(
 
 
 def parse(tokens: list[Token], text: str) -> list[exp.Expression | None]:
-    """The expressions sqlglot parses from ``tokens`` (raises sqlglot's ParseError); text starting
-    with a word sqlglot would take for a statement is read as an expression."""
-    parser = DIALECT.parser()
-    first = tokens[0] if tokens else None
-    if first is not None and first.token_type in _STATEMENT_STARTS and _PLAIN_NAME.fullmatch(first.text):
-        return parser.parse_into(exp.Condition, tokens, text)
-    return parser.parse(tokens, text)
+    """The expressions sqlglot parses from ``tokens`` (raises sqlglot's ParseError); a word sqlglot
+    would take for the start of a statement is read as a name."""
+    return DIALECT.parser().parse([_as_name(token) for token in tokens], text)
+
+
+def _as_name(token: Token, words: frozenset = _STATEMENT_STARTS) -> Token:
+    """A word sqlglot would start a statement with (``drop``, ``show``, ``insert``) read as the
+    column name Spark reads there, wherever it stands in the expression."""
+    if token.token_type not in words or not _PLAIN_NAME.fullmatch(token.text):
+        return token
+    return Token(TokenType.VAR, token.text, token.line, token.col, token.start, token.end, token.comments)
+
+
+#: Statement words that have a meaning inside a Spark query (ORDER BY x DESC, PIVOT, FETCH).
+_QUERY_WORDS = frozenset({TokenType.DESC, TokenType.PIVOT, TokenType.UNPIVOT, TokenType.FETCH})
+
+
+def parse_spark(text: str) -> list[exp.Expression | None]:
+    """``sqlglot.parse(text, read="spark")``, but with a statement word inside a query or
+    expression (``SELECT drop * 2 FROM t``, ``show > 1``) read as the column name Spark reads
+    there; a statement (DROP TABLE ...) is no query either way."""
+    words = _STATEMENT_STARTS - _QUERY_WORDS
+    named = [_as_name(token, words) for token in DIALECT.tokenize(text)]  # no command words
+    return Spark().parser().parse(named, text)
+
+
+def parse_spark_query(text: str) -> exp.Expression:
+    """``sqlglot.parse_one(text, dialect="spark")`` read as :func:`parse_spark` reads it."""
+    result = parse_spark(text)
+    if not result or result[0] is None:
+        raise sqlglot.errors.ParseError(f"No expression was parsed from '{text}'")
+    return exp.Block(expressions=result) if len(result) > 1 else result[0]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from arrayviews.model.errors import ValidationError
+from arrayviews.model.sql_dialect import parse_spark
 from arrayviews.streams import relations as rel
 from arrayviews.streams.world import StreamWorld, with_part_timestamp
 
@@ -36,7 +37,7 @@ def check_query(text: str, relations: set[str]) -> None:
     (``text.`/etc/hostname```), no table functions (``read_files(...)``), no catalog or database
     qualifiers, no script transforms. Raises ValidationError saying what was refused."""
     try:
-        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+        statements = [s for s in parse_spark(text) if s is not None]
     except sqlglot.errors.ParseError as error:
         raise ValidationError(f"query not accepted: it could not be checked ({error})") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
