@@ -294,14 +294,14 @@ def test_figure1_count_view(db) -> None:
     assert db.views() == ["V"]
     assert isinstance(view.definition, SimilarityViewDefinition)
     assert view.status()["pending"] is False
-    assert view.status()["bases"] == [{"base": "A", "reflected": 1, "current": 1}]
+    assert view.status()["bases"] == [{"base": "A", "reflected": 1, "current": 1, "pending_batches": 0}]
 
     # Figure 1 (b): seven new cells, two of them in new chunks
     base.insert({c: {"r": 1, "s": 1} for c in FIGURE_INSERTS})
     assert len(base.array.chunks()) == 8
     status = view.status()
     assert status["pending"] is True
-    assert status["bases"] == [{"base": "A", "reflected": 1, "current": 2}]
+    assert status["bases"] == [{"base": "A", "reflected": 1, "current": 2, "pending_batches": 1}]
     assert counts(view) == FIGURE_VIEW, "a view changes only when refreshed"
     versions = len(view.versions())
     result = view.refresh("baseline")
@@ -315,7 +315,7 @@ def test_figure1_count_view(db) -> None:
     cells = base.coords()
     np.testing.assert_array_equal([after[tuple(c)] for c in cells], kdtree_counts(cells, cells, 1, p=1))
     assert view.status()["pending"] is False
-    assert view.status()["bases"] == [{"base": "A", "reflected": 2, "current": 2}]
+    assert view.status()["bases"] == [{"base": "A", "reflected": 2, "current": 2, "pending_batches": 0}]
 
     # nothing pending: returns at once and commits nothing
     before = view.versions()

@@ -78,15 +78,23 @@ class View(Array):
 
     # -- maintenance -----------------------------------------------------------------------------
     def status(self) -> dict:
-        """Base versions reflected and current, and whether deltas are pending."""
+        """Base versions reflected and current, the batches (versions that change cells) between
+        them, and whether any is pending: a compaction of a base changes no cells, so it leaves the
+        view up to date (the next refresh moves past it)."""
         table = self._current().table
         reflected = reflected_versions(table)
         rows = []
         for base in self._definition.bases:
-            current = self._db.array(base).version
-            rows.append({"base": base, "reflected": reflected.get(base, 0), "current": current})
-        pending = any(r["reflected"] != r["current"] for r in rows)
-        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending}
+            source = self._db.array(base)._current()
+            before, current = reflected.get(base, 0), source.version
+            batches = (
+                pending.pending_batches(source.table.versions(), before, current) if before < current else []
+            )
+            rows.append(
+                {"base": base, "reflected": before, "current": current, "pending_batches": len(batches)}
+            )
+        pending_now = any(r["pending_batches"] for r in rows)
+        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending_now}
 
     def refresh(self, strategy: str = "auto", bases: str | list[str] | None = None) -> RefreshResult:
         """Bring the view up to date with its base arrays (one atomic snapshot).

@@ -283,11 +283,14 @@ def _axis_text(axis) -> str:
 def _show_status(db: Database, s: ast.ShowStatus) -> pd.DataFrame:
     """Per relation a view reads, the version it reflects and the current one: array and stream views."""
     if relations.kind_of(db, s.name) == relations.STREAM_VIEW:
-        bases = db.stream_view(s.name).bases()
-    else:
-        bases = open_view(db, s.name).status()["bases"]
-    frame = pd.DataFrame(bases, columns=["base", "reflected", "current"])
-    frame["pending"] = frame.reflected != frame.current
+        frame = pd.DataFrame(db.stream_view(s.name).bases(), columns=["base", "reflected", "current"])
+        frame["pending"] = frame.reflected != frame.current
+        return frame
+    # an array view: a base version that only compacts files changes no cells, so it is not pending
+    frame = pd.DataFrame(
+        open_view(db, s.name).status()["bases"], columns=["base", "reflected", "current", "pending_batches"]
+    )
+    frame["pending"] = frame.pop("pending_batches") > 0
     return frame
 
 

@@ -58,6 +58,16 @@ class VersionInfo:
     cells_total: int
     properties: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def changes_cells(self) -> bool:
+        """False for a version that only rewrites how cells are stored (a compaction): the array
+        holds the same cells before and after it, so no view over it falls behind."""
+        return self.operation not in CELL_PRESERVING_OPERATIONS
+
+
+#: Operations whose versions hold exactly the cells of the version before (files rewritten only).
+CELL_PRESERVING_OPERATIONS = frozenset({"compact"})
+
 
 def _version_info(snapshot: SnapshotRecord) -> VersionInfo | None:
     summary = snapshot.summary

@@ -51,8 +51,15 @@ def pending_costs(db: Database, view, first_batch: bool = True) -> list[dict]:
 
 
 def _pending_versions(pinned: StoredSource, reflected: int) -> list[int]:
-    """The versions of a base after the one the view reflects, up to the pinned one, oldest first."""
-    return sorted(v.version for v in pinned.table.versions() if reflected < v.version <= pinned.version)
+    """The versions of a base after the one the view reflects, up to the pinned one, oldest first,
+    that change cells: a compaction is no batch (the view reflects its cells already)."""
+    return pending_batches(pinned.table.versions(), reflected, pinned.version)
+
+
+def pending_batches(versions, reflected: int, current: int) -> list[int]:
+    """Of a base's ``versions`` (VersionInfo), the numbers after ``reflected`` up to ``current``
+    that change cells, oldest first."""
+    return sorted(v.version for v in versions if reflected < v.version <= current and v.changes_cells)
 
 
 def joint_seconds(db: Database, view, bases: tuple[str, ...] | None = None) -> float:
@@ -63,7 +70,7 @@ def joint_seconds(db: Database, view, bases: tuple[str, ...] | None = None) -> f
     table = view._current().table
     reflected = reflected_versions(table)
     pinned = _pinned_bases(db, view.definition, reflected, bases)
-    if all(reflected.get(b, 0) == source.version for b, source in pinned.items()):
+    if not any(_pending_versions(source, reflected.get(b, 0)) for b, source in pinned.items()):
         return 0.0
     source = ViewSource(table, table.current_version(), table.schema)
     _, chosen, _, _, _ = _plan_strategy(db, view, "auto", pinned, reflected, source)
@@ -85,4 +92,4 @@ def first_batch_seconds(db: Database, view, base: str) -> float:
     return float(first.seconds)
 
 
-__all__ = ["first_batch_seconds", "joint_seconds", "pending_costs"]
+__all__ = ["first_batch_seconds", "joint_seconds", "pending_batches", "pending_costs"]
