@@ -16,7 +16,7 @@ from arrayviews.model.errors import ArrayViewsError, NotFoundError, ValidationEr
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.names import unused_name
 from arrayviews.model.schema import ArraySchema, Attribute, Dimension
-from arrayviews.model.shapes import Shape
+from arrayviews.model.shapes import Shape, check_shape
 from arrayviews.operators import halo, simjoin
 from arrayviews.operators.cells import cells_to_fragment_table
 from arrayviews.operators.simjoin import JoinSpec
@@ -299,9 +299,16 @@ def right_names(left: ArraySchema, right: ArraySchema) -> dict[str, str]:
 
 
 def similarity_join(db: Database, alpha, beta, shape: Shape, mapping=None, value=None) -> SimilarityJoin:
+    for side, array in (("left", alpha), ("right", beta)):
+        if not isinstance(array, Array | str):
+            raise ValidationError(
+                f"similarity join: the {side} array is an Array or an array name, got {type(array).__name__}"
+            )
+    check_shape(shape, "similarity join")
     left = alpha if isinstance(alpha, Array) else db.array(alpha)
     right = beta if isinstance(beta, Array) else db.array(beta)
     return SimilarityJoin(db, left, right, shape, mapping, value)
+
 
 
 __all__ = ["SimilarityJoin", "similarity_join"]

@@ -102,8 +102,14 @@ class Mapping:
                 value = spec[target]
                 axes.append(value if isinstance(value, AxisMap) else AxisMap(target, str(value)))
             mapping = cls(tuple(axes))
-        else:
+        elif isinstance(spec, list | tuple) and all(isinstance(axis, AxisMap) for axis in spec):
             mapping = cls(tuple(spec))
+        else:
+            shown = repr(spec) if isinstance(spec, str | int | float) else type(spec).__name__
+            raise ValidationError(
+                f"a mapping is None (dimensions matched in order), a Mapping, a list of AxisMap or "
+                f"{{{beta.name}'s dimension: {alpha.name}'s dimension}}; got {shown}"
+            )
         mapping.check(alpha, beta)
         return mapping
 

@@ -148,6 +148,16 @@ class Shape:
     __and__ = intersection
 
 
+def check_shape(shape: object, what: str) -> None:
+    """Anything but a Shape given as ``what``'s shape is refused saying what to pass."""
+    if not isinstance(shape, Shape):
+        shown = repr(shape) if isinstance(shape, str | int | float) else type(shape).__name__
+        raise ValidationError(
+            f"{what}: the shape is a Shape such as L1(radius, ndim), Linf(radius, ndim), "
+            f"box([(low, high), ...]) or stencil(mask), got {shown}"
+        )
+
+
 def _trim(stencil: np.ndarray, centre: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
     """Cut the stencil to the bounding box of its true cells; an empty shape keeps a 1-cell box."""
     if not stencil.any():

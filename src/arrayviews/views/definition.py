@@ -14,7 +14,7 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.model.mappings import Mapping
 from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.shapes import Shape
+from arrayviews.model.shapes import Shape, check_shape
 
 FUNCTIONS = ("count", "sum", "avg", "min", "max")
 SIDES = ("left", "right")
@@ -217,6 +217,9 @@ def similarity(
 ) -> SimilarityViewDefinition:
     """A similarity-view definition from aggregate strings, e.g.
     ``similarity("A", "A", L1(1, 2), ["count(*) as cnt", "avg(right.v) as mean_v"])``."""
+    check_shape(shape, f"similarity view of {left} and {right}")
+    if isinstance(aggregates, str):
+        aggregates = [aggregates]  # one call, not its characters
     calls = tuple(a if isinstance(a, ViewAggregate) else parse_view_aggregate(a) for a in aggregates)
     return SimilarityViewDefinition(left, right, shape, calls, mapping)
 
