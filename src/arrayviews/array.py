@@ -274,7 +274,7 @@ class Array:
             if start < dimension.low or start + size - 1 > dimension.high:
                 raise ValidationError(
                     f"array {schema.name}, dimension {dimension.name}: block covers {start}:{start + size - 1}, "
-                    f"outside the range {dimension.low}:{dimension.high}",
+                    f"outside the range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                     array=schema.name,
                     column=dimension.name,
                     value=start if start < dimension.low else start + size - 1,
@@ -549,7 +549,23 @@ class Array:
         return reads.to_spark(self._current(), self._db.executors.spark)
 
     def to_xarray(self):
-        return self._read(reads.to_xarray)
+        """An ``xarray.Dataset`` of the array (see ``reads.to_xarray``). Along an open-ended
+        dimension it spans the cells that hold data, from the first to the last stored one, with
+        the scale's coordinates there; an array with no cell yet is refused by name."""
+        open_ended = [d.name for d in self.schema.dimensions if d.unbounded]
+        if not open_ended:
+            return self._read(reads.to_xarray)
+        # one version for the extent and the cells: another writer may append in between
+        fixed = self.at_version(self.version) if self.stored else self
+        extent = fixed._read(lambda source: reads.stored_extent(source, open_ended))
+        if extent is None:
+            raise ValidationError(
+                f"array {self.name} holds no cells yet (dimension {', '.join(open_ended)} is "
+                "open-ended), and to_xarray shows it from its first to its last cell holding data; "
+                f"write cells first, or read a subarray (e.g. {self.name}.subarray({open_ended[0]}=(0, 99)))",
+                array=self.name,
+            )
+        return fixed.subarray(extent)._read(reads.to_xarray)
 
     def plot(self, attr: str | None = None, ax=None, **style):
         """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
@@ -649,10 +665,12 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
                 value=element,
             )
         checked[name] = value
-    if len(checked) < len(schema.attributes):
-        raise ValidationError(
-            f"array {schema.name}: write_dense needs every attribute; nullable ones left out are not supported yet"
-        )
+    # a nullable attribute left out is null in every cell the block writes
+    shape = next(iter(checked.values())).shape if checked else ()
+    dtypes = layout.attribute_dtypes(schema)
+    for attribute in schema.attributes:
+        if attribute.name not in checked:
+            checked[attribute.name] = np.ma.masked_all(shape, dtype=dtypes[attribute.name])
     return checked
 
 

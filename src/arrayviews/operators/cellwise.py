@@ -83,7 +83,7 @@ def _subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) ->
         if new_low > new_high:
             raise ValidationError(
                 f"array {schema.name}: subarray {dimension.name}={low}:{high} lies outside the dimension "
-                f"range {dimension.low}:{dimension.high}",
+                f"range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                 array=schema.name,
                 column=dimension.name,
                 value=(low, high),

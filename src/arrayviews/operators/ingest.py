@@ -243,7 +243,7 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
             raise ValidationError(
                 f"array {schema.name}, column {dimension.name}: coordinate {values[row]}"
                 f"{'' if times is None else f' ({times[row]})'} (row {row}) is outside "
-                f"the dimension range {dimension.low}:{dimension.high}",
+                f"the dimension range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                 array=schema.name,
                 column=dimension.name,
                 value=int(values[row]),

@@ -1,0 +1,197 @@
+"""Array operators and the time axis tried a second time as an adversary: aggregate names, open-ended
+arrays in xarray, NaT labels, write_xarray of selections, aware times and left-out variables,
+against Python datetime arithmetic, pandas and xarray's own selection and concat."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import arrayviews
+from arrayviews.model.errors import ValidationError
+
+SIX_HOURS = dt.timedelta(hours=6)
+ORIGIN = dt.datetime(2026, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    """One in-process database for the module (names are per test)."""
+    return arrayviews.connect(str(tmp_path_factory.mktemp("arrays_trial2") / "warehouse"), execution="local")
+
+
+def _catalog(db) -> list[str]:
+    return sorted(db.relations().name.tolist())
+
+
+# -- aggregate output names --------------------------------------------------------------------------
+
+
+def test_an_aggregate_named_as_a_dimension_is_refused_naming_array_and_name(local) -> None:
+    """Before: aggregate(A, sum(v) AS i) over A[i, j] gave the grand total under a dimension silently
+    renamed i_2 (regrid and views refuse the same clash); by=['i'] with an output named 'j' kept it."""
+    A = local.create_array("Agg<v:float64>[i=0:3:2; j=0:2:2]")
+    A.write_dense(np.arange(12.0).reshape(4, 3))
+    before = _catalog(local)
+    for call in (
+        lambda: A.aggregate("sum(v) AS i"),
+        lambda: A.aggregate("sum(v) AS I", "count(*)"),
+        lambda: A.aggregate("sum(v) AS j", by=["i"]),
+        lambda: local.sql("SELECT * FROM aggregate(Agg, sum(v) AS i)"),
+        lambda: local.sql("SELECT * FROM aggregate(Agg, max(v) AS J, i)"),
+    ):
+        with pytest.raises(ValidationError, match=r"array Agg: aggregate output '[iIjJ]' clashes with the dimension '[ij]'"):
+            call().to_pandas()
+    assert _catalog(local) == before
+    # other names still work, and the totals are Python's
+    total = A.aggregate("sum(v) AS total").to_pandas()
+    assert total.total.tolist() == [float(sum(range(12)))]
+    rows = A.aggregate("sum(v) AS row_sum", by=["i"]).to_pandas()
+    assert rows.row_sum.tolist() == [float(sum(range(3 * r, 3 * r + 3))) for r in range(4)]
+
+
+# -- to_xarray of an open-ended array ----------------------------------------------------------------
+
+
+def _stored_box_reference(cells: dict[tuple[int, int], float], width: int) -> xr.Dataset:
+    """The dataset a user expects: every time from the first to the last stored one (Python
+    datetime arithmetic), NaN where no value was written."""
+    first, last = min(t for t, _ in cells), max(t for t, _ in cells)
+    values = np.full((last - first + 1, width), np.nan, np.float32)
+    for (t, x), v in cells.items():
+        values[t - first, x] = v
+    times = [np.datetime64(ORIGIN + t * SIX_HOURS, "s") for t in range(first, last + 1)]
+    return xr.Dataset({"v": (("time", "x"), values)}, coords={"time": times, "x": np.arange(width)})
+
+
+def test_to_xarray_of_an_open_ended_array_spans_the_cells_that_hold_data(local) -> None:
+    """Before: refused ("spans 4611686018427387904 cells ... too many for an xarray Dataset") however
+    few cells were stored; now the bounding box along the open-ended dimension, with its times."""
+    E = local.create_array("Open<v:float32>[time=0:*:4 SCALE 6 HOURS OFFSET '2026-01-01'; x=0:2:3]")
+    with pytest.raises(ValidationError, match=r"array Open holds no cells yet \(dimension time is open-ended\)"):
+        E.to_xarray()
+    cells = {(5, 0): 1.0, (10, 2): 2.0, (7, 1): 3.0}
+    when = np.array([np.datetime64(ORIGIN + t * SIX_HOURS, "h") for t, _ in cells])
+    E.insert({"time": when, "x": [x for _, x in cells], "v": np.array(list(cells.values()), np.float32)})
+    got = E.to_xarray()
+    xr.testing.assert_identical(got.drop_attrs(), _stored_box_reference(cells, 3))
+    # a filter narrows the box to what it keeps
+    kept = {c: v for c, v in cells.items() if v > 1}
+    xr.testing.assert_identical(E.filter("v > 1").to_xarray().drop_attrs(), _stored_box_reference(kept, 3))
+    # the dataset goes back where it came from, into a copy made from the same schema
+    C = local.create_array("OpenCopy<v:float32>[time=0:*:4 SCALE 6 HOURS OFFSET '2026-01-01'; x=0:2:3]")
+    C.write_xarray(got)
+    pd.testing.assert_frame_equal(C.to_pandas(), E.to_pandas())
+    # the next day, appended, is xarray's concat of the two days
+    nxt = _stored_box_reference({(12, 1): 7.0, (13, 0): 8.0}, 3)
+    E.write_xarray(nxt)
+    expected = xr.concat([got.drop_attrs(), nxt], dim="time").reindex(
+        time=[np.datetime64(ORIGIN + t * SIX_HOURS, "s") for t in range(5, 14)]
+    )
+    xr.testing.assert_identical(E.to_xarray().drop_attrs(), expected)
+
+
+def test_an_open_ended_range_is_shown_with_a_star_in_errors(local) -> None:
+    """Before: "outside the dimension's range 0:4611686018427387903", the sentinel for '*'."""
+    E = local.create_array("OpenStar<v:float64>[time=0:*:4 SCALE 1 DAY OFFSET '2026-01-01']")
+    early = xr.Dataset({"v": ("time", [1.0])}, coords={"time": [np.datetime64("2025-12-31")]})
+    with pytest.raises(ValidationError, match=r"outside the dimension's range 0:\* ") as caught:
+        E.write_xarray(early)
+    assert "4611686018427387903" not in str(caught.value)
+    with pytest.raises(ValidationError, match=r"outside the range 0:\*") as caught:
+        E.write_dense(np.zeros(2), origin=(-1,))
+    with pytest.raises(ValidationError, match=r"outside the dimension range 0:\*"):
+        E.insert({"time": [-3], "v": [1.0]})
+    assert E.version == 0 and E.count() == 0
+
+
+# -- NaT labels ----------------------------------------------------------------------------------------
+
+
+def test_a_nat_label_is_refused_and_deletes_nothing(local) -> None:
+    """Before: pandas.NaT as a slice end read as the earliest instant, so sel(t=slice(NaT, x))
+    selected from the first cell and delete(labels=...) removed those cells."""
+    L = local.create_array("Nat<v:float64>[t=0:9:4 SCALE 12 HOURS OFFSET '2024-02-27']")
+    L.write_dense(np.arange(10.0))
+    for label in (slice(pd.NaT, "2024-02-28"), slice("2024-02-27", pd.NaT), pd.NaT, np.datetime64("NaT")):
+        with pytest.raises(ValidationError, match=r"array Nat, dimension t: a time label may not be NaT"):
+            L.sel(t=label)
+        with pytest.raises(ValidationError, match=r"a time label may not be NaT"):
+            L.delete(labels={"t": label})
+    assert L.version == 1 and L.to_numpy().tolist() == list(np.arange(10.0))
+
+
+# -- write_xarray of what xarray users hold --------------------------------------------------------------
+
+
+GRID = "<a:float64 NULL, b:int32 NULL>[t=0:*:4 SCALE 6 HOURS OFFSET '2026-01-01'; y=0:2:3 SCALE 0.5 OFFSET 10.0]"
+
+
+def _day(shift_days: int = 1) -> xr.Dataset:
+    times = pd.date_range("2026-01-01", periods=4, freq="6h") + pd.Timedelta(days=shift_days)
+    a = np.arange(12.0).reshape(4, 3) + 100 * shift_days
+    b = (np.arange(12) * 10 + shift_days).reshape(4, 3).astype(np.int32)
+    return xr.Dataset({"a": (("t", "y"), a), "b": (("t", "y"), b)}, coords={"t": times, "y": [10.0, 10.5, 11.0]})
+
+
+def test_a_left_out_nullable_variable_is_written_as_nulls(local) -> None:
+    """Before: "write_dense needs every attribute; nullable ones left out are not supported yet",
+    for write_xarray of a Dataset lacking one of the grid's variables, and for write_dense."""
+    G = local.create_array("Part" + GRID)
+    day = _day()
+    G.write_xarray(day[["a"]])
+    got = G.to_xarray()
+    xr.testing.assert_equal(got.a, day.a)
+    assert np.isnan(got.b.values).all()  # every b a null (NaN once it is float64 in xarray)
+    assert G.to_pandas().b.isna().all() and G.count() == 12
+    # a cell where every given variable is missing stays empty
+    sparse = _day(2)[["b"]].astype(np.float64)
+    sparse["b"][0, 0] = np.nan
+    G.write_xarray(sparse)
+    assert G.count() == 12 + 11
+    frame = G.to_pandas(labels=True).set_index(["t", "y"])
+    for t, y in [("2026-01-03T06:00", 10.5), ("2026-01-03T18:00", 11.0)]:
+        assert frame.loc[(pd.Timestamp(t), y), "b"] == sparse.b.sel(t=t, y=y).item()
+        assert pd.isna(frame.loc[(pd.Timestamp(t), y), "a"])
+    assert (pd.Timestamp("2026-01-03"), 10.0) not in frame.index  # the NaN: no cell
+    # write_dense alike; an attribute that is not nullable may not be left out
+    G.write_dense({"b": np.array([[5, 6, 7]], np.int32)}, origin=(20, 0))
+    assert G.sel(t="2026-01-06").to_pandas()[["a", "b"]].fillna(-1).values.tolist() == [[-1, 5], [-1, 6], [-1, 7]]
+    N = local.create_array("Strict<a:float64, b:int32 NULL>[i=0:2:3]")
+    with pytest.raises(ValidationError, match=r"array Strict: the dense block gives no values for attribute\(s\) a"):
+        N.write_dense({"b": np.arange(3, dtype=np.int32)})
+    assert N.version == 0
+
+
+def test_a_selection_with_a_scalar_coordinate_goes_to_its_cell(local) -> None:
+    """Before: ds.isel(y=1) (a scalar coordinate y=10.5) was refused as "the xarray object has
+    dimensions ('t',), the array ('t', 'y')"; xarray's own expand_dims puts it at y=10.5."""
+    G = local.create_array("Slice" + GRID)
+    day = _day()
+    G.write_xarray(day.isel(y=1))
+    G.write_xarray(day.isel(t=0, y=2).a.to_dataset())  # one value, both coordinates scalar
+    got = G.to_xarray().drop_attrs()
+    # xarray's own placement: the selections put back on the day's full coordinates
+    expected = xr.merge([day.isel(y=[1]), day.isel(t=[0], y=[2])[["a"]]], join="outer", compat="no_conflicts")
+    expected = expected.reindex(y=day.y)
+    xr.testing.assert_equal(got, expected)
+    assert np.isnan(got.b.values[:, [0, 2]]).all() and G.count() == 5
+
+
+def test_aware_times_in_an_xarray_coordinate_are_their_utc_instants(local) -> None:
+    """Before: a Dataset over a time-zone-aware index (xarray keeps such times as objects) was
+    refused ("dtype object ... but the dimension takes times"), though insert takes aware times."""
+    G = local.create_array("Aware" + GRID)
+    day = _day()
+    berlin = day.assign_coords(t=day.indexes["t"].tz_localize("UTC").tz_convert("Europe/Berlin"))
+    G.write_xarray(berlin)
+    xr.testing.assert_identical(G.to_xarray().drop_attrs(), day)
+    # across the change to summer time the UTC instants are six hours apart, as the axis wants
+    spring = pd.date_range("2026-03-29T00:00", periods=3, freq="6h", tz="UTC").tz_convert("Europe/Berlin")
+    assert [t.hour for t in spring] == [1, 8, 14]  # the local clock is not evenly spaced
+    G.write_xarray(xr.Dataset({"a": (("t", "y"), np.ones((3, 3)))}, coords={"t": spring, "y": [10.0, 10.5, 11.0]}))
+    assert G.sel(t=slice("2026-03-29", "2026-03-29T12:00")).count() == 9
