@@ -195,3 +195,37 @@ def test_aware_times_in_an_xarray_coordinate_are_their_utc_instants(local) -> No
     assert [t.hour for t in spring] == [1, 8, 14]  # the local clock is not evenly spaced
     G.write_xarray(xr.Dataset({"a": (("t", "y"), np.ones((3, 3)))}, coords={"t": spring, "y": [10.0, 10.5, 11.0]}))
     assert G.sel(t=slice("2026-03-29", "2026-03-29T12:00")).count() == 9
+
+
+# -- regrid of an open-ended time axis, on both executors ---------------------------------------------------
+
+
+def test_regrid_of_an_open_ended_time_axis_is_pandas_resample(db_on) -> None:
+    """Before: regrid({"t": "6h"}) (and SELECT ... FROM regrid(E, 4, 1, ...)) of an open-ended time
+    axis failed on both executors: "cell 1152921504606846973 has no time label: SCALE 6 HOURS ...
+    passes the range of datetime64[m]", its output a bounded dimension reaching that far."""
+    db, executor = db_on
+    E = db.create_array("E<v:float64 NULL>[t=-2:*:5 SCALE 90 MINUTES OFFSET '1969-12-31T22:30'; x=0:1:2]")
+    rng = np.random.default_rng(3)
+    cells = sorted({(int(t), int(x)) for t, x in zip(rng.integers(-2, 40, 30), rng.integers(0, 2, 30), strict=True)})
+    values = [None if k % 5 == 0 else float(k) for k in range(len(cells))]
+    E.insert(pd.DataFrame({"t": [c[0] for c in cells], "x": [c[1] for c in cells], "v": pd.array(values, dtype="Float64")}))
+    start = dt.datetime(1969, 12, 31, 22, 30)
+    frame = pd.DataFrame(
+        {"t": [start + c[0] * dt.timedelta(minutes=90) for c in cells], "x": [c[1] for c in cells], "v": values}
+    )
+    first = start - 2 * dt.timedelta(minutes=90)  # the blocks start at the first cell, -2
+    reference = (
+        frame.groupby([pd.Grouper(key="t", freq="6h", origin=pd.Timestamp(first)), "x"])
+        .agg(v_sum=("v", "sum"), v_count=("v", "count"), count=("v", "size"))
+        .reset_index()
+    )
+    got = E.regrid({"t": "6h"}, "sum(v)", "count(v)", "count(*)").to_pandas(labels=True)
+    assert got.t.tolist() == [t.to_datetime64() for t in reference.t]
+    assert got.x.tolist() == reference.x.tolist() and got["count"].tolist() == reference["count"].tolist()
+    assert got.v_count.tolist() == reference.v_count.tolist()
+    assert got.v_sum.fillna(0).tolist() == reference.v_sum.tolist()  # pandas' sum of no value is 0
+    assert E.regrid({"t": "6h"}, "count(*)").schema.dimensions[0].unbounded
+    if executor == "local":  # the statement's path is the same on Spark: one Spark job is enough
+        statement = db.sql("SELECT * FROM regrid(E, 4, 1, count(*))").to_pandas()
+        assert statement["count"].tolist() == reference["count"].tolist()

@@ -35,7 +35,7 @@ from arrayviews.model.aggregate_calls import (
 from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import unused_name
-from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.schema import UNBOUNDED_HIGH, ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators import regrid_dense
 from arrayviews.operators.source import ComputedSource, Source, stored_box
@@ -276,7 +276,9 @@ def regrid(
             Dimension(
                 dimension.name,
                 dimension.low,
-                dimension.low + extent - 1,
+                # open-ended stays open-ended: a bounded output that far out would need a time label
+                # at its last cell, past datetime64's range
+                UNBOUNDED_HIGH if dimension.unbounded else dimension.low + extent - 1,
                 min(dimension.chunk_length, extent),
                 scale=None if dimension.scale is None else dimension.scale.regridded(dimension.low, block),
             )
