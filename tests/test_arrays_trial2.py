@@ -229,3 +229,29 @@ def test_regrid_of_an_open_ended_time_axis_is_pandas_resample(db_on) -> None:
     if executor == "local":  # the statement's path is the same on Spark: one Spark job is enough
         statement = db.sql("SELECT * FROM regrid(E, 4, 1, count(*))").to_pandas()
         assert statement["count"].tolist() == reference["count"].tolist()
+
+
+# -- window means of integers ---------------------------------------------------------------------------------
+
+
+def test_window_means_of_integers_are_pythons_int_division(local) -> None:
+    """Before: the window's avg of integers was q + r / n rounded twice, one unit in the last place
+    off the mean aggregate and regrid give (18 / 14 gave 1.2857142857142856, not ...58)."""
+    rng = np.random.default_rng(11)
+    rows, width = 40, 9
+    big = rng.integers(-(2**62), 2**62, size=(rows, width))
+    values = np.where(rng.random((rows, width)) < 0.5, big, rng.integers(-50, 50, size=(rows, width)))
+    kept = rng.random((rows, width)) < 0.75
+    A = local.create_array(f"Means<n:int64>[i=0:{rows - 1}:16; j=0:{width - 1}:4]")
+    where = np.argwhere(kept)
+    A.insert({"i": where[:, 0], "j": where[:, 1], "n": values[kept]})
+    for before, after in [(0, 1), (2, 3), (5, 0)]:
+        expected = []
+        for i, j in where.tolist():
+            inside = [int(values[i, m]) for m in range(j - before, j + after + 1) if 0 <= m < width and kept[i, m]]
+            expected.append(sum(inside) / len(inside))  # Python rounds int / int correctly
+        for method in ("incremental", "basic", "naive"):
+            got = A.window({"i": (0, 0), "j": (before, after)}, "avg(n)", method=method).to_pandas()
+            assert got.n_avg.tolist() == expected, (before, after, method)
+    whole = A.window({"i": (0, 0), "j": (width, width)}, "avg(n)").to_pandas().drop_duplicates("i")
+    assert whole.n_avg.tolist() == A.aggregate("avg(n)", by=["i"]).to_pandas().n_avg.tolist()
