@@ -255,3 +255,25 @@ def test_window_means_of_integers_are_pythons_int_division(local) -> None:
             assert got.n_avg.tolist() == expected, (before, after, method)
     whole = A.window({"i": (0, 0), "j": (width, width)}, "avg(n)").to_pandas().drop_duplicates("i")
     assert whole.n_avg.tolist() == A.aggregate("avg(n)", by=["i"]).to_pandas().n_avg.tolist()
+
+
+def test_plot_of_an_open_ended_time_axis_draws_the_cells_that_hold_data(local) -> None:
+    """Before: plot() of an open-ended array was refused ("spans 9223372036854775808 cells ... too many
+    for a dense numpy array"), as to_xarray was."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    P = local.create_array("Plotted<v:float64>[t=0:*:8 SCALE 1 HOUR OFFSET '2026-01-01']")
+    P.insert({"t": np.array(["2026-01-01T03", "2026-01-02T05"], "datetime64[h]"), "v": [1.0, 2.0]})
+    ax = P.plot()
+    try:
+        x, y = ax.lines[0].get_data()
+        hours = [ORIGIN + dt.timedelta(hours=h) for h in range(3, 30)]
+        days = mdates.date2num(x) if np.asarray(x).dtype.kind == "M" else np.asarray(x, dtype=float)
+        assert [mdates.num2date(v).replace(tzinfo=None) for v in days] == hours
+        assert np.nansum(y) == 3.0 and np.count_nonzero(~np.isnan(y)) == 2
+    finally:
+        plt.close(ax.figure)

@@ -552,27 +552,33 @@ class Array:
         """An ``xarray.Dataset`` of the array (see ``reads.to_xarray``). Along an open-ended
         dimension it spans the cells that hold data, from the first to the last stored one, with
         the scale's coordinates there; an array with no cell yet is refused by name."""
+        return self._over_stored_cells()._read(reads.to_xarray)
+
+    def _over_stored_cells(self) -> Array:
+        """This array, or, with an open-ended dimension, its subarray from the first to the last cell
+        holding data along each such dimension (one version for both reads: another writer may
+        append in between); refused by name when no cell holds data."""
         open_ended = [d.name for d in self.schema.dimensions if d.unbounded]
         if not open_ended:
-            return self._read(reads.to_xarray)
-        # one version for the extent and the cells: another writer may append in between
+            return self
         fixed = self.at_version(self.version) if self.stored else self
         extent = fixed._read(lambda source: reads.stored_extent(source, open_ended))
         if extent is None:
             raise ValidationError(
                 f"array {self.name} holds no cells yet (dimension {', '.join(open_ended)} is "
-                "open-ended), and to_xarray shows it from its first to its last cell holding data; "
-                f"write cells first, or read a subarray (e.g. {self.name}.subarray({open_ended[0]}=(0, 99)))",
+                "open-ended), and to_xarray and plot show it from its first to its last cell holding "
+                f"data; write cells first, or read a subarray (e.g. {self.name}.subarray({open_ended[0]}=(0, 99)))",
                 array=self.name,
             )
-        return fixed.subarray(extent)._read(reads.to_xarray)
+        return fixed.subarray(extent)
 
     def plot(self, attr: str | None = None, ax=None, **style):
         """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
-        coordinates on the axes (matplotlib); returns the axes."""
+        coordinates on the axes (matplotlib), an open-ended dimension over its cells that hold data;
+        returns the axes."""
         from arrayviews.plotting import plot_array
 
-        return plot_array(self, attr, ax, **style)
+        return plot_array(self._over_stored_cells(), attr, ax, **style)
 
     def count(self) -> int:
         """Number of non-empty cells (from chunk metadata; no cell data is read)."""
