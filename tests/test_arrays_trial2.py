@@ -299,3 +299,24 @@ def test_insert_takes_iso_text_on_a_time_dimension(local) -> None:
         with pytest.raises(ValidationError, match=rf"array Texts, column t: .*{message}|array Texts, column t: {message}"):
             T.insert({"t": ["2026-03-28T06:00", text], "v": [8, 9]})
     assert T.version == 2 and T.count() == 5
+
+
+def test_to_xarray_box_of_two_open_ended_dimensions_after_deletes(local) -> None:
+    """The box is found from the edge chunks only: cells spread over many chunks, the edge cells
+    deleted afterwards, two open-ended dimensions; against Python's min and max of the cells kept."""
+    rng = np.random.default_rng(5)
+    B = local.create_array("OpenTwo<v:int64>[i=-7:*:3; j=2:*:4]")
+    cells = {(int(i), int(j)): k for k, (i, j) in enumerate(zip(rng.integers(-7, 30, 40), rng.integers(2, 40, 40), strict=True))}
+    B.insert({"i": [c[0] for c in cells], "j": [c[1] for c in cells], "v": list(cells.values())})
+    for _ in range(3):
+        ds = B.to_xarray()
+        lows = (min(i for i, _ in cells), min(j for _, j in cells))
+        highs = (max(i for i, _ in cells), max(j for _, j in cells))
+        assert ds.i.values.tolist() == list(range(lows[0], highs[0] + 1))
+        assert ds.j.values.tolist() == list(range(lows[1], highs[1] + 1))
+        got = {(int(i), int(j)): int(v) for (i, j), v in ds.v.to_series().dropna().items()}
+        assert got == cells
+        # take away the first row of cells and the last column
+        gone = [c for c in cells if c[0] == lows[0] or c[1] == highs[1]]
+        B.delete({"i": [c[0] for c in gone], "j": [c[1] for c in gone]})
+        cells = {c: v for c, v in cells.items() if c not in gone}

@@ -562,7 +562,9 @@ class Array:
         if not open_ended:
             return self
         fixed = self.at_version(self.version) if self.stored else self
-        extent = fixed._read(lambda source: reads.stored_extent(source, open_ended))
+        extent = fixed._edge_extent(open_ended) if fixed.stored else None
+        if extent is None:  # a computed array, or stored chunks that hold no cell: every cell read
+            extent = fixed._read(lambda source: reads.stored_extent(source, open_ended))
         if extent is None:
             raise ValidationError(
                 f"array {self.name} holds no cells yet (dimension {', '.join(open_ended)} is "
@@ -571,6 +573,27 @@ class Array:
                 array=self.name,
             )
         return fixed.subarray(extent)
+
+    def _edge_extent(self, names: list[str]) -> dict[str, tuple[int, int]] | None:
+        """The first and last cell holding data along each dimension of ``names`` of a stored array,
+        read from only its first and last chunks there (the chunk statistics say which); None when
+        there is no chunk, or an edge chunk holds no cell."""
+        stats = self.chunks()
+        stats = stats[stats["cells"] > 0]
+        if stats.empty:
+            return None
+        extent = {}
+        for name in names:
+            ends = []
+            for edge, pick in (("low", "idxmin"), ("high", "idxmax")):
+                row = stats.loc[getattr(stats[f"{name}_{edge}"], pick)()]
+                part = self.subarray({name: (int(row[f"{name}_low"]), int(row[f"{name}_high"]))})
+                found = part._read(lambda source, name=name: reads.stored_extent(source, [name]))
+                if found is None:
+                    return None
+                ends.append(found[name][0] if edge == "low" else found[name][1])
+            extent[name] = (ends[0], ends[1])
+        return extent
 
     def plot(self, attr: str | None = None, ax=None, **style):
         """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
