@@ -182,6 +182,17 @@ def test_a_selection_with_a_scalar_coordinate_goes_to_its_cell(local) -> None:
     assert np.isnan(got.b.values[:, [0, 2]]).all() and G.count() == 5
 
 
+def test_a_variable_over_fewer_dimensions_is_refused_by_name(local) -> None:
+    """Before: a Dataset with a variable over only some of the dimensions failed with numpy's
+    "IndexError: too many indices for array"; from_xarray refuses it by name, and so does this."""
+    G = local.create_array("Fewer" + GRID)
+    day = _day()
+    day["b"] = day.b.isel(y=0, drop=True)
+    with pytest.raises(ValidationError, match=r"array Fewer: variable b has dimensions \('t',\), the array \('t', 'y'\)"):
+        G.write_xarray(day)
+    assert G.version == 0
+
+
 def test_aware_times_in_an_xarray_coordinate_are_their_utc_instants(local) -> None:
     """Before: a Dataset over a time-zone-aware index (xarray keeps such times as objects) was
     refused ("dtype object ... but the dimension takes times"), though insert takes aware times."""

@@ -85,6 +85,13 @@ def xarray_cells(data: object, schema: ArraySchema) -> tuple[dict[str, np.ndarra
                 array=name,
                 column=str(variable),
             )
+        if len(array.dims) != len(data.dims):
+            raise ValidationError(
+                f"array {name}: variable {variable} has dimensions {tuple(str(d) for d in array.dims)}, the "
+                f"array {schema.dimension_names}; every variable needs all of them (as from_xarray asks)",
+                array=name,
+                column=attribute,
+            )
         block = np.asarray(array.values)
         block = block[tuple(slice(None, None, -1) if flip else slice(None) for flip in flips)]
         missing = _missing(block)
