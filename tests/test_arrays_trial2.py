@@ -310,6 +310,10 @@ def test_insert_takes_iso_text_on_a_time_dimension(local) -> None:
         with pytest.raises(ValidationError, match=rf"array Texts, column t: .*{message}|array Texts, column t: {message}"):
             T.insert({"t": ["2026-03-28T06:00", text], "v": [8, 9]})
     assert T.version == 2 and T.count() == 5
+    # numbers and times in one column: before, "column t mixes text and other values" (no text there)
+    with pytest.raises(ValidationError, match=r"column t mixes values of different kinds: row 1 holds .*2026-04-06.*row 0 holds 2"):
+        T.insert({"t": np.array([2, np.datetime64("2026-04-06")], dtype=object), "v": [8, 9]})
+    assert T.version == 2
 
 
 def test_to_xarray_box_of_two_open_ended_dimensions_after_deletes(local) -> None:

@@ -107,11 +107,16 @@ def _mixed(array: str, columns: Mapping) -> ValidationError:
         present = [(row, value) for row, value in enumerate(column) if value is not None]
         text = isinstance(present[0][1], str) if present else False
         row, value = next(((r, v) for r, v in present if isinstance(v, str) != text), (None, None))
+        kinds = "text and other values"
+        if row is None and present:  # no text at all: values of different kinds, e.g. numbers and times
+            kinds = "values of different kinds"
+            first = type(present[0][1])
+            row, value = next(((r, v) for r, v in present if type(v) is not first), (None, None))
         where = (
             "" if row is None else f": row {row} holds {value!r}, row {present[0][0]} holds {present[0][1]!r}"
         )
         return ValidationError(
-            f"array {array}: column {name} mixes text and other values{where}",
+            f"array {array}: column {name} mixes {kinds}{where}",
             array=array,
             column=str(name),
             value=None if row is None else repr(value),
