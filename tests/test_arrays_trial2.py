@@ -8,6 +8,7 @@ import datetime as dt
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import xarray as xr
 
@@ -180,6 +181,34 @@ def test_a_selection_with_a_scalar_coordinate_goes_to_its_cell(local) -> None:
     expected = expected.reindex(y=day.y)
     xr.testing.assert_equal(got, expected)
     assert np.isnan(got.b.values[:, [0, 2]]).all() and G.count() == 5
+
+
+def test_to_xarray_of_integers_with_empty_cells_writes_back(local) -> None:
+    """Before: to_xarray gives integer and bool attributes with empty cells as float64 (NaN there),
+    and write_xarray refused that very Dataset ("values of type float64 cannot be stored as int32")."""
+    R = local.create_array("Ints<n:int32, f:bool, u:uint64 NULL>[i=-2:5:3; j=0:1:2]")
+    cells = {(-2, 0): (7, True, 2**53), (0, 1): (-2**31, False, None), (5, 1): (2**31 - 1, True, 0)}
+    R.insert({
+        "i": [c[0] for c in cells], "j": [c[1] for c in cells],
+        "n": np.array([v[0] for v in cells.values()], np.int32),
+        "f": [v[1] for v in cells.values()],
+        "u": pa.array([v[2] for v in cells.values()], pa.uint64()),
+    })
+    shown = R.to_xarray()
+    assert shown.n.dtype == shown.f.dtype == np.float64
+    copy = local.create_array("IntsCopy<n:int32, f:bool, u:uint64 NULL>[i=-2:5:3; j=0:1:2]")
+    copy.write_xarray(shown)
+    pd.testing.assert_frame_equal(copy.to_pandas(), R.to_pandas())
+    # a fraction, or a value past 2**53 where float64 is no longer exact, is still refused
+    for value, message in [(0.5, "values of type float64 cannot be stored as int32"), (2.0**60, "float64")]:
+        bad = shown.copy(deep=True)
+        bad["n"][0, 0] = value
+        with pytest.raises(ValidationError, match=message):
+            local.create_array(f"IntsBad{len(_catalog(local))}<n:int32, f:bool, u:uint64 NULL>[i=-2:5:3; j=0:1:2]").write_xarray(bad)
+    # floats without a NaN stay floats, which never go into integer attributes
+    whole = shown.fillna(0)
+    with pytest.raises(ValidationError, match="values of type float64 cannot be stored as int32"):
+        local.create_array("IntsWhole<n:int32, f:bool, u:uint64 NULL>[i=-2:5:3; j=0:1:2]").write_xarray(whole)
 
 
 def test_a_variable_over_fewer_dimensions_is_refused_by_name(local) -> None:

@@ -157,12 +157,12 @@ def _cells(data, dim: str, dimension: Dimension, name: str) -> np.ndarray:
 
 
 def _whole_values(block: np.ndarray, missing: np.ndarray, target: str) -> np.ndarray:
-    """A float variable bound for an integer or bool attribute, as ``to_xarray`` gives one with
-    empty cells (float64, NaN there), back as integers (bools) when every other value is one exactly;
-    otherwise unchanged, for write_dense to refuse by name."""
+    """A float variable with NaN bound for an integer or bool attribute, as ``to_xarray`` gives one
+    with empty cells (float64, NaN there), back as integers (bools) when every other value is one
+    exactly; otherwise unchanged, for write_dense to refuse by name."""
     kind = numpy_dtype(target).kind
-    if block.dtype.kind != "f" or kind not in "iub":
-        return block
+    if block.dtype.kind != "f" or kind not in "iub" or not missing.any():
+        return block  # floats with no NaN are floats: refused for an integer attribute, as everywhere
     given = block[~missing]
     if not np.all(np.isfinite(given)) or np.any(np.abs(given) > 2.0**53) or np.any(given != np.trunc(given)):
         return block
