@@ -48,6 +48,9 @@ def test_an_aggregate_named_as_a_dimension_is_refused_naming_array_and_name(loca
         with pytest.raises(ValidationError, match=r"array Agg: aggregate output '[iIjJ]' clashes with the dimension '[ij]'"):
             call().to_pandas()
     assert _catalog(local) == before
+    # project of a dimension (before: "array Agg has no attribute 'i'", as if it did not exist)
+    with pytest.raises(ValidationError, match=r"array Agg: 'i' is a dimension, which every result keeps; name only attributes \(v\)"):
+        A.project("v", "i")
     # other names still work, and the totals are Python's
     total = A.aggregate("sum(v) AS total").to_pandas()
     assert total.total.tolist() == [float(sum(range(12)))]
