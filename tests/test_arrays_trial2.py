@@ -322,7 +322,7 @@ def test_plot_of_an_open_ended_time_axis_draws_the_cells_that_hold_data(local) -
         plt.close(ax.figure)
 
 
-def test_insert_takes_iso_text_on_a_time_dimension(local) -> None:
+def test_insert_takes_iso_text_on_a_time_dimension(local, tmp_path) -> None:
     """Before: text was refused ("coordinates must be integers, got string") on a time dimension,
     though sel, conditions and CSV files take ISO times there; now each text is one UTC instant."""
     T = local.create_array("Texts<v:int64>[t=0:*:10 SCALE 90 MINUTES OFFSET '2026-03-28T00:00']")
@@ -342,10 +342,18 @@ def test_insert_takes_iso_text_on_a_time_dimension(local) -> None:
         with pytest.raises(ValidationError, match=rf"array Texts, column t: .*{message}|array Texts, column t: {message}"):
             T.insert({"t": ["2026-03-28T06:00", text], "v": [8, 9]})
     assert T.version == 2 and T.count() == 5
+    # a CSV file's minutes with a zone (before: "'2026-03-28T03:00Z' ... is not an integer coordinate
+    # or a time labelling a cell"; Spark reads a zone only after seconds)
+    path = tmp_path / "times.csv"
+    path.write_text("t,v\n2026-03-30T03:00Z,10\n2026-03-30T04:30+00:00,11\n2026-03-30T06:00:00Z,12\n")
+    local.sql(f"LOAD Texts FROM '{path}'")
+    loaded = T.sel(t="2026-03-30").to_pandas(labels=True)
+    assert loaded.t.tolist() == [np.datetime64(f"2026-03-30T{h}") for h in ("03:00", "04:30", "06:00")]
+    assert loaded.v.tolist() == [10, 11, 12]
     # numbers and times in one column: before, "column t mixes text and other values" (no text there)
     with pytest.raises(ValidationError, match=r"column t mixes values of different kinds: row 1 holds .*2026-04-06.*row 0 holds 2"):
         T.insert({"t": np.array([2, np.datetime64("2026-04-06")], dtype=object), "v": [8, 9]})
-    assert T.version == 2
+    assert T.version == 3
 
 
 def test_to_xarray_box_of_two_open_ended_dimensions_after_deletes(local) -> None:
