@@ -248,8 +248,9 @@ def test_statements_create_and_show_a_time_axis(local):
     expected = [dt.datetime(2026, 11, 29) + dt.timedelta(hours=h) for h in range(4, 37)]
     assert [_instant(x) for x in window.t.values] == expected
     assert np.nansum(window.v.values) == 5.0  # cells 5 and 30
-    with pytest.raises(ValidationError, match="dimension t is open-ended"):
-        hourly.to_xarray()
+    whole = hourly.to_xarray()  # open-ended: from the first to the last hour holding data
+    assert [_instant(x) for x in whole.t.values] == [dt.datetime(2026, 11, 29) + dt.timedelta(hours=h) for h in range(31)]
+    assert np.nansum(whole.v.values) == 6.0 and np.count_nonzero(~np.isnan(whole.v.values)) == 3
     with pytest.raises(ParseError, match="MONTHS is not a fixed length") as caught:
         local.sql("CREATE ARRAY monthly <v:float64>[t=0:11:12 SCALE 1 MONTHS]")
     assert "line 1, column" in str(caught.value)

@@ -274,7 +274,7 @@ class Array:
             if start < dimension.low or start + size - 1 > dimension.high:
                 raise ValidationError(
                     f"array {schema.name}, dimension {dimension.name}: block covers {start}:{start + size - 1}, "
-                    f"outside the range {dimension.low}:{dimension.high}",
+                    f"outside the range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                     array=schema.name,
                     column=dimension.name,
                     value=start if start < dimension.low else start + size - 1,
@@ -549,14 +549,59 @@ class Array:
         return reads.to_spark(self._current(), self._db.executors.spark)
 
     def to_xarray(self):
-        return self._read(reads.to_xarray)
+        """An ``xarray.Dataset`` of the array (see ``reads.to_xarray``). Along an open-ended
+        dimension it spans the cells that hold data, from the first to the last stored one, with
+        the scale's coordinates there; an array with no cell yet is refused by name."""
+        return self._over_stored_cells()._read(reads.to_xarray)
+
+    def _over_stored_cells(self) -> Array:
+        """This array, or, with an open-ended dimension, its subarray from the first to the last cell
+        holding data along each such dimension (one version for both reads: another writer may
+        append in between); refused by name when no cell holds data."""
+        open_ended = [d.name for d in self.schema.dimensions if d.unbounded]
+        if not open_ended:
+            return self
+        fixed = self.at_version(self.version) if self.stored else self
+        extent = fixed._edge_extent(open_ended) if fixed.stored else None
+        if extent is None:  # a computed array, or stored chunks that hold no cell: every cell read
+            extent = fixed._read(lambda source: reads.stored_extent(source, open_ended))
+        if extent is None:
+            raise ValidationError(
+                f"array {self.name} holds no cells yet (dimension {', '.join(open_ended)} is "
+                "open-ended), and to_xarray and plot show it from its first to its last cell holding "
+                f"data; write cells first, or read a subarray (e.g. {self.name}.subarray({open_ended[0]}=(0, 99)))",
+                array=self.name,
+            )
+        return fixed.subarray(extent)
+
+    def _edge_extent(self, names: list[str]) -> dict[str, tuple[int, int]] | None:
+        """The first and last cell holding data along each dimension of ``names`` of a stored array,
+        read from only its first and last chunks there (the chunk statistics say which); None when
+        there is no chunk, or an edge chunk holds no cell."""
+        stats = self.chunks()
+        stats = stats[stats["cells"] > 0]
+        if stats.empty:
+            return None
+        extent = {}
+        for name in names:
+            ends = []
+            for edge, pick in (("low", "idxmin"), ("high", "idxmax")):
+                row = stats.loc[getattr(stats[f"{name}_{edge}"], pick)()]
+                part = self.subarray({name: (int(row[f"{name}_low"]), int(row[f"{name}_high"]))})
+                found = part._read(lambda source, name=name: reads.stored_extent(source, [name]))
+                if found is None:
+                    return None
+                ends.append(found[name][0] if edge == "low" else found[name][1])
+            extent[name] = (ends[0], ends[1])
+        return extent
 
     def plot(self, attr: str | None = None, ax=None, **style):
         """Draw a 1-D array as a line over its coordinates or a 2-D array as an image with its
-        coordinates on the axes (matplotlib); returns the axes."""
+        coordinates on the axes (matplotlib), an open-ended dimension over its cells that hold data;
+        returns the axes."""
         from arrayviews.plotting import plot_array
 
-        return plot_array(self, attr, ax, **style)
+        return plot_array(self._over_stored_cells(), attr, ax, **style)
 
     def count(self) -> int:
         """Number of non-empty cells (from chunk metadata; no cell data is read)."""
@@ -649,10 +694,12 @@ def _dense_arrays(schema: ArraySchema, data: object, attr: str | None) -> dict[s
                 value=element,
             )
         checked[name] = value
-    if len(checked) < len(schema.attributes):
-        raise ValidationError(
-            f"array {schema.name}: write_dense needs every attribute; nullable ones left out are not supported yet"
-        )
+    # a nullable attribute left out is null in every cell the block writes
+    shape = next(iter(checked.values())).shape if checked else ()
+    dtypes = layout.attribute_dtypes(schema)
+    for attribute in schema.attributes:
+        if attribute.name not in checked:
+            checked[attribute.name] = np.ma.masked_all(shape, dtype=dtypes[attribute.name])
     return checked
 
 

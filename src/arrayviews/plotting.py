@@ -106,7 +106,7 @@ def _axis(dimension) -> tuple[np.ndarray, float, float, str]:
 
 def save_plot(array, path: str, attribute: str | None = None, dpi: int = 100) -> str:
     """Draw ``array`` and write the picture to ``path`` (PNG unless the extension says otherwise)."""
-    ax = plot_array(array, attribute)
+    ax = array.plot(attribute)  # an open-ended array over its cells that hold data, as plot draws it
     ax.figure.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(ax.figure)
     return path

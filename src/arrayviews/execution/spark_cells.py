@@ -224,7 +224,9 @@ def read_cell_files(
         converted[name] = text.try_cast(target)
         scale = schema.dimension(name).scale if schema.has_dimension(name) else None
         if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            times = time_cells(text.try_cast(T.TimestampType()), scale)[0]
+            # Spark reads a zone only after the seconds: '2026-01-02T06:00Z' as '2026-01-02T06:00:00Z'
+            stamped = F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
+            times = time_cells(stamped.try_cast(T.TimestampType()), scale)[0]
             converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)

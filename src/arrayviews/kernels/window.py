@@ -65,6 +65,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from arrayviews.kernels.exact_divide import int_quotient, wide_quotient
 from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums, SumOverflow
 from arrayviews.kernels.window_runs import block_sum, gather_max, gather_sum, run_max, run_sum
 from arrayviews.model.aggregate_calls import canonical_function
@@ -532,14 +533,13 @@ def _finish_sum(name, total, count, is_float, bad, checked=None):
             if name == "sum":
                 result = total.copy()
             else:
+                # correctly rounded, as aggregate and regrid give it (q + r / n rounded twice)
                 safe = np.maximum(count, 1)
-                quotient, remainder = np.divmod(total, safe)
-                result = quotient.astype(np.float64)
-                result += remainder / safe
+                result = int_quotient(total, safe)
                 if wide and not exact.fits().all():
                     beyond = ~exact.fits()
-                    result[beyond] = (
-                        exact.take(beyond).to_float() / np.broadcast_to(safe, beyond.shape)[beyond]
+                    result[beyond] = wide_quotient(
+                        exact.high[beyond], exact.low[beyond], np.broadcast_to(safe, beyond.shape)[beyond]
                     )
         else:
             result = total.copy() if name == "sum" else total / count

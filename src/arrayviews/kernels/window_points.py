@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from arrayviews.kernels.exact_divide import int_quotient, wide_quotient
 from arrayviews.kernels.exact_sum import ExactSumError, FloatSums, IntSums, SumOverflow, add_int
 from arrayviews.kernels.window import CANCELLATION_TOLERANCE, _functions, _window_lengths
 
@@ -344,11 +345,10 @@ def window_points(
             if is_float:
                 result = stats[:, _SUM] / safe
             else:
-                quotient, remainder = np.divmod(total, safe)
-                result = quotient.astype(np.float64) + remainder / safe
+                result = int_quotient(total, safe)  # correctly rounded, as aggregate gives it
                 if exact is not None and not exact.fits().all():
                     beyond = ~exact.fits()
-                    result[beyond] = exact.take(beyond).to_float() / safe[beyond]
+                    result[beyond] = wide_quotient(exact.high[beyond], exact.low[beyond], safe[beyond])
             null = empty
         else:
             result = (smallest if name == "min" else largest).astype(dtype)

@@ -60,7 +60,7 @@ def index_box(schema: ArraySchema, key: object) -> dict[str, tuple[int, int]]:
             if low > high:
                 raise ValidationError(
                     f"{where}: the slice {start}:{stop} holds no coordinate of the range "
-                    f"{dimension.low}:{dimension.high} (slices are half-open, in dimension coordinates)",
+                    f"{dimension.low}:{'*' if dimension.unbounded else dimension.high} (slices are half-open, in dimension coordinates)",
                     array=schema.name,
                     column=dimension.name,
                     value=(start, stop),
@@ -69,7 +69,7 @@ def index_box(schema: ArraySchema, key: object) -> dict[str, tuple[int, int]]:
             low = high = _coordinate(item, where, schema, dimension.name)
             if not dimension.low <= low <= dimension.high:
                 raise ValidationError(
-                    f"{where}: coordinate {low} is outside the range {dimension.low}:{dimension.high}",
+                    f"{where}: coordinate {low} is outside the range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                     array=schema.name,
                     column=dimension.name,
                     value=low,

@@ -268,6 +268,8 @@ def to_instant(value: object) -> np.datetime64:
     """A time label given as ISO 8601 text, ``datetime.datetime``/``date``, ``numpy.datetime64`` or
     ``pandas.Timestamp`` as a ``numpy.datetime64`` (UTC; an aware time is converted to UTC)."""
     if hasattr(value, "to_datetime64") and hasattr(value, "tzinfo"):  # pandas.Timestamp
+        if np.isnat(value.to_datetime64()):  # pandas.NaT, which would compare before every time
+            raise SchemaError("a time label may not be NaT")
         if value.tzinfo is not None:
             value = value.tz_convert("UTC").tz_localize(None)
         return value.to_datetime64()

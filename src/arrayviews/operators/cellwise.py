@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from arrayviews.execution.cost import Choice
 from arrayviews.execution.engine import Engine, conform
 from arrayviews.kernels.evaluate import evaluate, evaluate_predicate
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.expressions import (
     VOID,
     Expr,
@@ -83,7 +83,7 @@ def _subarray_schema(schema: ArraySchema, box: Mapping[str, tuple[int, int]]) ->
         if new_low > new_high:
             raise ValidationError(
                 f"array {schema.name}: subarray {dimension.name}={low}:{high} lies outside the dimension "
-                f"range {dimension.low}:{dimension.high}",
+                f"range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                 array=schema.name,
                 column=dimension.name,
                 value=(low, high),
@@ -271,6 +271,14 @@ def apply(source: Source, engine: Engine, name: str, expression: str) -> Compute
 def project(source: Source, engine: Engine, attributes: list[str]) -> ComputedSource:
     """Only the named attributes, in the given order; cell data is not decoded."""
     schema = source.schema
+    dimension = next((a for a in attributes if schema.has_dimension(a)), None)
+    if dimension is not None:  # SchemaError, as for any name that is no attribute
+        raise SchemaError(
+            f"array {schema.name}: {dimension!r} is a dimension, which every result keeps; name only "
+            f"attributes ({', '.join(schema.attribute_names)})",
+            array=schema.name,
+            column=dimension,
+        )
     kept = [schema.attribute(a) for a in attributes]
     if len(set(attributes)) != len(attributes):
         raise ValidationError(f"array {schema.name}: project names an attribute twice")

@@ -13,10 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.model.cell_checks import check_columns, spelled_columns  # noqa: F401 - callers take it from here
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import SchemaError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
-from arrayviews.model.time_scale import TimeScale
+from arrayviews.model.time_scale import TimeScale, instant_nanoseconds
 from arrayviews.model.types import (
     accepts,
     as_arrow,
@@ -107,11 +107,16 @@ def _mixed(array: str, columns: Mapping) -> ValidationError:
         present = [(row, value) for row, value in enumerate(column) if value is not None]
         text = isinstance(present[0][1], str) if present else False
         row, value = next(((r, v) for r, v in present if isinstance(v, str) != text), (None, None))
+        kinds = "text and other values"
+        if row is None and present:  # no text at all: values of different kinds, e.g. numbers and times
+            kinds = "values of different kinds"
+            first = type(present[0][1])
+            row, value = next(((r, v) for r, v in present if type(v) is not first), (None, None))
         where = (
             "" if row is None else f": row {row} holds {value!r}, row {present[0][0]} holds {present[0][1]!r}"
         )
         return ValidationError(
-            f"array {array}: column {name} mixes text and other values{where}",
+            f"array {array}: column {name} mixes {kinds}{where}",
             array=array,
             column=str(name),
             value=None if row is None else repr(value),
@@ -189,6 +194,51 @@ def _cells_of_times(
     return pa.array(cells, pa.int64()), instants
 
 
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _cells_of_text(
+    schema: ArraySchema, dimension, column: pa.Array | pa.ChunkedArray
+) -> tuple[pa.Array, list[str]]:
+    """The cells of a time dimension given as ISO 8601 text (UTC, as sel, conditions and CSV files
+    take it), exactly in integer nanoseconds; text that is no time or labels no cell is refused by row."""
+    scale = dimension.scale
+    origin = scale.nanoseconds(0)
+    step = scale.nanoseconds(1) - origin
+    texts = column.to_pylist()
+    cells = []
+    for row, text in enumerate(texts):
+        try:
+            offset = instant_nanoseconds(text) - origin
+        except SchemaError as error:
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: row {row}: {error}",
+                array=schema.name,
+                column=dimension.name,
+                value=text,
+            ) from None
+        if offset % step:
+            raise ValidationError(
+                f"array {schema.name}, column {dimension.name}: {text!r} (row {row}) labels no cell of "
+                f"the dimension ({scale.to_text()})",
+                array=schema.name,
+                column=dimension.name,
+                value=text,
+            )
+        cells.append(offset // step)
+    bad = next((row for row, cell in enumerate(cells) if not -(2**63) <= cell < 2**63), None)
+    if bad is not None:
+        raise ValidationError(
+            f"array {schema.name}, column {dimension.name}: {texts[bad]!r} (row {bad}) is outside the "
+            f"dimension range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
+            array=schema.name,
+            column=dimension.name,
+            value=texts[bad],
+        )
+    return pa.array(cells, pa.int64()), texts
+
+
 def _first_index(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -219,6 +269,8 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
         times = None
         if isinstance(dimension.scale, TimeScale) and _is_time(column.type):
             column, times = _cells_of_times(schema, dimension, column)
+        elif isinstance(dimension.scale, TimeScale) and _is_text(column.type):
+            column, times = _cells_of_text(schema, dimension, column)
         if not pa.types.is_integer(column.type):
             raise ValidationError(
                 f"array {schema.name}, column {dimension.name}: coordinates must be integers"
@@ -243,7 +295,7 @@ def normalize_cells(data: object, schema: ArraySchema) -> CellBatch:
             raise ValidationError(
                 f"array {schema.name}, column {dimension.name}: coordinate {values[row]}"
                 f"{'' if times is None else f' ({times[row]})'} (row {row}) is outside "
-                f"the dimension range {dimension.low}:{dimension.high}",
+                f"the dimension range {dimension.low}:{'*' if dimension.unbounded else dimension.high}",
                 array=schema.name,
                 column=dimension.name,
                 value=int(values[row]),

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.errors import ValidationError
@@ -246,6 +247,19 @@ def to_arrow(source: Source, sort: bool = True) -> pa.Table:
     if sort and cells.num_rows:
         cells = cells.sort_by([(d, "ascending") for d in schema.dimension_names])
     return cells
+
+
+def stored_extent(source: Source, names: list[str]) -> dict[str, tuple[int, int]] | None:
+    """The first and last cell holding data along each dimension of ``names`` (None when no cell
+    holds data): the bounding box to_xarray shows of an open-ended dimension."""
+    cells = to_arrow(source, sort=False)
+    if cells.num_rows == 0:
+        return None
+    extent = {}
+    for name in names:
+        ends = pc.min_max(cells.column(name))
+        extent[name] = (ends["min"].as_py(), ends["max"].as_py())
+    return extent
 
 
 def to_pandas(source: Source, sort: bool = True) -> pd.DataFrame:

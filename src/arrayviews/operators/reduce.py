@@ -35,7 +35,7 @@ from arrayviews.model.aggregate_calls import (
 from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.names import unused_name
-from arrayviews.model.schema import ArraySchema, Attribute, Dimension
+from arrayviews.model.schema import UNBOUNDED_HIGH, ArraySchema, Attribute, Dimension
 from arrayviews.model.types import numpy_dtype
 from arrayviews.operators import regrid_dense
 from arrayviews.operators.source import ComputedSource, Source, stored_box
@@ -181,12 +181,13 @@ def output_attributes(
 ) -> list[Attribute]:
     """Output attributes; an aggregate over everything may see no cell, so its values may be null."""
     attributes = []
-    dimensions = {name.lower() for name in dimension_names}
+    dimensions = {name.lower(): name for name in dimension_names}
     for call in calls:
         source = schema.attribute(call.attribute) if call.attribute else None
         if call.output_name.lower() in dimensions:
             raise ValidationError(
-                f"aggregate output {call.output_name!r} clashes with a dimension name; rename it with 'as'"
+                f"array {schema.name}: aggregate output {call.output_name!r} clashes with the dimension "
+                f"{dimensions[call.output_name.lower()]!r}; rename it with 'as'"
             )
         attributes.append(
             Attribute(
@@ -275,7 +276,9 @@ def regrid(
             Dimension(
                 dimension.name,
                 dimension.low,
-                dimension.low + extent - 1,
+                # open-ended stays open-ended: a bounded output that far out would need a time label
+                # at its last cell, past datetime64's range
+                UNBOUNDED_HIGH if dimension.unbounded else dimension.low + extent - 1,
                 min(dimension.chunk_length, extent),
                 scale=None if dimension.scale is None else dimension.scale.regridded(dimension.low, block),
             )
@@ -351,7 +354,9 @@ def aggregate(
     else:
         dimensions = (Dimension(unused_name("i", {c.output_name for c in calls}), 0, 0, 1),)
     names = [d.name for d in dimensions]
-    attributes = output_attributes(schema, calls, names, over_everything=not by)
+    # an output named as any dimension of the array is refused, as regrid and views refuse it
+    # (before, a grand aggregate named its own dimension i_2 to make room for an output 'i')
+    attributes = output_attributes(schema, calls, [*schema.dimension_names, *names], over_everything=not by)
     out_schema = ArraySchema(schema.name, tuple(attributes), dimensions)
     positions = [schema.dimension_names.index(n) for n in by]
     cell_map = functools.partial(_select_map, positions=positions)

@@ -14,6 +14,7 @@ import numpy as np
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale, Dimension
 from arrayviews.model.time_scale import TimeScale
+from arrayviews.model.types import numpy_dtype
 from arrayviews.operators.xarray_block import ULPS, _missing
 
 
@@ -33,6 +34,15 @@ def xarray_cells(data: object, schema: ArraySchema) -> tuple[dict[str, np.ndarra
         )
     if not data.data_vars:
         raise ValidationError(f"array {name}: the xarray object has no data variables", array=name)
+    # a dimension of the array given as a scalar coordinate (what ds.sel(lat=45.0) or isel leaves)
+    # is a dimension of one cell at that coordinate
+    for coordinate in list(data.coords):
+        if (
+            coordinate not in data.dims
+            and data.coords[coordinate].ndim == 0
+            and str(coordinate).lower() in {d.lower() for d in schema.dimension_names}
+        ):
+            data = data.expand_dims(coordinate)
     dims = {schema.spelling(str(d)): str(d) for d in data.dims}
     if sorted(dims) != sorted(schema.dimension_names):
         raise ValidationError(
@@ -57,7 +67,7 @@ def xarray_cells(data: object, schema: ArraySchema) -> tuple[dict[str, np.ndarra
         if low < dimension.low or high > dimension.high:
             raise ValidationError(
                 f"array {name}: coordinate {dims[dimension.name]} falls on cells {low}:{high}, outside the "
-                f"dimension's range {dimension.low}:{dimension.high} (an array made by from_xarray ends "
+                f"dimension's range {dimension.low}:{'*' if dimension.unbounded else dimension.high} (an array made by from_xarray ends "
                 f"where its data did: create it from a schema with {dimension.name}={dimension.low}:* to "
                 "write beyond)",
                 array=name,
@@ -75,9 +85,17 @@ def xarray_cells(data: object, schema: ArraySchema) -> tuple[dict[str, np.ndarra
                 array=name,
                 column=str(variable),
             )
+        if len(array.dims) != len(data.dims):
+            raise ValidationError(
+                f"array {name}: variable {variable} has dimensions {tuple(str(d) for d in array.dims)}, the "
+                f"array {schema.dimension_names}; every variable needs all of them (as from_xarray asks)",
+                array=name,
+                column=attribute,
+            )
         block = np.asarray(array.values)
         block = block[tuple(slice(None, None, -1) if flip else slice(None) for flip in flips)]
         missing = _missing(block)
+        block = _whole_values(block, missing, schema.attribute(attribute).type)
         values[attribute] = np.ma.MaskedArray(block, mask=missing) if missing.any() else block
     return values, tuple(origin)
 
@@ -91,9 +109,11 @@ def _cells(data, dim: str, dimension: Dimension, name: str) -> np.ndarray:
             array=name,
             column=dimension.name,
         )
-    values = np.asarray(data.coords[dim].values)
     where = f"array {name}, coordinate {dim}"
     scale = dimension.scale
+    values = _aware_times(data, dim)
+    if values is None:
+        values = np.asarray(data.coords[dim].values)
     if values.dtype.kind == "M":
         if not isinstance(scale, TimeScale):
             raise ValidationError(
@@ -134,6 +154,32 @@ def _cells(data, dim: str, dimension: Dimension, name: str) -> np.ndarray:
         array=name,
         column=dim,
     )
+
+
+def _whole_values(block: np.ndarray, missing: np.ndarray, target: str) -> np.ndarray:
+    """A float variable with NaN bound for an integer or bool attribute, as ``to_xarray`` gives one
+    with empty cells (float64, NaN there), back as integers (bools) when every other value is one
+    exactly; otherwise unchanged, for write_dense to refuse by name."""
+    kind = numpy_dtype(target).kind
+    if block.dtype.kind != "f" or kind not in "iub" or not missing.any():
+        return block  # floats with no NaN are floats: refused for an integer attribute, as everywhere
+    given = block[~missing]
+    if not np.all(np.isfinite(given)) or np.any(np.abs(given) > 2.0**53) or np.any(given != np.trunc(given)):
+        return block
+    if kind == "b":
+        return np.where(missing, 0, block).astype(bool) if np.all((given == 0) | (given == 1)) else block
+    return np.where(missing, 0, block).astype(np.int64)
+
+
+def _aware_times(data, dim: str) -> np.ndarray | None:
+    """Time-zone-aware times (a pandas index xarray does not hold as datetime64) as their UTC
+    instants, as ``insert`` reads aware timestamps; None for any other coordinate."""
+    import pandas as pd
+
+    index = data.indexes.get(dim)
+    if isinstance(index, pd.DatetimeIndex) and index.tz is not None:
+        return index.tz_convert(None).to_numpy()
+    return None
 
 
 def _shown(cells: np.ndarray) -> str:
