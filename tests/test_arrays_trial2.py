@@ -326,22 +326,25 @@ def test_insert_takes_iso_text_on_a_time_dimension(local, tmp_path) -> None:
     """Before: text was refused ("coordinates must be integers, got string") on a time dimension,
     though sel, conditions and CSV files take ISO times there; now each text is one UTC instant."""
     T = local.create_array("Texts<v:int64>[t=0:*:10 SCALE 90 MINUTES OFFSET '2026-03-28T00:00']")
-    texts = ["2026-03-28T01:30", "2026-03-28T03:00Z", "2026-03-28 04:30:00", "2026-03-29T00:00:00.000000000+00:00"]
-    T.insert({"t": texts, "v": [1, 2, 3, 4]})
+    texts = ["2026-03-28T01:30", "2026-03-28T03:00Z", "2026-03-28 04:30:00", "2026-03-29T00:00:00.000000000+00:00",
+             "2026-03-28T09:00+01:30"]  # an offset names its instant (07:30 UTC)
+    T.insert({"t": texts, "v": [1, 2, 3, 4, 6]})
     T.insert(pd.DataFrame({"t": ["9999-12-31T22:30"], "v": [5]}))
     step, origin = dt.timedelta(minutes=90), dt.datetime(2026, 3, 28)
-    expected = {(dt.datetime.fromisoformat(t.replace("Z", "+00:00")).replace(tzinfo=None) - origin) // step: v
-                for t, v in zip([*texts, "9999-12-31T22:30"], [1, 2, 3, 4, 5], strict=True)}
+    utc = [dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in [*texts, "9999-12-31T22:30"]]
+    utc = [t if t.tzinfo is None else t.astimezone(dt.UTC).replace(tzinfo=None) for t in utc]
+    expected = {(t - origin) // step: v for t, v in zip(utc, [1, 2, 3, 4, 6, 5], strict=True)}
     assert dict(zip(T.to_pandas().t, T.to_pandas().v, strict=True)) == expected
     for text, message in [
         ("2026-03-28T01:31", r"'2026-03-28T01:31' \(row 1\) labels no cell of the dimension"),
-        ("2026-03-28T01:30+01:00", r"row 1: time '2026-03-28T01:30\+01:00' has the offset \+01:00"),
+        ("2026-03-28T01:30+01:00", r"'2026-03-28T01:30\+01:00' \(row 1\) labels no cell"),  # 00:30 UTC
+        ("2026-03-28T01:30+19:00", r"row 1: time '2026-03-28T01:30\+19:00' has the offset \+19:00, which is no UTC offset"),
         ("yesterday", r"row 1: 'yesterday' is not an ISO 8601 time"),
         ("2026-03-27", r"\(2026-03-27\) \(row 1\) is outside the dimension range 0:\*"),
     ]:
         with pytest.raises(ValidationError, match=rf"array Texts, column t: .*{message}|array Texts, column t: {message}"):
             T.insert({"t": ["2026-03-28T06:00", text], "v": [8, 9]})
-    assert T.version == 2 and T.count() == 5
+    assert T.version == 2 and T.count() == 6
     # a CSV file's minutes with a zone (before: "'2026-03-28T03:00Z' ... is not an integer coordinate
     # or a time labelling a cell"; Spark reads a zone only after seconds)
     path = tmp_path / "times.csv"

@@ -91,7 +91,7 @@ def test_one_scale_whatever_form_it_came_in():
         ("t=0:9:5 SCALE 2 YEARS", "YEARS is not a fixed length"),
         ("t=0:9:5 SCALE 1.5 DAYS", "whole nonzero number"),
         ("t=0:9:5 SCALE 0 HOURS", "whole nonzero number"),
-        ("t=0:9:5 SCALE 1 DAY OFFSET '2026-01-01T00:00+02:00'", "give times in UTC"),
+        ("t=0:9:5 SCALE 1 DAY OFFSET '2026-01-01T00:00+25:00'", "no UTC offset"),
         ("t=0:9:5 SCALE 1 DAY OFFSET 'next tuesday'", "not an ISO 8601 time"),
         ("t=0:9:5 SCALE 1 NANOSECOND OFFSET '2262-04-11T23:47:16.854775807'", r"range of datetime64\[ns\]"),
     ],
@@ -199,8 +199,13 @@ def test_labels_that_name_no_cell_or_are_not_times_are_refused(grid):
         grid.sel(time=5.0)
     with pytest.raises(ValidationError, match="holds no coordinate"):
         grid.sel(time=slice("2027-01-01", "2027-02-01"))
-    with pytest.raises(ValidationError, match="give times in UTC"):
-        grid.sel(time="2026-01-31T06:00+05:00")
+    with pytest.raises(ValidationError, match="no UTC offset"):
+        grid.sel(time="2026-01-31T06:00+19:00")
+    # an offset names its instant: 11:00 at +05:00 is 06:00 UTC, the cell of that label
+    np.testing.assert_array_equal(
+        grid.sel(time="2026-01-31T11:00+05:00").to_numpy("temp"),
+        grid.sel(time="2026-01-31T06:00").to_numpy("temp"),
+    )
     with pytest.raises(ValidationError, match="may not be NaT"):
         grid.sel(time=np.datetime64("NaT"))
 
@@ -504,8 +509,11 @@ def test_time_conditions_in_statements_and_text_that_is_no_time(local, hourly_bo
     assert got["t"].tolist() == [46, 47]  # 2026-01-03T21:00 is cell 46 (46 * 90 minutes)
     with pytest.raises(ValidationError, match="'2026-02-30' is not a time"):
         local.sql("SELECT * FROM up_times WHERE t < '2026-02-30'")
-    with pytest.raises(ValidationError, match="give times in UTC"):
-        local.sql("SELECT * FROM up_times WHERE t < '2026-01-02T00:00+02:00'")
+    with pytest.raises(ValidationError, match="no UTC offset"):
+        local.sql("SELECT * FROM up_times WHERE t < '2026-01-02T00:00+02:61'")
+    # 2026-01-04T00:30+03:00 is 2026-01-03T21:30 UTC: after cell 46 (21:00), before 47 (22:30)
+    got = local.sql("SELECT * FROM up_times WHERE t > '2026-01-04T00:30+03:00' AND v < 100").to_pandas()
+    assert got["t"].tolist() == [47]
 
 
 def test_delete_by_labels_removes_what_sel_selects(local):
@@ -518,3 +526,25 @@ def test_delete_by_labels_removes_what_sel_selects(local):
     assert kept == sorted({(c, i) for c in range(12) for i in (0, 1)} - gone)
     with pytest.raises(ValidationError, match="delete takes one of cells, box=... or labels=..."):
         A.delete(box={"t": (0, 1)}, labels={"t": "2026-01-01"})
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=FIXTURES)
+@given(
+    cells=st.lists(st.integers(0, 5_000), min_size=1, max_size=6, unique=True),
+    minutes=st.integers(-14 * 60, 14 * 60),
+    at_once=st.booleans(),
+)
+def test_text_with_an_offset_from_utc_is_the_instant_it_names(local, cells, minutes, at_once):
+    """Before: '2026-01-02T06:00+05:30' was refused ("give times in UTC") by insert, sel and
+    conditions, while LOAD of a CSV file and Spark read it as its instant."""
+    A = local.create_array(f"offset_times_{next(_INSERTS)}<v:int64>[t=0:*:64 SCALE 90 MINUTES OFFSET '2001-02-03']")
+    zone = dt.timezone(dt.timedelta(minutes=minutes))
+    origin = dt.datetime(2001, 2, 3, tzinfo=dt.UTC)
+    texts = [(origin + cell * dt.timedelta(minutes=90)).astimezone(zone).isoformat() for cell in cells]
+    if not at_once:  # one zone-less text among them: read row by row
+        texts[0] = (origin + cells[0] * dt.timedelta(minutes=90)).replace(tzinfo=None).isoformat()
+    A.insert({"t": texts, "v": cells})
+    frame = A.to_pandas()
+    assert sorted(zip(frame["t"].tolist(), frame["v"].tolist(), strict=True)) == [(c, c) for c in sorted(cells)]
+    chosen = cells[-1]
+    assert A.sel(t=texts[-1]).to_pandas()["v"].tolist() == [chosen]

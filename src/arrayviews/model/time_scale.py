@@ -241,27 +241,30 @@ def period_nanoseconds(value: object) -> tuple[int, int]:
     first = instant_nanoseconds(value)
     if not isinstance(value, str):
         return first, first
-    written = np.datetime64(_without_zone(value).replace(" ", "T", 1))
+    local, offset = _split_zone(value)
+    written = np.datetime64(local.replace(" ", "T", 1))
     unit = np.datetime_data(written.dtype)[0]
     following = (
         (written + np.timedelta64(1, unit)).astype("datetime64[D]") if unit in ("Y", "M", "W") else None
     )
     if following is None:
         return first, first + _per(_unit_of(written.dtype), "ns") - 1
-    return first, int(following.astype(np.int64)) * _per("D", "ns") - 1
+    return first, (int(following.astype(np.int64)) * _per("D", "ns") - offset * _per("m", "ns")) - 1
 
 
-def _without_zone(text: str) -> str:
-    """``text`` without a UTC designator; another offset is refused."""
+def _split_zone(text: str) -> tuple[str, int]:
+    """``text`` without its zone designator, and the designator's offset from UTC in minutes
+    (``Z`` 0, ``+05:30`` 330, ``-0800`` -480; none written: 0, the time is UTC)."""
     text = text.strip()
     zone = _ZONE.search(text) if "T" in text or " " in text else None
-    if zone is None:
-        return text
-    if zone.group() not in ("Z", "+00:00", "+0000", "+00"):
-        raise SchemaError(
-            f"time {text!r} has the offset {zone.group()}: give times in UTC (or end them with Z)"
-        )
-    return text[: zone.start()]
+    if zone is None or zone.group() == "Z":
+        return (text if zone is None else text[: zone.start()]), 0
+    digits = zone.group()[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    if hours > 18 or minutes > 59:
+        raise SchemaError(f"time {text!r} has the offset {zone.group()}, which is no UTC offset")
+    sign = -1 if zone.group()[0] == "-" else 1
+    return text[: zone.start()], sign * (60 * hours + minutes)
 
 
 def to_instant(value: object) -> np.datetime64:
@@ -287,10 +290,11 @@ def to_instant(value: object) -> np.datetime64:
         if np.datetime_data(value.dtype)[0] == "generic":
             raise SchemaError("a time label needs a unit (numpy.datetime64 without one)")
         return value.astype(f"datetime64[{_unit_of(value.dtype)}]")  # a multiplier such as [10s] undone
-    if isinstance(value, str):
-        text = _without_zone(value)
+    if isinstance(value, str):  # with an offset from UTC, the instant it names (as Spark reads it)
+        text, offset = _split_zone(value)
         try:
-            return to_instant(np.datetime64(text.replace(" ", "T", 1)))
+            local = to_instant(np.datetime64(text.replace(" ", "T", 1)))
+            return local - np.timedelta64(offset, "m") if offset else local
         except ValueError:
             raise SchemaError(
                 f"{value!r} is not an ISO 8601 time such as '2026-01-31' or '2026-01-31T06:00'"
