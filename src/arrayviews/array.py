@@ -18,7 +18,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.model.display import Rows, as_html, as_text, described
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.indexing import index_box
-from arrayviews.model.labels import label_box, span_cells
+from arrayviews.model.labels import label_box, reach_cells, span_cells
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.types import accepts, first_misfit, misfit_reason
 from arrayviews.operators import cellwise, join, reads, reduce, window, writes
@@ -470,8 +470,8 @@ class Array:
         days")}``), each a whole number of the dimension's steps."""
         if isinstance(extents, Mapping):
             extents = {
-                name: tuple(span_cells(self.schema, name, x) for x in reach)
-                if self.schema.has_dimension(name) and isinstance(reach, (tuple, list))
+                name: reach_cells(self.schema, name, *reach)
+                if self.schema.has_dimension(name) and isinstance(reach, (tuple, list)) and len(reach) == 2
                 else reach
                 for name, reach in extents.items()
             }

@@ -227,6 +227,18 @@ def span_cells(schema: ArraySchema, name: str, span: object) -> object:
         raise ValidationError(f"{where}: {error}", array=schema.name, column=name) from None
 
 
+def reach_cells(schema: ArraySchema, name: str, before: object, after: object) -> tuple[object, object]:
+    """A window's (before, after) along dimension ``name`` as counts of cells in cell order. Given
+    as durations, the pair is in time order (``("18h", "0h")``: the trailing 18 hours, as pandas'
+    ``rolling``), so on a descending time axis, where earlier times are higher cells, it is turned
+    around; counts of cells stay in cell order."""
+    cells = span_cells(schema, name, before), span_cells(schema, name, after)
+    scale = schema.dimension(name).scale
+    if isinstance(scale, TimeScale) and scale.step < 0 and (is_duration(before) or is_duration(after)):
+        return cells[1], cells[0]
+    return cells
+
+
 def is_duration(value: object) -> bool:
     """Whether ``value`` is written as a duration (text, or a time delta of any library)."""
     return isinstance(value, str | dt.timedelta | np.timedelta64) or hasattr(value, "to_timedelta64")
@@ -242,7 +254,11 @@ def _duration(span: object) -> np.timedelta64:
         return span
     found = _SPAN.match(span)  # text
     word = found.group(2).lower() if found else ""
-    unit = _SPAN_UNITS.get(word) or UNIT_WORDS.get(word) or UNIT_WORDS.get(word[:-1] if word.endswith("s") else "")
+    unit = (
+        _SPAN_UNITS.get(word)
+        or UNIT_WORDS.get(word)
+        or UNIT_WORDS.get(word[:-1] if word.endswith("s") else "")
+    )
     if unit is None:
         raise SchemaError(f"{span!r} is not a duration such as '6 hours', '1 day', '90min' or '1D'")
     resolution, per = unit

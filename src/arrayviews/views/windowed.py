@@ -10,7 +10,7 @@ import numpy as np
 
 from arrayviews.execution.engine import Data, Engine
 from arrayviews.model.geometry import ChunkGrid
-from arrayviews.model.labels import span_cells
+from arrayviews.model.labels import reach_cells
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import halo
 from arrayviews.operators.deltas import Delta
@@ -122,9 +122,10 @@ def in_cells(definition: WindowViewDefinition, base: ArraySchema) -> WindowViewD
     (``"1 day"``, a ``timedelta``) becomes its whole number of steps; the view stores cells."""
     if len(definition.before) != base.ndim or len(definition.after) != base.ndim:
         return definition  # the window's own check names the mismatch
-    names = base.dimension_names
-
-    def cells(values: tuple) -> tuple:
-        return tuple(span_cells(base, n, v) for n, v in zip(names, values, strict=True))
-
-    return dataclasses.replace(definition, before=cells(definition.before), after=cells(definition.after))
+    pairs = [
+        reach_cells(base, n, b, a)
+        for n, b, a in zip(base.dimension_names, definition.before, definition.after, strict=True)
+    ]
+    return dataclasses.replace(
+        definition, before=tuple(p[0] for p in pairs), after=tuple(p[1] for p in pairs)
+    )
