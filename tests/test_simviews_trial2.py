@@ -381,3 +381,68 @@ def test_a_join_of_two_versions_of_one_array_is_never_answered_through_a_self_jo
         assert "a view reflects one version of each base" in join.explain("count(*) as n")
         with pytest.raises(ValidationError, match=r"view V cannot answer .* and a view reflects one version"):
             join.aggregate("count(*) as n", through="V")
+
+
+# -- sums at their edges: exact, or loud with nothing changed -----------------------------------------
+def test_sums_at_the_edges_are_exact_or_stop_the_refresh_leaving_the_view_as_it_was(local_db):
+    """int64 values at both ends and floats whose sum cancels (1e16 + 1 - 1e16) are summed exactly,
+    as Python integers and math.fsum sum them; a refresh whose int64 sum leaves int64, or whose
+    float sum spans more than the kept components or leaves float64, stops with an error naming
+    the view, the aggregate and the cell, and leaves the view's versions and pending state as they
+    were, under every strategy and a one-base refresh; once the batch that caused it is deleted,
+    the next refresh succeeds and equals plain Python again."""
+    db = local_db
+    top = 2**63 - 1
+    A = db.create_array("A<v:float64, w:int64>[i=-3:20:2]")
+    cells = {0: (1e16, top), 1: (1.0, -5), 2: (-1e16, -top - 1), 3: (1e-300, top), -3: (-0.0, 7)}
+    A.insert({"i": list(cells), "v": [c[0] for c in cells.values()], "w": [c[1] for c in cells.values()]})
+    aggregates = [
+        "count(*) as n",
+        "sum(right.v) as s",
+        "avg(right.v) as a",
+        "avg(right.w) as aw",
+        "min(right.w) as lw",
+    ]
+    V = db.create_view("V", similarity("A", "A", L1(1, 1), aggregates))
+
+    def expected() -> dict:
+        out = {}
+        for i in cells:
+            found = [cells[k] for k in (i - 1, i, i + 1) if k in cells]
+            vs, ws = [f[0] for f in found], [f[1] for f in found]
+            total = math.fsum(vs)
+            out[i] = (len(found), total, total / len(vs), float(Fraction(sum(ws), len(ws))), min(ws))
+        return out
+
+    def got() -> dict:
+        return {r.i: (r.n, r.s, r.a, r.aw, r.lw) for r in V.to_pandas().itertuples()}
+
+    assert got() == expected()
+    assert got()[1][1] == 1.0  # 1e16 + 1 - 1e16: the 1 survives
+    scratch = db.similarity_join("A", "A", L1(1, 1)).aggregate(*aggregates, through="none")
+    assert scratch.to_pandas().equals(V.to_pandas())
+    bad_batches = [  # cells, the other view's extra aggregate and shape, the views that fail, the error
+        ({"i": [4], "v": [0.0], "w": [top]}, ["sum(right.w) as sw"], L1(1, 1), "W",
+         r"sum\(right.w\) \(sw\) at cell \(i=4\) is 18446744073709551614, which does not fit int64"),
+        ({"i": [10, 11, 12, 13, 14], "v": [1e300, 1e200, 1e100, 1.0, 1e-100], "w": [0] * 5}, [], Linf(3, 1), "W",
+         r"the sum of right.v at cell \(i=1\d\): its exact sum needs more than 4 float64 components"),
+        ({"i": [10, 11], "v": [1.7e308, 1.7e308], "w": [0, 0]}, [], Linf(3, 1), "VW",
+         r"the sum of right.v at cell \(i=1[01]\): its exact sum leaves the float64 range"),
+    ]  # fmt: skip
+    for batch, extra, shape, failing, message in bad_batches:
+        W = db.create_view("W", similarity("A", "A", shape, aggregates + extra))
+        views = {"V": V, "W": W}
+        before = {name: view.versions().version.tolist() for name, view in views.items()}
+        A.insert(batch)
+        for strategy, bases in (("baseline", None), ("full", None), ("auto", None), ("auto", ["A"])):
+            for name in failing:
+                with pytest.raises(RangeError, match=rf"^view {name}: .*{message}"):
+                    views[name].refresh(strategy, bases=bases)
+                assert views[name].versions().version.tolist() == before[name]
+                assert views[name].status()["pending"] is True
+        A.delete({"i": batch["i"]})
+        for view in views.values():
+            view.refresh()
+            assert not view.status()["pending"] and view.verify()
+        assert got() == expected()
+        db.drop_view("W")
