@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arrayviews
 from arrayviews import L1, Linf, RangeError, ValidationError, similarity, stencil
+from arrayviews.kernels.simjoin import join_aggregate
 from arrayviews.model.mappings import AxisMap, Mapping
 
 AGGREGATES = (
@@ -446,3 +449,49 @@ def test_sums_at_the_edges_are_exact_or_stop_the_refresh_leaving_the_view_as_it_
             assert not view.status()["pending"] and view.verify()
         assert got() == expected()
         db.drop_view("W")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-3, 3),
+            st.integers(0, 2**64 - 1) | st.sampled_from([0, 2**63 - 1, 2**63, 2**64 - 1]),
+            st.sampled_from([-1, 1]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.tuples(st.integers(-3, 3), st.sampled_from([-1, 1])), min_size=1, max_size=4),
+)
+def test_signed_uint64_sums_and_extremes_of_the_kernel_equal_python_integers(right, left):
+    """The kernel's signed sums of uint64 values (shifted by 2**63 inside, the shift undone by the
+    signed count of valid values) and its extremes, against Python integers."""
+    shape = L1(1, 1)
+    result = join_aggregate(
+        np.array([[p] for p, _ in left], np.int64),
+        np.array([[p] for p, *_ in right], np.int64),
+        shape,
+        {"u": np.array([u for _, u, _, _ in right], np.uint64)},
+        {"u": np.array([valid for *_, valid in right], bool)},
+        np.array([s for _, s in left], np.int64),
+        np.array([s for _, _, s, _ in right], np.int64),
+    )
+    for row, (p, left_sign) in enumerate(left):
+        pairs = [(u, left_sign * s) for q, u, s, valid in right if abs(q - p) <= 1 and valid]
+        assert result.sums["u"].to_python(row) == sum(sign * u for u, sign in pairs)
+        assert int(result.valid_count["u"][row]) == sum(sign for _, sign in pairs)
+        arrived = [u for u, sign in pairs if sign > 0]
+        gone = [u for u, sign in pairs if sign < 0]
+        assert result.minimum["u"].dtype == np.uint64
+        if arrived:
+            assert (int(result.minimum["u"][row]), int(result.maximum["u"][row])) == (
+                min(arrived),
+                max(arrived),
+            )
+        if gone:
+            assert (int(result.gone_minimum["u"][row]), int(result.gone_maximum["u"][row])) == (
+                min(gone),
+                max(gone),
+            )
