@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayviews
-from arrayviews import L1, Linf, RangeError, ValidationError, similarity, stencil
+from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity, stencil
 from arrayviews.kernels.simjoin import join_aggregate
 from arrayviews.model.mappings import AxisMap, Mapping
 
@@ -495,3 +495,48 @@ def test_signed_uint64_sums_and_extremes_of_the_kernel_equal_python_integers(rig
                 min(gone),
                 max(gone),
             )
+
+
+# -- a base's reflected version expired -------------------------------------------------------------
+def test_a_view_whose_reflected_base_version_expired_is_still_kept_within_its_limit(local_db):
+    """Failed before: once R expired the version V reflects, ``V.pending_costs()``,
+    ``V.keep_within_limit()`` (so every maintenance pass of a view with a limit) and
+    ``V.refresh(bases=["L"])`` failed with "array R has no version 1", though a refresh of every
+    base (in full) can run. Now the partial refresh says why it cannot run and changes nothing,
+    the pending costs price the refresh that can, and the limit's decision refreshes every base;
+    the view then equals plain Python over the current cells."""
+    import datetime as dt
+    import time
+
+    db = local_db
+    arrays = {n: db.create_array(f"{n}<v:int64>[i=0:9:3; j=0:9:3]") for n in "LR"}
+    cells = {n: {(0, 0): 1, (1, 1): 2} for n in "LR"}
+    for n in "LR":
+        arrays[n].insert({"i": [0, 1], "j": [0, 1], "v": [1, 2]})
+    V = db.create_view("V", similarity("L", "R", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    for k in range(3):
+        for n, i in (("L", 3 + k), ("R", 2 + k)):
+            arrays[n].insert({"i": [i], "j": [3], "v": [7 + k]})
+            cells[n][(i, 3)] = 7 + k
+    time.sleep(0.01)
+    assert 1 in arrays["R"].expire_versions(older_than=dt.timedelta(0)).versions
+    before = V.versions().version.tolist()
+    with pytest.raises(NotFoundError, match=r"R v1, the version the view reflects, has expired: .*on L only"):
+        V.refresh(bases=["L"])
+    assert V.versions().version.tolist() == before
+    costs = V.pending_costs()
+    assert costs.strategy.tolist() == ["full", "full"]
+    assert all(math.isfinite(x) and x > 0 for x in costs.predicted_seconds)
+    V.set_refresh_limit(1e-9)
+    decision = V.keep_within_limit()
+    assert (
+        decision.advanced == ("L", "R")
+        and "the version of R the view reflects has expired" in decision.reason
+    )
+    assert not V.status()["pending"]
+    want = {}
+    for i, j in cells["L"]:
+        found = [cells["R"][k] for k in ((i + a, j + b) for a, b in L1(1).offsets()) if k in cells["R"]]
+        if found:
+            want[(i, j)] = (len(found), sum(found))
+    assert {(r.i, r.j): (r.n, r.s) for r in V.to_pandas().itertuples()} == want
