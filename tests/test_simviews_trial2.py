@@ -572,3 +572,33 @@ def test_uint64_and_time_state_crosses_spark(spark, tmp_path):
     }
     got = {r.i: (int(r.lu), pd.Timestamp(r.ht).value, r.au) for r in V.to_pandas().itertuples()}
     assert got == want
+
+
+def test_a_join_of_an_array_with_a_filter_or_subarray_of_itself_reads_each_side(local_db):
+    """Failed before: ``similarity_join(A, A.filter("v > 2"))`` took the right side to be A itself
+    (the same name, so "one array read once"), silently dropping the filter, and answered through
+    the self-join view V; with ``A.subarray(i=(0, 1))`` on the right, the answer through V ignored
+    the box and the one from the base arrays was wrong too. Now each side is read as given, both
+    ways, as plain Python computes it."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:3]")
+    cells = {0: 1, 1: 2, 2: 3, 3: 4}
+    A.insert({"i": list(cells), "v": list(cells.values())})
+    db.create_view("V", similarity("A", "A", L1(1, 1), ["count(*) as n", "sum(right.v) as s"]))
+    sides = [
+        (A, A.filter("v > 2"), cells, {i: v for i, v in cells.items() if v > 2}),
+        (A.filter("v > 2"), A, {i: v for i, v in cells.items() if v > 2}, cells),
+        (A, A.subarray(i=(0, 1)), cells, {i: v for i, v in cells.items() if i <= 1}),
+        (A.subarray(i=(2, 3)), A, {i: v for i, v in cells.items() if i >= 2}, cells),
+    ]
+    for left, right, lcells, rcells in sides:
+        want = {}
+        for i in lcells:
+            found = [rcells[k] for k in (i - 1, i, i + 1) if k in rcells]
+            if found:
+                want[i] = (len(found), sum(found))
+        for through in ("auto", "none"):
+            frame = db.similarity_join(left, right, L1(1, 1)).aggregate(
+                "count(*) as n", "sum(right.v) as s", through=through
+            )
+            assert {r.i: (r.n, r.s) for r in frame.to_pandas().itertuples()} == want, (through, want)
