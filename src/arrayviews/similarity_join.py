@@ -115,14 +115,17 @@ class SimilarityJoin:
         """Both sides' sources read once: every later step of one query reads these versions (a
         self-join reads one version on both sides), whatever commits meanwhile."""
         left = self.left.source
-        one_array = (
+        if self.right is self.left:
+            return left, left
+        right = self.right.source
+        one_array = (  # a filter or subarray of the array is another input, though it has its name
             isinstance(left, StoredSource)
+            and isinstance(right, StoredSource)
             and not self.left._pinned
             and not self.right._pinned
             and self.right.name == self.left.name
         )
-        right = left if self.right is self.left or one_array else self.right.source
-        return left, right
+        return left, (left if one_array else right)
 
     def _plan(self, definition, through, sources=None) -> answering.AnswerPlan:
         through = self._through(through)

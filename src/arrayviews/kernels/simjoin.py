@@ -202,10 +202,13 @@ def join_aggregate(
     left = np.ascontiguousarray(left, dtype=np.int64).reshape(-1, shape.ndim)
     right = np.ascontiguousarray(right, dtype=np.int64).reshape(-1, shape.ndim)
     n, m = len(left), len(right)
-    right_values = right_values or {}
     right_valid = right_valid or {}
-    int_columns = [c for c, v in right_values.items() if np.asarray(v).dtype.kind in "iub"]
-    float_columns = [c for c, v in right_values.items() if np.asarray(v).dtype.kind == "f"]
+    # the kernel works on int64: uint64 values are shifted by -2**63 (order kept, undone below), times
+    # are their int64 ticks (viewed back below)
+    original = {c: np.asarray(v).dtype for c, v in (right_values or {}).items()}
+    right_values = {c: _as_kernel_values(np.asarray(v)) for c, v in (right_values or {}).items()}
+    int_columns = [c for c, v in right_values.items() if v.dtype.kind in "iub"]
+    float_columns = [c for c, v in right_values.items() if v.dtype.kind == "f"]
 
     def matrix(columns, dtype):
         if not columns:
@@ -271,18 +274,54 @@ def join_aggregate(
         for k, name in enumerate(columns):
             result.valid_count[name] = outputs[f"{kind}_valid_count"][:, k]
             if kind == "int":
-                result.sums[name] = IntSums(outputs["int_high"][:, k].copy(), outputs["int_low"][:, k].copy())
+                sums = IntSums(outputs["int_high"][:, k].copy(), outputs["int_low"][:, k].copy())
+                if original[name] == np.uint64:  # each valid value was summed 2**63 short
+                    sums = _plus_times_2_63(sums, result.valid_count[name])
+                result.sums[name] = sums
             else:
                 result.sums[name] = FloatSums(
                     outputs["float_parts"][:, k].copy(), outputs["float_nonfinite"][:, k].copy()
                 )
-            result.minimum[name] = outputs[f"{kind}_min"][:, k]
-            result.maximum[name] = outputs[f"{kind}_max"][:, k]
+            back = (lambda v, dtype=original[name]: _from_kernel_values(v, dtype)) if kind == "int" else None
+            for field, part in (("minimum", "min"), ("maximum", "max"), ("gone_minimum", "gone_min"),
+                                ("gone_maximum", "gone_max")):  # fmt: skip
+                column = outputs[f"{kind}_{part}"][:, k]
+                getattr(result, field)[name] = column if back is None else back(column)
             result.has_extreme[name] = outputs[f"{kind}_has"][:, k]
-            result.gone_minimum[name] = outputs[f"{kind}_gone_min"][:, k]
-            result.gone_maximum[name] = outputs[f"{kind}_gone_max"][:, k]
             result.has_gone[name] = outputs[f"{kind}_gone"][:, k]
     return result
+
+
+_TOP_BIT = np.uint64(1 << 63)
+
+
+def _as_kernel_values(values: np.ndarray) -> np.ndarray:
+    """A right column as the kernel takes it: uint64 shifted into int64 by -2**63 (keeping the
+    order, so min and max stay right), datetime64 and timedelta64 as their int64 ticks."""
+    if values.dtype == np.uint64:
+        return (values ^ _TOP_BIT).view(np.int64)
+    if values.dtype.kind in "mM":
+        return values.view(np.int64)
+    return values
+
+
+def _from_kernel_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Extremes computed on :func:`_as_kernel_values` back in the column's own type."""
+    if dtype == np.uint64:
+        return values.view(np.uint64) ^ _TOP_BIT
+    if dtype.kind in "mM":
+        return values.view(dtype)
+    return values
+
+
+def _plus_times_2_63(sums: IntSums, count: np.ndarray) -> IntSums:
+    """``sums + count * 2**63`` exactly (``count`` signed): ``count * 2**63`` is ``count >> 1`` in
+    the high word and ``(count & 1) << 63`` in the low one."""
+    count = np.asarray(count, dtype=np.int64)
+    low = (count & 1).astype(np.uint64) << np.uint64(63)
+    total = sums.low + low
+    carry = (total < sums.low).astype(np.int64)
+    return IntSums(sums.high + (count >> 1) + carry, total)
 
 
 @numba.njit(cache=True)

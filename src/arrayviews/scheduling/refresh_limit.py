@@ -13,7 +13,7 @@ from arrayviews.model.errors import ValidationError
 from arrayviews.scheduling.asymmetric import online_action
 from arrayviews.views.history import SECONDS
 from arrayviews.views.pending import first_batch_seconds, joint_seconds, pending_costs
-from arrayviews.views.view import ADVANCED_KEY, RefreshResult, refresh_view
+from arrayviews.views.view import ADVANCED_KEY, RefreshResult, expired_bases, refresh_view
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -190,6 +190,17 @@ def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> Lim
             f"within the limit of {limit:g} s: nothing to do now"
         )
         return LimitDecision(view.name, limit, everything, (), reason, (), 0.0, 0.0)
+    expired = expired_bases(db, view)
+    if expired:  # no refresh leaving a base behind can run: refresh every base (in full)
+        reason = (
+            f"view {view.name}: refreshing everything pending is predicted at {everything:.3f} s, over the "
+            f"limit of {limit:g} s: refreshing every base, as the version of {', '.join(expired)} the view "
+            "reflects has expired (no refresh leaving a base behind can run)"
+        )
+        result = refresh_view(db, view, "auto", None)
+        return LimitDecision(
+            view.name, limit, everything, view.definition.bases, reason, (), 0.0, 0.0, result
+        )
     rows = pending_costs(db, view, first_batch=False)
     loads = []
     for row in rows:

@@ -411,6 +411,14 @@ def plan_answer(
     """Decide how to answer: from scratch, or through the cheapest usable view (``through``: "auto",
     "none", or a view's name, which must be usable). ``choose(estimate) -> (engine, Choice)``."""
     versions = {left.table.name: left.version, right.table.name: right.version}
+    # one array read at two versions (A.at_version(1) joined with A): a view reflects one version of
+    # each base, so none holds this join (the versions above keep only one of the two)
+    two_versions = (
+        f"the query joins {left.table.name} v{left.version} with {right.table.name} v{right.version}, "
+        "and a view reflects one version of each base"
+        if left.table.name.lower() == right.table.name.lower() and left.version != right.version
+        else None
+    )
     plan = AnswerPlan(spec.shape, "scratch")
     if through == "none" or through is None:
         plan.reason = "asked to answer from the base arrays"
@@ -419,7 +427,7 @@ def plan_answer(
     for candidate in candidates:
         if through not in ("auto", candidate.name):
             continue
-        why = usable(candidate, spec, aggregates, versions)
+        why = two_versions or usable(candidate, spec, aggregates, versions)
         if why is not None:
             plan.refused[candidate.name] = why
             continue

@@ -65,15 +65,28 @@ def _is_min(column: str) -> bool:
     return column.removeprefix(GONE_PREFIX).startswith(st.EXTREME_PREFIXES[0])
 
 
+#: State types a state change carries as their int64 bits: Spark's Arrow exchange has no unsigned
+#: 64-bit type and turns nanosecond times into microseconds; :func:`read_delta` views them back.
+CARRIED_AS_INT64 = ("uint64", "datetime64")
+
+
+def _carried(type_name: str) -> str:
+    """The type a state column has in a state change."""
+    return "int64" if type_name in CARRIED_AS_INT64 else type_name
+
+
 def delta_schema(stored: ArraySchema) -> ArraySchema:
     """Cells of a state change: every state attribute (extremes null where unchanged), the extremes
     of the values that left, a flag for cells touched by a negative pair, and a flag for rows holding
     recomputed (fresh) extremes that replace the stored ones."""
     state = [a for a in stored.attributes if a.internal]
     nullable = st.REPLACED_PREFIXES + st.EXTREME_PREFIXES
-    relaxed = [Attribute(a.name, a.type, nullable=a.name.startswith(nullable), internal=True) for a in state]
+    relaxed = [
+        Attribute(a.name, _carried(a.type), nullable=a.name.startswith(nullable), internal=True)
+        for a in state
+    ]
     gone = [
-        Attribute(gone_column(a.name), a.type, nullable=True, internal=True)
+        Attribute(gone_column(a.name), _carried(a.type), nullable=True, internal=True)
         for a in state
         if a.name.startswith(st.EXTREME_PREFIXES)
     ]
@@ -171,10 +184,24 @@ def _delta_table(
     schema = delta_schema(stored)
     table = {d: cells[:, k] for k, d in enumerate(schema.dimension_names)}
     for attribute in schema.attributes:
+        values = np.asarray(columns[attribute.name])
+        if values.dtype == np.uint64 or values.dtype.kind == "M":  # carried as int64 bits (_carried)
+            values = values.view(np.int64)
         table[attribute.name] = pa.array(
-            columns[attribute.name], type=layout.arrow_type_of(attribute), mask=nulls.get(attribute.name)
+            values, type=layout.arrow_type_of(attribute), mask=nulls.get(attribute.name)
         )
     return pa.table(table, schema=layout.cell_schema(schema))
+
+
+def read_delta(delta_rows: pa.Table, stored: ArraySchema) -> tuple[np.ndarray, dict, dict]:
+    """Coordinates, values and null masks of a state change, each column in the stored view's type."""
+    coords, values, nulls = cell_columns(delta_rows, delta_schema(stored))
+    for attribute in stored.attributes:
+        if attribute.internal and attribute.type in CARRIED_AS_INT64:
+            for name in (attribute.name, gone_column(attribute.name)):
+                if name in values:
+                    values[name] = values[name].view(numpy_dtype(attribute.type))
+    return coords, values, nulls
 
 
 def join_chunk(
@@ -209,7 +236,13 @@ def join_chunk(
                 mapped,
                 right.coords,
                 spec.shape,
-                {name: right.values[name] for name in right_inputs},
+                {
+                    # an attribute only counted needs no values (text has none the kernel reads)
+                    name: np.zeros(len(right.coords), np.int8)
+                    if functions == {"count"}
+                    else right.values[name]
+                    for name, functions in right_inputs.items()
+                },
                 {name: ~right.nulls[name] for name in right_inputs if name in right.nulls},
                 left_sign,
                 right_sign,
@@ -354,8 +387,7 @@ def stale_cells(
     plan = st.layout(definition, stored)
     if not plan.extremes or delta_rows.num_rows == 0:
         return None
-    schema = delta_schema(stored)
-    coords, values, nulls = cell_columns(delta_rows, schema)
+    coords, values, nulls = read_delta(delta_rows, stored)
     old_cells = layout.fragments_to_cells(old_rows.select(layout.fragment_schema(stored).names), stored)
     old_coords, old_values, old_nulls = cell_columns(old_cells, stored)
     everything = np.vstack([old_coords, coords])
@@ -407,14 +439,13 @@ def merge_chunk(
     """Stage 3: new view fragments of one view chunk from its old fragments and its state change.
     ``public`` (a query answered through the view) names the view's aggregates to evaluate; the
     others are left zero, so one the query does not read cannot stop it (None: all of them)."""
-    schema = delta_schema(stored)
     if delta_rows.num_rows == 0:  # nothing changed in this chunk: keep its fragments as they are
         return (
             None if full or old_rows.num_rows == 0 else old_rows.select(layout.fragment_schema(stored).names)
         )
     plan = st.layout(definition, stored)
     summed = plan.sum_columns
-    coords, delta_values, delta_nulls = cell_columns(delta_rows, schema)
+    coords, delta_values, delta_nulls = read_delta(delta_rows, stored)
     fresh = delta_values[FRESH]
     state_names = [a.name for a in stored.attributes if a.internal]
     if full or old_rows.num_rows == 0:

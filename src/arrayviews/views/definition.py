@@ -163,11 +163,11 @@ def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, ri
             continue
         schema = left if aggregate.side == "left" else right
         attribute = schema.attribute(aggregate.attribute)
-        if attribute.type == "string":
+        if attribute.type == "string" and aggregate.function != "count":
             raise ValidationError(
                 f"array {schema.name}, attribute {aggregate.attribute} (string): {aggregate.function}"
                 f"({aggregate.side}.{aggregate.attribute}) does not apply to string values in similarity "
-                "joins and views (their sums and extremes are kept as numbers); count(*) counts the pairs",
+                "joins and views (their sums and extremes are kept as numbers); count counts them",
                 array=schema.name,
                 column=aggregate.attribute,
                 value="string",
@@ -175,6 +175,14 @@ def check_aggregates(definition: SimilarityViewDefinition, left: ArraySchema, ri
         if attribute.type == "bool" and aggregate.function in ("sum", "avg"):
             raise ValidationError(
                 f"{aggregate.function} over bool attribute {aggregate.attribute} is not supported in views"
+            )
+        if attribute.type == "datetime64" and aggregate.function in ("sum", "avg"):
+            raise ValidationError(
+                f"array {schema.name}, attribute {aggregate.attribute} (datetime64): {aggregate.function}"
+                f"({aggregate.side}.{aggregate.attribute}) does not apply to times (count, min and max do)",
+                array=schema.name,
+                column=aggregate.attribute,
+                value="datetime64",
             )
 
 

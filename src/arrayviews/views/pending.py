@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from arrayviews.operators.source import StoredSource
 from arrayviews.views.source import ViewSource
-from arrayviews.views.view import _pinned_bases, _plan_strategy, reflected_versions
+from arrayviews.views.view import _pinned_bases, _plan_strategy, expired_bases, reflected_versions
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -20,13 +20,17 @@ def pending_costs(db: Database, view, first_batch: bool = True) -> list[dict]:
     (strategy and predicted seconds from metadata and the calibrated costs; nothing runs), with the
     predicted seconds of its first pending batch alone (with ``first_batch``; else 0, sparing a
     planning per base: :func:`first_batch_seconds` gives it later). These are the per-table costs
-    f_i(s_i) and f_i(1) a refresh-time scheduler weighs (paper 003, section 2)."""
+    f_i(s_i) and f_i(1) a refresh-time scheduler weighs (paper 003, section 2).
+
+    When the version some base's reflects has expired, no refresh leaving that base behind can run:
+    each base's row then prices the one refresh that can, of every base (a full one)."""
     table = view._current().table
     reflected = reflected_versions(table)
     source = ViewSource(table, table.current_version(), table.schema)
+    every = bool(expired_bases(db, view))
     rows = []
     for base in view.definition.bases:
-        bases = _pinned_bases(db, view.definition, reflected, (base,))
+        bases = _pinned_bases(db, view.definition, reflected, None if every else (base,))
         pinned = bases[base]
         before = reflected.get(base, 0)
         pending = _pending_versions(pinned, before)
@@ -44,7 +48,9 @@ def pending_costs(db: Database, view, first_batch: bool = True) -> list[dict]:
             row.update(strategy=chosen.strategy, predicted_seconds=float(chosen.seconds))
             if first_batch:
                 row["first_batch_seconds"] = (
-                    row["predicted_seconds"] if len(pending) == 1 else first_batch_seconds(db, view, base)
+                    row["predicted_seconds"]
+                    if len(pending) == 1 or every
+                    else first_batch_seconds(db, view, base)
                 )
         rows.append(row)
     return rows
@@ -82,6 +88,8 @@ def first_batch_seconds(db: Database, view, base: str) -> float:
     (0 with none pending), as ``auto`` plans it; nothing runs."""
     table = view._current().table
     reflected = reflected_versions(table)
+    if expired_bases(db, view):  # only a refresh of every base can run
+        return joint_seconds(db, view)
     bases = _pinned_bases(db, view.definition, reflected, (base,))
     pending = _pending_versions(bases[base], reflected.get(base, 0))
     if not pending:

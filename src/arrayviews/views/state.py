@@ -327,9 +327,14 @@ def _left_sum(count: np.ndarray, value: np.ndarray, empty: np.ndarray):
             index = int(bad[0])
             return index, f"{int(count[index])} * {float(value[index])!r}"
         return result
-    value = value.astype(np.int64)
     top = np.iinfo(np.int64).max
     safe = np.maximum(count, 1)
+    if value.dtype == np.uint64:  # compared as unsigned: a value above int64's top never fits
+        bad = np.flatnonzero((value > (top // safe).astype(np.uint64)) & ~empty)
+        if len(bad):
+            index = int(bad[0])
+            return index, int(count[index]) * int(value[index])
+    value = value.astype(np.int64)
     # count * value fits int64 iff -(top + 1) <= count * value <= top
     high = top // safe
     low = -(top // safe) - (top % safe == safe - 1)

@@ -369,8 +369,34 @@ def _pinned_bases(
     for base in definition.bases:
         table = db.warehouse.open(base)
         stays = advance is not None and base not in advance and reflected and base in reflected
+        if stays and not _held(table, reflected[base]):
+            raise NotFoundError(
+                f"{base} v{reflected[base]}, the version the view reflects, has expired: a refresh that "
+                f"leaves {base} behind (on {', '.join(advance) or 'no base'} only) would join with it; "
+                "refresh every base instead"
+            )
         pinned[base] = base_source(table, reflected[base] if stays else table.current_version())
     return pinned
+
+
+def _held(table: ArrayTable, version: int) -> bool:
+    """Whether ``table`` still holds ``version`` (0, before the first, always is)."""
+    if not version:
+        return True
+    try:
+        table.snapshot_of(version)
+    except KeyError:
+        return False
+    return True
+
+
+def expired_bases(db: Database, view) -> tuple[str, ...]:
+    """The bases of ``view`` whose version the view reflects has expired: no refresh that leaves
+    one of them behind can run (a refresh of every base, in full, still can)."""
+    reflected = reflected_versions(view._current().table)
+    return tuple(
+        base for base in view.definition.bases if not _held(db.warehouse.open(base), reflected.get(base, 0))
+    )
 
 
 @dataclass
@@ -794,6 +820,7 @@ __all__ = [
     "frames_agree",
     "check_strategy",
     "explain_refresh",
+    "expired_bases",
     "advanced_bases",
     "read_definition",
     "refresh_view",
