@@ -116,7 +116,7 @@ def test_a_chain_of_views_refreshed_incrementally_equals_brute_force(spark, tmp_
         first = db.view("V1").refresh("baseline")
         assert first.committed
         assert db.view("V2").status()["bases"] == [
-            {"base": "V1", "reflected": first.version - 1, "current": first.version}
+            {"base": "V1", "reflected": first.version - 1, "current": first.version, "pending_batches": 1}
         ]
         upper = db.view("V2").refresh("baseline")
         window_view = db.view("W").refresh("baseline")
