@@ -17,6 +17,7 @@ import arrayviews
 from arrayviews.model import faults
 from arrayviews.model.errors import AlreadyExistsError, NotFoundError
 from arrayviews.storage.catalog import _Catalog
+from processes import fork
 
 SCHEMA = "B<v:int64>[i=0:15:4; j=0:15:4]"
 
@@ -140,3 +141,141 @@ def test_an_insert_losing_to_a_drop_logs_no_traceback_of_manifests_already_gone(
         array.insert(frame({(2, 2): 2}))
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert db.arrays() == []
+
+
+# -- stream appends with and without batch ids, maintenance, compaction and expiry at once -------------
+STREAM_COLUMNS = "ts timestamp, src string, dest string, loss int"
+EPOCH = 1_420_070_400
+RECENT = """CREATE VIEW Recent AS
+INITIALIZE Recent[i] AS SELECT src, sum(loss) AS total, count(*) AS n FROM M[i-1 .. i] GROUP BY src
+UPDATE Recent[j] AS SELECT src, sum(loss) AS total, count(*) AS n FROM M[j-1 .. j] GROUP BY src
+PARTITION LENGTH 60"""
+
+
+def readings(tag: str, minute: int, loss: int) -> pd.DataFrame:
+    """Three rows at minute ``minute`` tagged ``tag`` in ``dest``."""
+    stamps = pd.to_datetime([EPOCH + 60 * minute + 5 * k for k in range(3)], unit="s", utc=True)
+    return pd.DataFrame(
+        {"ts": stamps, "src": ["a", "b", "c"], "dest": [tag] * 3, "loss": [loss + k for k in range(3)]}
+    )
+
+
+def minute_of(times: pd.Series) -> pd.Series:
+    times = pd.to_datetime(times)
+    times = times.dt.tz_localize("UTC") if times.dt.tz is None else times.dt.tz_convert("UTC")
+    return (times - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(minutes=1)
+
+
+def assert_recent_is_the_reference(db) -> None:
+    """Recent (a two-minute window per source) equals a pandas recomputation from the stream."""
+    rows = db.stream("M").read().toPandas()
+    rows = rows.assign(part=minute_of(rows["ts"]))
+    recent = db.stream_view("Recent").to_pandas()
+    parts = pd.to_datetime(recent["PART_TIMESTAMP"])
+    for part in range(int(rows["part"].min()), int(rows["part"].max()) + 1):
+        window = rows[(rows["part"] > part - 2) & (rows["part"] <= part)]
+        expected = sorted((s, int(g.loss.sum()), len(g)) for s, g in window.groupby("src"))
+        mine = recent[parts == pd.Timestamp(part * 60, unit="s")]
+        assert sorted(zip(mine.src, mine.total.astype(int), mine.n.astype(int), strict=True)) == expected, (
+            part
+        )
+
+
+def test_appends_with_and_without_batch_ids_beside_maintenance_compaction_and_expiry(spark, tmp_path):
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark)
+    db.create_stream("M", STREAM_COLUMNS, 60, "ts").append(readings("seed", 0, 0), batch_id="seed")
+    db.sql(RECENT)
+    results = tmp_path / "results"
+
+    def with_ids():
+        stream = arrayviews.connect(location, spark=spark).stream("M")
+        log = []
+        for n in (1, 2, 3, 4, 2):  # batch 2 is offered twice
+            result = stream.append(readings(f"id-{n}", n, 10 * n), batch_id=f"id-{n}")
+            log.append([f"id-{n}", result.duplicate, [str(f) for f in result.failed]])
+        return log
+
+    def without_ids():
+        stream = arrayviews.connect(location, spark=spark).stream("M")
+        log = []
+        for n in (2, 3, 1, 5):  # late rows too (minute 1 after minute 3)
+            result = stream.append(readings(f"plain-{n}", n, 100 * n))
+            log.append([f"plain-{n}", result.duplicate, [str(f) for f in result.failed]])
+        return log
+
+    def maintainer():
+        other = arrayviews.connect(location, spark=spark)
+        errors = []
+        for k in range(6):
+            errors += [r.error for r in other.maintain_streams() if r.error]
+            if k % 2:
+                other.stream("M").expire_versions()
+                other.stream_view("Recent").expire_versions()
+            else:
+                other.stream("M").compact()
+                other.stream_view("Recent").compact()
+        return errors
+
+    children = [
+        fork(spark, results, with_ids, label="ids"),
+        fork(spark, results, without_ids, label="plain"),
+        fork(spark, results, maintainer, label="maintain"),
+    ]
+    outcomes = [child.wait() for child in children]
+    for outcome in outcomes:
+        assert outcome.code == 0, outcome.error
+    ids, plain, errors = (o.value for o in outcomes)
+    assert errors == [] and [e for e in ids + plain if e[2]] == []
+    assert [entry[1] for entry in ids] == [False, False, False, False, True]
+    db = arrayviews.connect(location, spark=spark)
+    counts = db.stream("M").read().toPandas().groupby("dest").size().to_dict()
+    offered = {"seed"} | {f"id-{n}" for n in (1, 2, 3, 4)} | {f"plain-{n}" for n in (1, 2, 3, 5)}
+    assert counts == dict.fromkeys(offered, 3)
+    assert db.stream_view("Recent").status()["failed"] is None
+    assert [r.error for r in db.maintain_streams() if r.error] == []
+    assert_recent_is_the_reference(db)
+
+
+@pytest.mark.parametrize("execution", ["local", "spark"])
+def test_a_maintenance_step_whose_input_files_are_compacted_and_expired_meanwhile_plans_again(
+    spark, tmp_path, monkeypatch, execution
+):
+    """Another process maintains the view, compacts the stream and expires its old versions while
+    this process's maintenance step (after its append) reads the stream files it planned on: they
+    are gone. Before: the view was marked failed ("FileNotFoundError: ...parquet") and skipped until
+    maintain_streams(retry_failed=True); now the step plans again from the view's new state."""
+    from arrayviews.storage import recent_parts
+    from arrayviews.streams import maintainer
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution=execution)
+    stream = db.create_stream("M", STREAM_COLUMNS, 60, "ts")
+    stream.append(readings("seed", 0, 0), batch_id="seed")
+    db.sql(RECENT)
+    for n in (1, 2):  # two small files in part 1: something to compact
+        stream.append(readings(f"b{n}", 1, 10 * n), maintain=False)
+    raced = []
+
+    def other_maintains_compacts_and_expires():
+        other = arrayviews.connect(location, spark=spark, execution=execution)
+        other.maintain_streams()
+        assert other.stream("M").compact() is not None
+        assert other.stream("M").expire_versions().data_files > 0
+
+    original = maintainer.maintain_view
+
+    def raced_once(spark_, world, name, fusion=None):
+        if not raced:
+            raced.append(True)
+            world.relation("M")  # the step's plan reads the stream as it is now
+            recent_parts.forget()  # the files are read from disk, as in another process
+            outcome = fork(spark, tmp_path / "runs", other_maintains_compacts_and_expires).wait()
+            assert outcome.code == 0, outcome.error
+        return original(spark_, world, name, fusion)
+
+    monkeypatch.setattr(maintainer, "maintain_view", raced_once)
+    result = stream.append(readings("b3", 2, 30))
+    assert raced and result.failed == {}
+    assert db.stream_view("Recent").status()["failed"] is None
+    assert_recent_is_the_reference(db)

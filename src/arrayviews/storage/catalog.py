@@ -197,7 +197,8 @@ class _Catalog(SqlCatalog):
         """The catalog's row of table ``namespace.name`` (None when there is none)."""
         with self.engine.connect() as connection:
             return connection.execute(
-                self._rows_statement(by_name=True), {"catalog": self.name, "namespace": namespace, "name": name}
+                self._rows_statement(by_name=True),
+                {"catalog": self.name, "namespace": namespace, "name": name},
             ).first()
 
     def drop_table_if_at(self, identifier, metadata_location: str) -> bool:

@@ -440,8 +440,28 @@ def _maintain_replanned(
             if attempt == MAX_ATTEMPTS:
                 raise
             world.refresh()
-            time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
+        except Exception as error:
+            # a file the step planned to read is gone: another process compacted a relation and
+            # expired the version the plan was made on (planned again on the new versions), unless
+            # nothing changed meanwhile (a file lost for good: the view fails, `check` finds it)
+            if attempt == MAX_ATTEMPTS or not _file_gone(error):
+                raise
+            before = world.versions()
+            world.refresh()
+            if world.versions() == before:
+                raise
+        time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
     return None
+
+
+def _file_gone(error: BaseException) -> bool:
+    """Whether ``error`` says that a data file read in-process or by Spark does not exist."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    if isinstance(error, PySparkException):
+        condition = error.getCondition() or ""
+        return condition == "PATH_NOT_FOUND" or condition.endswith("FILE_NOT_EXIST")
+    return False
 
 
 def maintain_all(
