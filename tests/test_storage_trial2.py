@@ -279,3 +279,38 @@ def test_a_maintenance_step_whose_input_files_are_compacted_and_expired_meanwhil
     assert raced and result.failed == {}
     assert db.stream_view("Recent").status()["failed"] is None
     assert_recent_is_the_reference(db)
+
+
+def test_a_busy_catalog_during_maintenance_after_an_append_neither_raises_nor_fails_the_view(
+    spark, tmp_path, monkeypatch
+):
+    """Another process holds the SQLite catalog's write lock while the maintenance after an append
+    commits. The batch is committed, so the append must not raise (a retry without a batch id would
+    append it twice), and a busy catalog is contention, not a failure of the view."""
+    import sqlite3
+
+    from arrayviews.storage import catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "BUSY_TIMEOUT_SECONDS", 0.2)
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    stream = db.create_stream("M", STREAM_COLUMNS, 60, "ts")
+    stream.append(readings("seed", 0, 0))
+    db.sql(RECENT)
+    holder = sqlite3.connect(str(tmp_path / "warehouse" / "catalog.db"), isolation_level=None)
+
+    def lock():
+        holder.execute("BEGIN EXCLUSIVE")
+
+    try:
+        with faults.interleave("viewdf.before-commit", lock):
+            result = stream.append(readings("b1", 1, 10))
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
+    assert result.rows == 3 and "recent" in result.failed and "busy" in result.failed["recent"]
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    assert db.stream_view("Recent").status()["failed"] is None
+    assert [r.error for r in db.maintain_streams() if r.error] == []
+    assert_recent_is_the_reference(db)

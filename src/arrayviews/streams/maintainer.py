@@ -9,6 +9,7 @@ A crash anywhere before that commit leaves the view as it was, and the next step
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from pyspark.sql import functions as F
 
 from arrayviews.execution.cost import Choice, Estimate, choose
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
-from arrayviews.model.errors import ArrayViewsError
+from arrayviews.model.errors import ArrayViewsError, CatalogBusyError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
@@ -40,6 +41,8 @@ FUSED_REASONS = {
     "spark": "built in one Spark job with the helper it reads",
     "local": "built in-process while the helper it reads committed",
 }
+
+logger = logging.getLogger(__name__)
 
 
 class MaintenanceError(ArrayViewsError):
@@ -487,6 +490,16 @@ def maintain_all(
             fusion.discard()
 
 
+def _quietly(action, *arguments) -> None:
+    """Run ``action`` (recording a view's failure, reading the warehouse again) where a busy catalog
+    must not raise: the batch before this maintenance is committed, so an append reports what went
+    wrong instead of raising; a failure not recorded now is met again on the next pass."""
+    try:
+        action(*arguments)
+    except CatalogBusyError as error:
+        logger.warning("%s; left for the next maintenance pass", error)
+
+
 def _maintain_in_order(
     spark: SparkSession,
     world,
@@ -519,22 +532,27 @@ def _maintain_in_order(
             result = _maintain_replanned(spark, world, name, fusion)
         except InjectedFault:
             raise
-        except BaseMovedError as error:  # contention, not a failure of the view: the next pass retries
-            blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+        except (BaseMovedError, CatalogBusyError) as error:
+            # contention (other processes' commits, or one holding the catalog's lock), not a
+            # failure of the view: reported, and the next pass retries
+            if isinstance(error, BaseMovedError):
+                blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+            else:
+                blocked[name] = "the catalog was busy"
             results.append(MaintenanceResult(name, version, error=f"not maintained this time: {error}"))
-            world.refresh()
+            _quietly(world.refresh)
             continue
         except Exception as error:
             if name in raise_for:
                 raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
             message = f"{type(error).__name__}: {error}".strip()
-            handle.mark_failed(message)
+            _quietly(handle.mark_failed, message)
             blocked[name] = message
             results.append(MaintenanceResult(name, version, error=message))
-            world.forget(name)
+            _quietly(world.forget, name)
             continue
         if failure is not None:
-            handle.clear_failure()
+            _quietly(handle.clear_failure)
         if result is not None:  # its commit left the world's handle of the view at the new version
             results.append(result)
     bound_histories(world, [r.view for r in results if r.error is None])
