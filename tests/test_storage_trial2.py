@@ -451,3 +451,42 @@ def test_kill_9_at_every_checkpoint_of_a_time_axis_write(spark, tmp_path, operat
     assert db.check().problems == []
     db.check(repair=True, orphans_older_than=dt.timedelta(0))
     assert timed_content(db.array("T")) == model
+
+
+def test_kill_9_at_every_checkpoint_of_a_maintenance_step_then_every_part_is_built_once(spark, tmp_path):
+    """An append (with its batch id) whose maintenance is killed at each of its checkpoints, the
+    view's own storage commit included; the warehouse is reopened and maintained. Every part of the
+    view is built by exactly one committed step (the maintenance history), and the view equals a
+    pandas recomputation."""
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    db.create_stream("M", STREAM_COLUMNS, 60, "ts").append(readings("seed", 0, 0), batch_id="seed")
+    db.sql(RECENT)
+    minute = [1]
+
+    def append(maintain: bool = True):
+        def run():
+            stream = arrayviews.connect(location, spark=spark, execution="local").stream("M")
+            n = minute[0]
+            return stream.append(readings(f"b{n}", n, 10 * n), maintain=maintain, batch_id=f"b{n}").rows
+
+        return run
+
+    own = fork(spark, tmp_path / "runs", append(maintain=False), kill_at=10**9).wait()
+    minute[0] = 2
+    whole = fork(spark, tmp_path / "runs", append(), kill_at=10**9).wait()
+    assert own.code == 0 and whole.code == 0, own.error or whole.error
+    assert whole.reached > own.reached + 2  # the maintenance step's checkpoints follow the append's
+    for k in range(own.reached + 1, whole.reached + 1):
+        minute[0] += 1
+        outcome = fork(spark, tmp_path / "runs", append(), kill_at=k).wait()
+        assert outcome.killed, (k, outcome.error)
+        db = arrayviews.connect(location, spark=spark, execution="local")
+        assert [r.error for r in db.maintain_streams() if r.error] == []
+    view = db.stream_view("Recent")
+    first = EPOCH // 60  # the seed's minute
+    assert view.status()["failed"] is None and view.status()["next"] == first + minute[0] + 1
+    history = view.maintenance_history()
+    built = [p["part"] for parts in history[history["operation"] == "maintain"]["parts"] for p in parts]
+    assert sorted(built) == list(range(first, first + minute[0] + 1)), "a part was built twice or never"
+    assert_recent_is_the_reference(db)
