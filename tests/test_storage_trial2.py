@@ -490,3 +490,37 @@ def test_kill_9_at_every_checkpoint_of_a_maintenance_step_then_every_part_is_bui
     built = [p["part"] for parts in history[history["operation"] == "maintain"]["parts"] for p in parts]
     assert sorted(built) == list(range(first, first + minute[0] + 1)), "a part was built twice or never"
     assert_recent_is_the_reference(db)
+
+
+def test_a_spark_refresh_whose_planned_files_are_compacted_and_expired_meanwhile_plans_again(spark, tmp_path):
+    """Another process compacts the base and expires its old versions after a refresh on Spark
+    planned which files to read. Before: "ExecutionError: a Spark job failed: [PATH_NOT_FOUND] Path
+    does not exist" (the in-process refresh already planned again); now it plans again and the view
+    equals a brute-force neighbourhood count and sum."""
+    from arrayviews.model.shapes import L1
+    from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="spark")
+    array = db.create_array(SCHEMA)
+    cells = {(1, 1): 3, (2, 2): 4}
+    array.insert(frame(cells))
+    aggregates = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))
+    view = db.create_view("V", SimilarityViewDefinition("B", "B", L1(1), aggregates))
+    for batch in ({(3, 3): 5}, {(1, 2): 7}):
+        array.insert(frame(batch))
+        cells.update(batch)
+
+    def other_compacts_and_expires():
+        other = arrayviews.connect(location, spark=spark, execution="local").array("B")
+        other.compact()
+        assert other.expire_versions().data_files > 0
+
+    with faults.interleave("refresh.planned", other_compacts_and_expires):
+        assert view.refresh("baseline").committed
+    reference = {}
+    for i, j in cells:
+        near = [c for c in cells if abs(c[0] - i) + abs(c[1] - j) <= 1]
+        reference[(i, j)] = (len(near), sum(cells[c] for c in near))
+    got = {(int(r.i), int(r.j)): (int(r.cnt), int(r.total)) for r in view.to_pandas().itertuples()}
+    assert got == reference

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arrayviews.execution.cost import Choice, Estimate, choose
+from arrayviews.execution.failures import file_gone
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
 from arrayviews.model.errors import ArrayViewsError, CatalogBusyError
 from arrayviews.model.faults import InjectedFault, checkpoint
@@ -447,7 +448,7 @@ def _maintain_replanned(
             # a file the step planned to read is gone: another process compacted a relation and
             # expired the version the plan was made on (planned again on the new versions), unless
             # nothing changed meanwhile (a file lost for good: the view fails, `check` finds it)
-            if attempt == MAX_ATTEMPTS or not _file_gone(error):
+            if attempt == MAX_ATTEMPTS or not file_gone(error):
                 raise
             before = world.versions()
             world.refresh()
@@ -455,16 +456,6 @@ def _maintain_replanned(
                 raise
         time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
     return None
-
-
-def _file_gone(error: BaseException) -> bool:
-    """Whether ``error`` says that a data file read in-process or by Spark does not exist."""
-    if isinstance(error, FileNotFoundError):
-        return True
-    if isinstance(error, PySparkException):
-        condition = error.getCondition() or ""
-        return condition == "PATH_NOT_FOUND" or condition.endswith("FILE_NOT_EXIST")
-    return False
 
 
 def maintain_all(
