@@ -592,3 +592,26 @@ def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version
         got = view.at_version(int(version)).to_pandas()
         got = {(int(r.i), int(r.j)): (int(r.cnt), int(r.total)) for r in got.itertuples()}
         assert got == brute_force(at[max(v for v in at if v <= reflected["B"])]), version
+
+
+def test_a_view_dropped_by_another_process_during_the_maintenance_after_an_append_does_not_raise(
+    spark, tmp_path
+):
+    """Another process drops the stream view while the maintenance after an append builds it.
+    Before: the append raised "NotFoundError: viewdf recent was dropped by another process" (from
+    marking the dropped view failed) although its batch was committed."""
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    stream = db.create_stream("M", STREAM_COLUMNS, 60, "ts")
+    stream.append(readings("seed", 0, 0))
+    db.sql(RECENT)
+
+    def other_drops():
+        arrayviews.connect(location, spark=spark, execution="local").sql("DROP VIEW Recent")
+
+    with faults.interleave("viewdf.before-commit", other_drops):
+        result = stream.append(readings("b1", 1, 10))
+    assert result.rows == 3 and result.failed == {}
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    assert db.stream_views() == [] and db.streams() == ["M"]
+    assert sorted(db.stream("M").read().toPandas()["dest"]) == ["b1"] * 3 + ["seed"] * 3

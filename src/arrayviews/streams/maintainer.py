@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from arrayviews.execution.cost import Choice, Estimate, choose
 from arrayviews.execution.failures import file_gone
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
-from arrayviews.model.errors import ArrayViewsError, CatalogBusyError
+from arrayviews.model.errors import ArrayViewsError, CatalogBusyError, NotFoundError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
@@ -483,12 +483,24 @@ def maintain_all(
 
 def _quietly(action, *arguments) -> None:
     """Run ``action`` (recording a view's failure, reading the warehouse again) where a busy catalog
-    must not raise: the batch before this maintenance is committed, so an append reports what went
-    wrong instead of raising; a failure not recorded now is met again on the next pass."""
+    or a view dropped by another process must not raise: the batch before this maintenance is
+    committed, so an append reports what went wrong instead of raising; a failure not recorded now
+    is met again on the next pass."""
     try:
         action(*arguments)
     except CatalogBusyError as error:
         logger.warning("%s; left for the next maintenance pass", error)
+    except NotFoundError:  # the view was dropped by another process meanwhile: nothing to record
+        pass
+
+
+def _dropped(handle) -> bool:
+    """Whether the view of ``handle`` is gone from the catalog (dropped by another process)."""
+    try:
+        handle.table.refresh()
+    except NotFoundError:
+        return True
+    return False
 
 
 def _maintain_in_order(
@@ -536,6 +548,10 @@ def _maintain_in_order(
         except Exception as error:
             if name in raise_for:
                 raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
+            if isinstance(error, NotFoundError) and _dropped(handle):
+                # another process dropped the view during its step: nothing to maintain or mark
+                blocked[name] = f"view {name} was dropped by another process"
+                continue
             message = f"{type(error).__name__}: {error}".strip()
             _quietly(handle.mark_failed, message)
             blocked[name] = message
