@@ -7,10 +7,13 @@ was committed."""
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 
 import numpy as np
 import pandas as pd
 import pytest
+import sqlalchemy
 from pyiceberg.table import CreateTableTransaction
 
 import arrayviews
@@ -34,6 +37,25 @@ def frame(cells: dict[tuple[int, int], int]) -> pd.DataFrame:
 
 def content(array) -> dict[tuple[int, int], int]:
     return {(int(r.i), int(r.j)): int(r.v) for r in array.to_pandas().itertuples()}
+
+
+#: A PostgreSQL database for the catalog races too, when one is named (scripts/test.sh starts one).
+POSTGRES = os.environ.get("ARRAYVIEWS_TEST_POSTGRES_URL")
+CATALOGS = ["sqlite", "postgresql"] if POSTGRES else ["sqlite"]
+
+
+def connector(kind: str, location: str, spark):
+    """``connect(location)`` on the warehouse's SQLite catalog, or on a fresh schema of the
+    PostgreSQL test database (every process of one test opening the same one)."""
+    uri = None
+    if kind == "postgresql":
+        schema = f"av_{uuid.uuid4().hex[:12]}"
+        engine = sqlalchemy.create_engine(POSTGRES)
+        with engine.begin() as connection:
+            connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+        engine.dispose()
+        uri = f"{POSTGRES}{'&' if '?' in POSTGRES else '?'}options=-csearch_path%3D{schema}"
+    return lambda: arrayviews.connect(location, spark=spark, execution="local", catalog_uri=uri)
 
 
 # -- the third cause of the create/insert/drop race ----------------------------------------------------
@@ -352,16 +374,17 @@ def timed_content(array) -> dict[tuple[int, int], float]:
     return {(int(r.time), int(r.x)): float(r.v) for r in array.to_pandas().itertuples()}
 
 
-def test_time_axis_writes_from_three_processes_replay_in_version_order(spark, tmp_path):
+@pytest.mark.parametrize("catalog", CATALOGS)
+def test_time_axis_writes_from_three_processes_replay_in_version_order(spark, tmp_path, catalog):
     """One process writes days with write_xarray, one inserts days given as times, one deletes days
     by label, overlapping. Every version (time travel included) equals the committed writes
     replayed in version order on a dict; a write refused for a conflict met a stored cell."""
-    location = str(tmp_path / "warehouse")
-    arrayviews.connect(location, spark=spark, execution="local").create_array(TIMED)
+    connect = connector(catalog, str(tmp_path / "warehouse"), spark)
+    connect().create_array(TIMED)
 
     def writer(kind: str, days: tuple[int, ...]):
         def run():
-            T = arrayviews.connect(location, spark=spark, execution="local").array("T")
+            T = connect().array("T")
             log = []
             for day in days:
                 try:
@@ -387,7 +410,7 @@ def test_time_axis_writes_from_three_processes_replay_in_version_order(spark, tm
         logs += outcome.value
     committed = sorted((e for e in logs if isinstance(e[2], int)), key=lambda e: e[2])
     assert [e[2] for e in committed] == list(range(1, len(committed) + 1))
-    T = arrayviews.connect(location, spark=spark, execution="local").array("T")
+    T = connect().array("T")
     model: dict[tuple[int, int], float] = {}
     for kind, day, version in committed:
         if kind == "delete":
@@ -526,7 +549,10 @@ def test_a_spark_refresh_whose_planned_files_are_compacted_and_expired_meanwhile
     assert got == reference
 
 
-def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version_exact(spark, tmp_path):
+@pytest.mark.parametrize("catalog", CATALOGS)
+def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version_exact(
+    spark, tmp_path, catalog
+):
     """One process inserts into B, one refreshes view V over B, one compacts and expires B and V.
     Every cell of B is stored once (a Python dict of the committed inserts), and every surviving
     version of V equals a brute-force neighbourhood count and sum over B as of the base version it
@@ -536,8 +562,8 @@ def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version
     from arrayviews.model.shapes import L1
     from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate
 
-    location = str(tmp_path / "warehouse")
-    db = arrayviews.connect(location, spark=spark, execution="local")
+    connect = connector(catalog, str(tmp_path / "warehouse"), spark)
+    db = connect()
     seed = {(1, 1): 3, (2, 2): 4}
     db.create_array(SCHEMA).insert(frame(seed))
     aggregates = (ViewAggregate("count", None, None, "cnt"), ViewAggregate("sum", "right", "v", "total"))
@@ -545,15 +571,15 @@ def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version
     results = tmp_path / "results"
 
     def inserter():
-        target = arrayviews.connect(location, spark=spark, execution="local").array("B")
+        target = connect().array("B")
         return [[n, target.insert(frame({(n % 16, 3 + n // 16): 10 + n})).version] for n in range(6)]
 
     def refresher():
-        view = arrayviews.connect(location, spark=spark, execution="local").view("V")
+        view = connect().view("V")
         return [view.refresh("baseline").committed for _ in range(5)]
 
     def maintainer():
-        other = arrayviews.connect(location, spark=spark, execution="local")
+        other = connect()
         for k in range(6):
             for target in (other.array("B"), other.view("V")):
                 if k % 2:
@@ -572,7 +598,7 @@ def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version
     for version in range(1, max(by_version) + 1):  # compactions add no cell
         held = {**held, **by_version.get(version, {})}
         at[version] = held
-    B = arrayviews.connect(location, spark=spark, execution="local").array("B")
+    B = connect().array("B")
     assert not B.to_pandas().duplicated(["i", "j"]).any() and content(B) == held and B.count() == len(held)
 
     def brute_force(cells):
@@ -584,7 +610,7 @@ def test_compact_and_expire_racing_inserts_and_refreshes_keep_every_view_version
             for i, j in cells
         }
 
-    view = arrayviews.connect(location, spark=spark, execution="local").view("V")
+    view = connect().view("V")
     view.refresh("baseline")
     history = view.refresh_history()
     assert len(history) >= 2
