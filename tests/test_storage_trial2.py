@@ -641,3 +641,35 @@ def test_a_view_dropped_by_another_process_during_the_maintenance_after_an_appen
     db = arrayviews.connect(location, spark=spark, execution="local")
     assert db.stream_views() == [] and db.streams() == ["M"]
     assert sorted(db.stream("M").read().toPandas()["dest"]) == ["b1"] * 3 + ["seed"] * 3
+
+
+def test_a_stream_read_racing_compaction_and_expiry_reads_the_newest_version(spark, tmp_path, monkeypatch):
+    """Another process compacts the stream and expires its old versions after this handle was
+    loaded and before it reads. Before: "ExecutionError: a Spark job failed: [PATH_NOT_FOUND] Path
+    does not exist" from ``stream.read()``; now the read finds the files of the newest version."""
+    from arrayviews.execution.part_jobs import SparkPartTable
+
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    stream = db.create_stream("M", STREAM_COLUMNS, 60, "ts")
+    for n in (1, 2):  # two small files in one part: something to compact
+        stream.append(readings(f"b{n}", 1, 10 * n))
+    original = SparkPartTable.read_parts
+    raced = []
+
+    def racing(self, spark_, low, high, *args):
+        if not raced:
+            raced.append(True)
+
+            def other_compacts_and_expires():
+                other = arrayviews.connect(location, spark=spark, execution="local").stream("M")
+                assert other.compact() is not None and other.expire_versions().data_files > 0
+
+            assert fork(spark, tmp_path / "runs", other_compacts_and_expires).wait().code == 0
+        return original(self, spark_, low, high, *args)
+
+    monkeypatch.setattr(SparkPartTable, "read_parts", racing)
+    rows = stream.read().toPandas()
+    assert raced and sorted(zip(rows["dest"], rows["loss"], strict=True)) == [
+        (f"b{n}", 10 * n + k) for n in (1, 2) for k in range(3)
+    ]
