@@ -132,6 +132,26 @@ def translate(error: BaseException) -> errors.ArrayViewsError:
     return errors.ExecutionError(f"a Spark job failed: {_summary(error)}", details=text)
 
 
+#: How Spark says a file it was to read does not exist: a path given to a read, or a file gone
+#: while a job read it (and the Java exception beneath either).
+_FILE_GONE_MARKS = ("[PATH_NOT_FOUND]", "FILE_NOT_EXIST", "java.io.FileNotFoundException")
+
+
+def file_gone(error: BaseException) -> bool:
+    """Whether ``error`` says that a data file being read does not exist: raised in this process
+    (FileNotFoundError), by a Spark action, or translated from one (ExecutionError). Another
+    process's compaction and expiry delete files a plan made a moment earlier still names."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    if isinstance(error, errors.ExecutionError):
+        text = f"{error} {getattr(error, 'details', '')}"
+    elif isinstance(error, _spark_errors()):
+        text = str(error)
+    else:
+        return False
+    return any(mark in text for mark in _FILE_GONE_MARKS)
+
+
 def _spark_errors() -> tuple[type[BaseException], ...]:
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException

@@ -11,6 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from arrayviews.execution.failures import file_gone
 from arrayviews.execution.jobs import ONE_JOB_CONF, session_settings, spark_schema
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.storage.part_table import (
@@ -26,6 +27,8 @@ from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 
 #: Attempts of a compaction that loses its commit to other writers before it gives up.
 COMPACT_ATTEMPTS = 8
+#: How many times a read of the newest version looks again after its files were expired meanwhile.
+READ_ATTEMPTS = 3
 
 
 def _one_job(spark: SparkSession):
@@ -48,8 +51,17 @@ class SparkPartTable(PartTable):
         extra_files: Iterable[str] = (),
     ) -> DataFrame:
         """The rows (user columns and ``_part``) of parts ``low`` to ``high``, plus the rows of
-        ``extra_files`` (staged files, read whole)."""
-        return self.read_files(spark, self.files_of_parts(low, high, version) + list(extra_files))
+        ``extra_files`` (staged files, read whole). Reading the newest version, files another
+        process's compaction and expiry deleted since this table was loaded are found again on
+        the newest version (Spark resolves the files when the frame is made)."""
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return self.read_files(spark, self.files_of_parts(low, high, version) + list(extra_files))
+            except Exception as error:
+                if version is not None or attempt == READ_ATTEMPTS - 1 or not file_gone(error):
+                    raise
+                self.refresh()
+        raise AssertionError("unreachable")
 
     def read_files(self, spark: SparkSession, uris: Iterable[str]) -> DataFrame:
         """The rows (user columns and ``_part``) of some data files of this table, committed or staged."""

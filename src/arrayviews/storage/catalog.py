@@ -177,14 +177,29 @@ class _Catalog(SqlCatalog):
         read of a table pays this lookup)."""
         namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
         name = Catalog.table_name_from(identifier)
-        statement = self._rows_statement(by_name=True)
+        row = self._row(namespace, name)
+        while True:
+            if row is None:
+                raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
+            try:
+                return self._convert_orm_to_iceberg(row)
+            except FileNotFoundError:
+                # A drop by another process deletes the row and then the folder, and a commit
+                # deletes metadata files some commits old: a row read just before either names a
+                # file that is gone. Read the row again; only a row still naming the missing file
+                # is a lost metadata file (``check --repair``).
+                again = self._row(namespace, name)
+                if again is not None and again.metadata_location == row.metadata_location:
+                    raise
+                row = again
+
+    def _row(self, namespace: str, name: str):
+        """The catalog's row of table ``namespace.name`` (None when there is none)."""
         with self.engine.connect() as connection:
-            row = connection.execute(
-                statement, {"catalog": self.name, "namespace": namespace, "name": name}
+            return connection.execute(
+                self._rows_statement(by_name=True),
+                {"catalog": self.name, "namespace": namespace, "name": name},
             ).first()
-        if row is None:
-            raise NoSuchTableError(f"Table does not exist: {namespace}.{name}")
-        return self._convert_orm_to_iceberg(row)
 
     def drop_table_if_at(self, identifier, metadata_location: str) -> bool:
         """Drop the table only while its metadata location is still ``metadata_location`` (the table
@@ -214,6 +229,13 @@ class _Catalog(SqlCatalog):
             identifier = Catalog.identifier_to_tuple(row.table_namespace) + (row.table_name,)
             try:
                 found.append((identifier, self._convert_orm_to_iceberg(row)))
+            except FileNotFoundError:  # dropped, or committed to, since the query: look again
+                try:
+                    found.append((identifier, self.load_table(identifier)))
+                except NoSuchTableError:
+                    continue  # dropped meanwhile: not listed
+                except Exception as error:  # noqa: BLE001 - the caller reports a broken table
+                    found.append((identifier, error))
             except Exception as error:  # noqa: BLE001 - the caller reports a broken table
                 found.append((identifier, error))
         return found

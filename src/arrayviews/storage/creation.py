@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
+from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -91,14 +91,13 @@ def create_table(
             stage_snapshot(transaction, added, [], summary)
         checkpoint("create.before-commit")
         try:
-            transaction.commit_transaction()
+            created = transaction.commit_transaction()
         except (TableAlreadyExistsError, CatalogBusyError):  # nothing was created
             raise
         except CommitFailedException:
             # another process created a table of that name after the check above: the creation's
-            # requirement (no table yet) failed before anything was written to the catalog
-            if not catalog.table_exists(identifier):
-                raise
+            # requirement (no table yet) failed before anything was written to the catalog (that
+            # table may be dropped again by now: the creation still lost the race for the name)
             raise TableAlreadyExistsError(what) from None
         except BaseException as error:  # the catalog may have created the table before it failed
             mark_maybe_committed(error)
@@ -110,4 +109,7 @@ def create_table(
         if not may_have_committed(error):  # a table that may exist keeps its folder
             delete_folder(location)
         raise
-    return catalog.load_table(identifier)
+    try:
+        return catalog.load_table(identifier)
+    except NoSuchTableError:  # created, then dropped by another process at once: a handle on it
+        return Table(identifier, created.metadata, created.metadata_location, created.io, catalog)

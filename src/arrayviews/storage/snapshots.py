@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
@@ -74,6 +75,20 @@ TABLE_PROPERTIES = {
     TableProperties.MANIFEST_MERGE_ENABLED: "true",
     TableProperties.MANIFEST_MIN_MERGE_COUNT: "16",
 }
+
+
+class _GoneManifestsFilter(logging.Filter):
+    """A commit that failed because another process dropped the table: pyiceberg then deletes the
+    manifests it wrote, which went with the table's folder, and would log a warning with a full
+    traceback for each ("Failed to delete uncommitted manifest"). A file already gone is what the
+    clean-up wanted; other failures to delete are still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        gone = record.exc_info is not None and isinstance(record.exc_info[1], FileNotFoundError)
+        return not (gone and record.getMessage().startswith("Failed to delete uncommitted manifest"))
+
+
+logging.getLogger(snapshot_producers.__name__).addFilter(_GoneManifestsFilter())
 
 
 #: Set on an exception raised while or after the catalog swapped a table's metadata.

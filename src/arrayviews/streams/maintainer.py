@@ -9,6 +9,7 @@ A crash anywhere before that commit leaves the view as it was, and the next step
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arrayviews.execution.cost import Choice, Estimate, choose
+from arrayviews.execution.failures import file_gone
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
-from arrayviews.model.errors import ArrayViewsError
+from arrayviews.model.errors import ArrayViewsError, CatalogBusyError, NotFoundError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
@@ -40,6 +42,8 @@ FUSED_REASONS = {
     "spark": "built in one Spark job with the helper it reads",
     "local": "built in-process while the helper it reads committed",
 }
+
+logger = logging.getLogger(__name__)
 
 
 class MaintenanceError(ArrayViewsError):
@@ -440,7 +444,17 @@ def _maintain_replanned(
             if attempt == MAX_ATTEMPTS:
                 raise
             world.refresh()
-            time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
+        except Exception as error:
+            # a file the step planned to read is gone: another process compacted a relation and
+            # expired the version the plan was made on (planned again on the new versions), unless
+            # nothing changed meanwhile (a file lost for good: the view fails, `check` finds it)
+            if attempt == MAX_ATTEMPTS or not file_gone(error):
+                raise
+            before = world.versions()
+            world.refresh()
+            if world.versions() == before:
+                raise
+        time.sleep(random.uniform(0.0, 0.02 * 2 ** min(attempt, 5)))
     return None
 
 
@@ -465,6 +479,28 @@ def maintain_all(
     finally:
         for fusion in fusions:
             fusion.discard()
+
+
+def _quietly(action, *arguments) -> None:
+    """Run ``action`` (recording a view's failure, reading the warehouse again) where a busy catalog
+    or a view dropped by another process must not raise: the batch before this maintenance is
+    committed, so an append reports what went wrong instead of raising; a failure not recorded now
+    is met again on the next pass."""
+    try:
+        action(*arguments)
+    except CatalogBusyError as error:
+        logger.warning("%s; left for the next maintenance pass", error)
+    except NotFoundError:  # the view was dropped by another process meanwhile: nothing to record
+        pass
+
+
+def _dropped(handle) -> bool:
+    """Whether the view of ``handle`` is gone from the catalog (dropped by another process)."""
+    try:
+        handle.table.refresh()
+    except NotFoundError:
+        return True
+    return False
 
 
 def _maintain_in_order(
@@ -499,22 +535,31 @@ def _maintain_in_order(
             result = _maintain_replanned(spark, world, name, fusion)
         except InjectedFault:
             raise
-        except BaseMovedError as error:  # contention, not a failure of the view: the next pass retries
-            blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+        except (BaseMovedError, CatalogBusyError) as error:
+            # contention (other processes' commits, or one holding the catalog's lock), not a
+            # failure of the view: reported, and the next pass retries
+            if isinstance(error, BaseMovedError):
+                blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
+            else:
+                blocked[name] = "the catalog was busy"
             results.append(MaintenanceResult(name, version, error=f"not maintained this time: {error}"))
-            world.refresh()
+            _quietly(world.refresh)
             continue
         except Exception as error:
             if name in raise_for:
                 raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
+            if isinstance(error, NotFoundError) and _dropped(handle):
+                # another process dropped the view during its step: nothing to maintain or mark
+                blocked[name] = f"view {name} was dropped by another process"
+                continue
             message = f"{type(error).__name__}: {error}".strip()
-            handle.mark_failed(message)
+            _quietly(handle.mark_failed, message)
             blocked[name] = message
             results.append(MaintenanceResult(name, version, error=message))
-            world.forget(name)
+            _quietly(world.forget, name)
             continue
         if failure is not None:
-            handle.clear_failure()
+            _quietly(handle.clear_failure)
         if result is not None:  # its commit left the world's handle of the view at the new version
             results.append(result)
     bound_histories(world, [r.view for r in results if r.error is None])

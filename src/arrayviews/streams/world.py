@@ -182,6 +182,10 @@ class StreamWorld:
         if key in self._tables:
             self._tables[key].refresh()
 
+    def versions(self) -> dict[str, int]:
+        """The version of every relation read so far, as read (not looked up again)."""
+        return {key: table.current_version() for key, table in self._tables.items()}
+
     def refresh(self) -> None:
         """Read every relation again (after another process committed to one of them)."""
         for table in self._tables.values():

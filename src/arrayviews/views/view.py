@@ -19,6 +19,7 @@ import pandas as pd
 
 from arrayviews.execution.cost import Estimate
 from arrayviews.execution.engine import Engine
+from arrayviews.execution.failures import file_gone
 from arrayviews.model.errors import AlreadyExistsError, CommitConflictError, NotFoundError, ValidationError
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.mappings import Mapping
@@ -313,11 +314,12 @@ def refresh_view(db: Database, view, strategy: str, advance: Iterable[str] | Non
         except BaseMovedError as moved:
             lost = moved
             time.sleep(random.uniform(0.0, 0.1))
-        except FileNotFoundError:
-            # a file the plan named went meanwhile: another process compacted and expired a base
-            # (or the view) after this refresh pinned its versions; planned again on what is there
-            # now (a reflected version that was expired makes it a full refresh)
-            if attempt == MAX_REFRESH_ATTEMPTS - 1:
+        except Exception as error:
+            # a file the plan named went meanwhile (read in-process or by Spark): another process
+            # compacted and expired a base (or the view) after this refresh pinned its versions;
+            # planned again on what is there now (a reflected version that was expired makes it a
+            # full refresh)
+            if attempt == MAX_REFRESH_ATTEMPTS - 1 or not file_gone(error):
                 raise
             time.sleep(random.uniform(0.0, 0.05))
     raise CommitConflictError(
