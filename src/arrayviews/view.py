@@ -13,8 +13,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.operators import writes
 from arrayviews.scheduling import refresh_limit as limits
 from arrayviews.storage.array_table import ArrayTable
-from arrayviews.views import history, pending
-from arrayviews.views import view as maintenance
+from arrayviews.views import creation, history, pending
 from arrayviews.views.commit import VIEW_FILE_BYTES
 from arrayviews.views.definition import ViewDefinition
 from arrayviews.views.source import ViewSource
@@ -22,7 +21,6 @@ from arrayviews.views.view import (
     BASE_KEY,
     RefreshResult,
     check_strategy,
-    compute_from_scratch,
     explain_refresh,
     frames_agree,
     read_definition,
@@ -160,7 +158,7 @@ class View(Array):
     def verify(self) -> bool:
         """Recompute the view from scratch and compare with what is stored; True when they agree
         exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
-        expected = compute_from_scratch(self._db, self)
+        expected = creation.compute_from_scratch(self._db, self)
         actual = self.to_pandas()
         return frames_agree(actual, expected)
 
@@ -180,7 +178,7 @@ class View(Array):
 
 def create_view(db: Database, name: str, definition: ViewDefinition, chunks=None) -> View:
     """Create, compute and store a view (one commit); see ``views.view.create_view``."""
-    table, public, stored = maintenance.create_view(db, name, definition, chunks)
+    table, public, stored = creation.create_view(db, name, definition, chunks)
     return View(db, table, stored, public)
 
 
