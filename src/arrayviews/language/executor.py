@@ -70,10 +70,12 @@ from arrayviews.model.errors import (
     ArrayViewsError,
     ConflictError,
     ParseError,
+    SchemaError,
     ValidationError,
 )
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.sql_dialect import parse_spark_query
+from arrayviews.model.time_scale import TimeScale, instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 
 if TYPE_CHECKING:
@@ -369,8 +371,17 @@ def _cells(
     arrays = {}
     for k, (name, type_name, nullable, is_dimension) in enumerate(columns):
         values = [row[k] for row in rows]
+        if is_dimension and _times_on_a_time_axis(schema, name, values):
+            arrays[name] = pa.array(values, pa.string())  # the insert reads them as the cells they label
+            continue
+        mixed = is_dimension and any(isinstance(v, str) for v in values)
         for number, value in enumerate(values, start=1):
             problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
+            if problem and mixed and isinstance(schema.dimension(name).scale, TimeScale):
+                problem = (
+                    f"{_literal_text(value)} is a time where other rows give this dimension as cell "
+                    "numbers (give every row's as text, or every row's as a number)"
+                )
             if not problem and is_dimension:
                 problem = _outside(schema.dimension(name), value)
             if problem:
@@ -387,8 +398,31 @@ def _cells(
                 )
         if type_name.startswith("float"):
             values = [None if v is None else float(v) for v in values]
+        if type_name == "datetime64":  # ISO text, checked above: exact nanoseconds since 1970, UTC
+            arrays[name] = pa.array(
+                [None if v is None else instant_nanoseconds(v) for v in values], pa.int64()
+            ).cast(arrow_type(type_name))
+            continue
         arrays[name] = pa.array(values, arrow_type(type_name))
     return pa.table(arrays)
+
+
+def _times_on_a_time_axis(schema: ArraySchema, name: str, values: list) -> bool:
+    """Whether INSERT gives a time dimension's cells as ISO text (every value a string)."""
+    return isinstance(schema.dimension(name).scale, TimeScale) and all(isinstance(v, str) for v in values)
+
+
+def _time_problem(value: ast.Value) -> str | None:
+    """Why an INSERT literal is no value of a datetime64 attribute (ISO text within datetime64[ns])."""
+    if not isinstance(value, str):
+        return f"{_literal_text(value)} is not a time (write it as text, e.g. '2026-01-31T06:00', UTC)"
+    try:
+        nanoseconds = instant_nanoseconds(value)
+    except SchemaError as error:
+        return str(error)
+    if not -(2**63) < nanoseconds < 2**63:
+        return f"{value!r} is outside the datetime64[ns] range (1677-09-21 to 2262-04-11)"
+    return None
 
 
 def _value_problem(
@@ -398,6 +432,10 @@ def _value_problem(
         if value is None:
             return None if nullable else f"null, but the {null_hint}"
         return None if isinstance(value, str) else f"{_literal_text(value)} is not a string (quote it: '...')"
+    if type_name == "datetime64" and not is_dimension:
+        if value is None:
+            return None if nullable else f"null, but the {null_hint}"
+        return _time_problem(value)
     if isinstance(value, str):
         return f"{value!r} is a string, not {'a coordinate' if is_dimension else f'a {type_name} value'}"
     if value is None:
