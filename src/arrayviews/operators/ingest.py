@@ -55,6 +55,40 @@ def _numpy_column(column: object) -> np.ndarray:
     return np.atleast_1d(np.asarray(column, dtype=object))
 
 
+def _dict_column(array: str, name: str, column: object) -> pa.Array | pa.ChunkedArray | np.ndarray:
+    """One column of a dict batch: Arrow as it is; pandas (a Series or an extension array such as
+    ``Int64``) as a DataFrame's column is read, its ``NA`` a null; a list of Python integers
+    exactly (numpy would make ``[2**63 + 5, 3]`` floats); anything else through numpy."""
+    if isinstance(column, pa.Array | pa.ChunkedArray):
+        return column
+    if hasattr(column, "__arrow_array__") or type(column).__name__ == "Series":
+        dtype = getattr(column, "dtype", None)
+        if isinstance(dtype, np.dtype):
+            return _numpy_column(np.asarray(column))  # numpy-backed: NaN stays a value
+        return pa.array(column, from_pandas=True)
+    if isinstance(column, list | tuple):
+        present = [v for v in column if v is not None]
+        if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            return _python_integers(array, name, list(column), present)
+    return _numpy_column(column)
+
+
+def _python_integers(array: str, name: str, values: list, present: list) -> pa.Array:
+    """Python integers (and None) as int64, or as uint64 when one passes int64 and none is
+    negative; a value no 64-bit type holds is refused by row."""
+    kind, low, high = (pa.uint64(), 0, 2**64) if max(present) >= 2**63 else (pa.int64(), -(2**63), 2**63)
+    for row, value in enumerate(values):
+        if value is not None and not low <= value < high:
+            raise ValidationError(
+                f"array {array}, column {name}: {value} (row {row}) fits no 64-bit integer column "
+                f"together with the others (int64: -2**63 .. 2**63 - 1; uint64: 0 .. 2**64 - 1)",
+                array=array,
+                column=name,
+                value=value,
+            )
+    return pa.array(values, kind)
+
+
 def to_arrow(data: object, array: str) -> pa.Table:
     """Any supported driver-side batch as an Arrow table."""
     if isinstance(data, pa.Table):
@@ -77,10 +111,7 @@ def to_arrow(data: object, array: str) -> pa.Table:
         return pa.Table.from_arrays(columns, names=[str(name) for name in data.columns])
     if isinstance(data, Mapping):
         # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
-        columns = {
-            name: column if isinstance(column, pa.Array | pa.ChunkedArray) else _numpy_column(column)
-            for name, column in data.items()
-        }
+        columns = {name: _dict_column(array, str(name), column) for name, column in data.items()}
         lengths = {name: len(column) for name, column in columns.items()}
         if len(set(lengths.values())) > 1:
             described = ", ".join(f"{k}={v}" for k, v in lengths.items())
