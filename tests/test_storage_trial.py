@@ -18,24 +18,11 @@ import arrayviews
 from arrayviews.model import faults
 from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError, ConflictError, NotFoundError
 from arrayviews.storage import catalog as catalog_module
+from cell_frames import content, frame
 from processes import fork
 
 SCHEMA = "A<v:int64>[i=0:31:4; j=0:31:4]"
 UNCERTAIN = "U<flux:float64>[x=0:19:5; y=0:19:5]"
-
-
-def frame(cells: dict[tuple[int, int], int]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "i": np.array([c[0] for c in cells], np.int64),
-            "j": np.array([c[1] for c in cells], np.int64),
-            "v": np.array(list(cells.values()), np.int64),
-        }
-    )
-
-
-def content(array) -> dict[tuple[int, int], int]:
-    return {(int(r.i), int(r.j)): int(r.v) for r in array.to_pandas().itertuples()}
 
 
 def tuples(ids) -> dict[str, np.ndarray]:

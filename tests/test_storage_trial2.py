@@ -20,23 +20,10 @@ import arrayviews
 from arrayviews.model import faults
 from arrayviews.model.errors import AlreadyExistsError, ConflictError, NotFoundError
 from arrayviews.storage.catalog import _Catalog
+from cell_frames import content, frame
 from processes import fork
 
 SCHEMA = "B<v:int64>[i=0:15:4; j=0:15:4]"
-
-
-def frame(cells: dict[tuple[int, int], int]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "i": np.array([c[0] for c in cells], np.int64),
-            "j": np.array([c[1] for c in cells], np.int64),
-            "v": np.array(list(cells.values()), np.int64),
-        }
-    )
-
-
-def content(array) -> dict[tuple[int, int], int]:
-    return {(int(r.i), int(r.j)): int(r.v) for r in array.to_pandas().itertuples()}
 
 
 #: A PostgreSQL database for the catalog races too, when one is named (scripts/test.sh starts one).
