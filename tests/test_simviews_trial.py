@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aggregate_reference import extreme, float_sum
 from arrayviews import L1, Linf, NotFoundError, ValidationError, box, similarity, stencil
 from arrayviews.model.mappings import IMAGE_LIMIT, AxisMap, Mapping
 
@@ -27,19 +28,6 @@ AGGREGATES = (
     "avg(right.w) as aw",
     "sum(left.w) as lsw",
 )
-
-
-def _float_sum(values: list[float]) -> float:
-    if any(math.isnan(x) for x in values) or (math.inf in values and -math.inf in values):
-        return math.nan
-    if math.inf in values or -math.inf in values:
-        return math.inf if math.inf in values else -math.inf
-    return math.fsum(values)
-
-
-def _extreme(values: list[float], pick) -> float:
-    """min/max as arrays and views take them: a NaN among the values wins."""
-    return math.nan if any(math.isnan(x) for x in values) else pick(values)
 
 
 def brute_force(
@@ -60,13 +48,13 @@ def brute_force(
             continue
         vs = [float(f["v"]) for f in found]
         ws = [int(f["w"]) for f in found]
-        total = _float_sum(vs)
+        total = float_sum(vs)
         row = dict(zip(left_dims, key, strict=True))
         row.update(
             n=len(found),
             s=total,
-            lo=_extreme(vs, min),
-            hi=_extreme(vs, max),
+            lo=extreme(vs, min),
+            hi=extreme(vs, max),
             a=total / len(vs),
             sw=sum(ws),
             lw=min(ws),

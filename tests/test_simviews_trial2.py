@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayviews
+from aggregate_reference import extreme, float_sum
 from arrayviews import L1, Linf, NotFoundError, RangeError, ValidationError, similarity, stencil
 from arrayviews.kernels.simjoin import join_aggregate
 from arrayviews.model.mappings import AxisMap, Mapping
@@ -42,18 +43,6 @@ def local_db(spark, tmp_path):
 
 
 # -- the reference -----------------------------------------------------------------------------------
-def _float_sum(values: list[float]) -> float:
-    if any(math.isnan(x) for x in values) or (math.inf in values and -math.inf in values):
-        return math.nan
-    if math.inf in values or -math.inf in values:
-        return math.inf if math.inf in values else -math.inf
-    return math.fsum(values)
-
-
-def _extreme(values: list[float], pick) -> float:
-    return math.nan if any(math.isnan(x) for x in values) else pick(values)
-
-
 def reference(left: dict, right: dict, offsets, image=lambda key: key) -> dict:
     """Per left cell with a right cell at ``image(cell) + offset``: the AGGREGATES by plain Python
     (None for a null), over cells given as {coordinates: {"v": float | None, "w": int | None}}."""
@@ -69,14 +58,14 @@ def reference(left: dict, right: dict, offsets, image=lambda key: key) -> dict:
             continue
         vs = [f["v"] for f in found if f["v"] is not None]
         ws = [f["w"] for f in found if f["w"] is not None]
-        total = _float_sum(vs) if vs else None
+        total = float_sum(vs) if vs else None
         out[key] = {
             "n": len(found),
             "nv": len(vs),
             "s": total,
             "a": None if not vs else total / len(vs),
-            "lo": _extreme(vs, min) if vs else None,
-            "hi": _extreme(vs, max) if vs else None,
+            "lo": extreme(vs, min) if vs else None,
+            "hi": extreme(vs, max) if vs else None,
             "sw": sum(ws) if ws else None,
             "aw": float(Fraction(sum(ws), len(ws))) if ws else None,  # the exact mean, rounded once
             "lw": min(ws) if ws else None,
