@@ -108,7 +108,8 @@ def _screen(db, tmp_path, keys: str, width: int = 100) -> tuple[str, Shell]:
         def typist() -> None:
             for piece in re.split(r"(?<=\t)", keys):
                 pipe.send_text(piece)
-                time.sleep(0.5 if piece.endswith("\t") else 0)
+                if piece.endswith("\t"):
+                    _completed(session, re.split(r"[\s(]", piece[:-1])[-1])
             time.sleep(0.5)
             pipe.close()
 
@@ -117,6 +118,18 @@ def _screen(db, tmp_path, keys: str, width: int = 100) -> tuple[str, Shell]:
         shell.loop(session)
         typing.join()
     return out.getvalue(), shell
+
+
+def _completed(session, word: str, wait: float = 20.0) -> None:
+    """Wait until the prompt's buffer shows ``word`` typed and then completed (completion runs in
+    the background: a fixed pause was too short on a loaded machine, and the next keys arrived
+    before the completion)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not session.default_buffer.text.endswith(word):
+        time.sleep(0.02)
+    while time.monotonic() < deadline and session.default_buffer.text.endswith(word):
+        time.sleep(0.02)
+    time.sleep(0.1)
 
 
 def test_the_shell_runs_multiline_statements_times_them_and_survives_errors(db, tmp_path) -> None:
