@@ -490,8 +490,8 @@ def _quietly(action, *arguments) -> None:
         action(*arguments)
     except CatalogBusyError as error:
         logger.warning("%s; left for the next maintenance pass", error)
-    except NotFoundError:  # the view was dropped by another process meanwhile: nothing to record
-        pass
+    except NotFoundError:
+        logger.debug("a view was dropped by another process during maintenance: nothing to record")
 
 
 def _dropped(handle) -> bool:
