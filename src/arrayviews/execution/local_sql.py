@@ -17,7 +17,10 @@ Differences handled (each checked by tests/test_local_sql.py):
   has more than 6 decimal places, a DECIMAL sum of two values (Spark rounds either past 38 digits);
   a ``sum`` past 38 digits raises (DuckDB would return it): execution/decimal_guard.py;
 * string literals keep Spark's backslash escapes (sqlglot re-quotes them); timestamps are UTC wall
-  times (Spark's session time zone is UTC), returned without a time zone.
+  times (Spark's session time zone is UTC), returned without a time zone;
+* calls reading a format, unit or time zone as text (``date_format``, ``date_trunc``, ``to_date``,
+  ``to_char``, ``get_json_object``, ``from_utc_timestamp``...) are refused: sqlglot's DuckDB forms
+  of them differ from Spark's.
 """
 
 from __future__ import annotations
@@ -69,10 +72,22 @@ class ArrowFunction:
     struct_macro: str | None = None
 
 
+#: Spark calls whose format, unit or time-zone text sqlglot writes for DuckDB with another meaning
+#: (``to_char(n, '999')`` as a CAST, ``to_date(s, fmt)`` as a lenient TRY_CAST without its format,
+#: Java date patterns as strftime ones, units and zones as DuckDB reads them): they run on Spark.
+_SPARK_ONLY_CALLS = (
+    exp.TimestampTrunc, exp.DateTrunc, exp.TimeToStr, exp.StrToTime, exp.StrToDate, exp.StrToUnix,
+    exp.UnixToStr, exp.UnixToTime, exp.TimeToUnix, exp.ToChar, exp.TsOrDsToDate, exp.TimeStrToTime,
+    exp.JSONExtract, exp.JSONExtractScalar, exp.AtTimeZone, exp.ConvertTimezone, exp.FromTimeZone,
+)  # fmt: skip
+
+
 def _rewrite(tree: exp.Expression, functions: Mapping[str, ArrowFunction]) -> exp.Expression:
     """The Spark query tree with Spark's meaning spelled for DuckDB (see the module docstring)."""
 
     def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, _SPARK_ONLY_CALLS):
+            raise CannotRunLocally(f"{node.sql(dialect='spark')} reads its format or unit as only Spark does")
         if isinstance(node, exp.TryCast) and not node.args.get("safe"):
             return exp.Cast(this=node.this, to=node.to)
         if isinstance(node, exp.Div):

@@ -83,13 +83,56 @@ def _as_name(token: Token, words: frozenset = _STATEMENT_STARTS) -> Token:
 _QUERY_WORDS = frozenset({TokenType.DESC, TokenType.PIVOT, TokenType.UNPIVOT, TokenType.FETCH})
 
 
+#: Function classes a query's tree keeps (the rest of the calls are kept as written): aggregates,
+#: which the statement checks tell apart (HAVING, a pattern's WHERE), random functions, which they
+#: refuse, and structs, whose field names the literal keeping restores (streams/literals.py).
+_KEPT_CLASSES = (exp.AggFunc, exp.Rand, exp.Randn, exp.Uuid, exp.Shuffle, exp.Struct)
+#: Calls parsed by their own grammar (CAST(x AS t), EXTRACT(f FROM x), TRIM(BOTH c FROM s),
+#: POSITION(a IN s), OVERLAY(... PLACING ...), SUBSTRING(s FROM i FOR n)) and aggregates with one.
+_SYNTAX_CALLS = frozenset(
+    {"CAST", "TRY_CAST", "EXTRACT", "TRIM", "POSITION", "OVERLAY", "SUBSTRING", "SUBSTR"}
+    | {"APPROX_PERCENTILE", "PERCENTILE", "PERCENTILE_APPROX", "ARGMAX", "ARGMIN", "ARG_MAX"}
+    | {"ARG_MIN", "MAX_BY", "MIN_BY", "LISTAGG", "STRING_AGG"}
+)
+
+
+def _kept_call(name: str, builder) -> bool:
+    """Whether a query's tree keeps sqlglot's node for a call of ``name`` (built by ``builder``)."""
+    if name in ("COLLECT_LIST", "NAMED_STRUCT"):
+        return True
+    owner = getattr(builder, "__self__", None)
+    kind = owner if isinstance(owner, type) else exp.FUNCTION_BY_NAME.get(name)
+    return kind is not None and issubclass(kind, _KEPT_CLASSES)
+
+
+class _QueryParser(Spark.Parser):
+    """sqlglot's Spark parser keeping every call but aggregates, random functions and structs as
+    written. Spark's parser maps many names onto its own nodes and prints them back rewritten:
+    ``date_trunc('DAY', t)`` loses its unit literal, ``to_char(n, '999')`` becomes
+    ``CAST(n AS STRING)``, ``json_parse(s)`` becomes ``s``; a query handed on to Spark must say what
+    its author wrote."""
+
+    FUNCTIONS = {name: build for name, build in Spark.Parser.FUNCTIONS.items() if _kept_call(name, build)}
+    FUNCTION_PARSERS = {
+        name: parse for name, parse in Spark.Parser.FUNCTION_PARSERS.items() if name in _SYNTAX_CALLS
+    }
+
+
+class _QueryDialect(Spark):
+    Parser = _QueryParser
+
+
+_QUERY_DIALECT = _QueryDialect()
+
+
 def parse_spark(text: str) -> list[exp.Expression | None]:
     """``sqlglot.parse(text, read="spark")``, but with a statement word inside a query or
     expression (``SELECT drop * 2 FROM t``, ``show > 1``) read as the column name Spark reads
-    there; a statement (DROP TABLE ...) is no query either way."""
+    there (a statement, DROP TABLE ..., is no query either way), and with calls kept as written
+    but for aggregates, random functions and structs (:class:`_QueryParser`)."""
     words = _STATEMENT_STARTS - _QUERY_WORDS
     named = [_as_name(token, words) for token in DIALECT.tokenize(text)]  # no command words
-    return Spark().parser().parse(named, text)
+    return _QUERY_DIALECT.parser().parse(named, text)
 
 
 def parse_spark_query(text: str) -> exp.Expression:
