@@ -1,5 +1,6 @@
 """Cells a user gives as a Spark DataFrame, or as Parquet/CSV files Spark reads: checked against an
-array schema (column names and types, value ranges, nulls) and cast to its exact types.
+array schema (column names and types, value ranges, nulls) and cast to its exact types; and the
+other way, the time labels Spark SQL shows on an array's cells (:func:`with_time_labels`).
 
 This is the Spark side of ``insert(spark_df)`` and ``load(path)``: the DataFrame is the user's input,
 so only here (below the operators) is it looked at through pyspark; what follows (chunking,
@@ -98,6 +99,25 @@ def time_cells(column: Column, scale: TimeScale) -> tuple[Column, Column]:
     whole = ((offset - remainder) / F.lit(step)).cast(T.DecimalType(38, 0))
     labels_no_cell = (remainder != 0) | (F.abs(whole) > F.lit(decimal.Decimal(2**62)))
     return F.when(~labels_no_cell, whole.cast(T.LongType())), labels_no_cell
+
+
+def with_time_labels(frame: DataFrame, schema: ArraySchema) -> DataFrame:
+    """``frame`` (one row per cell of an array of ``schema``) with each time dimension's cells
+    replaced by their labels as Spark TIMESTAMPs, ``origin + cell * step`` in exact microseconds
+    (a cell whose label passes BIGINT microseconds stops the query with Spark's overflow error).
+    A scale finer than a microsecond has no exact TIMESTAMP: that dimension keeps its cells."""
+    scales = {d.name: d.scale for d in schema.dimensions if isinstance(d.scale, TimeScale)}
+    columns = []
+    for name in frame.columns:
+        scale = scales.get(name)
+        origin = scale.nanoseconds(0) if scale is not None else 0
+        step = scale.nanoseconds(1) - origin if scale is not None else 0
+        if scale is None or origin % 1000 or step % 1000:
+            columns.append(F.col(name))
+            continue
+        micros = F.lit(origin // 1000) + F.col(name) * F.lit(step // 1000)
+        columns.append(F.timestamp_micros(micros).alias(name))
+    return frame.select(*columns)
 
 
 def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: str, limits) -> None:

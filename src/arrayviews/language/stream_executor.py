@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.errors import AnalysisException
 
+from arrayviews.execution.spark_cells import with_time_labels
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.registry import explainer, statement_runner
@@ -280,7 +281,8 @@ def spark_query(db: Database, text: str, names: tuple[str, ...]) -> Any:
     if any(relations.kind_of(db, name) in (relations.STREAM, relations.STREAM_VIEW) for name in names):
         register_relations(db.spark, db.warehouse.catalog)
     for name in arrays:
-        relations.open_array(db, name).to_spark().createOrReplaceTempView(name)
+        array = relations.open_array(db, name)
+        with_time_labels(array.to_spark(), array.schema).createOrReplaceTempView(name)
     try:
         return db.spark.sql(text)
     except AnalysisException as error:
