@@ -44,7 +44,9 @@ def test_a_call_prints_back_as_written(call):
 def test_aggregates_are_still_aggregates():
     from sqlglot import exp
 
-    tree = parse_spark_query("SELECT count(*), sum(n), collect_list(s), percentile_approx(n, 0.5), rand() FROM T")
+    tree = parse_spark_query(
+        "SELECT count(*), sum(n), collect_list(s), percentile_approx(n, 0.5), rand() FROM T"
+    )
     kinds = [type(node) for node in tree.expressions]
     assert all(issubclass(kind, exp.AggFunc) for kind in kinds[:4]) and kinds[4] is exp.Rand
 

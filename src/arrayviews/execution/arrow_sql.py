@@ -340,7 +340,16 @@ class _Compiler:
         if any(not isinstance(g, exp.Column) for g in group.expressions):
             raise Unsupported("GROUP BY an expression")
         keys = [relation.find(g) for g in group.expressions]
-        inputs: list[tuple[str, pc.Expression]] = [(k.field, pc.field(k.field)) for k in keys]
+        # Spark groups a float key normalized: -0.0 is the group of 0.0, shown as 0.0 (+0.0 makes it so)
+        inputs: list[tuple[str, pc.Expression]] = [
+            (
+                k.field,
+                pc.field(k.field) + pa.scalar(0, k.type)
+                if pa.types.is_floating(k.type)
+                else pc.field(k.field),
+            )
+            for k in keys
+        ]
         requests, found, checks = [], {}, []
         count_all: str | None = None
 

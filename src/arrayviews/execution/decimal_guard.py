@@ -82,7 +82,7 @@ def _spark_name(kind: pa.DataType) -> str:
     return _NAMES.get(kind, "UNKNOWN")
 
 
-def _annotated(tree: exp.Expression, schemas: Mapping[str, pa.Schema]) -> exp.Expression | None:
+def annotated(tree: exp.Expression, schemas: Mapping[str, pa.Schema]) -> exp.Expression | None:
     """A copy of the query with sqlglot's types (decimal literals typed DECIMAL, as Spark reads
     them); None when sqlglot cannot type it."""
     copy = tree.copy()
@@ -117,7 +117,7 @@ def guard_decimals(tree: exp.Expression, schemas: Mapping[str, pa.Schema]) -> ex
     largest = _largest_scale(tree, schemas)
     if largest is None:
         return tree
-    typed = _annotated(tree, schemas)
+    typed = annotated(tree, schemas)
     nodes = list(typed.walk()) if typed is not None else None
 
     def refuse_where(kinds: tuple[type, ...], what: str, names: frozenset[str] = frozenset()) -> None:
@@ -144,4 +144,4 @@ def guard_decimals(tree: exp.Expression, schemas: Mapping[str, pa.Schema]) -> ex
     return tree
 
 
-__all__ = ["SUM_CHECK", "SUM_CHECK_MACRO", "DecimalRefused", "guard_decimals"]
+__all__ = ["SUM_CHECK", "SUM_CHECK_MACRO", "DecimalRefused", "annotated", "guard_decimals"]

@@ -18,6 +18,8 @@ Differences handled (each checked by tests/test_local_sql.py):
   a ``sum`` past 38 digits raises (DuckDB would return it): execution/decimal_guard.py;
 * string literals keep Spark's backslash escapes (sqlglot re-quotes them); timestamps are UTC wall
   times (Spark's session time zone is UTC), returned without a time zone;
+* a FLOAT or DOUBLE grouping key is shown as Spark normalizes it (``-0.0`` as ``0.0``:
+  execution/float_keys.py);
 * calls reading a format, unit or time zone as text (``date_format``, ``date_trunc``, ``to_date``,
   ``to_char``, ``get_json_object``, ``from_utc_timestamp``...) are refused: sqlglot's DuckDB forms
   of them differ from Spark's.
@@ -40,6 +42,7 @@ from sqlglot import exp
 
 from arrayviews.execution.arrow_sql import Unsupported, run_arrow
 from arrayviews.execution.decimal_guard import SUM_CHECK_MACRO, DecimalRefused, guard_decimals
+from arrayviews.execution.float_keys import KeysUntyped, normalize_float_keys
 
 #: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
 _RAISED = "\x1eraised:"
@@ -147,7 +150,8 @@ def _translated(
         raise CannotRunLocally("not one query")
     try:
         tree = guard_decimals(statements[0], dict(schemas))
-    except DecimalRefused as refused:
+        tree = normalize_float_keys(tree, dict(schemas))
+    except (DecimalRefused, KeysUntyped) as refused:
         raise CannotRunLocally(str(refused)) from None
     tree = _rewrite(tree, {f.name: f for f in functions})
     try:
