@@ -253,6 +253,10 @@ def _duration(span: object) -> np.timedelta64:
     if isinstance(span, np.timedelta64):
         return span
     found = _SPAN.match(span)  # text
+    if found and found.group(2) == "M":  # pandas refuses it too: "1M" read as a minute was silent
+        raise SchemaError(
+            f"{span!r} is ambiguous: a month is no fixed duration; write '{found.group(1)}min' for minutes"
+        )
     word = found.group(2).lower() if found else ""
     unit = (
         _SPAN_UNITS.get(word)
@@ -262,4 +266,7 @@ def _duration(span: object) -> np.timedelta64:
     if unit is None:
         raise SchemaError(f"{span!r} is not a duration such as '6 hours', '1 day', '90min' or '1D'")
     resolution, per = unit
-    return np.timedelta64(int(found.group(1)) * per, resolution)
+    try:
+        return np.timedelta64(int(found.group(1)) * per, resolution)
+    except OverflowError:  # before: "int too big to convert", with no value named
+        raise SchemaError(f"{span!r} is longer than any duration an int64 count holds") from None
