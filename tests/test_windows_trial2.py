@@ -200,8 +200,9 @@ def test_a_view_over_an_open_ended_time_axis_fed_day_by_day_follows_pandas_rolli
 
 def test_duration_windows_on_a_falling_sub_second_axis(local) -> None:
     """Quarter seconds running backwards in time (cell 0 the latest): ("1s", "500ms") is the second
-    before each time and the half second after it, in time order, as pandas' rolling finds it over
-    the time-sorted series (a forward half second added by shifting)."""
+    before each time and the half second after it, in time order, for ``A.window`` and for views
+    given the durations as text or as ``numpy.timedelta64`` (exact Python-integer sums), and the
+    trailing second counts as pandas' rolling over the time-sorted series."""
     array = local.create_array(
         "quarters<v:int64>[t=0:79:16 SCALE -250 MILLISECONDS OFFSET '2026-03-01T00:00:30']"
     )
@@ -222,9 +223,15 @@ def test_duration_windows_on_a_falling_sub_second_axis(local) -> None:
     trailing = series.rolling("1001ms").count()  # pandas' (t - 1 s, t] plus t - 1 s itself
     got = array.window({"t": ("1s", "500ms")}, "sum(v)").to_pandas()
     assert dict(zip(got.t.tolist(), got.v_sum.tolist(), strict=True)) == want
-    view = local.create_view("quarters_w", window("quarters", ["1000ms", "500ms"], ["sum(v)", "count(*)"]))
-    stored = view.to_pandas()
-    assert dict(zip(stored.t.tolist(), stored.v_sum.tolist(), strict=True)) == want
+    forms = (
+        ["1000ms", "500ms"],
+        [np.timedelta64(1, "s"), np.timedelta64(500, "ms")],  # before: a raw TypeError from int()
+        [np.timedelta64(10**9, "ns"), np.timedelta64(500_000_000, "ns")],  # before: 10**9 cells
+    )
+    for k, extents in enumerate(forms):  # a view took numpy durations as numpy integers
+        view = local.create_view(f"quarters_w{k}", window("quarters", extents, ["sum(v)", "count(*)"]))
+        stored = view.to_pandas()
+        assert dict(zip(stored.t.tolist(), stored.v_sum.tolist(), strict=True)) == want
     back = array.window({"t": ("1s", "0s")}, "count(*)").to_pandas().set_index("t")
     assert back.loc[cells, "count"].tolist() == [int(trailing[t]) for t in times]
 
