@@ -149,6 +149,34 @@ def test_durations_that_are_no_whole_steps_or_ambiguous_are_refused_alike(local)
     assert got.v_sum.tolist() == [1] + [2] * 59
 
 
+def test_the_flat_form_of_a_window_takes_durations_as_a_view_does(local) -> None:
+    """SciDB's flat extents ``[b1, a1, b2, a2]`` with durations on a half-hourly axis: text was
+    refused by ``A.window`` (a view took it), ``numpy.timedelta64`` in hours raised a raw TypeError
+    and in nanoseconds was taken as that many cells (the whole axis). All now give the trailing two
+    hours, as the mapping form and the view do (plain Python sums)."""
+    array = local.create_array(
+        "halves<v:int64>[t=0:23:8 SCALE 30 MINUTES OFFSET '2026-05-01T00:00'; k=0:1:2]"
+    )
+    array.insert({"t": list(range(24)) * 2, "k": [0] * 24 + [1] * 24, "v": list(range(48))})
+    want = [sum(range(max(0, t - 4), t + 1)) + k * 24 * (min(t, 4) + 1) for k in (0, 1) for t in range(24)]
+    two_hours = np.timedelta64(7200 * 10**9, "ns")
+    forms = (
+        ["2h", "0h", 0, 0],
+        [np.timedelta64(2, "h"), np.timedelta64(0, "h"), 0, 0],
+        [two_hours, np.timedelta64(0, "ns"), 0, 0],
+        {"t": (two_hours, "0h")},
+    )
+    for extents in forms:
+        got = array.window(extents, "sum(v)").to_pandas().sort_values(["k", "t"])
+        assert got.v_sum.tolist() == want, extents
+    view = local.create_view("halves_w", window("halves", forms[2], ["sum(v)"]))
+    assert view.to_pandas().sort_values(["k", "t"]).v_sum.tolist() == want
+    with pytest.raises(ValidationError, match="window extent for t must be two integers"):
+        from arrayviews.operators.window import window_extents
+
+        window_extents(array.schema, [two_hours, 0, 0, 0])  # below the API, no duration is a count
+
+
 def test_a_view_over_an_open_ended_time_axis_fed_day_by_day_follows_pandas_rolling(local) -> None:
     """Hourly days (a falling latitude, gaps as NaN) appended with ``write_xarray`` to ``time=0:*``;
     after each day the trailing-six-hours view (auto refresh), a view over it and ``A.window`` equal
