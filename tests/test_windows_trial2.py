@@ -119,6 +119,46 @@ def test_a_batch_at_opposite_corners_reads_only_the_chunks_within_reach(local, m
     assert view.verify()
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.data(),
+    listed=st.booleans(),
+    before=st.tuples(st.integers(0, 9), st.integers(0, 30)),
+    after=st.tuples(st.integers(0, 9), st.integers(0, 30)),
+)
+def test_reached_chunks_are_those_whose_box_meets_a_targets_dilated_box(data, listed, before, after) -> None:
+    """The base chunks a refresh reads, from the grid (few neighbours) or matched against the
+    present chunks (many), against plain box intersection over ``i=-7:30:4; j=0:*:5``."""
+    from arrayviews.model.schema_parser import parse_schema
+    from arrayviews.views import windowed
+
+    schema = parse_schema("r<v:int64>[i=-7:30:4; j=0:*:5]")
+    chunk = st.tuples(st.integers(0, 9), st.integers(0, 12))  # chunks count from the dimension's low
+    present = sorted(data.draw(st.sets(chunk, min_size=1, max_size=25)))
+    targets = sorted(data.draw(st.sets(st.sampled_from(present), min_size=1, max_size=6)))
+
+    def box(c):
+        return (-7 + 4 * c[0], min(30, -4 + 4 * c[0])), (5 * c[1], 5 * c[1] + 4)
+
+    want = {
+        p
+        for p in present
+        for t in targets
+        if all(
+            lo <= th + a and hi >= tl - b
+            for (lo, hi), (tl, th), b, a in zip(box(p), box(t), before, after, strict=True)
+        )
+    }
+    old = windowed.LISTED_REACH
+    windowed.LISTED_REACH = 0 if listed else old
+    try:
+        got = windowed.reached_chunks(schema, np.array(targets), before, after, np.array(present))
+    finally:
+        windowed.LISTED_REACH = old
+    assert {tuple(int(x) for x in row) for row in got} == want
+    assert len(got) == len(want)
+
+
 # -- durations on time axes -------------------------------------------------------------------------
 
 

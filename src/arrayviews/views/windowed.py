@@ -87,11 +87,21 @@ def fragment_cells(source: StoredSource, ranges=None) -> tuple[np.ndarray, np.nd
 
 def cells_in_chunks(chunks: np.ndarray, cells: np.ndarray, wanted: np.ndarray) -> int:
     """The cells of the fragments (``chunks``, ``cells``) whose chunk is a row of ``wanted``."""
-    if len(chunks) == 0 or len(wanted) == 0:
-        return 0
-    _, inverse = np.unique(np.vstack([wanted, chunks]), axis=0, return_inverse=True)
+    return int(cells[_member(chunks, wanted)].sum())
+
+
+def _member(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Whether each row of ``rows`` (n, d) is a row of ``wanted`` (m, d)."""
+    if len(rows) == 0 or len(wanted) == 0:
+        return np.zeros(len(rows), bool)
+    _, inverse = np.unique(np.vstack([wanted, rows]), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    return int(cells[np.isin(inverse[len(wanted) :], inverse[: len(wanted)])].sum())
+    return np.isin(inverse[len(wanted) :], inverse[: len(wanted)])
+
+
+#: Up to this many (target, neighbour chunk) pairs the chunks within reach are listed from the
+#: grid; beyond, the present chunks are matched against the targets' ranges.
+LISTED_REACH = 1 << 22
 
 
 def reached_chunks(
@@ -110,9 +120,12 @@ def reached_chunks(
     sizes = np.stack([g.chunk_sizes(targets[:, k]) for k, g in enumerate(grid.dimensions)], axis=1)
     lows = np.array([d.low for d in schema.dimensions], np.int64)
     highs = np.array([d.high for d in schema.dimensions], np.int64)
-    low = np.maximum(starts - np.asarray(before, np.int64), lows)
-    high = np.minimum(starts + sizes - 1 + np.asarray(after, np.int64), highs)
-    _, points = halo.listed_in_ranges(present, grid.chunk_of(low), grid.chunk_of(high))
+    first = grid.chunk_of(np.maximum(starts - np.asarray(before, np.int64), lows))
+    last = grid.chunk_of(np.minimum(starts + sizes - 1 + np.asarray(after, np.int64), highs))
+    if np.prod((last - first + 1).astype(np.float64), axis=1).sum() <= LISTED_REACH:
+        _, listed = halo.expand_ranges(first, last)
+        return np.unique(present[_member(present, listed)], axis=0)
+    _, points = halo.listed_in_ranges(present, first, last)
     return np.unique(points, axis=0) if len(points) else points
 
 
