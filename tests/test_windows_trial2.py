@@ -184,7 +184,16 @@ def test_durations_that_are_no_whole_steps_or_ambiguous_are_refused_alike(local)
         local.create_view("minutes_w", window("minutes", ["2M", "0min"], ["sum(v)"]))
     with pytest.raises(ValidationError, match="longer than any duration"):
         minutes.window({"t": ("99999999999999999999 days", "0min")}, "sum(v)").to_pandas()
+    falling = local.create_array("falling<v:int64>[t=0:9:4 SCALE -1 HOUR OFFSET '2026-05-01T12:00']")
+    falling.insert({"t": list(range(10)), "v": [10**k for k in range(10)]})
+    for mixed in (("2h", 1), (1, "1h")):  # before: the count was taken in time order, as a duration
+        with pytest.raises(ValidationError, match="mixes a duration and a count of cells"):
+            falling.window({"t": mixed}, "sum(v)").to_pandas()
+        with pytest.raises(ValidationError, match="mixes a duration and a count of cells"):
+            local.create_view("falling_w", window("falling", list(mixed), ["sum(v)"]))
     assert local.views() == views
+    trailing = falling.window({"t": ("2h", 0)}, "sum(v)").to_pandas()  # 0 is 0 either way
+    assert trailing.v_sum.tolist() == [sum(10**j for j in range(k, min(k + 3, 10))) for k in range(10)]
     got = minutes.window({"t": ("1min", "0min")}, "sum(v)").to_pandas()
     assert got.v_sum.tolist() == [1] + [2] * 59
 

@@ -235,6 +235,16 @@ def reach_cells(schema: ArraySchema, name: str, before: object, after: object) -
     cells = span_cells(schema, name, before), span_cells(schema, name, after)
     scale = schema.dimension(name).scale
     if isinstance(scale, TimeScale) and scale.step < 0 and (is_duration(before) or is_duration(after)):
+        count = after if is_duration(before) else before
+        if not is_duration(count) and count != 0:  # a count is in cell order, the duration in time order
+            raise ValidationError(
+                f"array {schema.name}, dimension {name}: the window ({before!r}, {after!r}) mixes a "
+                f"duration and a count of cells on an axis running backwards in time, where durations "
+                "are in time order and counts in cell order; give both as durations or both as counts",
+                array=schema.name,
+                column=name,
+                value=repr((before, after)),
+            )
         return cells[1], cells[0]
     return cells
 
