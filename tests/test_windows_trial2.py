@@ -473,6 +473,25 @@ def test_extreme_and_non_finite_values(local) -> None:
         db.create_view("ints_s", window("ints", [1, 1], ["sum(v)"]))
     assert db.views() == views
 
+    swings = db.create_array("swings<v:int64>[i=0:9:3]")
+    swing = [-(2**62), -M - 1, M - 5, M - 5, -7, -M, -7, M, M, -M - 1]  # running sums leave int64
+    swings.insert({"i": list(range(10)), "v": swing})
+    for frame in (
+        swings.window([1, 2], "sum(v)", "avg(v)").to_pandas(),
+        db.create_view("swings_w", window("swings", [1, 2], ["sum(v)", "avg(v)"])).to_pandas(),
+    ):
+        for row in frame.to_dict("records"):
+            inside = swing[max(0, row["i"] - 1) : row["i"] + 3]
+            assert row["v_sum"] == sum(inside), row
+            assert row["v_avg"] == float(Fraction(sum(inside), len(inside))), row
+    unsigned = db.create_array("unsigned<v:uint64>[i=0:3:2]")
+    unsigned.insert({"i": [0, 1, 3], "v": [2**64 - 1, 2**63 + 1, 5]})
+    with pytest.raises(
+        ValidationError, match=r"array unsigned, attribute v \(uint64\): avg\(v\) does not compute"
+    ):
+        unsigned.window([1, 1], "avg(v)").to_pandas()  # refused by name, not wrapped around
+    assert unsigned.window([1, 1], "count(v)").to_pandas().v_count.tolist() == [2, 2, 1]
+
     cancel = db.create_array("cancel<v:float64>[i=0:5:3]")
     spread = [1e308, 1.0, -1e308, 2.0**-1074, -1.0, 0.5]
     cancel.insert({"i": list(range(6)), "v": spread})
