@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from arrayviews import window
 from arrayviews.model.errors import NotFoundError, RangeError, ValidationError
+from arrayviews.views.refresh_cost import PROBE_MARGIN
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +115,11 @@ def test_a_batch_at_opposite_corners_reads_only_the_chunks_within_reach(local, m
     _insert(array, {(0, 0): 3, (59, 59): 4})  # auto takes the strategy its estimates favour
     result = view.refresh()
     predicted = {s: e["predicted_seconds"] for s, e in result.estimates.items()}
-    assert result.decision == "cheaper" and result.strategy == min(predicted, key=predicted.get)
+    best = min(predicted.values())
+    if result.decision == "cheaper":
+        assert predicted[result.strategy] == best, result.message
+    else:  # a probe re-measures a strategy predicted close to the best
+        assert result.decision == "probe" and predicted[result.strategy] <= (1 + PROBE_MARGIN) * best
     assert result.estimates["baseline"]["cells"] == read
     assert view.verify()
 
