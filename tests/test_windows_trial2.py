@@ -551,9 +551,10 @@ def test_extreme_and_non_finite_values(local) -> None:
 
 
 def test_refused_refreshes_and_versions_change_nothing(local) -> None:
-    """A refresh with a bad strategy, on a base the view does not read, or of a view whose base
-    moved under a pinned version is refused naming it; the view, its versions and status are as
-    before. ``at_version`` of a version never made is refused naming the versions held."""
+    """A refresh with a bad strategy or on a base the view does not read, dropping the base, and a
+    window or view with two aggregates of one output name are refused naming them; the view, its
+    versions and status are as before. ``at_version`` of a version never made is refused naming
+    the versions held."""
     array = local.create_array("refusals<v:int64>[i=0:9:3]")
     array.insert({"i": [1, 2, 5], "v": [1, 2, 3]})
     view = local.create_view("refusals_w", window("refusals", [1, 1], ["sum(v)"]))
@@ -567,6 +568,13 @@ def test_refused_refreshes_and_versions_change_nothing(local) -> None:
         view.refresh(bases=["nowhere"])
     with pytest.raises(ValidationError, match="array refusals is a base of view"):
         local.drop_array("refusals")
+    for attempt in (  # before: the message did not name the array
+        lambda: array.window([1, 1], "sum(v)", "max(v) AS v_sum").to_pandas(),
+        lambda: local.create_view("refusals_twice", window("refusals", [1, 1], ["sum(v)", "sum(v)"])),
+    ):
+        with pytest.raises(ValidationError, match="array refusals: two aggregates produce 'v_sum'") as caught:
+            attempt()
+        assert (caught.value.array, caught.value.column) == ("refusals", "v_sum")
     assert view.to_pandas().equals(frame) and view.versions().equals(versions) and view.status() == status
     with pytest.raises(NotFoundError, match=r"refusals_w has no version 7 \(versions held: 1\)"):
         view.at_version(7)
