@@ -475,6 +475,17 @@ class Array:
                 else reach
                 for name, reach in extents.items()
             }
+        elif (
+            isinstance(extents, Sequence | np.ndarray)
+            and not isinstance(extents, str)
+            and len(extents) == 2 * self.ndim
+        ):
+            # the flat form takes durations as a window view's definition does
+            extents = [
+                x
+                for k, name in enumerate(self.dims)
+                for x in reach_cells(self.schema, name, extents[2 * k], extents[2 * k + 1])
+            ]
         return self._operate(window.window, extents, aggregates, method)
 
     def aggregate(self, *aggregates: str, by: Sequence[str] = ()) -> Array:

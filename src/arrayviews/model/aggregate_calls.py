@@ -242,7 +242,10 @@ def check_calls(
     for call in calls:
         check_call(call, attribute_types, array, window)
         if call.output_name in seen:
+            where = f"array {array}: " if array else ""  # before: the array was not named
             raise ValidationError(
-                f"two aggregates produce {call.output_name!r}; rename one with 'as'", column=call.output_name
+                f"{where}two aggregates produce {call.output_name!r}; rename one with 'as'",
+                array=array,
+                column=call.output_name,
             )
         seen.add(call.output_name)

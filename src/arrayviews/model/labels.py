@@ -235,6 +235,16 @@ def reach_cells(schema: ArraySchema, name: str, before: object, after: object) -
     cells = span_cells(schema, name, before), span_cells(schema, name, after)
     scale = schema.dimension(name).scale
     if isinstance(scale, TimeScale) and scale.step < 0 and (is_duration(before) or is_duration(after)):
+        count = after if is_duration(before) else before
+        if not is_duration(count) and count != 0:  # a count is in cell order, the duration in time order
+            raise ValidationError(
+                f"array {schema.name}, dimension {name}: the window ({before!r}, {after!r}) mixes a "
+                f"duration and a count of cells on an axis running backwards in time, where durations "
+                "are in time order and counts in cell order; give both as durations or both as counts",
+                array=schema.name,
+                column=name,
+                value=repr((before, after)),
+            )
         return cells[1], cells[0]
     return cells
 
@@ -253,6 +263,10 @@ def _duration(span: object) -> np.timedelta64:
     if isinstance(span, np.timedelta64):
         return span
     found = _SPAN.match(span)  # text
+    if found and found.group(2) == "M":  # pandas refuses it too: "1M" read as a minute was silent
+        raise SchemaError(
+            f"{span!r} is ambiguous: a month is no fixed duration; write '{found.group(1)}min' for minutes"
+        )
     word = found.group(2).lower() if found else ""
     unit = (
         _SPAN_UNITS.get(word)
@@ -262,4 +276,7 @@ def _duration(span: object) -> np.timedelta64:
     if unit is None:
         raise SchemaError(f"{span!r} is not a duration such as '6 hours', '1 day', '90min' or '1D'")
     resolution, per = unit
-    return np.timedelta64(int(found.group(1)) * per, resolution)
+    try:
+        return np.timedelta64(int(found.group(1)) * per, resolution)
+    except OverflowError:  # before: "int too big to convert", with no value named
+        raise SchemaError(f"{span!r} is longer than any duration an int64 count holds") from None

@@ -67,7 +67,8 @@ def window_extents(
         pairs = [(flat[2 * k], flat[2 * k + 1]) for k in range(schema.ndim)]
     for name, pair in zip(schema.dimension_names, pairs, strict=True):
         if len(pair) != 2 or any(
-            isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer) or v < 0 for v in pair
+            isinstance(v, bool | np.bool_ | np.timedelta64) or not isinstance(v, int | np.integer) or v < 0
+            for v in pair
         ):
             raise ValidationError(
                 f"array {schema.name}: window extent for {name} must be two integers >= 0, got {pair!r}",

@@ -276,5 +276,7 @@ def window(
 
 
 def _plain_integer(value):
-    """``value`` as a Python int when it is a numpy integer, else as it is."""
-    return int(value) if isinstance(value, np.integer) else value
+    """``value`` as a Python int when it is a numpy integer, else as it is. A ``numpy.timedelta64``
+    is a numpy integer too: it stays a duration (before, ``np.timedelta64(18, "ns")`` became 18
+    cells whatever the axis' step)."""
+    return int(value) if isinstance(value, np.integer) and not isinstance(value, np.timedelta64) else value

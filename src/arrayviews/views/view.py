@@ -322,15 +322,9 @@ def _prepare(
             return Prepared(definition, stored, bases, strategy, estimate, computed, context=context)
         delta = source_delta(replace(base, version=reflected.get(definition.base, 0)), base)
         checkpoint("refresh.delta")
-        present = windowed.present_chunks(base)
-        affected = windowed.affected_chunks(delta, stored, before, after, present)
-        estimate = Estimate(jobs=INCREMENTAL_JOBS)
-        if len(affected):
-            read = base.estimate(windowed.reach_ranges(base.schema, affected, before, after))
-            kept = view_source.estimate(similarity.bounding_ranges(affected)) if view_source else Estimate()
-            estimate = Estimate(
-                read.cells + kept.cells, read.bytes + kept.bytes, len(affected), INCREMENTAL_JOBS
-            )
+        estimate, affected = windowed.incremental_estimate(base, delta, stored, before, after, view_source)
+        context["reached"] = estimate.reached
+        estimate = Estimate(estimate.cells, estimate.bytes, len(affected), INCREMENTAL_JOBS)
         return Prepared(definition, stored, bases, strategy, estimate, len(affected), affected, context)
     spec = join_spec(db, definition, bases)
     left, right = bases[definition.left], bases[definition.right]
@@ -397,7 +391,9 @@ def _execute(db: Database, engine: Engine, prepared: Prepared, view_source: View
             return fragments, None, 0, 0
         affected = prepared.affected
         fragments = (
-            windowed.window_fragments(engine, base, before, after, definition.aggregates, affected, stored)
+            windowed.window_fragments(
+                engine, base, before, after, definition.aggregates, affected, stored, context["reached"]
+            )
             if len(affected)
             else None
         )
