@@ -3,8 +3,10 @@ exactly: checked against the Python integers and nulls that were given."""
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -50,3 +52,23 @@ def test_int64_lists_and_nullable_int64_arrays(batches_db):
         with pytest.raises(ValidationError, match=message):
             A.insert({"i": [5, 6], "u": values})
     assert A.version == 2
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    moments=st.lists(
+        st.none() | st.datetimes(dt.datetime(1700, 1, 1), dt.datetime(2200, 1, 1)), min_size=1, max_size=5
+    ),
+    unit=st.sampled_from(["D", "m", "s", "us", "ns"]),
+)
+def test_numpy_times_beside_none_are_times_and_nulls(batches_db, moments, unit):
+    """Before: a list of day or minute numpy times with None raised a raw TypeError or Arrow's
+    'Unsupported datetime64 time unit' (reported by the windows helper). Checked against the
+    datetime64 values given, each truncated to its unit by numpy."""
+    name = f"T{next(_NAMES)}"
+    array = batches_db.create_array(f"{name}<d:datetime64 null>[i=0:9:10]")
+    given_times = [None if m is None else np.datetime64(m, unit) for m in moments]
+    array.insert({"i": list(range(len(moments))), "d": given_times})
+    frame = array.to_pandas().sort_values("i")
+    stored = [None if pd.isna(v) else np.datetime64(v, "ns") for v in frame["d"]]
+    assert stored == [None if t is None else t.astype("datetime64[ns]") for t in given_times]

@@ -58,7 +58,8 @@ def _numpy_column(column: object) -> np.ndarray:
 def _dict_column(array: str, name: str, column: object) -> pa.Array | pa.ChunkedArray | np.ndarray:
     """One column of a dict batch: Arrow as it is; pandas (a Series or an extension array such as
     ``Int64``) as a DataFrame's column is read, its ``NA`` a null; a list of Python integers
-    exactly (numpy would make ``[2**63 + 5, 3]`` floats); anything else through numpy."""
+    exactly (numpy would make ``[2**63 + 5, 3]`` floats); a list of numpy times with None as a
+    datetime64 array with NaT there; anything else through numpy."""
     if isinstance(column, pa.Array | pa.ChunkedArray):
         return column
     if hasattr(column, "__arrow_array__") or type(column).__name__ == "Series":
@@ -70,6 +71,9 @@ def _dict_column(array: str, name: str, column: object) -> pa.Array | pa.Chunked
         present = [v for v in column if v is not None]
         if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
             return _python_integers(array, name, list(column), present)
+        if present and len(present) < len(column) and all(isinstance(v, np.datetime64) for v in present):
+            # numpy times beside None: None is NaT (a null, as in a datetime64 array), the unit the finest
+            column = np.array([np.datetime64("NaT") if v is None else v for v in column])
     return _numpy_column(column)
 
 
