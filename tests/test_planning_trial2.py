@@ -8,8 +8,10 @@ import pytest
 
 import arrayviews
 from arrayviews import L1, similarity
+from arrayviews.model.errors import MaintenanceError
 
 L1_OFFSETS = [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
+LINF_OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)]
 
 
 @pytest.fixture
@@ -80,3 +82,52 @@ def test_expired_base_history_counts_every_batch_and_verify_says_behind(local_db
         assert _view_cells(view) == _reference(cells, cells, L1_OFFSETS)
         assert view.status()["bases"][0]["reflected"] == 7 and not view.status()["pending"]
         assert view.verify() is True
+
+
+# -- one base's batch that cannot be applied ------------------------------------------------------
+def test_a_failing_base_batch_holds_back_that_base_only(local_db):
+    """Failed before: B's batch overflows V's int64 sum, and every maintenance pass failed V as a
+    whole, so A's good batch was never applied to V either (V stayed at A v1). Now V is brought
+    forward on A, B is left at the version V reflects, the error names B, the cell and the value,
+    and the other views are maintained; V stays consistent (verify) and equals plain Python at
+    the versions it reflects. Under a refresh limit the ONLINE decision does the same."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
+    B = db.create_array("B<v:int64>[i=0:9:5; j=0:9:5]")
+    a, b = {(0, 0): 1, (1, 1): 2}, {(0, 0): 1, (1, 1): 2}
+    A.insert(_cells([0, 1], [0, 1], [1, 2]))
+    B.insert(_cells([0, 1], [0, 1], [1, 2]))
+    spec = ["count(*) as n", "sum(right.v) as s"]
+    db.create_view("V", similarity("A", "B", L1(1), spec))
+    L = db.create_view("L", similarity("A", "B", L1(1), spec))
+    W = db.create_view("W", similarity("A", "A", L1(1), spec))
+    L.set_refresh_limit(1e-9)  # always over it: every pass takes an ONLINE decision
+    A.insert(_cells([2], [2], [3]))
+    a_new = {**a, (2, 2): 3}
+    B.insert(_cells([0, 1], [1, 0], [2**62, 2**62]))  # (0, 0) sums 1 + 2**63: beyond int64
+    before = {name: db.view(name).versions().version.tolist() for name in ("V", "L")}
+    with pytest.raises(MaintenanceError) as caught:
+        db.sql("MAINTAIN ALL")
+    report = caught.value.report
+    assert set(report.errors) == {"V", "L"}, report.errors
+    for name in ("V", "L"):
+        text = report.errors[name]
+        assert text.startswith(f"view {name}: refreshing on B failed, B stays at v1: "), text
+        assert "at cell (i=0, j=0)" in text and str(2**63 + 1) in text and "brought forward on A" in text
+        view = db.view(name)
+        assert view.versions().version.tolist() == [*before[name], before[name][-1] + 1]
+        assert {r["base"]: r["reflected"] for r in view.status()["bases"]} == {"A": 2, "B": 1}
+        assert _view_cells(view) == _reference(a_new, b, L1_OFFSETS)
+        assert view.verify() is True
+    assert _view_cells(W) == _reference(a_new, a_new, L1_OFFSETS)
+    table = report.to_pandas().set_index("view")
+    assert table.loc["W", "error"] == "" and table.loc["V", "error"].startswith("view V: refreshing on B")
+    decision = next(d for d in report.decisions if d.view == "L")
+    assert decision.advanced == ("A",) and decision.failed.startswith("view L: refreshing on B failed")
+    # B's bad batch undone: the next pass brings both views forward on B
+    B.delete(_cells([0, 1], [1, 0], [0, 0]))
+    report = db.maintain(refresh_all=True)
+    assert report.ok, report.errors
+    for name in ("V", "L"):
+        assert _view_cells(db.view(name)) == _reference(a_new, b, L1_OFFSETS)
+        assert not db.view(name).status()["pending"]
