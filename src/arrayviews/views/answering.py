@@ -101,7 +101,7 @@ class AnswerPlan:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
         lines.append(f"  why: {self.reason}")
         if self.catch_up is not None:
-            work = f"{self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s)"
+            work = f"{self.catch_up.pairs} chunk pair(s), {self.catch_up.rewritten} view chunk(s)"
             lines.append(
                 f"  the view is behind the query's versions: brought forward in memory first ({work}; "
                 "nothing is stored)"
@@ -227,6 +227,8 @@ class CatchUp:
     left_delta: Delta
     right_delta: Delta
     affected: np.ndarray
+    #: of the ``affected`` view chunks, those that can hold cells (the work the estimate counts)
+    rewritten: int = 0
 
     @classmethod
     def of(cls, candidate: Candidate, spec: JoinSpec, left: StoredSource, right: StoredSource) -> CatchUp:
@@ -240,7 +242,15 @@ class CatchUp:
         right_delta = left_delta if _same(left, right) else source_delta(right_old, right)
         plan = similarity.plan_baseline(view_spec, left_old, right_old, left_delta, right_delta)
         affected = similarity.affected_view_chunks(view_spec, candidate.stored, plan)
-        return cls(plan, left_old, right_old, left_delta, right_delta, affected)
+        rewritten = similarity.holding_cells(
+            view_spec,
+            definition,
+            candidate.stored,
+            affected,
+            similarity.chunk_list(candidate.source),
+            left_delta,
+        )
+        return cls(plan, left_old, right_old, left_delta, right_delta, affected, rewritten)
 
     @property
     def pairs(self) -> int:
@@ -375,9 +385,9 @@ def price(
             )
         if catch_up is not None:
             cells = catch_up.plan.base_cells + catch_up.plan.delta_cells
-            estimate = estimate + Estimate(cells, 0, len(catch_up.affected), 1)
+            estimate = estimate + Estimate(cells, 0, catch_up.rewritten, 1)
             pairs += catch_up.pairs
-            view_chunks += len(catch_up.affected)
+            view_chunks += catch_up.rewritten
     _, choice = choose(estimate)
     terms = costs.refresh_terms(choice.executor)
     seconds = (

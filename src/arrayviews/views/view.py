@@ -288,6 +288,7 @@ class Prepared:
     pairs: int = 0
     affected: np.ndarray | None = None  # view chunks to rewrite (None: all)
     context: dict = field(default_factory=dict)
+    rewritten: int | None = None  # of ``affected``, the chunks that can hold cells (the estimate's)
 
 
 def _prepare(
@@ -366,13 +367,18 @@ def _prepare(
         if view_source is not None and len(affected)
         else Estimate()
     )
+    if view_chunks is None:
+        view_chunks = similarity.chunk_list(view_source) if view_source is not None else np.zeros((0, 0))
+    # the estimate counts the affected view chunks that can hold cells, not every chunk overlapping
+    # a left chunk with work (a view chunked finer than its base has many empty ones)
+    rewritten = similarity.holding_cells(spec, definition, stored, affected, view_chunks, left_delta)
     jobs = INCREMENTAL_JOBS + (1 if _loses_extremes(definition, left_delta, right_delta) else 0)
-    estimate = Estimate(plan.base_cells + plan.delta_cells + kept.cells, kept.bytes, len(affected), jobs)
+    estimate = Estimate(plan.base_cells + plan.delta_cells + kept.cells, kept.bytes, rewritten, jobs)
     context.update(
         old_left=old_left, old_right=old_right, left_delta=left_delta, right_delta=right_delta, plan=plan
     )
     pairs = len(plan.first) + len(plan.second) + len(plan.third)  # the chunk pairs of the three terms
-    return Prepared(definition, stored, bases, strategy, estimate, pairs, affected, context)
+    return Prepared(definition, stored, bases, strategy, estimate, pairs, affected, context, rewritten)
 
 
 def _loses_extremes(definition: SimilarityViewDefinition, left_delta, right_delta) -> bool:
@@ -471,7 +477,7 @@ def _plan_strategy(
             strategy,
             p.estimate,
             p.pairs,
-            None if p.affected is None else len(p.affected),
+            None if p.affected is None else (len(p.affected) if p.rewritten is None else p.rewritten),
             view_chunks,
             basis,
         )
