@@ -84,6 +84,15 @@ def test_expired_base_history_counts_every_batch_and_verify_says_behind(local_db
         assert _view_cells(view) == _reference(cells, cells, L1_OFFSETS)
         assert view.status()["bases"][0]["reflected"] == 7 and not view.status()["pending"]
         assert view.verify() is True
+    # a compaction alone after the version reflected, which then expires, leaves V up to date
+    A.insert(_cells([9], [9], [6]))
+    cells[(9, 9)] = 6
+    V.refresh()
+    assert A.compact().committed
+    A.expire_versions()
+    assert V.status()["bases"][0] == {"base": "A", "reflected": 8, "current": 9, "pending_batches": 0}
+    assert not V.status()["pending"] and V.verify() is True
+    assert _view_cells(V) == _reference(cells, cells, L1_OFFSETS)
 
 
 # -- one base's batch that cannot be applied ------------------------------------------------------
