@@ -9,7 +9,7 @@ import re
 import pytest
 
 import arrayviews
-from arrayviews import L1, similarity
+from arrayviews import L1, NotFoundError, similarity
 from arrayviews.model.errors import MaintenanceError
 
 L1_OFFSETS = [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
@@ -180,3 +180,30 @@ def test_explain_counts_only_view_chunks_that_can_hold_cells(local_db):
     assert "touches more chunks than the view holds" not in V.explain_refresh()
     V.refresh()
     assert _view_cells(V) == _reference(new, new, L1_OFFSETS)
+
+
+def test_a_partial_refresh_over_an_expired_base_names_the_view_and_changes_nothing(local_db):
+    """Failed before: ``V.refresh(bases=["B"])`` (and REFRESH / EXPLAIN REFRESH ... ON B) with the
+    version of A that V reflects expired said "A v1, the version the view reflects, has expired"
+    without naming the view. Nothing is committed; a refresh of every base then equals plain Python."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
+    B = db.create_array("B<v:int64>[i=0:9:5; j=0:9:5]")
+    a, b = {(0, 0): 1, (1, 1): 2, (2, 2): 3}, {(0, 0): 1, (1, 1): 2, (2, 1): 4}
+    A.insert(_cells([0, 1], [0, 1], [1, 2]))
+    B.insert(_cells([0, 1], [0, 1], [1, 2]))
+    V = db.create_view("V", similarity("A", "B", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    A.insert(_cells([2], [2], [3]))
+    B.insert(_cells([2], [1], [4]))
+    A.expire_versions()
+    expected = r"^view V: A v1, the version the view reflects, has expired: .* \(on B only\)"
+    for call in (
+        lambda: V.refresh(bases=["B"]),
+        lambda: db.sql("REFRESH VIEW V USING BASELINE ON B"),
+        lambda: db.sql("EXPLAIN REFRESH VIEW V ON b"),
+    ):
+        with pytest.raises(NotFoundError, match=expected):
+            call()
+    assert V.versions().version.tolist() == [1] and V.status()["pending"]
+    assert V.refresh().committed
+    assert _view_cells(V) == _reference(a, b, L1_OFFSETS) and V.verify() is True

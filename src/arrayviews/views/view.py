@@ -238,17 +238,19 @@ def _pinned_bases(
     definition: ViewDefinition,
     reflected: dict[str, int] | None = None,
     advance: tuple[str, ...] | None = None,
+    view_name: str | None = None,
 ) -> dict[str, StoredSource]:
     """Every base array pinned once: the ones in ``advance`` (all with None) at their current
     version, the others at the version the view reflects. The refresh reads exactly these snapshots
-    and records exactly these versions."""
+    and records exactly these versions; ``view_name`` names the view in errors."""
     pinned = {}
     for base in definition.bases:
         table = db.warehouse.open(base)
         stays = advance is not None and base not in advance and reflected and base in reflected
         if stays and not _held(table, reflected[base]):
             raise NotFoundError(
-                f"{base} v{reflected[base]}, the version the view reflects, has expired: a refresh that "
+                ("" if view_name is None else f"view {view_name}: ")
+                + f"{base} v{reflected[base]}, the version the view reflects, has expired: a refresh that "
                 f"leaves {base} behind (on {', '.join(advance) or 'no base'} only) would join with it; "
                 "refresh every base instead"
             )
@@ -521,7 +523,7 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
     chosen_bases = advanced_bases(view, advance)
     table = view._current().table
     reflected = reflected_versions(table)
-    bases = _pinned_bases(db, view.definition, reflected, chosen_bases)
+    bases = _pinned_bases(db, view.definition, reflected, chosen_bases, view.name)
     if all(reflected.get(b, 0) == s.version for b, s in bases.items()):
         return f"view {view.name} is up to date{_on(view, chosen_bases)} (nothing pending)"
     source = ViewSource(table, table.current_version(), table.schema)
@@ -565,7 +567,7 @@ def _run_refresh(db: Database, view, requested: str, advance: tuple[str, ...]) -
     expected = table.current_version()
     reflected = reflected_versions(table)
     definition = view.definition
-    bases = _pinned_bases(db, definition, reflected, advance)
+    bases = _pinned_bases(db, definition, reflected, advance, view.name)
     current = {b: source.version for b, source in bases.items()}
     if all(reflected.get(b, 0) == v for b, v in current.items()):
         return RefreshResult(
