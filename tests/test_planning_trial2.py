@@ -4,6 +4,8 @@ the work EXPLAIN counts for a view behind the query, each checked against plain 
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 import arrayviews
 from arrayviews import L1, NotFoundError, similarity
 from arrayviews.model.errors import MaintenanceError
+from arrayviews.scheduling.refresh_limit import since_complete_refresh
 
 L1_OFFSETS = [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
 LINF_OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)]
@@ -207,3 +210,25 @@ def test_a_partial_refresh_over_an_expired_base_names_the_view_and_changes_nothi
     assert V.versions().version.tolist() == [1] and V.status()["pending"]
     assert V.refresh().committed
     assert _view_cells(V) == _reference(a, b, L1_OFFSETS) and V.verify() is True
+
+
+def test_time_since_the_complete_refresh_survives_its_expiry(local_db):
+    """Failed before: once the view's last complete refresh had expired (V.expire_versions()), the
+    ONLINE decision counted t = 0 s since it ('over 0 s since the last complete refresh') however
+    long ago it was; now t runs from the oldest version held (a lower bound), and F_t sums the
+    partial refreshes held, as plain Python adds them from V.refresh_history()."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
+    B = db.create_array("B<v:int64>[i=0:9:5; j=0:9:5]")
+    A.insert(_cells([0, 1], [0, 1], [1, 2]))
+    B.insert(_cells([0, 1], [0, 1], [1, 2]))
+    V = db.create_view("V", similarity("A", "B", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    for k in range(2):
+        A.insert(_cells([2 + k], [2], [3]))
+        V.refresh(bases="A")
+    V.expire_versions()
+    history = V.refresh_history()
+    assert history.version.tolist() == [3] and history.advanced.tolist() == [("A",)]
+    now = history.time.iloc[0].to_pydatetime() + dt.timedelta(seconds=90)
+    spent, elapsed = since_complete_refresh(V._current().table, ["A", "B"], now)
+    assert elapsed == pytest.approx(90.0) and spent == pytest.approx(math.fsum(history.measured_seconds))

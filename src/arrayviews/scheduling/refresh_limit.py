@@ -135,14 +135,19 @@ def arrival_rate(versions: Sequence, now: dt.datetime) -> float:
 
 def since_complete_refresh(table, bases: Sequence[str], now: dt.datetime) -> tuple[float, float]:
     """(seconds of partial refreshes since the view was last refreshed on every base, seconds
-    since then): the paper's F_t and t, with time 0 at the last complete refresh."""
+    since then): the paper's F_t and t, with time 0 at the last complete refresh. When that version
+    has expired, time 0 is the oldest version still held (it came after the complete refresh), and
+    F_t counts the partial refreshes held."""
     spent, start = 0.0, None
-    for info in sorted(table.versions(), key=lambda v: v.version, reverse=True):
+    held = sorted(table.versions(), key=lambda v: v.version, reverse=True)
+    for info in held:
         advanced = info.properties.get(ADVANCED_KEY)
         if advanced is None or set(advanced.split(",")) >= set(bases):
             start = info.time
             break
         spent += float(info.properties.get(SECONDS, 0.0))
+    else:
+        start = held[-1].time if held else None
     elapsed = 0.0 if start is None else max(0.0, (now - start).total_seconds())
     return spent, elapsed
 
