@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import re
 
 import pytest
 
 import arrayviews
-from arrayviews import L1, NotFoundError, similarity
+from arrayviews import L1, NotFoundError, ValidationError, similarity
 from arrayviews.model.errors import MaintenanceError
 from arrayviews.scheduling.refresh_limit import since_complete_refresh
 
@@ -232,3 +233,47 @@ def test_time_since_the_complete_refresh_survives_its_expiry(local_db):
     now = history.time.iloc[0].to_pydatetime() + dt.timedelta(seconds=90)
     spent, elapsed = since_complete_refresh(V._current().table, ["A", "B"], now)
     assert elapsed == pytest.approx(90.0) and spent == pytest.approx(math.fsum(history.measured_seconds))
+
+
+def _lose_newest_file(array) -> None:
+    """Delete the data file A's newest version added (as a lost disk would)."""
+    table = array._current().table
+    older = {f.file_path for f in table.live_files(array.version - 1)}
+    newest = [f.file_path for f in table.live_files(array.version) if f.file_path not in older]
+    os.remove(newest[0].removeprefix("file://"))
+
+
+def test_a_base_rolled_back_past_the_view_is_behind_not_up_to_date(local_db):
+    """Failed before: after db.check(repair=True) rolled A back past the version V reflects (A v2's
+    file was lost) and a new insert made another v2, V said it reflected A v2 and was up to date
+    while holding (6, 6), which A no longer has, and lacking (3, 3); MAINTAIN ALL left it so and a
+    query USING VIEW V answered from it. Now V is pending (A named in ``expired``), the query refuses
+    V (auto answers from the base arrays), and a pass refreshes V in full, equal to plain Python."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
+    A.insert(_cells([0, 1], [0, 1], [1, 2]))
+    A.insert(_cells([6], [6], [5]))
+    V = db.create_view("V", similarity("A", "A", L1(1), ["count(*) as n", "sum(right.v) as s"]))
+    _lose_newest_file(A)
+    assert "rolled back to the newest intact version" in str(db.check(repair=True))
+    A = db.array("A")
+    cells = {(0, 0): 1, (1, 1): 2}
+    assert A.version == 1 and V.status()["pending"] and V.status()["expired"] == ["A"]  # v2 is gone
+    A.insert(_cells([3], [3], [7]))
+    cells[(3, 3)] = 7
+    assert A.version == 2
+    status = V.status()
+    assert status["bases"] == [{"base": "A", "reflected": 2, "current": 2, "pending_batches": 1}]
+    assert status["pending"] and status["expired"] == ["A"] and V.verify() is False
+    query = (
+        "SELECT COUNT(*) AS n, SUM(a2.v) AS s FROM A a1 SIMILARITY JOIN A a2 ON (a1.i = a2.i) AND "
+        "(a1.j = a2.j) WITH SHAPE L1(1) GROUP BY a1.i, a1.j"
+    )
+    with pytest.raises(ValidationError, match=r"view V cannot answer .*: A was rolled back past the version"):
+        db.sql(query + " USING VIEW V")
+    answer = db.sql(query).to_pandas()
+    assert {(r.i, r.j): (r.n, r.s) for r in answer.itertuples()} == _reference(cells, cells, L1_OFFSETS)
+    report = db.maintain(refresh_all=True)
+    assert report.ok and [r.strategy for r in report.refreshed] == ["full"]
+    assert _view_cells(V) == _reference(cells, cells, L1_OFFSETS)
+    assert not V.status()["pending"] and V.verify() is True

@@ -19,6 +19,7 @@ from arrayviews.views.definition import ViewDefinition
 from arrayviews.views.source import ViewSource
 from arrayviews.views.view import (
     BASE_KEY,
+    SNAPSHOT_KEY,
     RefreshResult,
     check_strategy,
     expired_bases,
@@ -27,6 +28,7 @@ from arrayviews.views.view import (
     read_definition,
     reflected_versions,
     refresh_view,
+    replaced_bases,
 )
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ class View(Array):
             self._current().table,
             self._db.executors.choose,
             small_file_bytes=VIEW_FILE_BYTES // 2,
-            carry=(BASE_KEY,),
+            carry=(BASE_KEY, SNAPSHOT_KEY),
             target_bytes=VIEW_FILE_BYTES,
         )
 
@@ -84,17 +86,19 @@ class View(Array):
         with such versions, which only a full refresh can bring forward."""
         table = self._current().table
         reflected = reflected_versions(table)
+        replaced = replaced_bases(self._db, self)
         rows, expired = [], []
         for base in self._definition.bases:
             source = self._db.array(base)._current()
             before, current = reflected.get(base, 0), source.version
             versions = source.table.versions() if before < current else []
-            batches = pending.pending_batches(versions, before, current)
-            if before < current and pending.expired_batches(versions, before, current):
+            batches = len(pending.pending_batches(versions, before, current))
+            if base in replaced:  # rolled back past the version reflected: at least one batch
                 expired.append(base)
-            rows.append(
-                {"base": base, "reflected": before, "current": current, "pending_batches": len(batches)}
-            )
+                batches = max(batches, 1)
+            elif before < current and pending.expired_batches(versions, before, current):
+                expired.append(base)
+            rows.append({"base": base, "reflected": before, "current": current, "pending_batches": batches})
         pending_now = any(r["pending_batches"] for r in rows)
         return {
             "view": self.name,
@@ -192,7 +196,7 @@ class View(Array):
         if status["expired"]:
             freshness = (
                 f"behind; the history of {', '.join(status['expired'])} since the version reflected has "
-                "expired: a full refresh brings it up to date"
+                "expired or was rolled back: a full refresh brings it up to date"
             )
         return [*super()._storage_rows(), ("reflects", bases or "(no bases)"), ("freshness", freshness)]
 

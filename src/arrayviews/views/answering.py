@@ -57,6 +57,8 @@ class Candidate:
     stored: ArraySchema
     reflected: dict[str, int]
     source: StoredSource
+    #: the snapshot ids of the base versions it reflects (none recorded by older views)
+    snapshots: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -404,6 +406,26 @@ def price(
     )
 
 
+def _rolled_back(candidate: Candidate, left: StoredSource, right: StoredSource) -> str | None:
+    """Why ``candidate`` cannot answer when a base was rolled back past the version it reflects
+    (``db.check(repair=True)``): that number now names another commit, or none yet."""
+    for source in (left, right):
+        name = next((b for b in candidate.reflected if b.lower() == source.table.name.lower()), None)
+        if name is None or not candidate.reflected[name]:
+            continue
+        version, recorded = candidate.reflected[name], candidate.snapshots.get(name)
+        try:
+            found = source.table.snapshot_of(version)
+        except KeyError:
+            continue  # expired (or newer than the query reads): refused or caught up as before
+        if recorded is not None and found != recorded:
+            return (
+                f"{name} was rolled back past the version it reflects (v{version} is another commit "
+                "now): refresh it"
+            )
+    return None
+
+
 def _has_right_extremes(definition: SimilarityViewDefinition) -> bool:
     return any(a.function in ("min", "max") and a.side == "right" for a in definition.aggregates)
 
@@ -437,7 +459,7 @@ def plan_answer(
     for candidate in candidates:
         if through not in ("auto", candidate.name):
             continue
-        why = two_versions or usable(candidate, spec, aggregates, versions)
+        why = two_versions or usable(candidate, spec, aggregates, versions) or _rolled_back(candidate, left, right)
         if why is not None:
             plan.refused[candidate.name] = why
             continue
