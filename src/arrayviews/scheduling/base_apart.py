@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from arrayviews.execution.failures import translated_errors
 from arrayviews.model.errors import ArrayViewsError, CommitConflictError
 from arrayviews.views.pending import pending_batches
 from arrayviews.views.view import RefreshResult, expired_bases, reflected_versions, refresh_view
@@ -51,7 +52,7 @@ def refresh_isolating(
     versions it reflected. With one base pending, or a reflected version expired (only a refresh of
     every base can run), the error is raised as it came."""
     try:
-        return refresh_view(db, view, strategy, bases)
+        return _refresh(db, view, strategy, bases)
     except CommitConflictError:
         raise
     except ArrayViewsError as error:
@@ -65,7 +66,7 @@ def refresh_isolating(
         apart = ApartRefresh(view.name)
         for base in pending:
             try:
-                apart.results[base] = refresh_view(db, view, strategy, (base,))
+                apart.results[base] = _refresh(db, view, strategy, (base,))
             except CommitConflictError:
                 raise
             except ArrayViewsError as alone:
@@ -73,6 +74,12 @@ def refresh_isolating(
         if not apart.results:
             raise error
         return apart
+
+
+def _refresh(db: Database, view, strategy: str, bases: tuple[str, ...] | None) -> RefreshResult:
+    """``refresh_view`` raising arrayviews errors for what Spark raised (a task's overflow, say)."""
+    with translated_errors():
+        return refresh_view(db, view, strategy, bases)
 
 
 def _has_pending(db: Database, base: str, reflected: int) -> bool:
