@@ -301,3 +301,25 @@ def test_a_spark_failure_in_a_refresh_is_the_view_s_error_and_the_pass_goes_on(l
     assert set(report.errors) == {"V", "W"} and not report.refreshed
     assert all(text.startswith("a Spark job failed: ") for text in report.errors.values()), report.errors
     assert [view.versions().version.tolist() for view in views] == [[1], [1]]
+
+
+def test_maintain_views_decides_every_view_when_one_fails(local_db):
+    """Failed before: db.maintain_views() stopped at the first view whose decision failed (V, whose
+    only pending batch overflows its sum), so W, after it in name order, kept its batch. Now W is
+    refreshed, equal to plain Python, and MaintenanceError names V with the decisions taken."""
+    db = local_db
+    A = db.create_array("A<v:int64>[i=0:9:5; j=0:9:5]")
+    A.insert(_cells([0, 1], [0, 1], [1, 2]))
+    spec = ["count(*) as n", "sum(right.v) as s"]
+    V = db.create_view("V", similarity("A", "A", L1(1), spec))
+    W = db.create_view("W", similarity("A", "A", L1(1), ["count(*) as n"]))
+    for view in (V, W):
+        view.set_refresh_limit(1e-9)
+    A.insert(_cells([0, 1], [1, 0], [2**62, 2**62]))  # V's sum at (0, 0): 1 + 2**63
+    with pytest.raises(MaintenanceError, match=r"^maintain_views: 1 view\(s\) failed \(V: view V: sum") as caught:
+        db.maintain_views()
+    assert set(caught.value.views) == {"V"} and [d.view for d in caught.value.report] == ["W"]
+    assert V.versions().version.tolist() == [1]
+    cells = {(0, 0): 1, (1, 1): 2, (0, 1): 2**62, (1, 0): 2**62}
+    expected = {c: n for c, (n, _) in _reference(cells, cells, L1_OFFSETS).items()}
+    assert {(r.i, r.j): r.n for r in W.to_pandas().itertuples()} == expected
