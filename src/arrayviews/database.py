@@ -23,7 +23,14 @@ from arrayviews.language import syntax as ast
 from arrayviews.language.executor import execute, execute_text
 from arrayviews.language.parser import parse_statement
 from arrayviews.language.view_executor import view_definition_from_text
-from arrayviews.model.errors import AlreadyExistsError, NotFoundError, SchemaError, ValidationError
+from arrayviews.model.errors import (
+    AlreadyExistsError,
+    ArrayViewsError,
+    MaintenanceError,
+    NotFoundError,
+    SchemaError,
+    ValidationError,
+)
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
@@ -402,11 +409,23 @@ class Database:
         """One scheduling decision for every array view with a refresh limit
         (``V.set_refresh_limit``): each is refreshed on just enough of its bases to keep a complete
         refresh within its limit (``View.keep_within_limit``), each after the views it reads (as
-        in a maintenance pass). Returns the decisions."""
-        decisions = []
+        in a maintenance pass). Returns the decisions. A view whose decision fails does not stop the
+        others: once all are taken, MaintenanceError names each failed view (``views``) and holds
+        the decisions taken (``report``)."""
+        decisions, errors = [], {}
         for view in in_dependency_order(self):
             if view.refresh_limit is not None:
-                decisions.append(view.keep_within_limit())
+                try:
+                    decisions.append(view.keep_within_limit())
+                except ArrayViewsError as error:
+                    errors[view.name] = str(error)
+        if errors:
+            failed = "; ".join(f"{name}: {text.splitlines()[0]}" for name, text in errors.items())
+            raise MaintenanceError(
+                f"maintain_views: {len(errors)} view(s) failed ({failed}); the other views were decided",
+                views=errors,
+                report=decisions,
+            )
         return decisions
 
     def maintain_streams(self, retry_failed: bool = False):

@@ -34,7 +34,7 @@ from arrayviews.views.definition import (
     similarity,
 )
 from arrayviews.views.source import public_schema
-from arrayviews.views.view import reflected_versions
+from arrayviews.views.view import reflected_snapshots, reflected_versions
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -98,6 +98,7 @@ class SimilarityJoin:
                     table.schema,
                     reflected_versions(table),
                     StoredSource(table, table.current_version()),
+                    reflected_snapshots(table),
                 )
             )
         return sorted(found, key=lambda c: c.name.lower())

@@ -19,13 +19,16 @@ from arrayviews.views.definition import ViewDefinition
 from arrayviews.views.source import ViewSource
 from arrayviews.views.view import (
     BASE_KEY,
+    SNAPSHOT_KEY,
     RefreshResult,
     check_strategy,
+    expired_bases,
     explain_refresh,
     frames_agree,
     read_definition,
     reflected_versions,
     refresh_view,
+    replaced_bases,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ class View(Array):
             self._current().table,
             self._db.executors.choose,
             small_file_bytes=VIEW_FILE_BYTES // 2,
-            carry=(BASE_KEY,),
+            carry=(BASE_KEY, SNAPSHOT_KEY),
             target_bytes=VIEW_FILE_BYTES,
         )
 
@@ -78,21 +81,32 @@ class View(Array):
     def status(self) -> dict:
         """Base versions reflected and current, the batches (versions that change cells) between
         them, and whether any is pending: a compaction of a base changes no cells, so it leaves the
-        view up to date (the next refresh moves past it)."""
+        view up to date (the next refresh moves past it). A base version after the one reflected
+        that has expired counts as a batch (what it changed is unknown); ``expired`` names the bases
+        with such versions, which only a full refresh can bring forward."""
         table = self._current().table
         reflected = reflected_versions(table)
-        rows = []
+        replaced = replaced_bases(self._db, self)
+        rows, expired = [], []
         for base in self._definition.bases:
             source = self._db.array(base)._current()
             before, current = reflected.get(base, 0), source.version
-            batches = (
-                pending.pending_batches(source.table.versions(), before, current) if before < current else []
-            )
-            rows.append(
-                {"base": base, "reflected": before, "current": current, "pending_batches": len(batches)}
-            )
+            versions = source.table.versions() if before < current else []
+            batches = len(pending.pending_batches(versions, before, current))
+            if base in replaced:  # rolled back past the version reflected: at least one batch
+                expired.append(base)
+                batches = max(batches, 1)
+            elif before < current and pending.expired_batches(versions, before, current):
+                expired.append(base)
+            rows.append({"base": base, "reflected": before, "current": current, "pending_batches": batches})
         pending_now = any(r["pending_batches"] for r in rows)
-        return {"view": self.name, "version": table.current_version(), "bases": rows, "pending": pending_now}
+        return {
+            "view": self.name,
+            "version": table.current_version(),
+            "bases": rows,
+            "pending": pending_now,
+            "expired": expired,
+        }
 
     def refresh(self, strategy: str = "auto", bases: str | list[str] | None = None) -> RefreshResult:
         """Bring the view up to date with its base arrays (one atomic snapshot).
@@ -156,8 +170,14 @@ class View(Array):
         )
 
     def verify(self) -> bool:
-        """Recompute the view from scratch and compare with what is stored; True when they agree
-        exactly (sums are exact, so a maintained view equals its recomputation bit for bit)."""
+        """Recompute the view from scratch at the base versions it reflects and compare with what is
+        stored; True when they agree exactly (sums are exact, so a maintained view equals its
+        recomputation bit for bit). When a base version it reflects has expired, the current one
+        stands for it if only compactions followed (they change no cells); if batches did, what the
+        view claims to hold can no longer be recomputed and it is behind: False (a full refresh
+        brings it up to date)."""
+        if expired_bases(self._db, self) and self.status()["pending"]:
+            return False
         expected = creation.compute_from_scratch(self._db, self)
         actual = self.to_pandas()
         return frames_agree(actual, expected)
@@ -173,6 +193,11 @@ class View(Array):
             for b in status["bases"]
         )
         freshness = "deltas pending: refresh() brings it up to date" if status["pending"] else "up to date"
+        if status["expired"]:
+            freshness = (
+                f"behind; the history of {', '.join(status['expired'])} since the version reflected has "
+                "expired or was rolled back: a full refresh brings it up to date"
+            )
         return [*super()._storage_rows(), ("reflects", bases or "(no bases)"), ("freshness", freshness)]
 
 

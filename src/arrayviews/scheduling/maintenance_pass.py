@@ -1,6 +1,6 @@
 """One maintenance pass over a warehouse: stream views brought up to date, array views kept within
 their refresh limits (paper 003) and, when asked, every other stale array view refreshed; a failure
-of one view is reported and the pass goes on with the others."""
+of one view is reported and the pass goes on with the others (and with that view's other bases)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from arrayviews.model.errors import ArrayViewsError
+from arrayviews.scheduling.base_apart import ApartRefresh, refresh_isolating
+from arrayviews.views.view import reflected_versions
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -99,6 +101,9 @@ class MaintenancePass:
         for name in self.fresh:
             rows.append((name, "array view", "up to date", None, ""))
         listed = {row[0] for row in rows}
+        for at, row in enumerate(rows):  # a view brought forward on some bases, failed on others
+            if row[1] == "array view" and row[0] in self.errors and not row[4]:
+                rows[at] = (*row[:4], _first_line(self.errors[row[0]]))
         for name, message in self.errors.items():
             if name not in listed:
                 kind = "stream views" if name == "streams" else "array view"
@@ -133,9 +138,18 @@ def run_pass(db: Database, refresh_all: bool = False) -> MaintenancePass:
         name = view.name
         try:
             if view.refresh_limit is not None:
-                report.decisions.append(view.keep_within_limit())
+                decision = view.keep_within_limit()
+                report.decisions.append(decision)
+                if decision.failed:
+                    report.errors[name] = decision.failed
             elif refresh_all and view.status()["pending"]:
-                report.refreshed.append(view.refresh())
+                reflected = reflected_versions(view._current().table)
+                done = refresh_isolating(db, view, None)
+                if isinstance(done, ApartRefresh):  # some base's batch failed, the others went on
+                    report.refreshed.extend(done.results.values())
+                    report.errors[name] = done.message(reflected)
+                else:
+                    report.refreshed.append(done)
             elif refresh_all:
                 report.fresh.append(name)
         except ArrayViewsError as error:

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from arrayviews.model.errors import ValidationError
 from arrayviews.scheduling.asymmetric import online_action
+from arrayviews.scheduling.base_apart import ApartRefresh, refresh_isolating
 from arrayviews.views.history import SECONDS
 from arrayviews.views.pending import first_batch_seconds, joint_seconds, pending_costs
-from arrayviews.views.view import ADVANCED_KEY, RefreshResult, expired_bases, refresh_view
+from arrayviews.views.view import ADVANCED_KEY, RefreshResult, expired_bases, reflected_versions, refresh_view
 
 if TYPE_CHECKING:
     from arrayviews.database import Database
@@ -103,6 +104,9 @@ class LimitDecision:
     #: the bases one batch of which alone is predicted above the limit: while any is named, the
     #: limit cannot be kept (each new batch of such a base breaks it, whatever the plan)
     unmeetable: tuple[str, ...] = ()
+    #: when refreshing the bases chosen together failed and each was then refreshed apart: which
+    #: failed and why, and which were brought forward (empty otherwise)
+    failed: str = ""
 
     def __str__(self) -> str:
         return self.reason if self.result is None else f"{self.reason}\n{self.result.message}"
@@ -131,14 +135,19 @@ def arrival_rate(versions: Sequence, now: dt.datetime) -> float:
 
 def since_complete_refresh(table, bases: Sequence[str], now: dt.datetime) -> tuple[float, float]:
     """(seconds of partial refreshes since the view was last refreshed on every base, seconds
-    since then): the paper's F_t and t, with time 0 at the last complete refresh."""
+    since then): the paper's F_t and t, with time 0 at the last complete refresh. When that version
+    has expired, time 0 is the oldest version still held (it came after the complete refresh), and
+    F_t counts the partial refreshes held."""
     spent, start = 0.0, None
-    for info in sorted(table.versions(), key=lambda v: v.version, reverse=True):
+    held = sorted(table.versions(), key=lambda v: v.version, reverse=True)
+    for info in held:
         advanced = info.properties.get(ADVANCED_KEY)
         if advanced is None or set(advanced.split(",")) >= set(bases):
             start = info.time
             break
         spent += float(info.properties.get(SECONDS, 0.0))
+    else:
+        start = held[-1].time if held else None
     elapsed = 0.0 if start is None else max(0.0, (now - start).total_seconds())
     return spent, elapsed
 
@@ -260,9 +269,15 @@ def keep_within_limit(db: Database, view, now: dt.datetime | None = None) -> Lim
             f"new batch breaks it whatever is refreshed (raise it: ALTER VIEW {view.name} SET REFRESH "
             "LIMIT n SECONDS)"
         )
-    result = refresh_view(db, view, "auto", advanced)
+    reflected = reflected_versions(view._current().table)
+    done = refresh_isolating(db, view, advanced)
+    failed = ""
+    if isinstance(done, ApartRefresh):  # one base's batch failed: the others were brought forward
+        failed = done.message(reflected)
+        reason += f"; {failed}"
+        advanced, done = done.advanced, list(done.results.values())[-1]
     return LimitDecision(
-        view.name, limit, everything, advanced, reason, tuple(loads), spent, elapsed, result, unmeetable
+        view.name, limit, everything, advanced, reason, tuple(loads), spent, elapsed, done, unmeetable, failed
     )
 
 

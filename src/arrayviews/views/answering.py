@@ -57,6 +57,8 @@ class Candidate:
     stored: ArraySchema
     reflected: dict[str, int]
     source: StoredSource
+    #: the snapshot ids of the base versions it reflects (none recorded by older views)
+    snapshots: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class AnswerPlan:
         lines = [f"similarity aggregate with shape {self.query_shape!r}: answered {self._how()}"]
         lines.append(f"  why: {self.reason}")
         if self.catch_up is not None:
-            work = f"{self.catch_up.pairs} chunk pair(s), {len(self.catch_up.affected)} view chunk(s)"
+            work = f"{self.catch_up.pairs} chunk pair(s), {self.catch_up.rewritten} view chunk(s)"
             lines.append(
                 f"  the view is behind the query's versions: brought forward in memory first ({work}; "
                 "nothing is stored)"
@@ -227,6 +229,8 @@ class CatchUp:
     left_delta: Delta
     right_delta: Delta
     affected: np.ndarray
+    #: of the ``affected`` view chunks, those that can hold cells (the work the estimate counts)
+    rewritten: int = 0
 
     @classmethod
     def of(cls, candidate: Candidate, spec: JoinSpec, left: StoredSource, right: StoredSource) -> CatchUp:
@@ -240,7 +244,15 @@ class CatchUp:
         right_delta = left_delta if _same(left, right) else source_delta(right_old, right)
         plan = similarity.plan_baseline(view_spec, left_old, right_old, left_delta, right_delta)
         affected = similarity.affected_view_chunks(view_spec, candidate.stored, plan)
-        return cls(plan, left_old, right_old, left_delta, right_delta, affected)
+        rewritten = similarity.holding_cells(
+            view_spec,
+            definition,
+            candidate.stored,
+            affected,
+            similarity.chunk_list(candidate.source),
+            left_delta,
+        )
+        return cls(plan, left_old, right_old, left_delta, right_delta, affected, rewritten)
 
     @property
     def pairs(self) -> int:
@@ -375,9 +387,9 @@ def price(
             )
         if catch_up is not None:
             cells = catch_up.plan.base_cells + catch_up.plan.delta_cells
-            estimate = estimate + Estimate(cells, 0, len(catch_up.affected), 1)
+            estimate = estimate + Estimate(cells, 0, catch_up.rewritten, 1)
             pairs += catch_up.pairs
-            view_chunks += len(catch_up.affected)
+            view_chunks += catch_up.rewritten
     _, choice = choose(estimate)
     terms = costs.refresh_terms(choice.executor)
     seconds = (
@@ -392,6 +404,26 @@ def price(
         view_chunks,
         seconds,
     )
+
+
+def _rolled_back(candidate: Candidate, left: StoredSource, right: StoredSource) -> str | None:
+    """Why ``candidate`` cannot answer when a base was rolled back past the version it reflects
+    (``db.check(repair=True)``): that number now names another commit, or none yet."""
+    for source in (left, right):
+        name = next((b for b in candidate.reflected if b.lower() == source.table.name.lower()), None)
+        if name is None or not candidate.reflected[name]:
+            continue
+        version, recorded = candidate.reflected[name], candidate.snapshots.get(name)
+        try:
+            found = source.table.snapshot_of(version)
+        except KeyError:
+            continue  # expired (or newer than the query reads): refused or caught up as before
+        if recorded is not None and found != recorded:
+            return (
+                f"{name} was rolled back past the version it reflects (v{version} is another commit "
+                "now): refresh it"
+            )
+    return None
 
 
 def _has_right_extremes(definition: SimilarityViewDefinition) -> bool:
@@ -427,7 +459,7 @@ def plan_answer(
     for candidate in candidates:
         if through not in ("auto", candidate.name):
             continue
-        why = two_versions or usable(candidate, spec, aggregates, versions)
+        why = two_versions or usable(candidate, spec, aggregates, versions) or _rolled_back(candidate, left, right)
         if why is not None:
             plan.refused[candidate.name] = why
             continue

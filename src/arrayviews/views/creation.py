@@ -35,6 +35,7 @@ from arrayviews.views.view import (
     _prepare,
     join_spec,
     reflected_versions,
+    snapshot_properties,
     view_schemas,
 )
 
@@ -115,6 +116,7 @@ def create_view(
         checkpoint("refresh.written")
         checkpoint("refresh.before-commit")
         properties = {BASE_KEY + b: str(source.version) for b, source in bases.items()}
+        properties.update(snapshot_properties(bases))
         properties.update({"strategy": "full", "update-triples": str(triples), history.EXECUTOR: engine.name})
         # the creation's cost calibrates later predictions of a full refresh (refresh_cost.py)
         properties.update(

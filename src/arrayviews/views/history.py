@@ -20,6 +20,9 @@ OPERATIONS = "refresh.operations"
 SECONDS = "refresh.seconds"
 #: Per base, ``base.<name>``: the version of it the view version reflects.
 BASE_PREFIX = "base."
+#: Per base, ``base-snapshot.<name>``: the snapshot id of that version, telling it from another
+#: commit given the same number after the base was rolled back (``db.check(repair=True)``).
+BASE_SNAPSHOT_PREFIX = "base-snapshot."
 #: The bases a refresh brought forward, comma-separated (absent before partial refreshes existed,
 #: and on a creation: all of them).
 ADVANCED = "advanced"

@@ -63,9 +63,18 @@ def _pending_versions(pinned: StoredSource, reflected: int) -> list[int]:
 
 
 def pending_batches(versions, reflected: int, current: int) -> list[int]:
-    """Of a base's ``versions`` (VersionInfo), the numbers after ``reflected`` up to ``current``
-    that change cells, oldest first."""
-    return sorted(v.version for v in versions if reflected < v.version <= current and v.changes_cells)
+    """Of a base's ``versions`` (VersionInfo, the ones still held), the numbers after ``reflected``
+    up to ``current`` that change cells, oldest first. Versions are numbered one by one, so a number
+    in that range no longer held has expired: what it did is unknown, and it counts as a batch (a
+    view behind an expired version is never said to be up to date)."""
+    held = {v.version: v for v in versions}
+    return [n for n in range(reflected + 1, current + 1) if n not in held or held[n].changes_cells]
+
+
+def expired_batches(versions, reflected: int, current: int) -> list[int]:
+    """The numbers after ``reflected`` up to ``current`` that ``versions`` no longer holds."""
+    held = {v.version for v in versions}
+    return [n for n in range(reflected + 1, current + 1) if n not in held]
 
 
 def joint_seconds(db: Database, view, bases: tuple[str, ...] | None = None) -> float:
@@ -100,4 +109,4 @@ def first_batch_seconds(db: Database, view, base: str) -> float:
     return float(first.seconds)
 
 
-__all__ = ["first_batch_seconds", "joint_seconds", "pending_batches", "pending_costs"]
+__all__ = ["expired_batches", "first_batch_seconds", "joint_seconds", "pending_batches", "pending_costs"]

@@ -261,6 +261,32 @@ def affected_view_chunks(spec: JoinSpec, stored: ArraySchema, plan: Plan) -> np.
     return np.array(sorted(candidates), dtype=np.int64).reshape(-1, stored.ndim)
 
 
+def holding_cells(
+    spec: JoinSpec,
+    definition: SimilarityViewDefinition,
+    stored: ArraySchema,
+    affected: np.ndarray,
+    view_chunks: np.ndarray,
+    left_delta: Delta,
+) -> int:
+    """How many of the view chunks ``affected`` (from :func:`affected_view_chunks`: every view chunk
+    overlapping a left chunk that gets work) can hold cells, for an estimate: those the view holds,
+    and those a left cell the delta adds falls in. The others stay empty, unless a left cell without a
+    view cell gains its first pair, which only a view whose left cells may lack a pair allows (another
+    right array, a mapping, a shape without the zero offset): there every affected chunk is counted."""
+    if definition.left != definition.right or not spec.mapping.is_identity:
+        return len(affected)
+    if not spec.shape.contains(np.zeros((1, spec.shape.ndim), dtype=np.int64))[0]:
+        return len(affected)
+    grid = ChunkGrid.of(stored)
+    held = {tuple(int(c) for c in row) for row in np.asarray(view_chunks).reshape(-1, stored.ndim)}
+    plus = left_delta.plus
+    if plus.num_rows:
+        coords = np.stack([np.asarray(plus.column(d)) for d in spec.left.dimension_names], axis=1)
+        held |= {tuple(int(c) for c in row) for row in np.unique(grid.chunk_of(coords), axis=0)}
+    return sum(tuple(int(c) for c in row) in held for row in np.asarray(affected).reshape(-1, stored.ndim))
+
+
 def certainly_touched(
     spec: JoinSpec,
     definition: SimilarityViewDefinition,

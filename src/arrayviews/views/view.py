@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 DEFINITION_PROPERTY = "arrayviews.view.definition"
 STRATEGIES = ("auto", "full", "baseline")
 BASE_KEY = history.BASE_PREFIX
+SNAPSHOT_KEY = history.BASE_SNAPSHOT_PREFIX
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,27 @@ def reflected_versions(table: ArrayTable) -> dict[str, int]:
     if current is None:
         return {}
     return {k[len(BASE_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(BASE_KEY)}
+
+
+def reflected_snapshots(table: ArrayTable) -> dict[str, int]:
+    """The snapshot ids of the base versions the view's current version reflects (bases at version
+    0, and views refreshed before these were recorded, have none)."""
+    current = table.current()
+    if current is None:
+        return {}
+    return {
+        k[len(SNAPSHOT_KEY) :]: int(v) for k, v in current.properties.items() if k.startswith(SNAPSHOT_KEY)
+    }
+
+
+def snapshot_properties(bases: dict[str, StoredSource]) -> dict[str, str]:
+    """The view version's record of the snapshot of each pinned base version."""
+    out = {}
+    for base, source in bases.items():
+        snapshot = source.table.snapshot_of(source.version) if source.version else None
+        if snapshot is not None:
+            out[SNAPSHOT_KEY + base] = str(snapshot)
+    return out
 
 
 def frames_agree(actual: pd.DataFrame, expected: pd.DataFrame) -> bool:
@@ -238,17 +260,20 @@ def _pinned_bases(
     definition: ViewDefinition,
     reflected: dict[str, int] | None = None,
     advance: tuple[str, ...] | None = None,
+    view_name: str | None = None,
+    recorded: dict[str, int] | None = None,
 ) -> dict[str, StoredSource]:
     """Every base array pinned once: the ones in ``advance`` (all with None) at their current
     version, the others at the version the view reflects. The refresh reads exactly these snapshots
-    and records exactly these versions."""
+    and records exactly these versions; ``view_name`` names the view in errors."""
     pinned = {}
     for base in definition.bases:
         table = db.warehouse.open(base)
         stays = advance is not None and base not in advance and reflected and base in reflected
-        if stays and not _held(table, reflected[base]):
+        if stays and not _held(table, reflected[base], (recorded or {}).get(base)):
             raise NotFoundError(
-                f"{base} v{reflected[base]}, the version the view reflects, has expired: a refresh that "
+                ("" if view_name is None else f"view {view_name}: ")
+                + f"{base} v{reflected[base]}, the version the view reflects, has expired: a refresh that "
                 f"leaves {base} behind (on {', '.join(advance) or 'no base'} only) would join with it; "
                 "refresh every base instead"
             )
@@ -256,24 +281,43 @@ def _pinned_bases(
     return pinned
 
 
-def _held(table: ArrayTable, version: int) -> bool:
-    """Whether ``table`` still holds ``version`` (0, before the first, always is)."""
+def _held(table: ArrayTable, version: int, snapshot: int | None = None) -> bool:
+    """Whether ``table`` still holds ``version`` (0, before the first, always is), as the commit
+    ``snapshot`` when given: after a roll-back another commit may carry the same number."""
     if not version:
         return True
     try:
-        table.snapshot_of(version)
+        found = table.snapshot_of(version)
     except KeyError:
         return False
-    return True
+    return snapshot is None or found == snapshot
 
 
 def expired_bases(db: Database, view) -> tuple[str, ...]:
     """The bases of ``view`` whose version the view reflects has expired: no refresh that leaves
     one of them behind can run (a refresh of every base, in full, still can)."""
-    reflected = reflected_versions(view._current().table)
+    table = view._current().table
+    reflected, recorded = reflected_versions(table), reflected_snapshots(table)
     return tuple(
-        base for base in view.definition.bases if not _held(db.warehouse.open(base), reflected.get(base, 0))
+        base
+        for base in view.definition.bases
+        if not _held(db.warehouse.open(base), reflected.get(base, 0), recorded.get(base))
     )
+
+
+def replaced_bases(db: Database, view) -> tuple[str, ...]:
+    """The bases of ``view`` rolled back past the version it reflects (``db.check(repair=True)``):
+    that version is gone, or is another commit given the same number since. The view then holds
+    cells its base no longer has: only a full refresh brings it in line."""
+    table = view._current().table
+    reflected, recorded = reflected_versions(table), reflected_snapshots(table)
+    out = []
+    for base in view.definition.bases:
+        source = db.warehouse.open(base)
+        version = reflected.get(base, 0)
+        if version > source.current_version() or base in recorded and version and _held(source, version) and not _held(source, version, recorded[base]):
+            out.append(base)
+    return tuple(out)
 
 
 @dataclass
@@ -288,6 +332,7 @@ class Prepared:
     pairs: int = 0
     affected: np.ndarray | None = None  # view chunks to rewrite (None: all)
     context: dict = field(default_factory=dict)
+    rewritten: int | None = None  # of ``affected``, the chunks that can hold cells (the estimate's)
 
 
 def _prepare(
@@ -360,13 +405,18 @@ def _prepare(
         if view_source is not None and len(affected)
         else Estimate()
     )
+    if view_chunks is None:
+        view_chunks = similarity.chunk_list(view_source) if view_source is not None else np.zeros((0, 0))
+    # the estimate counts the affected view chunks that can hold cells, not every chunk overlapping
+    # a left chunk with work (a view chunked finer than its base has many empty ones)
+    rewritten = similarity.holding_cells(spec, definition, stored, affected, view_chunks, left_delta)
     jobs = INCREMENTAL_JOBS + (1 if _loses_extremes(definition, left_delta, right_delta) else 0)
-    estimate = Estimate(plan.base_cells + plan.delta_cells + kept.cells, kept.bytes, len(affected), jobs)
+    estimate = Estimate(plan.base_cells + plan.delta_cells + kept.cells, kept.bytes, rewritten, jobs)
     context.update(
         old_left=old_left, old_right=old_right, left_delta=left_delta, right_delta=right_delta, plan=plan
     )
     pairs = len(plan.first) + len(plan.second) + len(plan.third)  # the chunk pairs of the three terms
-    return Prepared(definition, stored, bases, strategy, estimate, pairs, affected, context)
+    return Prepared(definition, stored, bases, strategy, estimate, pairs, affected, context, rewritten)
 
 
 def _loses_extremes(definition: SimilarityViewDefinition, left_delta, right_delta) -> bool:
@@ -422,14 +472,14 @@ def _execute(db: Database, engine: Engine, prepared: Prepared, view_source: View
     return fragments, affected, len(plan.triples), plan.cells_recomputed
 
 
-def _expired(bases: dict[str, StoredSource], reflected: dict[str, int]) -> str | None:
-    """The first base whose reflected version was expired (no delta can be formed), or None."""
+def _expired(
+    bases: dict[str, StoredSource], reflected: dict[str, int], recorded: dict[str, int] | None = None
+) -> str | None:
+    """The first base whose reflected version was expired, or replaced by another commit after a
+    roll-back (no delta can be formed), or None."""
     for base, version in reflected.items():
-        if base in bases:
-            try:
-                bases[base].table.snapshot_of(version)
-            except KeyError:
-                return base
+        if base in bases and not _held(bases[base].table, version, (recorded or {}).get(base)):
+            return base
     return None
 
 
@@ -444,7 +494,7 @@ def _plan_strategy(
     """The prepared refresh to run, its cost, the cost of every strategy considered, why, and the
     kind of decision (cheaper, probe, touched, asked, expired)."""
     definition, stored = view.definition, view_source.table.schema
-    expired = _expired(bases, reflected)
+    expired = _expired(bases, reflected, reflected_snapshots(view_source.table))
     candidates = (
         ["full"]
         if expired or requested == "full"
@@ -467,7 +517,7 @@ def _plan_strategy(
             strategy,
             p.estimate,
             p.pairs,
-            None if p.affected is None else len(p.affected),
+            None if p.affected is None else (len(p.affected) if p.rewritten is None else p.rewritten),
             view_chunks,
             basis,
         )
@@ -495,7 +545,7 @@ def _plan_strategy(
     for strategy in candidates:
         plan(strategy)
     if expired:
-        reason = f"full: the version of {expired} the view reflects was expired, no delta can be formed"
+        reason = f"full: the version of {expired} the view reflects was expired (or rolled back), no delta can be formed"
         kind = "expired"
     else:
         reason = f"{candidates[0]}: asked for"
@@ -511,7 +561,7 @@ def explain_refresh(db: Database, view, strategy: str = "auto", advance: Iterabl
     chosen_bases = advanced_bases(view, advance)
     table = view._current().table
     reflected = reflected_versions(table)
-    bases = _pinned_bases(db, view.definition, reflected, chosen_bases)
+    bases = _pinned_bases(db, view.definition, reflected, chosen_bases, view.name)
     if all(reflected.get(b, 0) == s.version for b, s in bases.items()):
         return f"view {view.name} is up to date{_on(view, chosen_bases)} (nothing pending)"
     source = ViewSource(table, table.current_version(), table.schema)
@@ -555,9 +605,10 @@ def _run_refresh(db: Database, view, requested: str, advance: tuple[str, ...]) -
     expected = table.current_version()
     reflected = reflected_versions(table)
     definition = view.definition
-    bases = _pinned_bases(db, definition, reflected, advance)
+    recorded = reflected_snapshots(table)
+    bases = _pinned_bases(db, definition, reflected, advance, view.name, recorded)
     current = {b: source.version for b, source in bases.items()}
-    if all(reflected.get(b, 0) == v for b, v in current.items()):
+    if all(reflected.get(b, 0) == v for b, v in current.items()) and not replaced_bases(db, view):
         return RefreshResult(
             view.name,
             requested,
@@ -580,6 +631,7 @@ def _run_refresh(db: Database, view, requested: str, advance: tuple[str, ...]) -
     fragments, affected, triples, recomputed = _execute(db, engine, prepared, view_source)
     checkpoint("refresh.computed")
     properties = {BASE_KEY + b: str(v) for b, v in current.items()}
+    properties.update(snapshot_properties(bases))
     properties.update({"strategy": strategy, "update-triples": str(triples), ADVANCED_KEY: ",".join(advance)})
     chunks_rewritten = "all" if affected is None else str(len(affected))
     timings: dict[str, float] = {}
@@ -687,11 +739,14 @@ def read_definition(table: ArrayTable) -> tuple[ViewDefinition, ArraySchema]:
 __all__ = [
     "ADVANCED_KEY",
     "BASE_KEY",
+    "SNAPSHOT_KEY",
     "RefreshResult",
     "frames_agree",
     "check_strategy",
     "explain_refresh",
     "expired_bases",
+    "reflected_snapshots",
+    "replaced_bases",
     "advanced_bases",
     "read_definition",
     "refresh_view",
