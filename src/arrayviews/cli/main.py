@@ -151,7 +151,10 @@ def _script_text(path: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
+        from arrayviews.model.text_lines import position
+
+        before = data[: error.start].decode("utf-8-sig")
+        line = position(before, len(before))[0]
         raise click.UsageError(
             f"script {path} is not UTF-8 text: byte 0x{data[error.start]:02x} on line {line} "
             "(save it as UTF-8)"

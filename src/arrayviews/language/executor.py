@@ -75,6 +75,7 @@ from arrayviews.model.errors import (
 )
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.sql_dialect import parse_spark_query
+from arrayviews.model.text_lines import position
 from arrayviews.model.time_scale import TimeScale, instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 
@@ -116,10 +117,17 @@ def _add_position(error: ArrayViewsError, parsed: ParsedStatement) -> None:
     message = error.args[0]
     if isinstance(parsed.statement, ast.Query):
 
+        query = parsed.text
+        # Spark counts lines at '\n' only; the script's lines also end at '\r' (text_lines)
+        spark_lines = [0] + [k + 1 for k, char in enumerate(query) if char == "\n"]
+
         def in_script(match: re.Match) -> str:
             query_line, pos = int(match.group(1)), int(match.group(2))
-            at = column + pos if query_line == 1 else pos + 1
-            return f" at line {line + query_line - 1}, column {at}"
+            if not 0 < query_line <= len(spark_lines):
+                return match.group()
+            inner_line, inner_column = position(query, spark_lines[query_line - 1] + pos)
+            at = column + inner_column - 1 if inner_line == 1 else inner_column
+            return f" at line {line + inner_line - 1}, column {at}"
 
         message = _SPARK_POSITION.sub(in_script, message)
     error.args = (f"{message} (statement at line {line}, column {column})", *error.args[1:])

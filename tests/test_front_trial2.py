@@ -1,0 +1,135 @@
+"""Round 23 trial of the front: line endings of scripts, the time axis from the command line, results
+printed exactly, and the command's answers on bad input, each checked against values computed here
+independently (plain Python line splitting, Python integers and floats, hand-built tables)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayviews
+from arrayviews.language.parser import parse_statements
+from arrayviews.model.errors import ArrayViewsError, ParseError
+from arrayviews.model.text_lines import pointer, position
+
+
+@pytest.fixture(scope="module")
+def local_db(spark, tmp_path_factory):
+    """One in-process database for the module (Spark is the point of only one test)."""
+    return arrayviews.connect(str(tmp_path_factory.mktemp("front_trial2")), spark=spark, execution="local")
+
+
+# -- line endings: the line and column an editor shows ----------------------------------------------------
+def _editor_position(text: str, offset: int) -> tuple[int, int]:
+    """The reference: walk the lines ``str.splitlines`` finds (the text holds no other breaks than
+    \\r\\n, \\r and \\n), counting the characters before ``offset``."""
+    start = 0
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if offset < start + len(line) or start + len(line) == len(text):
+            return number, offset - start + 1
+        start += len(line)
+    return len(text.splitlines()) + 1, offset - start + 1
+
+
+_BREAKS = st.sampled_from(["\n", "\r", "\r\n"])
+_WORDS = st.text(alphabet=st.sampled_from("ab \t'é漢"), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _BREAKS), max_size=8), _WORDS, st.data())
+def test_positions_count_lines_as_an_editor_does(pieces, tail, data) -> None:
+    text = "".join(w + b for w, b in pieces) + tail
+    offset = data.draw(st.integers(0, len(text)))
+    assert position(text, offset) == _editor_position(text, offset)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["SELECT 1", "  SELECT 2 ", "-- c\r", "/* a\r\nb */"]), _BREAKS),
+        min_size=1,
+        max_size=5,
+    ),
+    _BREAKS,
+)
+def test_statements_and_errors_are_placed_by_the_lines_an_editor_shows(pieces, last) -> None:
+    """Before: lines were counted at '\\n' only, so a script saved with old Mac endings ('\\r') was
+    all on line 1, and an error after '\\r\\n' showed the wrong source line."""
+    script = "".join(f"{s};{b}" for s, b in pieces) + "SELECT a,\r\t" + last + "  b FROM t WHERE (x = ;"
+    with pytest.raises(ParseError) as raised:
+        parse_statements(script)
+    error = raised.value
+    at = script.rindex(";")
+    assert (error.line, error.column) == _editor_position(script, at)
+    shown = str(error).splitlines()
+    assert shown[1] == "  " + script.splitlines()[error.line - 1]
+    good = script[: script.rindex("SELECT a,")]
+    parsed = parse_statements(good)
+    starts = [k for k in range(len(good)) if good.startswith("SELECT", k)]
+    assert [(p.line, p.column) for p in parsed] == [_editor_position(good, k) for k in starts]
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_errors_of_the_pieces_of_a_statement_are_placed_after_old_mac_and_windows_endings(newline) -> None:
+    """Before, with '\\r' endings: each error below was "at line 1" with a column past the line's end
+    (the schema reader, the cell-expression reader and the aggregate reader counted '\\n' only)."""
+    cases = [
+        ("CREATE ARRAY a <v:int64,{n}  w:bla>[i=0:3:2];", "bla"),  # a schema
+        ("SELECT * FROM filter(A,{n} v > (1 +{n}));", ")"),  # a cell expression
+        ("SELECT * FROM regrid(A, 2,{n}\t avg(v) ? 1);", "?"),  # an aggregate call
+        ("CREATE ARRAY b <v:int64>[i=0:3:2;{n} i=0:3:2];", "i=0:3:2]"),  # a schema check
+    ]
+    for template, culprit in cases:
+        script = f"SELECT 1;{newline}{newline}" + template.format(n=newline)
+        with pytest.raises(ParseError) as raised:
+            parse_statements(script)
+        error = raised.value
+        assert (error.line, error.column) == _editor_position(script, script.rindex(culprit)), script
+        source, caret = str(error).splitlines()[1:3]
+        assert source == "  " + script.splitlines()[error.line - 1]
+        assert len(caret.expandtabs()) == len(("  " + source[2 : 2 + error.column - 1]).expandtabs()) + 1
+
+
+def test_the_caret_stands_under_the_column_on_screen() -> None:
+    """Before: the caret line was blanks only, so after a tab or a wide character it stood left of
+    the column it names."""
+    assert pointer("\tab", 3) == "\t ^"
+    assert pointer("漢字x", 3) == "    ^"
+    assert pointer("e\u0301x", 3) == " ^"  # a combining accent takes no cell
+
+
+def test_a_spark_sql_error_after_old_mac_endings_is_placed_in_the_script(local_db) -> None:
+    """Spark counts a query's lines at '\\n' only ("line 1 pos 12" here). Before: shown as line 2,
+    column 13 of the script, where the editor shows line 4, column 2."""
+    script = "SELECT 1 AS x;\r\nSELECT a,\r\r nosuchcol FROM VALUES (1) t(a)"
+    with pytest.raises(ArrayViewsError) as raised:
+        local_db.sql(script)
+    assert "nosuchcol" in str(raised.value)
+    assert " at line 4, column 2" in str(raised.value), str(raised.value)
+    assert str(raised.value).endswith("(statement at line 2, column 1)")
+    assert _editor_position(script, script.index("nosuchcol")) == (4, 2)
+
+
+def test_a_comment_ends_at_an_old_mac_line_end(tmp_path, monkeypatch, capsys) -> None:
+    """Before: '--' comments ran to the next '\\n', so in a script saved with '\\r' endings the
+    first comment swallowed every statement after it (parsed: none), and the shell waited for a ';'
+    that was there."""
+    from arrayviews.cli import main as cli_main
+    from arrayviews.cli.shell import is_complete
+
+    script = (
+        "-- make it\rCREATE ARRAY c <v:int64>[i=0:3:2];\r-- fill it\rINSERT INTO c VALUES (1, 2) -- one\r;"
+    )
+    assert [(p.line, p.column, p.text.split()[0]) for p in parse_statements(script)] == [
+        (2, 1, "CREATE"),
+        (4, 1, "INSERT"),
+    ]
+    assert is_complete("SELECT 1 -- done\r;")
+    bad = tmp_path / "mac.sql"  # a Latin-1 byte on the third line an editor shows
+    bad.write_bytes(b"SELECT 1;\rSELECT 2;\rSELECT 'caf\xe9';\r")
+    monkeypatch.setattr("sys.argv", ["arrayviews", "--warehouse", str(tmp_path / "w"), "sql", "-f", str(bad)])
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main()
+    assert exited.value.code == 2
+    assert "byte 0xe9 on line 3" in capsys.readouterr().err
