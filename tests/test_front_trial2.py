@@ -133,3 +133,43 @@ def test_a_comment_ends_at_an_old_mac_line_end(tmp_path, monkeypatch, capsys) ->
         cli_main.main()
     assert exited.value.code == 2
     assert "byte 0xe9 on line 3" in capsys.readouterr().err
+
+
+# -- a damaged warehouse ----------------------------------------------------------------------------------
+def test_a_truncated_metadata_file_is_one_clear_line_and_check_restores_it(spark, tmp_path, caplog) -> None:
+    """Before: the error of reading the array spanned four lines (pydantic's report, with the file's
+    JSON quoted and a help link), so the command's one error line stopped in the middle of it and
+    lost the advice to run `arrayviews check`; `check` quoted the JSON too."""
+    import glob
+
+    from click.testing import CliRunner
+
+    from arrayviews.cli import main as cli_main
+
+    db = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="local")
+    db.sql("CREATE ARRAY d <v:int64>[i=0:9:5]; INSERT INTO d VALUES (1, 10); INSERT INTO d VALUES (2, 20)")
+    newest = sorted(glob.glob(str(tmp_path / "w" / "**" / "*.metadata.json"), recursive=True))[-1]
+    with open(newest, "r+") as handle:
+        text = handle.read()
+        handle.seek(0)
+        handle.truncate()
+        handle.write(text[: len(text) // 2])
+    with pytest.raises(ArrayViewsError) as raised:
+        db.sql("SELECT * FROM d")
+    message = str(raised.value)
+    assert "\n" not in message and "input_value" not in message, message
+    assert "Invalid JSON" in message and "run `arrayviews check`" in message
+    context = cli_main.Context.of(db)
+    with caplog.at_level("WARNING", logger="arrayviews"):
+        listed = CliRunner().invoke(cli_main.cli, ["arrays"], obj=context)
+    assert listed.exit_code == 0 and "(no rows)" in listed.stdout
+    warned = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert warned and all("\n" not in w and "input_value" not in w for w in warned), warned
+    checked = CliRunner().invoke(cli_main.cli, ["check"], obj=context)
+    assert checked.exit_code == 1
+    lines = checked.stdout.splitlines()
+    assert len(lines) == 2 and "metadata cannot be read (ValidationError: " in lines[1], lines
+    assert "input_value" not in lines[1] and "[to repair: restore from 00001-" in lines[1]
+    repaired = CliRunner().invoke(cli_main.cli, ["check", "--repair"], obj=context)
+    assert repaired.exit_code == 0, repaired.output
+    assert db.array("d").to_pandas()[["i", "v"]].values.tolist() == [[1, 10]]  # the version before
