@@ -173,3 +173,47 @@ def test_a_truncated_metadata_file_is_one_clear_line_and_check_restores_it(spark
     repaired = CliRunner().invoke(cli_main.cli, ["check", "--repair"], obj=context)
     assert repaired.exit_code == 0, repaired.output
     assert db.array("d").to_pandas()[["i", "v"]].values.tolist() == [[1, 10]]  # the version before
+
+
+# -- results on screen and in files ----------------------------------------------------------------------
+def _invoke(db, *args: str, input: str | None = None):
+    from click.testing import CliRunner
+
+    from arrayviews.cli import main as cli_main
+
+    return CliRunner().invoke(cli_main.cli, list(args), obj=cli_main.Context.of(db), input=input)
+
+
+def test_a_long_spark_sql_result_says_how_many_rows_it_has(local_db) -> None:
+    """Before: a long Spark SQL result ended with "... 21 rows in all (20 shown)" whatever its length
+    (the preview reads one row past the 20 shown, and those were counted)."""
+    result = _invoke(local_db, "sql", "SELECT id, id * id AS sq FROM (SELECT explode(sequence(0, 99)) AS id)")
+    assert result.exit_code == 0, result.output
+    shown = [line.split() for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert shown == [[str(k), str(k * k)] for k in range(20)]
+    assert "21 rows in all" not in result.stdout, result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].strip() == "... more rows (20 shown)"
+
+
+def test_json_of_spark_decimals_is_the_same_numbers_as_the_array_forms(local_db) -> None:
+    """Before: through Spark SQL a uint64 attribute (Spark's DECIMAL(20, 0)) came out in JSON as
+    strings ("18446744073709551615"), where the array query of the same cells gives numbers, and a
+    DECIMAL(5, 2) 1.25 as "1.25"; a decimal no float holds stays text, unrounded."""
+    import json
+    from decimal import Decimal
+
+    values = {1: 2**64 - 1, 2: 2**63 + 1, 3: 0}
+    local_db.sql("CREATE ARRAY dec_u <u:uint64>[i=0:9:5]")
+    local_db.sql("INSERT INTO dec_u VALUES " + ", ".join(f"({i}, {u})" for i, u in values.items()))
+    array_rows = json.loads(_invoke(local_db, "sql", "--format", "json", "SELECT * FROM dec_u").stdout)
+    query = (
+        "SELECT i, u, CAST(1.25 AS DECIMAL(5, 2)) AS q, "
+        "CAST('0.1000000000000000000000000001' AS DECIMAL(38, 28)) AS r FROM dec_u ORDER BY i"
+    )
+    spark_rows = json.loads(_invoke(local_db, "sql", "--format", "json", query).stdout)
+    assert array_rows == [{"i": i, "u": u} for i, u in values.items()]
+    assert [{"i": row["i"], "u": row["u"]} for row in spark_rows] == array_rows
+    assert all(type(row["u"]) is int and row["q"] == 1.25 for row in spark_rows)
+    assert {Decimal(row["r"]) for row in spark_rows} == {Decimal("0.1000000000000000000000000001")}
+    table = _invoke(local_db, "sql", query).stdout  # a decimal column is right-aligned as numbers are
+    assert "  18446744073709551615" in table and " 0   1.25" in table, table

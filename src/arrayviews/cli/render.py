@@ -8,6 +8,7 @@ not fit the terminal unfolded is printed vertically, one block of ``column  valu
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 import math
@@ -58,6 +59,9 @@ def cell_text(value: object, text_column: bool = False) -> str:
 #: The ``DataFrame.attrs`` key marking frames whose nulls are explicit (None, NA, NaT; NaN only in
 #: text columns), so that a float NaN in them is a value: rows of arrays and Spark results.
 EXPLICIT_NULLS = "arrayviews_explicit_nulls"
+#: The ``DataFrame.attrs`` key marking a preview read one row past what a table shows (a Spark
+#: result is not counted): the table says more rows follow, not how many.
+MORE_ROWS = "arrayviews_more_rows"
 
 
 def _text_column(column: pd.Series, explicit: bool = False) -> bool:
@@ -140,6 +144,8 @@ def _json_value(value: object, nan_is_null: bool = True) -> object:
         return value if math.isfinite(value) else str(value)
     if isinstance(value, int | bool | str):
         return value
+    if isinstance(value, decimal.Decimal):  # Spark's DECIMAL (uint64 values reach Spark as DECIMAL(20, 0))
+        return _json_decimal(value)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, np.ndarray):
@@ -151,6 +157,17 @@ def _json_value(value: object, nan_is_null: bool = True) -> object:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+def _json_decimal(value: decimal.Decimal) -> object:
+    """A JSON number of the same value: an integer in full, else the float that reads back as it;
+    the text when no float does (``0.1000000000000000000000000001``), so nothing is rounded."""
+    if not value.is_finite():
+        return str(value)
+    if value == value.to_integral_value():
+        return int(value)
+    as_float = float(value)
+    return as_float if decimal.Decimal(repr(as_float)) == value else str(value)
 
 
 # -- relations ---------------------------------------------------------------------------------------
@@ -176,7 +193,9 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
     table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD, show_lines=False)
     for position, column in enumerate(frame.columns):
         values = frame.iloc[:, position]
-        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        numeric = (pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)) or (
+            values.notna().any() and all(isinstance(v, decimal.Decimal) for v in values.dropna())
+        )
         table.add_column(
             Text(str(column)),
             justify="right" if numeric else "left",
@@ -252,7 +271,9 @@ def print_frame(
     else:
         for grid in vertical_tables(shown, title):
             screen.print(grid)
-    if len(frame) > len(shown):
+    if frame.attrs.get(MORE_ROWS) and len(frame) > len(shown):
+        screen.print(Text(f"... more rows ({len(shown)} shown)"))
+    elif len(frame) > len(shown):
         screen.print(Text(f"... {len(frame)} rows in all ({len(shown)} shown)"))
     elif not len(frame):
         screen.print(Text("(no rows)"))
@@ -283,8 +304,11 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
         cells = rows_frame(result.to_arrow())
         return cells, f"{result.schema.to_text()}: {len(cells)} non-empty cell(s)"
     if _is_spark_frame(result):
-        frame = result if output != "table" else result.limit(PREVIEW_ROWS + 1)
-        return _spark_rows(frame), None
+        if output != "table":
+            return _spark_rows(result), None
+        rows = _spark_rows(result.limit(PREVIEW_ROWS + 1))
+        rows.attrs[MORE_ROWS] = len(rows) > PREVIEW_ROWS
+        return rows, None
     return None
 
 
