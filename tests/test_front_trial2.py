@@ -217,3 +217,54 @@ def test_json_of_spark_decimals_is_the_same_numbers_as_the_array_forms(local_db)
     assert {Decimal(row["r"]) for row in spark_rows} == {Decimal("0.1000000000000000000000000001")}
     table = _invoke(local_db, "sql", query).stdout  # a decimal column is right-aligned as numbers are
     assert "  18446744073709551615" in table and " 0   1.25" in table, table
+
+
+# -- the time axis from the command line -------------------------------------------------------------------
+def test_a_time_axis_is_shown_as_its_times_and_its_csv_reads_back(local_db) -> None:
+    """Before: rows of an array query showed a time dimension as cell numbers (12 for what INSERT and
+    WHERE wrote as '2026-03-02 00:00'), in the table, JSON and CSV alike, and that CSV did not say
+    which times its cells were."""
+    import csv
+    import datetime as dt
+    import io
+    import json
+
+    origin, step = dt.datetime(2026, 3, 1, 6), dt.timedelta(minutes=90)
+    local_db.sql(
+        "CREATE ARRAY tz <v:float64 NULL>[t=0:*:8 SCALE 90 MINUTES OFFSET '2026-03-01T06:00'; k=0:1:2];\r\n"
+        "CREATE ARRAY tz_copy <v:float64 NULL>[t=0:*:8 SCALE 90 MINUTES OFFSET '2026-03-01T06:00'; k=0:1:2];\r\n"
+        "INSERT INTO tz VALUES ('2026-03-01T06:00', 0, 1.5), ('2026-03-01T09:30+02:00', 1, -0.0),\r\n"
+        "  ('2026-03-02 00:00:00', 0, NULL), ('2026-03-01T07:30Z', 0, nan)"
+    )
+    cells = {(0, 0): 1.5, (1, 1): -0.0, (12, 0): None, (1, 0): float("nan")}
+    expected = [
+        {"t": (origin + c * step).isoformat(), "k": k, "v": "NaN" if v != v else v}
+        for (c, k), v in sorted(cells.items())
+    ]
+    rows = json.loads(_invoke(local_db, "sql", "--format", "json", "SELECT * FROM tz").stdout)
+    assert rows == expected
+    table = _invoke(local_db, "sql", "SELECT * FROM tz WHERE t >= '2026-03-01T07:30'").stdout
+    shown = [line.split() for line in table.splitlines() if line.strip().startswith("2026")]
+    assert shown == [
+        [
+            str((origin + c * step).date()),
+            str((origin + c * step).time()),
+            str(k),
+            "NaN" if v != v else str(v).replace("None", "NULL"),
+        ]
+        for (c, k), v in sorted(cells.items())
+        if c >= 1
+    ]
+    printed = _invoke(local_db, "sql", "--format", "csv", "SELECT * FROM tz").stdout
+    header, *lines = list(csv.reader(io.StringIO(printed)))
+    assert header == ["t", "k", "v"]
+    assert lines == [
+        [e["t"].replace("T", " "), str(e["k"]), "" if e["v"] is None else str(e["v"])] for e in expected
+    ]
+    values = ", ".join(f"('{t}', {k}, {v or 'NULL'})" for t, k, v in lines)  # the times as INSERT reads them
+    local_db.sql(f"INSERT INTO tz_copy VALUES {values}")
+    original, copy = local_db.array("tz").to_pandas(), local_db.array("tz_copy").to_pandas()
+    assert original[["t", "k"]].values.tolist() == copy[["t", "k"]].values.tolist()
+    assert [repr(v) for v in original["v"]] == [repr(v) for v in copy["v"]]
+    labelled = local_db.array("tz").to_pandas(labels=True)
+    assert [str(t) for t in labelled["t"]] == [str(origin + c * step) for c, _ in sorted(cells)]

@@ -301,7 +301,7 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
     if isinstance(result, pd.DataFrame):
         return result, None
     if isinstance(result, Array):
-        cells = rows_frame(result.to_arrow())
+        cells = with_time_labels(rows_frame(result.to_arrow()), result.schema)
         return cells, f"{result.schema.to_text()}: {len(cells)} non-empty cell(s)"
     if _is_spark_frame(result):
         if output != "table":
@@ -344,6 +344,23 @@ def render(result: object, output: str = "table", width: int = 80, title: str | 
     buffer = io.StringIO()
     show(result, title, output, buffer, width)
     return buffer.getvalue()
+
+
+def with_time_labels(frame: pd.DataFrame, schema) -> pd.DataFrame:
+    """``frame`` (cells of an array of ``schema``) with each time dimension's cell numbers replaced
+    by the times they label, as INSERT, WHERE and LOAD take them and ``to_xarray`` shows them; a
+    dimension holding a cell past ``datetime64``'s range keeps its cell numbers."""
+    from arrayviews.model.errors import SchemaError
+    from arrayviews.model.time_scale import TimeScale
+
+    for dimension in schema.dimensions:
+        if isinstance(dimension.scale, TimeScale) and dimension.name in frame.columns:
+            try:
+                times = dimension.scale.coordinates(frame[dimension.name].to_numpy(dtype=np.int64))
+            except SchemaError:
+                continue
+            frame[dimension.name] = pd.Series(times, index=frame.index)
+    return frame
 
 
 def _spark_rows(frame) -> pd.DataFrame:
