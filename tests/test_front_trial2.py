@@ -268,3 +268,30 @@ def test_a_time_axis_is_shown_as_its_times_and_its_csv_reads_back(local_db) -> N
     assert [repr(v) for v in original["v"]] == [repr(v) for v in copy["v"]]
     labelled = local_db.array("tz").to_pandas(labels=True)
     assert [str(t) for t in labelled["t"]] == [str(origin + c * step) for c, _ in sorted(cells)]
+
+
+def test_control_characters_in_values_never_reach_the_terminal(local_db) -> None:
+    """Before: an ESC sequence held by a value went to the terminal as is (here: clear the screen),
+    a CR or BEL vanished ('p\\rq' shown as 'pq'), and a tab folded the cell as a line break does
+    ('a\\tb' shown as 'a' over 'b'). CSV and JSON keep every character."""
+    import json
+
+    texts = ["a\tb", "x\x1b[2Jy", "p\rq", "z\x07w\x00", "c\x85d", "e\u2028f", "l1\nl2"]
+    local_db.sql("CREATE ARRAY ctl <s:string>[i=0:9:10]")
+    local_db.array("ctl").insert({"i": list(range(len(texts))), "s": texts})
+    table = _invoke(local_db, "sql", "SELECT * FROM ctl").stdout
+    assert not any(ord(c) < 0x20 and c != "\n" or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in table)
+    rows = [line.strip() for line in table.splitlines()]
+    for shown in [
+        "0   a       b",
+        "1   x␛[2Jy",
+        "2   p␍q",
+        "3   z␇w␀",
+        "4   c\\x85d",
+        "5   e\\u2028f",
+        "6   l1",
+    ]:
+        assert shown in rows, (shown, table)
+    assert rows[rows.index("6   l1") + 1] == "l2"
+    back = json.loads(_invoke(local_db, "sql", "--format", "json", "SELECT * FROM ctl").stdout)
+    assert [row["s"] for row in back] == texts

@@ -53,7 +53,23 @@ def cell_text(value: object, text_column: bool = False) -> str:
         return str(value)
     if isinstance(value, bytes):
         return value.hex()
-    return str(value)
+    return visible(str(value))
+
+
+#: Control characters (C0 but the line break, DEL, C1, Unicode's line separators) as a terminal must not receive them: a C0
+#: one or DEL as its Unicode control picture (ESC as '␛'), a C1 one as its escape ('\x85').
+_CONTROLS = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
+_CONTROLS |= {0x7F: "\u2421"} | {code: f"\\x{code:02x}" for code in range(0x80, 0xA0)}
+_CONTROLS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}  # Unicode's line and paragraph separators
+
+
+def visible(text: str) -> str:
+    """``text`` as a table cell shows it: tabs expanded to spaces (a tab folded the cell as a line
+    break did), other control characters as visible signs, never sent to the terminal (an ESC
+    sequence in a value would move the cursor or clear the screen; a CR or BEL vanished)."""
+    if text.isprintable():
+        return text
+    return "\n".join(line.expandtabs(8) for line in text.split("\n")).translate(_CONTROLS)
 
 
 #: The ``DataFrame.attrs`` key marking frames whose nulls are explicit (None, NA, NaT; NaN only in
@@ -184,7 +200,7 @@ def fits(frame: pd.DataFrame, width: int) -> bool:
             (cell_len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
             default=0,
         )
-        needed += max(cell_len(str(column)), longest) + 3
+        needed += max(cell_len(visible(str(column))), longest) + 3
     return needed <= width
 
 
@@ -197,10 +213,10 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
             values.notna().any() and all(isinstance(v, decimal.Decimal) for v in values.dropna())
         )
         table.add_column(
-            Text(str(column)),
+            Text(visible(str(column))),
             justify="right" if numeric else "left",
             overflow="fold",
-            min_width=len(str(column)),
+            min_width=cell_len(visible(str(column))),
         )
     texts = _text_columns(frame)
     for row in frame.itertuples(index=False):
@@ -211,9 +227,9 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
 def vertical_tables(frame: pd.DataFrame, title: str | None = None) -> list[Table]:
     """One two-column grid per row (column name, value), for rows too wide for the terminal."""
     grids = []
-    names = [str(c) for c in frame.columns]
+    names = [visible(str(c)) for c in frame.columns]
     texts = _text_columns(frame)
-    width = max((len(n) for n in names), default=0)
+    width = max((cell_len(n) for n in names), default=0)
     for number, row in enumerate(frame.itertuples(index=False), start=1):
         label = f"{title} row {number}" if title else f"row {number}"
         grid = Table(title=Text(label), title_justify="left", box=box.MINIMAL, show_header=False)
