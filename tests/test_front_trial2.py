@@ -295,3 +295,40 @@ def test_control_characters_in_values_never_reach_the_terminal(local_db) -> None
     assert rows[rows.index("6   l1") + 1] == "l2"
     back = json.loads(_invoke(local_db, "sql", "--format", "json", "SELECT * FROM ctl").stdout)
     assert [row["s"] for row in back] == texts
+
+
+# -- scripts run by the command ------------------------------------------------------------------------
+def test_a_windows_script_that_fails_halfway_keeps_what_ran_and_says_where(
+    local_db, tmp_path, monkeypatch, capsys
+) -> None:
+    """`arrayviews sql -f` on a script saved by a Windows editor (BOM, CRLF, tabs): the statements
+    before the failing one stay, the rest do not run, one error line gives the failing statement's
+    line in the editor, exit status 1. A name with a letter outside ASCII runs nothing and says why
+    (before: "unexpected 'ße' after the end of the statement", naming no rule)."""
+    from arrayviews.cli import main as cli_main
+
+    monkeypatch.setattr(arrayviews, "connect", lambda *args, **kwargs: local_db)
+
+    def run(script: str) -> tuple[int, str, str]:
+        path = tmp_path / "script.sql"
+        path.write_bytes(script.encode("utf-8-sig"))
+        monkeypatch.setattr("sys.argv", ["arrayviews", "--warehouse", str(tmp_path), "sql", "-f", str(path)])
+        with pytest.raises(SystemExit) as exited:
+            cli_main.main()
+        out, err = capsys.readouterr()
+        return exited.value.code, out, err
+
+    code, out, err = run(
+        "-- setup\r\nCREATE ARRAY sf <v:int64>[i=0:9:5];\r\n\tINSERT INTO sf VALUES (1, 10);\r\n"
+        "INSERT INTO sf VALUES\r\n\t(1, 11);\r\nINSERT INTO sf VALUES (2, 20);\r\n"
+    )
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("error: array sf: 1 cell(s) of the batch already exist")
+    assert err.rstrip().endswith("(statement at line 4, column 1)")
+    assert local_db.array("sf").to_pandas()[["i", "v"]].values.tolist() == [[1, 10]]
+    assert list(local_db.array("sf").versions()["version"]) == [1]
+    before = sorted(local_db.arrays())
+    code, out, err = run("CREATE ARRAY sf_ok <v:int64>[i=0:3:4];\r\n\tDROP ARRAY straße;")
+    assert code == 1 and "Traceback" not in err and sorted(local_db.arrays()) == before
+    assert err.startswith("error: unexpected 'ße' after the end of the statement: names are written in ASCII")
+    assert err.rstrip().endswith("at line 2, column 17")

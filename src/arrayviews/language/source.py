@@ -18,6 +18,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from arrayviews.model.errors import ParseError
+from arrayviews.model.names import letters_note
 from arrayviews.model.schema_parser import parse_schema
 from arrayviews.model.text_lines import line_starts, offset_of, position_in
 
@@ -180,7 +181,7 @@ class Source:
                 return self.error("unterminated quoted name", offset, readable(allowed))
             if "SCHEMA_TEXT" in allowed and char == "<":
                 return self._schema_error(offset, end)
-            return self.error(f"unexpected character {char!r}", offset, readable(allowed))
+            return self.error(f"unexpected character {char!r}{letters_note(char)}", offset, readable(allowed))
         token = getattr(error, "token", None)
         accepts = set(getattr(error, "accepts", None) or getattr(error, "expected", None) or ())
         expected = readable(accepts)
@@ -200,6 +201,8 @@ class Source:
                 reason = f"unexpected {str(token)!r} after the end of the {what}"
             else:
                 reason = f"unexpected {str(token)!r}"
+            named = "identifier" in expected or "quoted name" in expected
+            reason += letters_note(str(token) if named else str(token)[:1])  # 'straße': ASCII names
             return self.error(reason, start + token.start_pos, expected)
         if not self.clean[start:end].strip():
             return self.error("empty array expression", start, expected)

@@ -12,7 +12,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from arrayviews.model.errors import ParseError, SchemaError
-from arrayviews.model.names import check_identifier
+from arrayviews.model.names import check_identifier, letters_note
 from arrayviews.model.schema import (
     UNBOUNDED_HIGH,
     ArraySchema,
@@ -95,7 +95,7 @@ def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
         if expected == (_END,):
             reason = "unexpected text after the end of the schema"
         elif isinstance(error, UnexpectedCharacters):
-            reason = f"unexpected character {error.char!r}"
+            reason = f"unexpected character {error.char!r}{letters_note(error.char)}"
         else:
             reason = f"unexpected {token.value!r}"
     else:
