@@ -26,7 +26,8 @@ def _editor_position(text: str, offset: int) -> tuple[int, int]:
     \\r\\n, \\r and \\n), counting the characters before ``offset``."""
     start = 0
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        if offset < start + len(line) or start + len(line) == len(text):
+        last = start + len(line) == len(text) and not line.endswith(("\n", "\r"))
+        if offset < start + len(line) or last:
             return number, offset - start + 1
         start += len(line)
     return len(text.splitlines()) + 1, offset - start + 1
@@ -332,3 +333,26 @@ def test_a_windows_script_that_fails_halfway_keeps_what_ran_and_says_where(
     assert code == 1 and "Traceback" not in err and sorted(local_db.arrays()) == before
     assert err.startswith("error: unexpected 'ße' after the end of the statement: names are written in ASCII")
     assert err.rstrip().endswith("at line 2, column 17")
+
+
+def test_spark_sql_reads_an_array_with_a_datetime_attribute(local_db) -> None:
+    """Before: any Spark SQL query over an array with a datetime64 attribute failed with Spark's
+    "[UNSUPPORTED_ARROWTYPE] Unsupported arrow type Timestamp(NANOSECOND, null)". Spark holds
+    microseconds: a nanosecond part is cut toward the earlier time; the array keeps it."""
+    import numpy as np
+
+    times = ["2020-01-01T00:00:01.123456789", "1969-12-31T23:59:59.999999999", None]
+    local_db.sql("CREATE ARRAY dt_attr <d:datetime64 NULL, w:int64>[i=0:9:5]")
+    local_db.array("dt_attr").insert(
+        {"i": [0, 1, 2], "d": [None if t is None else np.datetime64(t, "ns") for t in times], "w": [1, 2, 3]}
+    )
+    frame = local_db.sql("SELECT i, d, w FROM dt_attr ORDER BY i").toPandas()
+    expected = [None if t is None else np.datetime64(t, "ns").astype("datetime64[us]") for t in times]
+    got = [None if pd_t is None or pd_t != pd_t else np.datetime64(pd_t, "us") for pd_t in frame["d"]]
+    assert got[:2] == [
+        np.datetime64("2020-01-01T00:00:01.123456"),
+        np.datetime64("1969-12-31T23:59:59.999999"),
+    ]
+    assert got == expected and frame["w"].tolist() == [1, 2, 3]
+    kept = local_db.array("dt_attr").to_pandas()["d"]
+    assert [str(t) for t in kept[:2]] == ["2020-01-01 00:00:01.123456789", "1969-12-31 23:59:59.999999999"]
