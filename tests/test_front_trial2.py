@@ -356,3 +356,33 @@ def test_spark_sql_reads_an_array_with_a_datetime_attribute(local_db) -> None:
     assert got == expected and frame["w"].tolist() == [1, 2, 3]
     kept = local_db.array("dt_attr").to_pandas()["d"]
     assert [str(t) for t in kept[:2]] == ["2020-01-01 00:00:01.123456789", "1969-12-31 23:59:59.999999999"]
+
+
+def test_plot_refuses_what_it_cannot_draw_or_write_by_name(local_db, tmp_path) -> None:
+    """Before: a string attribute gave "internal error: ValueError: could not convert string to float:
+    'a'", '--dpi 0' "internal error: ValueError: dpi must be positive", 'p.txt' matplotlib's
+    ValueError after drawing, and a path without extension was reported as written where the file
+    was '<path>.png'."""
+    from arrayviews.model.errors import ValidationError
+
+    local_db.sql(
+        "CREATE ARRAY pl <v:float64 NULL, s:string>[t=0:*:4 SCALE 1 DAY OFFSET '2026-01-01'];"
+        "INSERT INTO pl VALUES ('2026-01-01', 1.5, 'a'), ('2026-01-03', -2.0, 'b')"
+    )
+    cases = {
+        ("--attr", "s", str(tmp_path / "s.png")): "array pl: attribute s is string; plot draws numbers",
+        ("--attr", "v", str(tmp_path / "p.txt")): "plot: cannot write "
+        + str(tmp_path / "p.txt")
+        + ": '.txt' is no",
+        ("--attr", "v", str(tmp_path / "no" / "p.png")): "plot: cannot write "
+        + str(tmp_path / "no" / "p.png"),
+    }
+    for (option, attribute, path), message in cases.items():
+        result = _invoke(local_db, "plot", "pl", path, option, attribute)
+        assert isinstance(result.exception, ValidationError) and str(result.exception).startswith(message)
+    zero = _invoke(local_db, "plot", "pl", str(tmp_path / "z.png"), "--attr", "v", "--dpi", "0")
+    assert zero.exit_code == 2 and "--dpi" in zero.output
+    drawn = _invoke(local_db, "plot", "pl", str(tmp_path / "time_axis"), "--attr", "v")
+    assert drawn.exit_code == 0 and drawn.stdout.strip() == f"wrote {tmp_path / 'time_axis.png'}"
+    assert (tmp_path / "time_axis.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["time_axis.png"]

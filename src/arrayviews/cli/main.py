@@ -216,7 +216,9 @@ def versions(context: Context, array: str, output: str) -> None:
 @click.option(
     "--attr", "attribute", default=None, help="The attribute to draw (needed when there are several)."
 )
-@click.option("--dpi", default=100, show_default=True, help="Resolution of the picture.")
+@click.option(
+    "--dpi", default=100, show_default=True, type=click.IntRange(min=1), help="Resolution of the picture."
+)
 @click.pass_obj
 def plot(context: Context, array: str, output: str, attribute: str | None, dpi: int) -> None:
     """Draw a 1-D array (a line) or a 2-D array (an image with its coordinates) into a PNG file."""
