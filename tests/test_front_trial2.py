@@ -386,3 +386,32 @@ def test_plot_refuses_what_it_cannot_draw_or_write_by_name(local_db, tmp_path) -
     assert drawn.exit_code == 0 and drawn.stdout.strip() == f"wrote {tmp_path / 'time_axis.png'}"
     assert (tmp_path / "time_axis.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["time_axis.png"]
+
+
+def test_to_pandas_and_to_xarray_of_the_same_cells_agree_with_what_was_written(local_db) -> None:
+    """Tried, correct: NaN, -0.0, inf, nulls and empty cells of a time-labelled array read the same
+    through to_pandas(labels=True) and to_xarray as written (an empty cell NaN in xarray only)."""
+    import math
+
+    import numpy as np
+
+    written = {(0, 0): -0.0, (0, 2): float("nan"), (1, 1): None, (2, 0): float("inf"), (3, 2): 1e-310}
+    local_db.sql("CREATE ARRAY agree <v:float64 NULL>[t=0:*:4 SCALE 6 HOURS OFFSET '2026-01-01'; k=0:2:3]")
+    local_db.array("agree").insert(
+        {"t": [c[0] for c in written], "k": [c[1] for c in written], "v": list(written.values())}
+    )
+    A = local_db.array("agree")
+    frame = A.to_pandas(labels=True)
+    data = A.to_xarray()["v"]
+    origin = np.datetime64("2026-01-01T00:00", "s")
+    assert [str(t) for t in data["t"].values] == [str(origin + np.timedelta64(6 * c, "h")) for c in range(4)]
+    for row in frame.itertuples(index=False):
+        cell = (int((row.t - origin) // np.timedelta64(6, "h")), row.k)
+        value = written[cell]
+        shown = data.sel(t=row.t, k=row.k).item()
+        if value is None:
+            assert math.isnan(shown) and (row.v is None or row.v != row.v)
+        else:
+            assert repr(float(row.v)) == repr(value) == repr(shown)
+    empty = [(c, k) for c in range(4) for k in range(3) if (c, k) not in written]
+    assert all(math.isnan(data.values[c, k]) for c, k in empty) and len(frame) == len(written)
