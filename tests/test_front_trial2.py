@@ -415,3 +415,25 @@ def test_to_pandas_and_to_xarray_of_the_same_cells_agree_with_what_was_written(l
             assert repr(float(row.v)) == repr(value) == repr(shown)
     empty = [(c, k) for c in range(4) for k in range(3) if (c, k) not in written]
     assert all(math.isnan(data.values[c, k]) for c, k in empty) and len(frame) == len(written)
+
+
+def test_a_time_no_cell_has_is_named_with_its_row_and_place_in_the_script(local_db) -> None:
+    """Before: "'2026-01-01T05:30' (row 0) labels no cell": the row counted from 0 (INSERT's other
+    errors count from 1) and no line or column, unlike every other refused value of INSERT."""
+    local_db.sql("CREATE ARRAY tcell <v:float64>[t=0:*:24 SCALE 1 HOUR OFFSET '2026-01-01T00:00']")
+    cases = {
+        "'2026-01-01T05:30'": "'2026-01-01T05:30' labels no cell of the dimension (SCALE 1 HOUR OFFSET '2026-01-01T00:00')",
+        "'2025-12-31T23:00'": "coordinate -1 is outside the dimension range 0:*",
+        "'soon'": "'soon'",
+    }
+    for bad, problem in cases.items():
+        script = f"INSERT INTO tcell VALUES ('2026-01-01T01:00', 1.0),\r\n\t({bad}, 2.0)"
+        with pytest.raises(ArrayViewsError) as raised:
+            local_db.sql(script)
+        line, column = _editor_position(script, script.index(bad))
+        message = str(raised.value)
+        assert message.startswith(f"array tcell, dimension t: {problem}"), message
+        assert message.endswith(
+            f" in row 2 at line {line}, column {column} (statement at line 1, column 1)"
+        ), message
+    assert local_db.array("tcell").count() == 0 and list(local_db.array("tcell").versions()["version"]) == []

@@ -380,6 +380,10 @@ def _cells(
     for k, (name, type_name, nullable, is_dimension) in enumerate(columns):
         values = [row[k] for row in rows]
         if is_dimension and _times_on_a_time_axis(schema, name, values):
+            for number, value in enumerate(values, start=1):
+                problem = _time_cell_problem(schema.dimension(name), value)
+                if problem:
+                    raise _refused(schema, "dimension", name, problem, number, value, positions, k)
             arrays[name] = pa.array(values, pa.string())  # the insert reads them as the cells they label
             continue
         mixed = is_dimension and any(isinstance(v, str) for v in values)
@@ -394,16 +398,7 @@ def _cells(
                 problem = _outside(schema.dimension(name), value)
             if problem:
                 what = "dimension" if is_dimension else "attribute"
-                where = ""
-                if positions is not None:
-                    line, column = positions[number - 1][k]
-                    where = f" at line {line}, column {column}"
-                raise ValidationError(
-                    f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
-                    array=schema.name,
-                    column=name,
-                    value=value,
-                )
+                raise _refused(schema, what, name, problem, number, value, positions, k)
         if type_name.startswith("float"):
             values = [None if v is None else float(v) for v in values]
         if type_name == "datetime64":  # ISO text, checked above: exact nanoseconds since 1970, UTC
@@ -413,6 +408,34 @@ def _cells(
             continue
         arrays[name] = pa.array(values, arrow_type(type_name))
     return pa.table(arrays)
+
+
+def _refused(schema: ArraySchema, what: str, name: str, problem: str, number: int, value, positions, k: int):
+    """The error of a value of INSERT: the array, column, row and (when known) where it was written."""
+    where = ""
+    if positions is not None:
+        line, column = positions[number - 1][k]
+        where = f" at line {line}, column {column}"
+    return ValidationError(
+        f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
+        array=schema.name,
+        column=name,
+        value=value,
+    )
+
+
+def _time_cell_problem(dimension, text: str) -> str | None:
+    """Why the ISO text ``text`` names no cell of the time dimension (no time, between two labels,
+    outside the range), or None; exactly in integer nanoseconds, as the insert reads it."""
+    scale = dimension.scale
+    try:
+        offset = instant_nanoseconds(text) - scale.nanoseconds(0)
+    except SchemaError as error:
+        return str(error)
+    step = scale.nanoseconds(1) - scale.nanoseconds(0)
+    if offset % step:
+        return f"{text!r} labels no cell of the dimension ({scale.to_text()})"
+    return _outside(dimension, offset // step)
 
 
 def _times_on_a_time_axis(schema: ArraySchema, name: str, values: list) -> bool:
