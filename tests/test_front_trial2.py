@@ -443,3 +443,33 @@ def test_a_time_no_cell_has_is_named_with_its_row_and_place_in_the_script(local_
             f" in row 2 at line {line}, column {column} (statement at line 1, column 1)"
         ), message
     assert local_db.array("tcell").count() == 0 and list(local_db.array("tcell").versions()["version"]) == []
+
+
+def test_a_deleted_data_file_is_named_as_damage_to_check(spark, tmp_path) -> None:
+    """Before: reading, inserting into or listing the chunks of an array whose data file was deleted
+    raised a bare FileNotFoundError naming only the path (the command printed "error: <path>", the
+    shell "internal error: FileNotFoundError: <path>"), with no array and no way out."""
+    import glob
+    import os
+
+    db = arrayviews.connect(str(tmp_path / "w"), spark=spark, execution="local")
+    db.sql(
+        "CREATE ARRAY dmg <v:int64>[i=0:9:5]; INSERT INTO dmg VALUES (1, 10); INSERT INTO dmg VALUES (7, 20)"
+    )
+    newest = max(
+        glob.glob(str(tmp_path / "w" / "**" / "data" / "*.parquet"), recursive=True), key=os.path.getmtime
+    )
+    os.remove(newest)
+    shown = _invoke(db, "sql", "SELECT * FROM dmg")
+    assert str(shown.exception).startswith(f"array dmg: a data file of version 2 is missing ({newest})")
+    assert "run `arrayviews check`" in str(shown.exception)
+    for script in ("SELECT 1;\nINSERT INTO dmg VALUES (8, 1)", "SELECT 1;\nSHOW CHUNKS OF dmg"):
+        with pytest.raises(ArrayViewsError) as raised:
+            db.sql(script)
+        message = str(raised.value)
+        assert newest in message and "run `arrayviews check`" in message, message
+        assert message.endswith("(statement at line 2, column 1)")
+    assert list(db.array("dmg").versions()["version"]) == [1, 2]
+    assert _invoke(db, "check").exit_code == 1
+    assert _invoke(db, "check", "--repair").exit_code == 0
+    assert db.array("dmg").to_pandas()[["i", "v"]].values.tolist() == [[1, 10]]

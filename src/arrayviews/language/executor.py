@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -69,6 +70,8 @@ from arrayviews.model.errors import (
     AlreadyExistsError,
     ArrayViewsError,
     ConflictError,
+    MissingFileError,
+    NotFoundError,
     ParseError,
     SchemaError,
     ValidationError,
@@ -98,7 +101,24 @@ def execute_text(db: Database, text: str) -> Any:
         except ArrayViewsError as error:
             _add_position(error, parsed)
             raise
+        except FileNotFoundError as error:  # a data file deleted by hand, or a missing input file
+            missing = _missing_file(db, error)
+            _add_position(missing, parsed)
+            raise missing from None
     return result
+
+
+def _missing_file(db: Database, error: FileNotFoundError) -> NotFoundError:
+    """The error of a statement that found a file missing: one of the warehouse's own says the
+    warehouse is damaged and how to look (before: a bare FileNotFoundError naming only the path)."""
+    path = str(error.filename or (error.args[-1] if error.args else ""))
+    folder = str(db.warehouse.location).removeprefix("file://")
+    if path and path.startswith(os.path.abspath(folder)):
+        return MissingFileError(
+            f"a data file of the warehouse is missing ({path}): the warehouse is damaged; run "
+            "`arrayviews check` (with --repair to roll the relation back to its newest intact version)"
+        )
+    return NotFoundError(f"file not found: {path}")
 
 
 #: Where Spark SQL says a problem is, in the query text it was given (1-based line, 0-based pos).

@@ -78,6 +78,12 @@ class NotFoundError(ArrayViewsError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class MissingFileError(NotFoundError, FileNotFoundError):
+    """A data file of the warehouse is gone (deleted by hand: the warehouse is damaged, and
+    ``arrayviews check`` says how to repair it). Still a FileNotFoundError, which readers that retry
+    after another process's compaction look for."""
+
+
 class AlreadyExistsError(ArrayViewsError, ValueError):
     """An array or view with that name already exists."""
 
