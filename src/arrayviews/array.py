@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 
 from arrayviews.execution.failures import translating
 from arrayviews.model.display import Rows, as_html, as_text, described
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import MissingFileError, NotFoundError, ValidationError
 from arrayviews.model.indexing import index_box
 from arrayviews.model.labels import label_box, reach_cells, span_cells
 from arrayviews.model.schema import ArraySchema
@@ -523,10 +523,16 @@ class Array:
             source = self._current()
             try:
                 return read(source)
-            except FileNotFoundError:
+            except FileNotFoundError as error:
                 if not isinstance(source, StoredSource):
                     raise
                 table = source.table.refresh()
+                if source.version in {v.version for v in table.versions()}:  # deleted, not expired
+                    raise MissingFileError(
+                        f"array {self.name}: a data file of version {source.version} is missing "
+                        f"({error.filename or error}): the warehouse is damaged; run `arrayviews check` "
+                        "(with --repair to roll the array back to its newest intact version)"
+                    ) from None
                 if source.version not in {v.version for v in table.versions()}:
                     if self._pinned:
                         raise NotFoundError(

@@ -4,6 +4,8 @@ scaled coordinates and unit). Empty cells are gaps (NaN, masked)."""
 
 from __future__ import annotations
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg", force=False)  # files, not windows, unless a notebook chose its own backend
@@ -11,6 +13,7 @@ matplotlib.use("Agg", force=False)  # files, not windows, unless a notebook chos
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 
 from arrayviews.model.errors import ValidationError  # noqa: E402
 from arrayviews.model.time_scale import TimeScale  # noqa: E402
@@ -36,9 +39,9 @@ def plot_array(array, attribute: str | None = None, ax=None, **style):
             array=schema.name,
         )
     values = array.to_numpy(attribute, masked=True)
-    if values.dtype.kind == "M":
+    if values.dtype.kind not in "biuf":  # datetime64, string
         raise ValidationError(
-            f"array {schema.name}: attribute {attribute} is datetime64; plot draws numbers",
+            f"array {schema.name}: attribute {attribute} is {spec.type}; plot draws numbers",
             array=schema.name,
             column=attribute,
         )
@@ -105,8 +108,25 @@ def _axis(dimension) -> tuple[np.ndarray, float, float, str]:
 
 
 def save_plot(array, path: str, attribute: str | None = None, dpi: int = 100) -> str:
-    """Draw ``array`` and write the picture to ``path`` (PNG unless the extension says otherwise)."""
+    """Draw ``array`` and write the picture to ``path`` (PNG unless the extension says otherwise);
+    returns the path written. A format matplotlib does not write, a resolution below one dot per inch
+    or a missing folder is refused by name before anything is drawn."""
+    folder = os.path.dirname(str(path))
+    suffix = os.path.splitext(str(path))[1][1:].lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise ValidationError(
+            f"plot: cannot write {path}: '.{suffix}' is no picture format matplotlib writes "
+            f"({', '.join(sorted(formats))})"
+        )
+    if not isinstance(dpi, int | float) or isinstance(dpi, bool) or not dpi >= 1:
+        raise ValidationError(f"plot: the resolution is at least 1 dot per inch, got dpi={dpi!r}")
+    if folder and not os.path.isdir(folder):
+        raise ValidationError(f"plot: cannot write {path}: there is no folder {folder}")
+    written = str(path) if suffix else f"{path}.png"
     ax = array.plot(attribute)  # an open-ended array over its cells that hold data, as plot draws it
-    ax.figure.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(ax.figure)
-    return path
+    try:
+        ax.figure.savefig(written, dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(ax.figure)
+    return written

@@ -151,7 +151,10 @@ def _script_text(path: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
+        from arrayviews.model.text_lines import position
+
+        before = data[: error.start].decode("utf-8-sig")
+        line = position(before, len(before))[0]
         raise click.UsageError(
             f"script {path} is not UTF-8 text: byte 0x{data[error.start]:02x} on line {line} "
             "(save it as UTF-8)"
@@ -213,7 +216,9 @@ def versions(context: Context, array: str, output: str) -> None:
 @click.option(
     "--attr", "attribute", default=None, help="The attribute to draw (needed when there are several)."
 )
-@click.option("--dpi", default=100, show_default=True, help="Resolution of the picture.")
+@click.option(
+    "--dpi", default=100, show_default=True, type=click.IntRange(min=1), help="Resolution of the picture."
+)
 @click.pass_obj
 def plot(context: Context, array: str, output: str, attribute: str | None, dpi: int) -> None:
     """Draw a 1-D array (a line) or a 2-D array (an image with its coordinates) into a PNG file."""

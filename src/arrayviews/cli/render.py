@@ -8,6 +8,7 @@ not fit the terminal unfolded is printed vertically, one block of ``column  valu
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 import math
@@ -52,12 +53,31 @@ def cell_text(value: object, text_column: bool = False) -> str:
         return str(value)
     if isinstance(value, bytes):
         return value.hex()
-    return str(value)
+    return visible(str(value))
+
+
+#: Control characters (C0 but the line break, DEL, C1, Unicode's line separators) as a terminal must not receive them: a C0
+#: one or DEL as its Unicode control picture (ESC as '␛'), a C1 one as its escape ('\x85').
+_CONTROLS = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
+_CONTROLS |= {0x7F: "\u2421"} | {code: f"\\x{code:02x}" for code in range(0x80, 0xA0)}
+_CONTROLS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}  # Unicode's line and paragraph separators
+
+
+def visible(text: str) -> str:
+    """``text`` as a table cell shows it: tabs expanded to spaces (a tab folded the cell as a line
+    break did), other control characters as visible signs, never sent to the terminal (an ESC
+    sequence in a value would move the cursor or clear the screen; a CR or BEL vanished)."""
+    if text.isprintable():
+        return text
+    return "\n".join(line.expandtabs(8) for line in text.split("\n")).translate(_CONTROLS)
 
 
 #: The ``DataFrame.attrs`` key marking frames whose nulls are explicit (None, NA, NaT; NaN only in
 #: text columns), so that a float NaN in them is a value: rows of arrays and Spark results.
 EXPLICIT_NULLS = "arrayviews_explicit_nulls"
+#: The ``DataFrame.attrs`` key marking a preview read one row past what a table shows (a Spark
+#: result is not counted): the table says more rows follow, not how many.
+MORE_ROWS = "arrayviews_more_rows"
 
 
 def _text_column(column: pd.Series, explicit: bool = False) -> bool:
@@ -140,6 +160,8 @@ def _json_value(value: object, nan_is_null: bool = True) -> object:
         return value if math.isfinite(value) else str(value)
     if isinstance(value, int | bool | str):
         return value
+    if isinstance(value, decimal.Decimal):  # Spark's DECIMAL (uint64 values reach Spark as DECIMAL(20, 0))
+        return _json_decimal(value)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, np.ndarray):
@@ -151,6 +173,17 @@ def _json_value(value: object, nan_is_null: bool = True) -> object:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+def _json_decimal(value: decimal.Decimal) -> object:
+    """A JSON number of the same value: an integer in full, else the float that reads back as it;
+    the text when no float does (``0.1000000000000000000000000001``), so nothing is rounded."""
+    if not value.is_finite():
+        return str(value)
+    if value == value.to_integral_value():
+        return int(value)
+    as_float = float(value)
+    return as_float if decimal.Decimal(repr(as_float)) == value else str(value)
 
 
 # -- relations ---------------------------------------------------------------------------------------
@@ -167,7 +200,7 @@ def fits(frame: pd.DataFrame, width: int) -> bool:
             (cell_len(line) for v in values for line in cell_text(v, text).splitlines() or [""]),
             default=0,
         )
-        needed += max(cell_len(str(column)), longest) + 3
+        needed += max(cell_len(visible(str(column))), longest) + 3
     return needed <= width
 
 
@@ -176,12 +209,14 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
     table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD, show_lines=False)
     for position, column in enumerate(frame.columns):
         values = frame.iloc[:, position]
-        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        numeric = (pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)) or (
+            values.notna().any() and all(isinstance(v, decimal.Decimal) for v in values.dropna())
+        )
         table.add_column(
-            Text(str(column)),
+            Text(visible(str(column))),
             justify="right" if numeric else "left",
             overflow="fold",
-            min_width=len(str(column)),
+            min_width=cell_len(visible(str(column))),
         )
     texts = _text_columns(frame)
     for row in frame.itertuples(index=False):
@@ -192,9 +227,9 @@ def horizontal_table(frame: pd.DataFrame, title: str | None = None) -> Table:
 def vertical_tables(frame: pd.DataFrame, title: str | None = None) -> list[Table]:
     """One two-column grid per row (column name, value), for rows too wide for the terminal."""
     grids = []
-    names = [str(c) for c in frame.columns]
+    names = [visible(str(c)) for c in frame.columns]
     texts = _text_columns(frame)
-    width = max((len(n) for n in names), default=0)
+    width = max((cell_len(n) for n in names), default=0)
     for number, row in enumerate(frame.itertuples(index=False), start=1):
         label = f"{title} row {number}" if title else f"row {number}"
         grid = Table(title=Text(label), title_justify="left", box=box.MINIMAL, show_header=False)
@@ -252,7 +287,9 @@ def print_frame(
     else:
         for grid in vertical_tables(shown, title):
             screen.print(grid)
-    if len(frame) > len(shown):
+    if frame.attrs.get(MORE_ROWS) and len(frame) > len(shown):
+        screen.print(Text(f"... more rows ({len(shown)} shown)"))
+    elif len(frame) > len(shown):
         screen.print(Text(f"... {len(frame)} rows in all ({len(shown)} shown)"))
     elif not len(frame):
         screen.print(Text("(no rows)"))
@@ -280,11 +317,14 @@ def relation_of(result: object, output: str) -> tuple[pd.DataFrame, str | None] 
     if isinstance(result, pd.DataFrame):
         return result, None
     if isinstance(result, Array):
-        cells = rows_frame(result.to_arrow())
+        cells = with_time_labels(rows_frame(result.to_arrow()), result.schema)
         return cells, f"{result.schema.to_text()}: {len(cells)} non-empty cell(s)"
     if _is_spark_frame(result):
-        frame = result if output != "table" else result.limit(PREVIEW_ROWS + 1)
-        return _spark_rows(frame), None
+        if output != "table":
+            return _spark_rows(result), None
+        rows = _spark_rows(result.limit(PREVIEW_ROWS + 1))
+        rows.attrs[MORE_ROWS] = len(rows) > PREVIEW_ROWS
+        return rows, None
     return None
 
 
@@ -320,6 +360,23 @@ def render(result: object, output: str = "table", width: int = 80, title: str | 
     buffer = io.StringIO()
     show(result, title, output, buffer, width)
     return buffer.getvalue()
+
+
+def with_time_labels(frame: pd.DataFrame, schema) -> pd.DataFrame:
+    """``frame`` (cells of an array of ``schema``) with each time dimension's cell numbers replaced
+    by the times they label, as INSERT, WHERE and LOAD take them and ``to_xarray`` shows them; a
+    dimension holding a cell past ``datetime64``'s range keeps its cell numbers."""
+    from arrayviews.model.errors import SchemaError
+    from arrayviews.model.time_scale import TimeScale
+
+    for dimension in schema.dimensions:
+        if isinstance(dimension.scale, TimeScale) and dimension.name in frame.columns:
+            try:
+                times = dimension.scale.coordinates(frame[dimension.name].to_numpy(dtype=np.int64))
+            except SchemaError:
+                continue
+            frame[dimension.name] = pd.Series(times, index=frame.index)
+    return frame
 
 
 def _spark_rows(frame) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from arrayviews.cli.render import FORMATS, print_text, show
 from arrayviews.cli.statements import ARRAY_FUNCTIONS, keywords, summary_lines
 from arrayviews.execution.failures import translated_errors
 from arrayviews.model.errors import ArrayViewsError, MaintenanceError
+from arrayviews.model.text_lines import LINE_BREAK
 
 PROMPT = "arrayviews> "
 CONTINUATION = "         -> "
@@ -59,8 +60,8 @@ def _code_end(text: str) -> str:
                 return "".join(out) + "'"
             index += 1
         elif text.startswith("--", index):
-            newline = text.find("\n", index)
-            index = length if newline == -1 else newline
+            newline = LINE_BREAK.search(text, index)  # a '--' comment ends at '\n' or '\r'
+            index = length if newline is None else newline.start()
         elif text.startswith("/*", index):
             close = text.find("*/", index + 2)
             if close == -1:

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -69,12 +70,15 @@ from arrayviews.model.errors import (
     AlreadyExistsError,
     ArrayViewsError,
     ConflictError,
+    MissingFileError,
+    NotFoundError,
     ParseError,
     SchemaError,
     ValidationError,
 )
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.sql_dialect import parse_spark_query
+from arrayviews.model.text_lines import position
 from arrayviews.model.time_scale import TimeScale, instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 
@@ -97,7 +101,24 @@ def execute_text(db: Database, text: str) -> Any:
         except ArrayViewsError as error:
             _add_position(error, parsed)
             raise
+        except FileNotFoundError as error:  # a data file deleted by hand, or a missing input file
+            missing = _missing_file(db, error)
+            _add_position(missing, parsed)
+            raise missing from None
     return result
+
+
+def _missing_file(db: Database, error: FileNotFoundError) -> NotFoundError:
+    """The error of a statement that found a file missing: one of the warehouse's own says the
+    warehouse is damaged and how to look (before: a bare FileNotFoundError naming only the path)."""
+    path = str(error.filename or (error.args[-1] if error.args else ""))
+    folder = str(db.warehouse.location).removeprefix("file://")
+    if path and path.startswith(os.path.abspath(folder)):
+        return MissingFileError(
+            f"a data file of the warehouse is missing ({path}): the warehouse is damaged; run "
+            "`arrayviews check` (with --repair to roll the relation back to its newest intact version)"
+        )
+    return NotFoundError(f"file not found: {path}")
 
 
 #: Where Spark SQL says a problem is, in the query text it was given (1-based line, 0-based pos).
@@ -116,10 +137,17 @@ def _add_position(error: ArrayViewsError, parsed: ParsedStatement) -> None:
     message = error.args[0]
     if isinstance(parsed.statement, ast.Query):
 
+        query = parsed.text
+        # Spark counts lines at '\n' only; the script's lines also end at '\r' (text_lines)
+        spark_lines = [0] + [k + 1 for k, char in enumerate(query) if char == "\n"]
+
         def in_script(match: re.Match) -> str:
             query_line, pos = int(match.group(1)), int(match.group(2))
-            at = column + pos if query_line == 1 else pos + 1
-            return f" at line {line + query_line - 1}, column {at}"
+            if not 0 < query_line <= len(spark_lines):
+                return match.group()
+            inner_line, inner_column = position(query, spark_lines[query_line - 1] + pos)
+            at = column + inner_column - 1 if inner_line == 1 else inner_column
+            return f" at line {line + inner_line - 1}, column {at}"
 
         message = _SPARK_POSITION.sub(in_script, message)
     error.args = (f"{message} (statement at line {line}, column {column})", *error.args[1:])
@@ -372,6 +400,10 @@ def _cells(
     for k, (name, type_name, nullable, is_dimension) in enumerate(columns):
         values = [row[k] for row in rows]
         if is_dimension and _times_on_a_time_axis(schema, name, values):
+            for number, value in enumerate(values, start=1):
+                problem = _time_cell_problem(schema.dimension(name), value)
+                if problem:
+                    raise _refused(schema, "dimension", name, problem, number, value, positions, k)
             arrays[name] = pa.array(values, pa.string())  # the insert reads them as the cells they label
             continue
         mixed = is_dimension and any(isinstance(v, str) for v in values)
@@ -386,16 +418,7 @@ def _cells(
                 problem = _outside(schema.dimension(name), value)
             if problem:
                 what = "dimension" if is_dimension else "attribute"
-                where = ""
-                if positions is not None:
-                    line, column = positions[number - 1][k]
-                    where = f" at line {line}, column {column}"
-                raise ValidationError(
-                    f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
-                    array=schema.name,
-                    column=name,
-                    value=value,
-                )
+                raise _refused(schema, what, name, problem, number, value, positions, k)
         if type_name.startswith("float"):
             values = [None if v is None else float(v) for v in values]
         if type_name == "datetime64":  # ISO text, checked above: exact nanoseconds since 1970, UTC
@@ -405,6 +428,34 @@ def _cells(
             continue
         arrays[name] = pa.array(values, arrow_type(type_name))
     return pa.table(arrays)
+
+
+def _refused(schema: ArraySchema, what: str, name: str, problem: str, number: int, value, positions, k: int):
+    """The error of a value of INSERT: the array, column, row and (when known) where it was written."""
+    where = ""
+    if positions is not None:
+        line, column = positions[number - 1][k]
+        where = f" at line {line}, column {column}"
+    return ValidationError(
+        f"array {schema.name}, {what} {name}: {problem} in row {number}{where}",
+        array=schema.name,
+        column=name,
+        value=value,
+    )
+
+
+def _time_cell_problem(dimension, text: str) -> str | None:
+    """Why the ISO text ``text`` names no cell of the time dimension (no time, between two labels,
+    outside the range), or None; exactly in integer nanoseconds, as the insert reads it."""
+    scale = dimension.scale
+    try:
+        offset = instant_nanoseconds(text) - scale.nanoseconds(0)
+    except SchemaError as error:
+        return str(error)
+    step = scale.nanoseconds(1) - scale.nanoseconds(0)
+    if offset % step:
+        return f"{text!r} labels no cell of the dimension ({scale.to_text()})"
+    return _outside(dimension, offset // step)
 
 
 def _times_on_a_time_axis(schema: ArraySchema, name: str, values: list) -> bool:

@@ -80,8 +80,9 @@ def parse_statements(text: str) -> list[ParsedStatement]:
         if child is None:
             continue
         statement = StatementBuilder(source).build(child)
-        meta = child.meta
-        parsed.append(ParsedStatement(statement, meta.line, meta.column, text[meta.start_pos : meta.end_pos]))
+        meta = child.meta  # lark counts lines at '\n' only: the position is the Source's
+        line, column = source.position(meta.start_pos)
+        parsed.append(ParsedStatement(statement, line, column, text[meta.start_pos : meta.end_pos]))
     return parsed
 
 

@@ -8,7 +8,6 @@ at its place in the whole text.
 
 from __future__ import annotations
 
-import bisect
 import contextvars
 import functools
 import re
@@ -19,7 +18,9 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from arrayviews.model.errors import ParseError
+from arrayviews.model.names import letters_note
 from arrayviews.model.schema_parser import parse_schema
+from arrayviews.model.text_lines import line_starts, offset_of, position_in
 
 #: The start rules of the grammar: a whole script, and the pieces parsed again on their own.
 START_RULES = ("script", "array_expr", "array_source", "view_select", "similarity_query")
@@ -107,13 +108,12 @@ class Source:
     def __init__(self, text: str) -> None:
         self.text = text
         self.clean = text  # comments are blanked out as the parses find them
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._line_starts = line_starts(text)
 
-    # -- positions ---------------------------------------------------------------------------
+    # -- positions (lines end at \r\n, \r or \n: arrayviews.model.text_lines) -----------------
     def position(self, offset: int) -> tuple[int, int]:
         """1-based line and column of ``offset``."""
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        return position_in(self._line_starts, offset)
 
     def offset(self, line: int, column: int) -> int:
         """The offset of a 1-based line and column."""
@@ -137,11 +137,7 @@ class Source:
         if error.line is None or error.column is None:
             offset = start
         else:
-            span = self.text[start:]
-            line_start = 0
-            for _ in range(error.line - 1):
-                line_start = span.index("\n", line_start) + 1
-            offset = start + line_start + error.column - 1
+            offset = start + offset_of(self.text[start:], error.line, error.column)
         return self.error(error.reason, offset, error.expected)
 
     @contextmanager
@@ -185,7 +181,7 @@ class Source:
                 return self.error("unterminated quoted name", offset, readable(allowed))
             if "SCHEMA_TEXT" in allowed and char == "<":
                 return self._schema_error(offset, end)
-            return self.error(f"unexpected character {char!r}", offset, readable(allowed))
+            return self.error(f"unexpected character {char!r}{letters_note(char)}", offset, readable(allowed))
         token = getattr(error, "token", None)
         accepts = set(getattr(error, "accepts", None) or getattr(error, "expected", None) or ())
         expected = readable(accepts)
@@ -205,6 +201,8 @@ class Source:
                 reason = f"unexpected {str(token)!r} after the end of the {what}"
             else:
                 reason = f"unexpected {str(token)!r}"
+            named = "identifier" in expected or "quoted name" in expected
+            reason += letters_note(str(token) if named else str(token)[:1])  # 'straße': ASCII names
             return self.error(reason, start + token.start_pos, expected)
         if not self.clean[start:end].strip():
             return self.error("empty array expression", start, expected)
@@ -223,14 +221,14 @@ class Source:
 
 
 #: A comment in a schema (group 1), or quoted text, in which '--' and '/*' start nothing.
-_SCHEMA_COMMENT = re.compile(r"'[^'\]]*'|(--[^\n]*|/\*[\s\S]*?\*/)")
+_SCHEMA_COMMENT = re.compile(r"'[^'\]]*'|(--[^\r\n]*|/\*[\s\S]*?\*/)")
 
 
 def blank_schema_comments(schema_text: str) -> str:
     """A schema token (``<...>[...]``, lexed whole, so its comments were not) with its ``--`` and
     ``/* */`` comments blanked, line breaks kept (positions do not move)."""
     return _SCHEMA_COMMENT.sub(
-        lambda m: m.group() if m.group(1) is None else re.sub(r"[^\n]", " ", m.group()), schema_text
+        lambda m: m.group() if m.group(1) is None else re.sub(r"[^\r\n]", " ", m.group()), schema_text
     )
 
 
@@ -239,7 +237,7 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     columns stay where they were)."""
     pieces, last = [], 0
     for begin, end in sorted(spans):
-        pieces += [text[last:begin], re.sub(r"[^\n]", " ", text[begin:end])]
+        pieces += [text[last:begin], re.sub(r"[^\r\n]", " ", text[begin:end])]
         last = end
     return "".join(pieces) + text[last:]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import IDENTIFIER, name_problem
+from arrayviews.model.text_lines import position
 from arrayviews.model.types import computing_problem, normalize_type
 
 #: Types that have an order but no arithmetic: count, min and max only.
@@ -81,8 +82,7 @@ class _Scanner:
 
     def fail(self, message: str, expected: tuple[str, ...] = (), pos: int | None = None) -> ParseError:
         pos = self.pos if pos is None else pos
-        line = self.text.count("\n", 0, pos) + 1
-        column = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
+        line, column = position(self.text, pos)
         return ParseError(message, text=self.text, line=line, column=column, expected=expected)
 
     def name(self, what: str) -> tuple[str, int]:

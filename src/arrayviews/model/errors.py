@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from arrayviews.model.text_lines import lines, pointer, position
+
 
 class ArrayViewsError(Exception):
     """Base class of every error arrayviews raises on purpose."""
@@ -30,13 +32,18 @@ class ParseError(ArrayViewsError, ValueError):
         self.reason = message
         super().__init__(self._render())
 
+    @classmethod
+    def at(cls, message: str, text: str, offset: int, expected: tuple[str, ...] = ()) -> ParseError:
+        """The error at ``offset`` of ``text`` (its line and column counted as :mod:`text_lines` does)."""
+        line, column = position(text, offset)
+        return cls(message, text=text, line=line, column=column, expected=expected)
+
     def _render(self) -> str:
         if self.line is None or self.column is None:
             return self.reason
-        lines = self.text.splitlines() or [""]
-        source = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
-        pointer = " " * (self.column - 1) + "^"
-        message = f"{self.reason} at line {self.line}, column {self.column}\n  {source}\n  {pointer}"
+        shown = lines(self.text)
+        source = shown[self.line - 1] if 0 < self.line <= len(shown) else ""
+        message = f"{self.reason} at line {self.line}, column {self.column}\n  {source}\n  {pointer(source, self.column)}"
         if self.expected:
             message += "\nexpected one of: " + ", ".join(self.expected)
         return message
@@ -69,6 +76,12 @@ class NotFoundError(ArrayViewsError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else ""
+
+
+class MissingFileError(NotFoundError, FileNotFoundError):
+    """A data file of the warehouse is gone (deleted by hand: the warehouse is damaged, and
+    ``arrayviews check`` says how to repair it). Still a FileNotFoundError, which readers that retry
+    after another process's compaction look for."""
 
 
 class AlreadyExistsError(ArrayViewsError, ValueError):

@@ -34,7 +34,7 @@ import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from arrayviews.model import sql_dialect
+from arrayviews.model import sql_dialect, text_lines
 from arrayviews.model.errors import ParseError
 from arrayviews.model.expression_tree import (
     CAST_FUNCTIONS,
@@ -150,9 +150,7 @@ class _Source:
         self._token_starts = [token.start for token in self.tokens]
 
     def position(self, offset: int) -> tuple[int, int]:
-        offset = max(0, min(offset, len(self.text)))
-        line = self.text.count("\n", 0, offset) + 1
-        return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return text_lines.position(self.text, offset)
 
     def end_offset(self) -> int:
         return len(self.text.rstrip())

@@ -44,6 +44,14 @@ HELPER_SUFFIX = SEPARATOR + "helper"
 RESERVED_STREAM_COLUMNS = (PART, PART_TIMESTAMP)
 
 
+def letters_note(text: str) -> str:
+    """What to add to a syntax error at ``text`` when it holds a letter outside ASCII (``größe``,
+    ``Ü``): names are ASCII identifiers; else nothing."""
+    if any(char.isalpha() and not char.isascii() for char in text):
+        return ": names are written in ASCII letters, digits and '_' ([A-Za-z_][A-Za-z0-9_]*)"
+    return ""
+
+
 def is_identifier(name: object) -> bool:
     """True if ``name`` is a string matching the identifier pattern in full."""
     return isinstance(name, str) and IDENTIFIER.fullmatch(name) is not None

@@ -12,7 +12,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from arrayviews.model.errors import ParseError, SchemaError
-from arrayviews.model.names import check_identifier
+from arrayviews.model.names import check_identifier, letters_note
 from arrayviews.model.schema import (
     UNBOUNDED_HIGH,
     ArraySchema,
@@ -21,6 +21,7 @@ from arrayviews.model.schema import (
     Dimension,
     default_chunk_length,
 )
+from arrayviews.model.text_lines import position
 from arrayviews.model.time_scale import UNIT_WORDS, TimeScale
 from arrayviews.model.types import normalize_type
 
@@ -81,7 +82,7 @@ def _expected(error: UnexpectedInput) -> tuple[str, ...]:
 def _end_position(text: str) -> tuple[int, int]:
     """Line and column just after the last non-blank character of ``text``."""
     body = text.rstrip()
-    return body.count("\n") + 1, len(body) - (body.rfind("\n") + 1) + 1
+    return position(body, len(body))
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
@@ -90,11 +91,11 @@ def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
     if isinstance(error, UnexpectedCharacters) or (
         isinstance(error, UnexpectedToken) and token.type != "$END"
     ):
-        line, column = error.line, error.column
+        line, column = position(text, error.pos_in_stream)
         if expected == (_END,):
             reason = "unexpected text after the end of the schema"
         elif isinstance(error, UnexpectedCharacters):
-            reason = f"unexpected character {error.char!r}"
+            reason = f"unexpected character {error.char!r}{letters_note(error.char)}"
         else:
             reason = f"unexpected {token.value!r}"
     else:
@@ -117,7 +118,7 @@ class _Builder:
         try:
             yield
         except SchemaError as error:
-            raise ParseError(str(error), text=self.text, line=token.line, column=token.column) from None
+            raise ParseError.at(str(error), self.text, token.start_pos) from None
 
     def schema(self, tree: Tree, name: str | None) -> ArraySchema:
         name_token, langle, attributes, lsqb, dimensions = tree.children
@@ -130,9 +131,7 @@ class _Builder:
             except SchemaError as error:
                 raise ParseError(f"{error} (given as the name argument)", text=self.text) from None
         elif name_token is None:
-            raise ParseError(
-                "schema needs an array name", text=self.text, line=langle.line, column=langle.column
-            )
+            raise ParseError.at("schema needs an array name", self.text, langle.start_pos)
         self.array = name if name is not None else str(name_token)
         attrs = [self.attribute(t) for t in attributes.children] if attributes is not None else []
         ndim = len(dimensions.children)

@@ -16,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from arrayviews.model.errors import ParseError, SchemaError
 from arrayviews.model.schema import Dimension, check_identifier
+from arrayviews.model.text_lines import position
 from arrayviews.model.uncertain import (
     EXACT,
     GAUSSIAN,
@@ -73,12 +74,8 @@ def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
     expected = tuple(sorted({_TERMINAL_NAMES.get(n, n) for n in names}))
     token = getattr(error, "token", None)
     if isinstance(error, UnexpectedCharacters):
-        return ParseError(
-            f"unexpected character {error.char!r}",
-            text=text,
-            line=error.line,
-            column=error.column,
-            expected=expected,
+        return ParseError.at(
+            f"unexpected character {error.char!r}", text, error.pos_in_stream, expected=expected
         )
     if isinstance(error, UnexpectedToken) and token.type != "$END":
         reason = (
@@ -86,9 +83,9 @@ def _syntax_error(text: str, error: UnexpectedInput) -> ParseError:
             if expected == ("end of input",)
             else f"unexpected {token.value!r}"
         )
-        return ParseError(reason, text=text, line=error.line, column=error.column, expected=expected)
+        return ParseError.at(reason, text, error.pos_in_stream, expected=expected)
     body = text.rstrip()
-    line, column = body.count("\n") + 1, len(body) - (body.rfind("\n") + 1) + 1
+    line, column = position(body, len(body))
     reason = "schema text is empty" if not body else "unexpected end of input"
     return ParseError(reason, text=text, line=line, column=column, expected=expected)
 
@@ -103,7 +100,7 @@ class _Builder:
         try:
             yield
         except SchemaError as error:
-            raise ParseError(str(error), text=self.text, line=token.line, column=token.column) from None
+            raise ParseError.at(str(error), self.text, token.start_pos) from None
 
     def schema(self, tree: Tree, name: str | None) -> UncertainSchema:
         name_token, langle, attributes, lsqb, items = tree.children
@@ -116,20 +113,15 @@ class _Builder:
             except SchemaError as error:
                 raise ParseError(f"{error} (given as the name argument)", text=self.text) from None
         elif name_token is None:
-            raise ParseError(
-                "schema needs an array name", text=self.text, line=langle.line, column=langle.column
-            )
+            raise ParseError.at("schema needs an array name", self.text, langle.start_pos)
         self.array = name if name is not None else str(name_token)
         attribute_trees = attributes.children if attributes is not None else []
         attrs = [self.attribute(t) for t in attribute_trees]
         dimension_trees = [t for t in items.children if t.data == "dimension"]
         correlation_trees = [t for t in items.children if t.data == "correlation"]
         if not dimension_trees:
-            raise ParseError(
-                f"uncertain array {self.array}: needs at least one dimension",
-                text=self.text,
-                line=lsqb.line,
-                column=lsqb.column,
+            raise ParseError.at(
+                f"uncertain array {self.array}: needs at least one dimension", self.text, lsqb.start_pos
             )
         dims = [self.dimension(t, len(dimension_trees)) for t in dimension_trees]
         pairs = []

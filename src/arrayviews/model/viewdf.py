@@ -29,6 +29,7 @@ from sqlglot.tokens import Token, TokenType
 
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import IDENTIFIER as _IDENTIFIER
+from arrayviews.model.text_lines import line_starts, position_in
 
 #: How the message of an error a generated query raises on purpose begins (a pattern view's sum
 #: overflow, ``raise_error`` in Spark SQL): the maintainer shows the rest as it is.
@@ -256,11 +257,10 @@ class _Text:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._line_starts = line_starts(text)
 
     def position(self, offset: int) -> tuple[int, int]:
-        line = max(k for k, start in enumerate(self._line_starts, start=1) if start <= offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        return position_in(self._line_starts, offset)
 
     def error(self, reason: str, offset: int, expected: tuple[str, ...] = ()) -> ParseError:
         line, column = self.position(offset)

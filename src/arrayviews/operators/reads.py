@@ -308,10 +308,13 @@ _SPARK_UNSIGNED = {
 
 
 def spark_cell_schema(schema: ArraySchema) -> pa.Schema:
-    """The cell schema as Spark is given it: unsigned attributes in an exact signed type."""
+    """The cell schema as Spark is given it: unsigned attributes in an exact signed type, datetime64
+    ones in microseconds (Spark's timestamps hold no nanoseconds, and refuse Arrow's)."""
     cells = layout.cell_schema(schema)
     for attribute in schema.attributes:
         kind = _SPARK_UNSIGNED.get(attribute.type)
+        if kind is None and pa.types.is_timestamp(cells.field(attribute.name).type):
+            kind = pa.timestamp("us")
         if kind is not None:
             index = cells.get_field_index(attribute.name)
             cells = cells.set(index, cells.field(index).with_type(kind))
@@ -320,7 +323,16 @@ def spark_cell_schema(schema: ArraySchema) -> pa.Schema:
 
 def _cells_of_batch(table: pa.Table, schema: ArraySchema, out: pa.Schema | None = None) -> pa.Table:
     cells = layout.fragments_to_cells(table, schema)
-    return cells if out is None or cells.schema == out else cells.cast(out, safe=True)
+    if out is None or cells.schema == out:
+        return cells
+    columns = [
+        # a time's nanoseconds are cut to Spark's microseconds (toward the earlier time)
+        pc.floor_temporal(column, unit="microsecond").cast(field.type)
+        if pa.types.is_timestamp(field.type)
+        else column.cast(field.type, safe=True)
+        for column, field in zip(cells.columns, out, strict=True)
+    ]
+    return pa.Table.from_arrays(columns, schema=out)
 
 
 def to_spark(source: Source, engine: Engine) -> Data:

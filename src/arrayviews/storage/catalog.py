@@ -6,6 +6,7 @@ import contextlib
 import functools
 import operator
 import os
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -508,6 +509,17 @@ def kept_listing(catalog: object, table_uuid: object) -> dict:
     if not isinstance(catalog, _Catalog):
         return {}
     return catalog.__dict__.setdefault("_listings_kept", {}).setdefault(str(table_uuid), {})
+
+
+def load_failure(error: BaseException) -> str:
+    """Why a table could not be loaded, on one line: the error's type and its message without
+    pydantic's echo of the file's text or its help link (a truncated metadata file's error spans
+    lines and quotes the JSON)."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    kept = [line for line in lines if line and not line.startswith("For further information")]
+    text = re.sub(r"\s*\[type=.*", "", "; ".join(kept))  # "[type=json_invalid, input_value='{...'"
+    text = text if len(text) <= 200 else text[:199] + "…"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def load_tables(catalog: Catalog, namespace: str) -> list[tuple[tuple[str, ...], Table | Exception]]:

@@ -17,6 +17,7 @@ from pyiceberg.table.update.snapshot import ExpireSnapshots, ManageSnapshots
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from arrayviews.storage.catalog import load_failure
 from arrayviews.storage.creation import delete_folder
 from arrayviews.storage.expiry import live_files, snapshot_files, table_files
 from arrayviews.storage.files import delete_files, filesystem
@@ -225,7 +226,7 @@ def _orphan_files(table: Table, cutoff: float) -> list[str]:
 
 
 def _repair_unloadable(catalog, namespace, name, location, error, repair, refuse_drop) -> Problem:
-    problem = f"its metadata cannot be read ({type(error).__name__}: {str(error)[:200]})"
+    problem = f"its metadata cannot be read ({load_failure(error)})"
     restored = _restore_metadata(catalog, namespace, name, location) if location else None
     if restored is not None:
         if repair and _point_catalog(catalog, namespace, name, location, restored):

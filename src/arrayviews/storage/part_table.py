@@ -43,7 +43,7 @@ from pyspark.sql import types as T
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
 from arrayviews.storage import recent_parts
-from arrayviews.storage.catalog import ensure_namespace, load_tables
+from arrayviews.storage.catalog import ensure_namespace, load_failure, load_tables
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.files import conform, delete_files, filesystem, new_data_file_uri, write_parquet
@@ -399,7 +399,7 @@ class PartTable(VersionedTable):
             raise NotFoundError(f"no table named {name} in {namespace}") from None
         except Exception as error:  # noqa: BLE001 - e.g. its metadata file is gone
             raise NotFoundError(
-                f"{name} cannot be read ({type(error).__name__}: {error}); run `arrayviews check`"
+                f"{name} cannot be read ({load_failure(error)}); run `arrayviews check`"
             ) from None
 
     @staticmethod
@@ -416,7 +416,11 @@ class PartTable(VersionedTable):
         found = []
         for identifier, table in loaded:
             if isinstance(table, Exception):  # a broken table is reported by check()
-                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], table)
+                logger.warning(
+                    "table %s cannot be read (%s); run `arrayviews check`",
+                    identifier[-1],
+                    load_failure(table),
+                )
             elif NAME_PROPERTY in table.metadata.properties:
                 found.append(cls(catalog, table))
         return found

@@ -14,7 +14,14 @@ from arrayviews.model.errors import CommitConflictError, NotFoundError, Validati
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import SCHEMA_PROPERTY, ArrayTable, CommitInfo, version_summary
-from arrayviews.storage.catalog import CATALOG_FILE, CATALOG_NAME, ensure_namespace, load_tables, open_catalog
+from arrayviews.storage.catalog import (
+    CATALOG_FILE,
+    CATALOG_NAME,
+    ensure_namespace,
+    load_failure,
+    load_tables,
+    open_catalog,
+)
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.part_table import HELPER_PROPERTY, NAME_PROPERTY
@@ -142,7 +149,7 @@ class Warehouse:
             raise NotFoundError(f"no array named {name} (arrays: {known})") from None
         except Exception as error:  # noqa: BLE001 - e.g. its metadata file is gone
             raise NotFoundError(
-                f"array {name} cannot be read ({type(error).__name__}: {error}); run `arrayviews check`"
+                f"array {name} cannot be read ({load_failure(error)}); run `arrayviews check`"
             ) from None
         return ArrayTable(table, ArraySchema.from_json(table.metadata.properties[SCHEMA_PROPERTY]))
 
@@ -163,7 +170,11 @@ class Warehouse:
                     continue
                 names.append(ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name)
             except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                logger.warning("table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error)
+                logger.warning(
+                    "table %s cannot be read (%s); run `arrayviews check`",
+                    identifier[-1],
+                    load_failure(error),
+                )
         return sorted(names)
 
     def kind(self, name: str) -> str | None:
@@ -227,6 +238,8 @@ class Warehouse:
                     )
                 except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
                     logger.warning(
-                        "table %s cannot be read (%s); run `arrayviews check`", identifier[-1], error
+                        "table %s cannot be read (%s); run `arrayviews check`",
+                        identifier[-1],
+                        load_failure(error),
                     )
         return sorted(found, key=lambda entry: (entry.name.lower(), entry.kind))
