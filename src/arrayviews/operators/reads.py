@@ -309,7 +309,8 @@ _SPARK_UNSIGNED = {
 
 def spark_cell_schema(schema: ArraySchema) -> pa.Schema:
     """The cell schema as Spark is given it: unsigned attributes in an exact signed type, datetime64
-    ones in microseconds (Spark's timestamps hold no nanoseconds, and refuse Arrow's)."""
+    ones in microseconds (Spark's timestamps hold no nanoseconds, and refuse Arrow's; a time with a
+    nanosecond part is refused when the cells are read)."""
     cells = layout.cell_schema(schema)
     for attribute in schema.attributes:
         kind = _SPARK_UNSIGNED.get(attribute.type)
@@ -326,13 +327,31 @@ def _cells_of_batch(table: pa.Table, schema: ArraySchema, out: pa.Schema | None 
     if out is None or cells.schema == out:
         return cells
     columns = [
-        # a time's nanoseconds are cut to Spark's microseconds (toward the earlier time)
-        pc.floor_temporal(column, unit="microsecond").cast(field.type)
+        _spark_times(column, field, schema)
         if pa.types.is_timestamp(field.type)
         else column.cast(field.type, safe=True)
         for column, field in zip(cells.columns, out, strict=True)
     ]
     return pa.Table.from_arrays(columns, schema=out)
+
+
+def _spark_times(column: pa.ChunkedArray, field: pa.Field, schema: ArraySchema) -> pa.ChunkedArray:
+    """A datetime64 attribute in Spark's microseconds, exactly: a time with a nanosecond part is
+    refused by name (Spark's TIMESTAMP cannot hold it; cutting it would change the value)."""
+    try:
+        return column.cast(field.type, safe=True)
+    except pa.ArrowInvalid:
+        whole = pc.equal(pc.floor_temporal(column, unit="microsecond"), column)
+        row = pc.index(whole, False).as_py()
+        value = column[row].value if row >= 0 else None
+        moment = np.datetime64(value, "ns") if value is not None else None
+        raise ValidationError(
+            f"array {schema.name}, attribute {field.name}: {moment} has a nanosecond part, which Spark's "
+            "TIMESTAMP (microseconds) cannot hold; read the array with an array query, to_pandas() "
+            "or to_arrow(), which keep nanoseconds",
+            array=schema.name,
+            column=field.name,
+        ) from None
 
 
 def to_spark(source: Source, engine: Engine) -> Data:
