@@ -3,13 +3,11 @@ of a type the view's column holds without loss (checked when the view is created
 
 from __future__ import annotations
 
-import bisect
-import re
-
 import sqlglot
 import sqlglot.errors
 from pyspark.sql import types as T
 
+from arrayviews.model import text_lines
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.names import PART_TIMESTAMP
 from arrayviews.model.viewdf import PartQuery, ViewDFDefinition
@@ -157,13 +155,12 @@ def _item_position(definition: ViewDFDefinition, query: PartQuery, number: int) 
         return ""
     # where the query text begins in the statement, from its first reference's recorded position
     first = query.references[0]
-    line_starts = [0] + [m.end() for m in re.finditer("\n", definition.text)]
-    if not first.line or first.line > len(line_starts):
+    starts_of_lines = text_lines.line_starts(definition.text)
+    if not first.line or first.line > len(starts_of_lines):
         return ""
-    body = line_starts[first.line - 1] + first.column - 1 - first.start
-    offset = body + min(starts)
-    line = bisect.bisect_right(line_starts, offset)
-    return f" (at line {line}, column {offset - line_starts[line - 1] + 1})"
+    body = starts_of_lines[first.line - 1] + first.column - 1 - first.start
+    line, column = text_lines.position_in(starts_of_lines, body + min(starts))
+    return f" (at line {line}, column {column})"
 
 
 def conform(frame, schema: T.StructType, view: str, part: int):

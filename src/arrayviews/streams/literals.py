@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from arrayviews.model.text_lines import LINE_BREAK
+
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -73,9 +75,9 @@ def string_literals(text: str) -> list[tuple[int, int]]:
                 end = text.find("`", end + 2)
             k = len(text) if end == -1 else end + 1
             continue
-        if text.startswith("--", k):
-            end = text.find("\n", k)
-            k = len(text) if end == -1 else end + 1
+        if text.startswith("--", k):  # Spark's lexer ends it at \r or \n
+            found = LINE_BREAK.search(text, k)
+            k = len(text) if found is None else found.end()
             continue
         if text.startswith("/*", k):
             end = text.find("*/", k + 2)

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from arrayviews.model import text_lines
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
@@ -112,8 +113,7 @@ def _check_columns(statement, calls, types: Mapping[str, str]) -> None:
         found = re.search(written, statement.text, flags=re.IGNORECASE)
         line = column = None
         if found is not None:
-            before = statement.text[: found.start()]
-            line, column = before.count("\n") + 1, found.start() - before.rfind("\n")
+            line, column = text_lines.position(statement.text, found.start())
         problem = (
             f"the stream {query.stream} has no column {attribute} (columns: {', '.join(types)})"
             if kind is None
