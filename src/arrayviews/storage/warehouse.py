@@ -95,6 +95,26 @@ def check_folder(location: str, catalog_uri: str | None, create_in_existing_fold
     )
 
 
+
+#: Broken tables this process has warned about, with the failure (one command lists the warehouse
+#: more than once: a warning each time said the same thing twice).
+_WARNED: dict[tuple[str, str, str], None] = {}
+_WARNED_KEPT = 1024
+
+
+def _warn_unreadable(warehouse: str, table: str, error: BaseException) -> None:
+    """Log once per process that ``table`` of ``warehouse`` cannot be read, and why (``check``
+    reports it in full)."""
+    reason = load_failure(error)
+    key = (warehouse, table, reason)
+    if key in _WARNED:
+        return
+    _WARNED[key] = None
+    while len(_WARNED) > _WARNED_KEPT:
+        del _WARNED[next(iter(_WARNED))]
+    logger.warning("table %s cannot be read (%s); run `arrayviews check`", table, reason)
+
+
 class Warehouse:
     """Creates, opens, lists and drops array tables."""
 
@@ -170,11 +190,7 @@ class Warehouse:
                     continue
                 names.append(ArraySchema.from_json(properties[SCHEMA_PROPERTY]).name)
             except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                logger.warning(
-                    "table %s cannot be read (%s); run `arrayviews check`",
-                    identifier[-1],
-                    load_failure(error),
-                )
+                _warn_unreadable(self.location, identifier[-1], error)
         return sorted(names)
 
     def kind(self, name: str) -> str | None:
@@ -237,9 +253,5 @@ class Warehouse:
                         )
                     )
                 except Exception as error:  # noqa: BLE001 - a broken table is reported by check()
-                    logger.warning(
-                        "table %s cannot be read (%s); run `arrayviews check`",
-                        identifier[-1],
-                        load_failure(error),
-                    )
+                    _warn_unreadable(self.location, identifier[-1], error)
         return sorted(found, key=lambda entry: (entry.name.lower(), entry.kind))
