@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
+from sqlglot import exp
 
+from arrayviews.execution.local_sql import CannotRunLocally, run_sql
 from arrayviews.model.sql_dialect import parse_spark_query
 from arrayviews.streams import literals
 
@@ -42,8 +45,6 @@ def test_a_call_prints_back_as_written(call):
 
 
 def test_aggregates_are_still_aggregates():
-    from sqlglot import exp
-
     tree = parse_spark_query(
         "SELECT count(*), sum(n), collect_list(s), percentile_approx(n, 0.5), rand() FROM T"
     )
@@ -95,12 +96,6 @@ def test_a_viewdf_view_groups_by_a_truncated_time(db):
 def test_in_process_sql_leaves_format_calls_to_spark(call):
     """Before: sqlglot's DuckDB form ran in-process with another meaning (to_char as a CAST,
     to_date(s, fmt) as a lenient TRY_CAST without its format, 'MM' as DuckDB reads it)."""
-    import datetime as dt
-
-    import pyarrow as pa
-
-    from arrayviews.execution.local_sql import CannotRunLocally, run_sql
-
     t = pa.table({"ts": pa.array([dt.datetime(2026, 3, 1, 10, 5)]), "s": ["01/03/2026"], "n": [7]})
     with pytest.raises(CannotRunLocally, match="only Spark"):
         run_sql(f"SELECT {call} AS x FROM t", {"t": t}, arrow_first=True)
