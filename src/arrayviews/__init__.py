@@ -5,6 +5,12 @@ The public API, in one import: ``connect`` and the handles it gives (``Database`
 take, the results they return and the errors they raise.
 """
 
+# first, before anything loads pyarrow: Arrow's C++ pool is chosen then (execution/memory.py)
+from arrayviews.execution.memory import prefer_jemalloc_before_arrow_loads
+
+prefer_jemalloc_before_arrow_loads()
+
+# isort: split
 from arrayviews.array import Array
 from arrayviews.database import Database, connect
 from arrayviews.model.errors import (

@@ -7,10 +7,15 @@ to serve everything from its heap and to keep freed memory (``mallopt``), in the
 database is opened and in every Spark Python worker that runs arrayviews tasks. Set
 ``ARRAYVIEWS_MALLOC_TUNING=0`` to leave the allocator alone.
 
-The same call makes jemalloc Arrow's default memory pool where pyarrow's default is mimalloc
-(pyarrow 26), unless ``ARROW_DEFAULT_MEMORY_POOL`` names a pool: with mimalloc, every other
-in-process stream step stalled 5-6 ms while its freed buffers went back to the OS (a window
-view's step median 14.4-15.3 ms against 9.7-11.3 ms with jemalloc, docs/performance.md round 12).
+Arrow's memory pool is jemalloc, not pyarrow 26's default mimalloc, unless
+``ARROW_DEFAULT_MEMORY_POOL`` names a pool: mimalloc gives freed memory back to the OS within
+milliseconds and takes it again as fresh transparent huge pages, so about half of the in-process
+stream steps stalled 6 ms zeroing them (a window view's step median 12.5 ms against 7.0 ms with
+jemalloc, docs/performance.md rounds 12 and 24). Arrow's C++ code (Acero plans, the Parquet writer)
+reads the variable once, when pyarrow is loaded, and ``pyarrow.set_memory_pool`` reaches only
+pyarrow's own calls; so importing arrayviews names jemalloc in the variable when pyarrow is not
+loaded yet (Linux, whose wheels carry jemalloc), and a database opened later still switches
+pyarrow's own calls.
 """
 
 from __future__ import annotations
@@ -19,10 +24,25 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import sys
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 _tuned = False
+
+
+def prefer_jemalloc_before_arrow_loads() -> bool:
+    """Name jemalloc in ``ARROW_DEFAULT_MEMORY_POOL`` if pyarrow is not loaded, nobody named a pool
+    and the tuning is on (Linux only); returns True if it did. Spark's workers inherit it."""
+    if (
+        sys.platform != "linux"
+        or "pyarrow" in sys.modules
+        or os.environ.get("ARROW_DEFAULT_MEMORY_POOL") is not None
+        or os.environ.get("ARRAYVIEWS_MALLOC_TUNING", "1") == "0"
+    ):
+        return False
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
+    return True
 
 
 def choose_arrow_pool() -> str:
