@@ -178,3 +178,40 @@ def test_a_large_query_goes_to_duckdb_a_small_one_does_not(monkeypatch) -> None:
         run_sql(small, tables)
     with pytest.raises(AssertionError, match="DuckDB was asked"):
         run_sql(large, tables, arrow_first=True)
+
+
+def test_the_overflow_check_is_skipped_only_when_no_group_sum_can_leave_bigint() -> None:
+    # at most prod(rows + 1) rows over the references reach the grouping, each |x| <= the largest
+    ran = []
+    checked = lambda inputs: ran.append("checked")  # noqa: E731
+    plain = lambda inputs: ran.append("plain")  # noqa: E731
+    tables = {"t": pa.table({"a": [1, 2, 3]}), "u": pa.table({"a": [1]})}  # 4 and 2 with the +1
+    for references, largest, expected in [
+        (("t",), BIG // 4, "plain"),  # 4 * (BIG // 4) <= BIG
+        (("t",), BIG // 4 + 1, "checked"),
+        (("t", "u"), BIG // 8, "plain"),  # a join of t and u: 4 * 2 rows bound
+        (("t", "u"), BIG // 8 + 1, "checked"),
+        (("t", "t"), BIG // 16, "plain"),  # a self-join names t twice
+        (("t", "t"), BIG // 16 + 1, "checked"),
+    ]:
+        ran.clear()
+        arrow_sql._unless_bounded(checked, plain, references, [largest, 1])(tables)
+        assert ran == [expected], (references, largest)
+    ran.clear()
+    arrow_sql._unless_bounded(checked, plain, ("u",), [None, 1])(tables)  # a BIGINT summand
+    assert ran == ["checked"]
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint32()])
+def test_sums_of_narrow_integers_are_pythons_at_the_types_extremes(kind) -> None:
+    info = (kind.bit_width, pa.types.is_unsigned_integer(kind))
+    low, high = (0, 2**info[0] - 1) if info[1] else (-(2 ** (info[0] - 1)), 2 ** (info[0] - 1) - 1)
+    values = [high] * 500 + [low] * 300 + [high, None]
+    groups = ["a"] * 400 + ["b"] * 402
+    table = pa.table({"g": groups, "v": pa.array(values, kind)})
+    result = run_arrow("SELECT g, sum(v) AS s, count(v) AS n FROM t GROUP BY g", {"t": table})
+    expected = {}
+    for g, v in zip(groups, values, strict=True):
+        if v is not None:
+            expected[g] = expected.get(g, 0) + v
+    assert dict(zip(result["g"].to_pylist(), result["s"].to_pylist(), strict=True)) == expected

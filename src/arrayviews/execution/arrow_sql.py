@@ -88,6 +88,9 @@ class _Relation:
     build: Builder
     #: Aggregate results of a grouped level, by the id of their node in the query tree.
     aggregates: dict[int, _Column] | None = None
+    #: The inputs its rows come from, once per reference (a self-join names its input twice): a
+    #: relation has at most the product of (rows + 1) over them (joins multiply, unions add).
+    references: tuple[str, ...] = ()
     _index: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
 
     def position(self, column: exp.Column) -> int:
@@ -217,7 +220,11 @@ class _Compiler:
             condition = self.expression(where.this, relation)
             if condition.raises:
                 raise Unsupported("raise_error in WHERE")
-            relation = _Relation(relation.columns, _filtered(relation.build, _condition(condition)))
+            relation = _Relation(
+                relation.columns,
+                _filtered(relation.build, _condition(condition)),
+                references=relation.references,
+            )
         group = node.args.get("group")
         aggregates = [a for item in node.expressions for a in item.walk() if type(a) in _AGGREGATES]
         if group is not None or aggregates:
@@ -256,7 +263,7 @@ class _Compiler:
             ]
             return ac.Declaration("union", None, inputs=branches)
 
-        return _Relation(columns, build)
+        return _Relation(columns, build, references=sides[0].references + sides[1].references)
 
     def relation(self, node: exp.Expression) -> _Relation:
         if isinstance(node, exp.Table):
@@ -280,11 +287,11 @@ class _Compiler:
                     ]
                 )
 
-            return _Relation(columns, build)
+            return _Relation(columns, build, references=(key,))
         if isinstance(node, exp.Subquery) and node.alias:
             inner = self.select(node.this)
             columns = [_Column(node.alias, c.name, c.field, c.type) for c in inner.columns]
-            return _Relation(columns, inner.build)
+            return _Relation(columns, inner.build, references=inner.references)
         raise Unsupported(f"FROM {type(node).__name__}")
 
     def join(self, left: _Relation, join: exp.Join) -> _Relation:
@@ -332,7 +339,7 @@ class _Compiler:
         def build(inputs: Mapping[str, pa.Table]) -> ac.Declaration:
             return ac.Declaration("hashjoin", options, inputs=[left_project(inputs), right_project(inputs)])
 
-        return _Relation(left.columns + right.columns, build)
+        return _Relation(left.columns + right.columns, build, references=left.references + right.references)
 
     def grouped(self, relation: _Relation, group: exp.Group | None, aggregates: list) -> _Relation:
         if group is None or not group.expressions:
@@ -351,6 +358,10 @@ class _Compiler:
             for k in keys
         ]
         requests, found, checks = [], {}, []
+        # the overflow checks' own inputs and aggregates, and the largest |x| each summed type allows
+        check_inputs: list[tuple[str, pc.Expression]] = []
+        check_requests: list = []
+        magnitudes: list[int | None] = []
         count_all: str | None = None
 
         def counted_rows() -> str:
@@ -383,22 +394,34 @@ class _Compiler:
             if function == "sum":  # a group's sum is exact when count * max |x| fits BIGINT
                 largest = self.fresh("m")
                 wide = _call("abs_checked", argument.expr.cast(pa.int64()))
-                inputs.append((self.fresh("b"), wide))
-                requests.append((inputs[-1][0], "hash_max", None, largest))
+                check_inputs.append((self.fresh("b"), wide))
+                check_requests.append((check_inputs[-1][0], "hash_max", None, largest))
                 check = self.fresh("check")
                 checks.append((check, largest))
-        rows = counted_rows() if checks else None
+                magnitudes.append(_largest_magnitude(argument.type))
+        if checks and count_all is None:
+            count_all = self.fresh("n")
+            check_requests.append(([], "hash_count_all", None, count_all))
+        rows = count_all
         key_fields = [k.field for k in keys]
-        pre = ac.ProjectNodeOptions([e for _, e in inputs], [n for n, _ in inputs])
-        aggregate = ac.AggregateNodeOptions(requests, keys=key_fields)
         columns = [_Column(k.table, k.name, k.field, k.type) for k in keys]
         parent = relation.build
 
-        def build(tables: Mapping[str, pa.Table]) -> ac.Declaration:
-            return ac.Declaration.from_sequence(
-                [parent(tables), ac.Declaration("project", pre), ac.Declaration("aggregate", aggregate)]
+        def aggregated(with_checks: bool) -> Builder:
+            used = inputs + check_inputs if with_checks else inputs
+            pre = ac.ProjectNodeOptions([e for _, e in used], [n for n, _ in used])
+            aggregate = ac.AggregateNodeOptions(
+                requests + check_requests if with_checks else requests, keys=key_fields
             )
 
+            def build(tables: Mapping[str, pa.Table]) -> ac.Declaration:
+                return ac.Declaration.from_sequence(
+                    [parent(tables), ac.Declaration("project", pre), ac.Declaration("aggregate", aggregate)]
+                )
+
+            return build
+
+        build = aggregated(with_checks=bool(checks))
         if checks:
             fields = key_fields + [c.field for c in found.values()]
             tests = [
@@ -426,8 +449,9 @@ class _Compiler:
                     ]
                 )
 
-            build = _checked(build, names, list(dict.fromkeys(fields)))
-        return _Relation(columns, build, found)
+            checked = _checked(build, names, list(dict.fromkeys(fields)))
+            build = _unless_bounded(checked, aggregated(with_checks=False), relation.references, magnitudes)
+        return _Relation(columns, build, found, references=relation.references)
 
     def projected(self, items: list[exp.Expression], relation: _Relation) -> _Relation:
         outputs: list[tuple[str, _Expr]] = []
@@ -458,7 +482,9 @@ class _Compiler:
         def build(inputs: Mapping[str, pa.Table]) -> ac.Declaration:
             return ac.Declaration.from_sequence([parent(inputs), ac.Declaration("project", options)])
 
-        return _Relation(columns, _checked(build, checks, names) if checks else build)
+        return _Relation(
+            columns, _checked(build, checks, names) if checks else build, references=relation.references
+        )
 
     # -- expressions ------------------------------------------------------------------------------
     def expression(self, node: exp.Expression, relation: _Relation) -> _Expr:
@@ -469,6 +495,34 @@ class _Compiler:
 
     def each(self, nodes: list[exp.Expression], relation: _Relation) -> list[_Expr]:
         return [self.expression(n, relation) for n in nodes]
+
+
+def _largest_magnitude(kind: pa.DataType) -> int | None:
+    """The largest |x| of an integer type narrower than 64 bits; None for 64-bit types."""
+    if not pa.types.is_integer(kind) or kind.bit_width >= 64:
+        return None
+    return (1 << kind.bit_width) - 1 if pa.types.is_unsigned_integer(kind) else 1 << (kind.bit_width - 1)
+
+
+def _unless_bounded(
+    checked: Builder, plain: Builder, references: tuple[str, ...], magnitudes: list[int | None]
+) -> Builder:
+    """``plain`` (no overflow checks) for a run whose inputs have too few rows for any group's sum
+    to leave BIGINT: at most prod(rows + 1) rows reach the grouping, each summand at most its type's
+    largest |x| (a 32-bit column would need 2^32 rows); ``checked`` otherwise."""
+    if None in magnitudes:
+        return checked
+    largest = max(magnitudes)
+
+    def build(inputs: Mapping[str, pa.Table]) -> ac.Declaration:
+        rows = 1
+        for reference in references:
+            rows *= inputs[reference].num_rows + 1
+            if rows * largest > _BIGINT_MAX:
+                return checked(inputs)
+        return plain(inputs)
+
+    return build
 
 
 def _filtered(build: Builder, condition: pc.Expression) -> Builder:
