@@ -83,7 +83,6 @@ def test_a_viewdf_view_groups_by_a_truncated_time(db):
 @pytest.mark.parametrize(
     "call",
     [
-        "date_trunc('MM', ts)",
         "trunc(CAST(ts AS DATE), 'MM')",
         "date_format(ts, 'yyyy-MM-dd EEE')",
         "to_date(s, 'dd/MM/yyyy')",

@@ -43,6 +43,7 @@ from sqlglot import exp
 from arrayviews.execution.arrow_sql import Unsupported, run_arrow
 from arrayviews.execution.decimal_guard import SUM_CHECK_MACRO, DecimalRefused, guard_decimals
 from arrayviews.execution.float_keys import KeysUntyped, normalize_float_keys
+from arrayviews.execution.time_truncation import spell_time_truncation
 
 #: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
 _RAISED = "\x1eraised:"
@@ -153,6 +154,7 @@ def _translated(
         tree = normalize_float_keys(tree, dict(schemas))
     except (DecimalRefused, KeysUntyped) as refused:
         raise CannotRunLocally(str(refused)) from None
+    tree = spell_time_truncation(text, tree, dict(schemas))
     tree = _rewrite(tree, {f.name: f for f in functions})
     try:
         return tree.sql(dialect="duckdb")
