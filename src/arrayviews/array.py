@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from arrayviews.execution.failures import translating
+from arrayviews.execution.spark_cells import with_labels as spark_labels
 from arrayviews.model.display import Rows, as_html, as_text, described
 from arrayviews.model.errors import MissingFileError, NotFoundError, ValidationError
 from arrayviews.model.indexing import index_box
@@ -547,8 +548,12 @@ class Array:
     def to_numpy(self, attr: str | None = None, fill: object = None, masked: bool = False) -> np.ndarray:
         return self._read(lambda source: reads.to_numpy(source, attr, fill, masked))
 
-    def to_arrow(self, sort: bool = True) -> pa.Table:
-        return self._read(lambda source: reads.to_arrow(source, sort))
+    def to_arrow(self, sort: bool = True, labels: bool = False) -> pa.Table:
+        """One row per cell: the dimensions' cell numbers, then the attributes. With ``labels``, a
+        dimension with a scale gives each cell's coordinate instead (float64, or a UTC timestamp of
+        the scale's resolution), as ``to_pandas(labels=True)`` does."""
+        cells = self._read(lambda source: reads.to_arrow(source, sort))
+        return reads.with_labels(cells, self.schema) if labels else cells
 
     def to_pandas(self, sort: bool = True, labels: bool = False) -> pd.DataFrame:
         """One row per cell: the dimensions' cell numbers, then the attributes. With ``labels``, a
@@ -562,8 +567,13 @@ class Array:
                     frame[dimension.name] = dimension.scale.coordinates(cells)
         return frame
 
-    def to_spark(self) -> DataFrame:
-        return reads.to_spark(self._current(), self._db.executors.spark)
+    def to_spark(self, labels: bool = False) -> DataFrame:
+        """A Spark DataFrame with one row per cell (dimensions' cell numbers, then attributes). With
+        ``labels``, a dimension with a scale gives each cell's coordinate instead, as
+        ``to_pandas(labels=True)`` does: a DOUBLE, or a TIMESTAMP (UTC) for a time; times finer than
+        a microsecond are refused by name."""
+        frame = reads.to_spark(self._current(), self._db.executors.spark)
+        return spark_labels(frame, self.schema) if labels else frame
 
     def to_xarray(self):
         """An ``xarray.Dataset`` of the array (see ``reads.to_xarray``). Along an open-ended

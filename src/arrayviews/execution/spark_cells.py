@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
-from arrayviews.model.schema import ArraySchema
+from arrayviews.model.schema import ArraySchema, CoordinateScale
 from arrayviews.model.time_scale import TimeScale
 from arrayviews.model.types import accepts, misfit_reason, value_limits
 from arrayviews.storage.files import filesystem
@@ -118,6 +118,31 @@ def with_time_labels(frame: DataFrame, schema: ArraySchema) -> DataFrame:
         micros = F.lit(origin // 1000) + F.col(name) * F.lit(step // 1000)
         columns.append(F.timestamp_micros(micros).alias(name))
     return frame.select(*columns)
+
+
+def with_labels(frame: DataFrame, schema: ArraySchema) -> DataFrame:
+    """``frame`` (one row per cell of an array of ``schema``) with each scaled dimension's cells
+    replaced by their coordinates, as ``to_pandas(labels=True)`` gives them: ``offset + cell *
+    step`` as DOUBLE (the same float numpy computes), a time as a TIMESTAMP (UTC, exact
+    microseconds). A time scale finer than a microsecond has no exact TIMESTAMP: refused by name."""
+    for dimension in schema.dimensions:
+        scale = dimension.scale
+        if isinstance(scale, TimeScale) and (scale.nanoseconds(0) % 1000 or scale.nanoseconds(1) % 1000):
+            raise ValidationError(
+                f"array {schema.name}, dimension {dimension.name}: its times ({scale.to_text()}) are "
+                "finer than Spark's microsecond TIMESTAMP; to_arrow(labels=True) or "
+                "to_pandas(labels=True) give them exactly",
+                array=schema.name,
+                column=dimension.name,
+            )
+    numeric = {d.name: d.scale for d in schema.dimensions if isinstance(d.scale, CoordinateScale)}
+    columns = [
+        (F.lit(numeric[name].offset) + F.col(name).cast("double") * F.lit(numeric[name].step)).alias(name)
+        if name in numeric
+        else F.col(name)
+        for name in frame.columns
+    ]
+    return with_time_labels(frame.select(*columns), schema)
 
 
 def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: str, limits) -> None:

@@ -249,6 +249,26 @@ def to_arrow(source: Source, sort: bool = True) -> pa.Table:
     return cells
 
 
+def with_labels(cells: pa.Table, schema: ArraySchema) -> pa.Table:
+    """``cells`` (one row per cell) with each scaled dimension's cells replaced by their
+    coordinates, as ``to_pandas(labels=True)`` gives them: float64, or timestamps of the time
+    scale's resolution (UTC)."""
+    for dimension in schema.dimensions:
+        if dimension.scale is None:
+            continue
+        position = cells.schema.get_field_index(dimension.name)
+        numbers = cells.column(position).to_numpy(zero_copy_only=False).astype(np.int64)
+        coordinates = dimension.scale.coordinates(numbers)
+        if coordinates.dtype.kind == "M":  # Arrow's timestamps count s, ms, us or ns
+            unit = np.datetime_data(coordinates.dtype)[0]
+            unit = unit if unit in ("s", "ms", "us", "ns") else "s"
+            labels = pa.array(coordinates.astype(f"datetime64[{unit}]"), pa.timestamp(unit, tz="UTC"))
+        else:
+            labels = pa.array(coordinates)
+        cells = cells.set_column(position, dimension.name, labels)
+    return cells
+
+
 def stored_extent(source: Source, names: list[str]) -> dict[str, tuple[int, int]] | None:
     """The first and last cell holding data along each dimension of ``names`` (None when no cell
     holds data): the bounding box to_xarray shows of an open-ended dimension."""
