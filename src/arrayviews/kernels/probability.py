@@ -189,8 +189,9 @@ def rectangle_probability(
         za2, zb2 = -zb2, -za2
         r = -r
     p = _lower(zb1, zb2, r) - _lower(za1, zb2, r) - _lower(zb1, za2, r) + _lower(za1, za2, r)
-    if p < TAIL_CUTOFF and p + 1e-14 >= relative_from and abs(r) < 0.999:
+    if p < TAIL_CUTOFF and p + 1e-14 >= relative_from and abs(r) < 1.0:
         # Four orthants of about 1e-15 absolute accuracy cannot give a small p relatively exactly.
+        # Correlations near +-1 too (|r| >= 0.999 once kept the orthants: 3.4e-64 came out as 0).
         if zb1 - za1 <= zb2 - za2:
             p = conditional_rectangle(za1, zb1, za2, zb2, r)
         else:
