@@ -598,6 +598,12 @@ class StructureJoin:
 
     @classmethod
     def create(cls, left, right, delta, threshold, method, engine, outer) -> StructureJoin:
+        if not isinstance(getattr(right, "table", None), UncertainTable):  # an UncertainArray handle
+            raise ValidationError(
+                f"structure join of {left.schema.name}: the other side must be an uncertain array, got "
+                f"{type(right).__name__}",
+                array=left.schema.name,
+            )
         ls, rs = left.schema, right.schema
         if ls.ndim != rs.ndim:
             raise ValidationError(
@@ -605,15 +611,16 @@ class StructureJoin:
                 "need the same number of dimensions",
                 array=rs.name,
             )
+        given = delta
         try:
             delta = float(delta)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
             delta = float("nan")
         if not (0 < delta <= MAX_DELTA):
             raise ValidationError(
                 f"structure join of {ls.name} and {rs.name}: delta must be a positive number of cells up to "
-                f"2**52 (regions are whole cells in int64), got {delta!r}",
-                value=delta,
+                f"2**52 (regions are whole cells in int64), got {given!r}",
+                value=given,
             )
         lam = check_threshold(ls, left.layout, threshold, "structure join")
         check_threshold(rs, right.layout, threshold, "structure join")

@@ -103,6 +103,8 @@ def check_threshold(schema: UncertainSchema, layout_: StorageLayout, threshold: 
     """
     try:
         value = float(threshold)
+    except OverflowError:  # an int beyond the float range: outside [0, 1] like any other
+        value = float("inf")
     except (TypeError, ValueError):
         raise ValidationError(
             f"uncertain array {schema.name}: {what} threshold must be a number, got {threshold!r}",
@@ -112,7 +114,7 @@ def check_threshold(schema: UncertainSchema, layout_: StorageLayout, threshold: 
     epsilon = tail_mass(layout_.sigmas)
     if not (value <= 1.0) or not (value > epsilon):
         raise ValidationError(
-            f"uncertain array {schema.name}: {what} threshold {value!r} must lie in ({epsilon:.3g}, 1]: "
+            f"uncertain array {schema.name}: {what} threshold {threshold!r} must lie in ({epsilon:.3g}, 1]: "
             f"a tuple outside the possible range (mean +- {layout_.sigmas:g} sigma) can still have up to "
             f"{epsilon:.3g} probability, which the I/O step cannot see (create the array with more sigmas "
             "for lower thresholds)",
