@@ -12,6 +12,7 @@ import math
 import warnings
 
 import mpmath
+import numpy as np
 import pytest
 from scipy.stats import norm
 
@@ -128,6 +129,30 @@ def test_numbers_beyond_the_float_range_are_refused_naming_the_array(db):
         assert caught.value.array == name or name in str(caught.value)
     assert db.uncertain_arrays() == ["ovf"]
     assert array.version == 1 and array.count() == 1
+
+
+@pytest.mark.parametrize("bad", [True, np.True_, "0.5", b"1"])
+def test_bools_and_text_are_no_thresholds_or_deltas(db, bad):
+    """Bug: threshold=True ran as 1.0, and "0.5" as 0.5 (float() of anything), for the subarray, the
+    join and the aggregates, and delta=True as one cell; a workload refuses both as no number. Now
+    each is refused naming the array and the value."""
+    array = db.create_uncertain_array("flags<>[x=0:9:5]", scheme="store-all")
+    array.insert({"x": [1.5], "x_sigma": [0.5]})
+    with pytest.raises(ValidationError, match=r"uncertain array flags: subarray threshold must be a number"):
+        array.subarray(x=(0, 3), threshold=bad)
+    with pytest.raises(
+        ValidationError, match=r"uncertain array flags: structure join threshold must be a number"
+    ):
+        array.structure_join(array, 1.0, bad)
+    with pytest.raises(
+        ValidationError, match=r"uncertain array flags: aggregate threshold must lie in \[0, 1\]"
+    ):
+        array.regrid([5], "count(*)", threshold=bad)
+    with pytest.raises(
+        ValidationError, match=r"structure join of flags and flags: delta must be a positive number"
+    ):
+        array.structure_join(array, bad, 0.5)
+    assert array.subarray(x=(0, 3), threshold=np.float32(0.5)).count() == 1  # numpy numbers still are
 
 
 def test_a_step_beyond_the_dimension_is_refused_and_creates_nothing(db):

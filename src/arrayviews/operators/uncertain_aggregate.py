@@ -34,6 +34,7 @@ from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.names import check_identifier
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
 from arrayviews.operators.uncertain_engine import AGGREGATE_JOBS, check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_regions import as_number
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
@@ -344,10 +345,7 @@ class UncertainAggregate:
 
     @staticmethod
     def _threshold(schema: UncertainSchema, threshold) -> float:
-        try:
-            value = float(threshold)
-        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
-            value = float("nan")
+        value = as_number(threshold)
         if not (0.0 <= value <= 1.0):
             raise ValidationError(
                 f"uncertain array {schema.name}: aggregate threshold must lie in [0, 1], got {threshold!r}",

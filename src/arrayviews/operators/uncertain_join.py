@@ -32,7 +32,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema, unclipped_possible_range
 from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
-from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
+from arrayviews.operators.uncertain_regions import as_number, check_threshold, union_chunks
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
 from arrayviews.storage.uncertain_table import UncertainTable
@@ -612,10 +612,7 @@ class StructureJoin:
                 array=rs.name,
             )
         given = delta
-        try:
-            delta = float(delta)
-        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
-            delta = float("nan")
+        delta = as_number(delta)
         if not (0 < delta <= MAX_DELTA):
             raise ValidationError(
                 f"structure join of {ls.name} and {rs.name}: delta must be a positive number of cells up to "
