@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import norm
 
 from arrayviews.kernels.probability import rectangle_probability
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import RangeError, ValidationError
 
 BIG = 10**400  # a Python int no float holds: float(BIG) raises OverflowError
 
@@ -298,3 +298,24 @@ def test_an_explained_subarray_answers_for_the_version_it_reads(catalog):
     array.insert({"ra": [1.0], "ra_sigma": [0.0], "dec": [1.0], "dec_sigma": [0.0], "v": [0.0]})
     assert query.explain()["version"] == 2  # once read, the result and its plan stay as they were
     assert query.to_pandas().equals(got)
+
+
+# -- 4. errors of Spark tasks -----------------------------------------------------------------------
+def test_errors_of_spark_tasks_reach_the_user_as_arrayviews_errors(db):
+    """Bug: the uncertain array's handle and its result objects did not translate Spark's errors, so an
+    aggregate refused inside a Spark task reached the user as pyspark's PythonException: a Python
+    traceback through execution/jobs.py and a base64 envelope, where the in-process engine raises the
+    RangeError or ValidationError itself. Now both engines raise the same error."""
+    array = db.create_uncertain_array("huge<v:gaussian>[x=0:9:5]", scheme="store-all")
+    array.insert({"x": [0.5, 0.7], "x_sigma": [0.0, 0.0], "v": [1.7e308, 1.7e308], "v_sigma": [0.0, 0.0]})
+    messages = set()
+    for engine in ("local", "spark"):
+        with pytest.raises(RangeError) as caught:
+            array.aggregate("count(*)", "sum(v)", engine=engine).to_pandas()
+        assert caught.value.array == "huge" and caught.value.column == "v"
+        assert "Traceback" not in str(caught.value) and "arrayviews-error" not in str(caught.value)
+        messages.add(str(caught.value))
+    assert messages == {
+        "uncertain array huge: sum(v) of the block at (i=0): its exact sum leaves the float64 range "
+        "(as math.fsum, it cannot be rounded to a double)"
+    }

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from arrayviews.execution.failures import translating
 from arrayviews.model.copy_layout import (
     STORE_ALL,
     STORE_MEAN,
@@ -136,6 +137,7 @@ def _as_float(number: object) -> float:
         return float("nan")
 
 
+@translating
 class UncertainArray:
     """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
 
@@ -382,6 +384,7 @@ def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
     return rows_to_result(rows, np.ones(batch.size), schema)
 
 
+@translating
 class UncertainSubarray:
     """A probabilistic Subarray, evaluated when read."""
 

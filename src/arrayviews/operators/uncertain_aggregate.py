@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
+from arrayviews.execution.failures import translating
 from arrayviews.kernels.aggregates import merge_states, pack_states, partial_states, unpack_states
 from arrayviews.kernels.block_probabilities import REACH, block_contributions
 from arrayviews.kernels.exact_sum import ExactSumError
@@ -319,6 +320,7 @@ def block_totals(
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
 
+@translating
 class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
 

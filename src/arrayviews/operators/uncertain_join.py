@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
 from arrayviews.execution.cost import choose as choose_executor
+from arrayviews.execution.failures import translating
 from arrayviews.kernels.join_pairs import all_pairs, pair_probabilities, pairs_in_boxes
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN, StorageLayout
 from arrayviews.model.errors import ValidationError
@@ -580,6 +581,7 @@ class _Counter:
 MAX_DELTA = float(2**52)
 
 
+@translating
 class StructureJoin:
     """A probabilistic Structure-Join, evaluated when read."""
 
