@@ -1,9 +1,11 @@
 """Uncertain arrays tried a third time, where the first two rounds (test_uncertain_trial.py,
-test_uncertain_trial2.py) did not go: positions correlated within a thousandth of +-1 in far tails
-(the kernel, the Subarray and the join against mpmath quadrature), numbers beyond the float and int64
-ranges given as thresholds, sigmas, deltas, steps and block sizes, the Python API's argument shapes
-(a dimension named by a string, a range given twice, a plain array joined), and a query explained
-before an insert. Bad input is refused naming the array and value, and changes nothing."""
+test_uncertain_trial2.py) did not go: correlated positions in far tails, within a thousandth of +-1
+or with a sigma of 1e-200 (the kernel, the Subarray, the join and the aggregates against mpmath
+quadrature and scipy), numbers beyond the float and int64 ranges and bools or text given as
+thresholds, sigmas, deltas, steps and block sizes, the Python API's argument shapes (a dimension
+named by a string, a range given twice, a plain array joined), a query explained before an insert,
+and errors raised in Spark tasks. Bad input is refused naming the array and value, and changes
+nothing."""
 
 from __future__ import annotations
 
@@ -103,6 +105,28 @@ def test_subarray_and_join_find_tiny_probabilities_of_highly_correlated_tuples(d
         pairs = left.structure_join(right, 0.5, 1e-295, method=method, engine="local").to_pandas()
         assert pairs[["id_left", "id_right"]].values.tolist() == [[0, 0]], method
         assert abs(pairs["probability"].iloc[0] - band) <= 1e-9 * band
+
+
+@pytest.mark.parametrize("sigma", [1e-200, 1e-160])
+def test_a_correlated_tuple_of_a_tiny_sigma_keeps_its_probability(db, sigma):
+    """Bug: with x_sigma 1e-200 the standardized bounds were 1e200 and their squares in the orthant
+    method inf (inf * 0 = nan), so for correlations of -0.95 (and others the reflections lead
+    there) P = 0.68 came out as 0: the tuple was missing from the subarray and from the expected
+    count of its block. Bounds beyond 40 sigma are clamped. Reference: scipy's interval of y alone
+    (x lies in its cell for sure)."""
+    array = db.create_uncertain_array("thin<>[x=0:19:5; y=0:19:5; corr(x, y)]", scheme="store-all")
+    rhos = [0.3, 0.95, -0.3, -0.95, 0.999]
+    n = len(rhos)
+    array.insert(
+        {"x": [5.5] * n, "x_sigma": [sigma] * n, "y": [5.5] * n, "y_sigma": [0.5] * n, "x_y_corr": rhos}
+    )
+    expected = mass(5.5, 0.5, 5, 6)
+    for method in ("scheme", "rtree"):
+        got = array.subarray(x=(0, 19), y=(5, 5), threshold=0.5, method=method).to_pandas()
+        assert got["id"].tolist() == list(range(n)), method
+        assert np.allclose(got["probability"], expected, rtol=1e-13, atol=0), method
+    counts = array.regrid([20, 1], "count(*)", engine="local").to_pandas()
+    assert counts.loc[counts["y"] == 5, "count"].tolist() == [pytest.approx(n * expected, rel=1e-13)]
 
 
 # -- 2. numbers beyond the float and int64 ranges ---------------------------------------------------

@@ -15,7 +15,7 @@ from numba import njit
 from arrayviews.kernels.probability import pair_probability
 
 # numba's on-disk cache (cache=True) is keyed on this file alone, not on the kernels it inlines:
-# change this file when kernels/probability.py changes (last: far-tail rectangles of correlations near +-1).
+# change this file when kernels/probability.py changes (last: rectangle bounds clamped to +-40 sigma).
 
 
 @njit(cache=True)

@@ -177,8 +177,13 @@ def rectangle_probability(
     p2 = interval_probability(mu2, s2, a2, b2, closed_low)
     if s1 == 0.0 or s2 == 0.0 or rho == 0.0 or p1 == 0.0 or p2 == 0.0:
         return p1 * p2
-    za1, zb1 = (a1 - mu1) / s1, (b1 - mu1) / s1
-    za2, zb2 = (a2 - mu2) / s2, (b2 - mu2) / s2
+    # Standardized bounds beyond +-40 sigma hold no double's worth of mass (Phi(-40) < 1e-349):
+    # clamped, so a sigma of 1e-200 does not give the orthants bounds of 1e200, whose squares
+    # overflow (inf * 0 = nan there made P = 0.68 come out as 0 for r = -0.95).
+    za1 = min(max((a1 - mu1) / s1, -_Z_CLAMP), _Z_CLAMP)
+    zb1 = min(max((b1 - mu1) / s1, -_Z_CLAMP), _Z_CLAMP)
+    za2 = min(max((a2 - mu2) / s2, -_Z_CLAMP), _Z_CLAMP)
+    zb2 = min(max((b2 - mu2) / s2, -_Z_CLAMP), _Z_CLAMP)
     r = rho
     # Reflect each dimension so the rectangle's centre is at or below the mean: the four orthant
     # probabilities are then the small ones and their alternating sum loses little.
@@ -203,6 +208,7 @@ def rectangle_probability(
 #: accuracy) instead of taken from the orthants (absolute accuracy about 1e-15).
 TAIL_CUTOFF = 1e-5
 _Z_LIMIT = 38.5  # Phi(-38.5) is below the smallest double: nothing lies beyond
+_Z_CLAMP = 40.0  # rectangle bounds are clamped to +-40 sigma (the mass beyond is below 1e-349)
 
 
 @njit(cache=True)
