@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from arrayviews.execution.failures import translating
 from arrayviews.model.copy_layout import (
     STORE_ALL,
     STORE_MEAN,
@@ -54,23 +55,35 @@ if TYPE_CHECKING:
 def layout_of(schema: UncertainSchema, scheme: str, step, sigmas: float) -> StorageLayout:
     """The storage layout asked for at creation (``step="auto"``: chosen by the cost model)."""
     scheme = normalize_scheme(scheme, schema.name)
+    given = sigmas
     try:
         sigmas = float(sigmas)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an int beyond the float range: OverflowError
         sigmas = float("nan")
     if not (sigmas > 0) or sigmas == float("inf"):
         raise ValidationError(
-            f"uncertain array {schema.name}: sigmas (k of mean +- k sigma) must be a positive number, got {sigmas!r}",
+            f"uncertain array {schema.name}: sigmas (k of mean +- k sigma) must be a positive number, got {given!r}",
             array=schema.name,
-            value=sigmas,
+            value=given,
         )
-    if scheme == STORE_ALL:
+    automatic = step is None or (isinstance(step, str) and step.strip().lower() == "auto")
+    steps = None if automatic else normalize_steps(step, schema.ndim, schema.name)
+    for dimension, k in zip(schema.dimensions, steps or [0] * schema.ndim, strict=True):
+        if k > dimension.extent:
+            # a larger step widens every query to the whole dimension all the same, and one beyond
+            # int64 made every insert fail (the array was created, but nothing could be stored)
+            raise ValidationError(
+                f"uncertain array {schema.name}, dimension {dimension.name}: step {k} exceeds the "
+                f"dimension's {dimension.extent} cells",
+                array=schema.name,
+                column=dimension.name,
+                value=k,
+            )
+    if scheme == STORE_ALL:  # a step given with the other schemes is checked, then not used
         return StorageLayout(scheme, (0,) * schema.ndim, sigmas)
     if scheme == STORE_MEAN:
         return StorageLayout(scheme, (), sigmas)
-    if isinstance(step, str) and step.strip().lower() == "auto":
-        return StorageLayout(scheme, None, sigmas)
-    return StorageLayout(scheme, normalize_steps(step, schema.ndim, schema.name), sigmas)
+    return StorageLayout(scheme, steps, sigmas)
 
 
 def workload_of(schema: UncertainSchema, workload: object, threshold: object = 0.9) -> Workload | None:
@@ -104,18 +117,27 @@ def workload_of(schema: UncertainSchema, workload: object, threshold: object = 0
         for size in query:
             if isinstance(size, bool) or not isinstance(size, int | float | np.integer | np.floating):
                 raise refuse(f"query size {size!r} is not a number", size)
-            if not (0 < float(size) < float("inf")):
+            if not (0 < _as_float(size) < float("inf")):
                 raise refuse(f"query size {size!r} must be a positive number of cells", size)
         queries.append(tuple(float(x) for x in query))
     if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.integer | np.floating):
         raise refuse(f"threshold must be a number, got {threshold!r}", threshold)
-    if not (0.0 < float(threshold) <= 1.0):
+    if not (0.0 < _as_float(threshold) <= 1.0):
         raise refuse(f"threshold {threshold!r} must lie in (0, 1]", threshold)
     if not queries:
         raise refuse("has no query sizes", workload)
     return Workload(tuple(queries), float(threshold))
 
 
+def _as_float(number: object) -> float:
+    """``float(number)``; NaN (refused by every range check) for an int beyond the float range."""
+    try:
+        return float(number)
+    except OverflowError:
+        return float("nan")
+
+
+@translating
 class UncertainArray:
     """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
 
@@ -255,6 +277,14 @@ class UncertainArray:
         """Tuples lying in the box with probability at least ``threshold`` (Definition 2.1), e.g.
         ``U.subarray(x=(10, 19), y=(0, 4), threshold=0.9)``; ranges are inclusive cells, dimensions
         left out are unconstrained. ``method="rtree"`` runs the R-tree index baseline instead."""
+        both = sorted(set(box or {}) & set(ranges))
+        if both:
+            raise ValidationError(
+                f"uncertain array {self.name}: dimension {both[0]} has a range in the box and as a keyword; "
+                "give it once",
+                array=self.name,
+                column=both[0],
+            )
         merged = {**(box or {}), **ranges}
         layout_ = self.layout
         lam = check_threshold(self.schema, layout_, threshold, "subarray")
@@ -299,11 +329,15 @@ class UncertainArray:
         return UncertainAggregate.regrid(self, list(blocks), aggregates, threshold, engine)
 
     def aggregate(
-        self, *aggregates: str, by: Sequence[str] = (), threshold: float = 0.0, engine: str = "auto"
+        self,
+        *aggregates: str,
+        by: Sequence[str] | str | None = (),
+        threshold: float = 0.0,
+        engine: str = "auto",
     ):
         """Expected aggregates of all tuples, or per cell of the ``by`` dimensions."""
 
-        return UncertainAggregate.group_by(self, list(by), aggregates, threshold, engine)
+        return UncertainAggregate.group_by(self, by, aggregates, threshold, engine)
 
     # -- the cost model ----------------------------------------------------------------------------
     def choose_step(
@@ -350,6 +384,7 @@ def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
     return rows_to_result(rows, np.ones(batch.size), schema)
 
 
+@translating
 class UncertainSubarray:
     """A probabilistic Subarray, evaluated when read."""
 
@@ -363,7 +398,10 @@ class UncertainSubarray:
         self._result: pa.Table | None = None
 
     def plan(self) -> SubarrayPlan:
-        if self._plan is None:
+        """The plan for the version the query reads: the newest until the result is read (a plan
+        made by ``explain`` before an insert is made again), then the one that was run."""
+        stale = self._plan is not None and self._result is None and self._plan.version != self.array.version
+        if self._plan is None or stale:
             self._plan = plan_subarray(self.array.table, self.array.version, self.box, self.threshold)
         return self._plan
 

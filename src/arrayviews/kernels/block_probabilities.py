@@ -17,7 +17,7 @@ from numba import njit
 from arrayviews.kernels.probability import interval_probability, rectangle_probability
 
 # numba's on-disk cache (cache=True) is keyed on this file alone, not on the kernels it inlines:
-# change this file when kernels/probability.py changes (last: relatively exact far-tail rectangles).
+# change this file when kernels/probability.py changes (last: relative rectangles up to |r| 0.99995).
 
 #: Standard deviations beyond which a tuple's mass is ignored (Phi(-8.3) < 5.3e-17).
 REACH = 8.3

@@ -15,7 +15,7 @@ from numba import njit
 from arrayviews.kernels.probability import pair_probability
 
 # numba's on-disk cache (cache=True) is keyed on this file alone, not on the kernels it inlines:
-# change this file when kernels/probability.py changes (last: relatively exact far-tail rectangles).
+# change this file when kernels/probability.py changes (last: relative rectangles up to |r| 0.99995).
 
 
 @njit(cache=True)

@@ -18,6 +18,7 @@ files and tasks: both engines give the same bits.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -25,13 +26,16 @@ import pandas as pd
 import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
+from arrayviews.execution.failures import translating
 from arrayviews.kernels.aggregates import merge_states, pack_states, partial_states, unpack_states
 from arrayviews.kernels.block_probabilities import REACH, block_contributions
 from arrayviews.kernels.exact_sum import ExactSumError
 from arrayviews.model.aggregate_calls import AggregateCall, parse_aggregate
 from arrayviews.model.errors import RangeError, ValidationError
+from arrayviews.model.names import check_identifier
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
 from arrayviews.operators.uncertain_engine import AGGREGATE_JOBS, check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_regions import as_number
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
@@ -129,9 +133,11 @@ def expected_contributions(table, version: int, blocks: np.ndarray) -> float:
             continue
         low = np.asarray(metadata.column(layout.min_column(ul.sigma_column(dimension.name))), np.float64)
         high = np.asarray(metadata.column(layout.max_column(ul.sigma_column(dimension.name))), np.float64)
-        sigma = np.where(low > 0, np.sqrt(np.maximum(low, 0) * high), high / 2)
+        # the geometric mean as a product of roots: low * high overflows for sigmas near 1e300
+        sigma = np.where(low > 0, np.sqrt(np.maximum(low, 0)) * np.sqrt(high), high / 2)
         count = -(-dimension.extent // block)
-        per_tuple *= np.minimum(count, 2 * REACH * np.nan_to_num(sigma) / block + 1)
+        with np.errstate(over="ignore"):  # a reach beyond the float range is the whole dimension
+            per_tuple *= np.minimum(count, 2 * REACH * np.nan_to_num(sigma) / block + 1)
     return float(tuples * (rows * per_tuple).sum() / max(1.0, rows.sum()))
 
 
@@ -314,6 +320,7 @@ def block_totals(
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
 
+@translating
 class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
 
@@ -340,10 +347,7 @@ class UncertainAggregate:
 
     @staticmethod
     def _threshold(schema: UncertainSchema, threshold) -> float:
-        try:
-            value = float(threshold)
-        except (TypeError, ValueError):
-            value = float("nan")
+        value = as_number(threshold)
         if not (0.0 <= value <= 1.0):
             raise ValidationError(
                 f"uncertain array {schema.name}: aggregate threshold must lie in [0, 1], got {threshold!r}",
@@ -372,6 +376,9 @@ class UncertainAggregate:
                     value=block,
                 )
         calls = parse_calls(schema, aggregates)
+        # A block longer than its dimension is the whole dimension (one block from the low end); one
+        # beyond int64 failed with numpy's OverflowError.
+        blocks = [min(int(b), d.extent) for b, d in zip(blocks, schema.dimensions, strict=True)]
         return cls(
             array,
             list(blocks),
@@ -384,9 +391,14 @@ class UncertainAggregate:
 
     @classmethod
     def group_by(
-        cls, array, by: list[str], aggregates, threshold: float, engine: str = "auto"
+        cls, array, by: Sequence[str] | str | None, aggregates, threshold: float, engine: str = "auto"
     ) -> UncertainAggregate:
         schema = array.schema
+        if by is None:
+            by = []
+        elif isinstance(by, str):  # one dimension's name, not its letters
+            by = [by]
+        by = list(by)
         for name in by:
             schema.dimension(name)
         if len(set(by)) != len(by):
@@ -483,6 +495,7 @@ class UncertainAggregate:
     def store(self, name: str):
         """Store the expected aggregates as an ordinary array ``name`` (one attribute per aggregate)."""
         schema = self.array.schema
+        check_identifier(name, "array", ValidationError)  # before the result's schema text is built
         result = self.to_arrow()
         dims = []
         for position, column in enumerate(self.names):

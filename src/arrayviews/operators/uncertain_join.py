@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from arrayviews.execution.cost import Choice
 from arrayviews.execution.cost import choose as choose_executor
+from arrayviews.execution.failures import translating
 from arrayviews.kernels.join_pairs import all_pairs, pair_probabilities, pairs_in_boxes
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN, StorageLayout
 from arrayviews.model.errors import ValidationError
@@ -32,7 +33,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema, unclipped_possible_range
 from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
-from arrayviews.operators.uncertain_regions import check_threshold, union_chunks
+from arrayviews.operators.uncertain_regions import as_number, check_threshold, union_chunks
 from arrayviews.storage import layout
 from arrayviews.storage import uncertain_layout as ul
 from arrayviews.storage.uncertain_table import UncertainTable
@@ -580,6 +581,7 @@ class _Counter:
 MAX_DELTA = float(2**52)
 
 
+@translating
 class StructureJoin:
     """A probabilistic Structure-Join, evaluated when read."""
 
@@ -598,6 +600,12 @@ class StructureJoin:
 
     @classmethod
     def create(cls, left, right, delta, threshold, method, engine, outer) -> StructureJoin:
+        if not isinstance(getattr(right, "table", None), UncertainTable):  # an UncertainArray handle
+            raise ValidationError(
+                f"structure join of {left.schema.name}: the other side must be an uncertain array, got "
+                f"{type(right).__name__}",
+                array=left.schema.name,
+            )
         ls, rs = left.schema, right.schema
         if ls.ndim != rs.ndim:
             raise ValidationError(
@@ -605,15 +613,13 @@ class StructureJoin:
                 "need the same number of dimensions",
                 array=rs.name,
             )
-        try:
-            delta = float(delta)
-        except (TypeError, ValueError):
-            delta = float("nan")
+        given = delta
+        delta = as_number(delta)
         if not (0 < delta <= MAX_DELTA):
             raise ValidationError(
                 f"structure join of {ls.name} and {rs.name}: delta must be a positive number of cells up to "
-                f"2**52 (regions are whole cells in int64), got {delta!r}",
-                value=delta,
+                f"2**52 (regions are whole cells in int64), got {given!r}",
+                value=given,
             )
         lam = check_threshold(ls, left.layout, threshold, "structure join")
         check_threshold(rs, right.layout, threshold, "structure join")

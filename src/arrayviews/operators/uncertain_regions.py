@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -95,24 +96,36 @@ def query_box(schema: UncertainSchema, ranges: Mapping[str, object]) -> QueryBox
     return None if empty else QueryBox(tuple(cells), tuple(constrained))
 
 
+def as_number(value: object) -> float:
+    """``value`` as a float, or NaN (which every range check refuses) for what is no number: text
+    ("0.5" is not read as a number, as in workloads), a bool, or an int beyond the float range."""
+    if isinstance(value, str | bytes | bool | np.bool_):
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
 def check_threshold(schema: UncertainSchema, layout_: StorageLayout, threshold: object, what: str) -> float:
     """A threshold lambda in (epsilon, 1], where epsilon is the tail mass outside the possible range.
 
     Tuples (or pairs) whose possible ranges miss the query have a probability below epsilon, so the
     I/O step may skip them only when lambda is above it; below, exactness cannot be promised.
     """
-    try:
-        value = float(threshold)
-    except (TypeError, ValueError):
+    value = as_number(threshold)
+    if isinstance(threshold, bool | np.bool_) or (
+        value != value and not isinstance(threshold, numbers.Real | np.number)
+    ):
         raise ValidationError(
             f"uncertain array {schema.name}: {what} threshold must be a number, got {threshold!r}",
             array=schema.name,
             value=threshold,
-        ) from None
+        )
     epsilon = tail_mass(layout_.sigmas)
     if not (value <= 1.0) or not (value > epsilon):
         raise ValidationError(
-            f"uncertain array {schema.name}: {what} threshold {value!r} must lie in ({epsilon:.3g}, 1]: "
+            f"uncertain array {schema.name}: {what} threshold {threshold!r} must lie in ({epsilon:.3g}, 1]: "
             f"a tuple outside the possible range (mean +- {layout_.sigmas:g} sigma) can still have up to "
             f"{epsilon:.3g} probability, which the I/O step cannot see (create the array with more sigmas "
             "for lower thresholds)",
