@@ -98,11 +98,12 @@ def test_a_stream_read_by_its_bare_name_in_a_viewdf_query_is_refused_where_writt
         db.sql(lowered)
     assert db.stream_views(helpers=True) == [] and s.version == version
 
-    # its own WITH names and part references are what a query reads: a running total per group
+    # its own WITH names (one shadowing the stream's name, as Spark reads it) and part references
+    # are what a query reads: a running total per group
     db.sql(
         viewdf(
             "tot",
-            "WITH now AS (SELECT g, sum(v) AS t FROM M[i] GROUP BY g) SELECT g, t FROM now",
+            "WITH m AS (SELECT g, sum(v) AS t FROM M[i] GROUP BY g) SELECT g, t FROM m",
             "WITH now AS (SELECT g, sum(v) AS t FROM M[j] GROUP BY g) SELECT coalesce(n.g, p.g) AS g, "
             "coalesce(n.t, 0) + coalesce(p.t, 0) AS t FROM now n FULL OUTER JOIN tot[j-1] p ON n.g = p.g",
         )

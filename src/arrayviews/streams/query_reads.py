@@ -65,6 +65,8 @@ def _check_table(definition, clause, query, table, own, known, allow_unsafe, ori
     at = original(_start(table))
     qualified = table.args.get("db") is not None or table.args.get("catalog") is not None
     if isinstance(table.this, exp.Identifier) and not qualified:
+        if name.lower() in own:  # a WITH name shadows a relation of the same name, as in Spark
+            return
         if name.lower() in known:
             variable = query.variable
             raise _error(
@@ -74,7 +76,7 @@ def _check_table(definition, clause, query, table, own, known, allow_unsafe, ori
                 f"the {clause} query reads {name} without a part reference; a ViewDF query reads "
                 f"streams and views part by part, e.g. {name}[{variable}] or {name}[{variable}-9 .. {variable}]",
             )
-        if allow_unsafe or name.lower() in own:
+        if allow_unsafe:
             return
         what = f"{name}, which is neither a part reference nor one of its WITH names"
     elif allow_unsafe:
