@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import arrayviews
-from arrayviews.model.errors import ParseError, ValidationError
+from arrayviews.model.errors import NotFoundError, ParseError, ValidationError
 
 EPOCH = 1_420_070_400  # 2015-01-01 00:00 UTC, a whole minute (and a whole three minutes)
 FIRST = EPOCH // 60  # its part number
@@ -119,6 +119,9 @@ def test_a_stream_read_by_its_bare_name_in_a_viewdf_query_is_refused_where_writt
                 totals[g] = totals.get(g, 0) + v
         expected |= {(part, g, t) for g, t in totals.items()}
     assert shown(db, "tot", ["g", "t"]) == expected
+    # failed before: SHOW STATUS of an unknown name listed the array views only ("views: none")
+    with pytest.raises(NotFoundError, match=r"no view named nope \(views: tot\)"):
+        db.sql("SHOW STATUS OF nope")
 
 
 def test_viewdf_queries_read_no_paths_or_table_functions_and_call_no_java(scratch) -> None:
