@@ -12,6 +12,7 @@ import pytest
 
 import arrayviews
 from arrayviews.model.errors import NotFoundError, ParseError, ValidationError
+from arrayviews.streams.maintainer import MaintenanceError
 
 EPOCH = 1_420_070_400  # 2015-01-01 00:00 UTC, a whole minute (and a whole three minutes)
 FIRST = EPOCH // 60  # its part number
@@ -338,3 +339,57 @@ def test_a_three_minute_view_and_a_view_over_three_of_its_parts_follow_late_rows
                     )
                 )
         assert shown(db, "R", ["g", "t3", "n3"], 180) == r
+
+
+# -- 6. errors in the data a view computes ----------------------------------------------------------
+def test_an_error_in_a_views_data_names_the_view_and_the_part(scratch) -> None:
+    """Failed before: creating the view said only "a Spark job failed: [DIVIDE_BY_ZERO] ..." (no view,
+    no part), and a failed step was recorded as "ArithmeticException: ... FROM viewdf_0e06b0cc3266_0"
+    (a Java exception's name and an internal temporary view's, still no part)."""
+    db = scratch()
+    s = stream(db)
+    s.append(batch([(0, 0, "p", 5)]))
+    failing = "SELECT g, 10 / (v - 5) AS e FROM M[{}]"
+    with pytest.raises(
+        MaintenanceError, match=rf"^view x, part {FIRST} \(from 2015-01-01 00:00:00\): \[DIVIDE_BY_ZERO\]"
+    ):
+        db.sql(viewdf("x", failing.format("i"), failing.format("j")))
+    assert db.stream_views(helpers=True) == []
+    later = "SELECT g, 10 / (v - 7) AS e FROM M[{}]"
+    db.sql(viewdf("y", later.format("i"), later.format("j")))
+    assert not errors_of(s.append(batch([(1, 0, "p", 6)])))
+    result = s.append(batch([(2, 0, "p", 7)]))
+    message = result.failed["y"]
+    assert message.startswith(f"MaintenanceError: view y, part {FIRST + 2} (from 2015-01-01 00:02:00): ")
+    assert "[DIVIDE_BY_ZERO]" in message and "viewdf_" not in message and "Exception" not in message
+    assert shown(db, "y", ["g", "e"]) == {(0, "p", 10 / (5 - 7)), (1, "p", 10 / (6 - 7))}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="execution/local_sql.py (the lead's): in-process substr(g, 0, 1) is '' (Spark: the first "
+    "letter) and upper('ß') is 'ẞ' (Spark, as Java and Python: 'SS')",
+)
+def test_string_functions_in_process_mean_what_spark_means(scratch) -> None:
+    db = scratch()
+    s = stream(db)
+    s.append(batch([(0, 0, "pq", 1)]))
+    query = "SELECT g, substr(g, 0, 1) AS head, upper(concat(g, 'ß')) AS shout FROM M[{}]"
+    db.sql(viewdf("t", query.format("i"), query.format("j")))
+    assert db.stream_view("t").maintenance_history()["executor"].tolist() == ["local"]
+    assert shown(db, "t", ["g", "head", "shout"]) == {(0, "pq", "pq"[0:1], ("pq" + "ß").upper())}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="execution/local_sql.py (the lead's): in-process, 10 DIV 0 and 10 % 0 are NULL (a view's part "
+    "silently holds NULL); Spark's ANSI mode raises DIVIDE_BY_ZERO and REMAINDER_BY_ZERO",
+)
+@pytest.mark.parametrize("expression", ["10 DIV (v - 5)", "10 % (v - 5)"])
+def test_integer_division_by_zero_in_process_is_an_error_as_on_spark(scratch, expression) -> None:
+    db = scratch()
+    s = stream(db)
+    s.append(batch([(0, 0, "p", 5)]))
+    query = f"SELECT g, {expression} AS e FROM M[{{}}]"
+    with pytest.raises(MaintenanceError, match=r"_BY_ZERO"):
+        db.sql(viewdf("z", query.format("i"), query.format("j")))
