@@ -121,8 +121,10 @@ def _start(node: exp.Expression) -> int:
 
 
 def _error(definition: ViewDFDefinition, query: PartQuery, offset: int, message: str) -> ParseError:
-    """The error, placed in the defining statement when the query's text is found in it."""
-    where = definition.text.find(query.text) if definition.text and query.text else -1
+    """The error, placed in the defining statement when the query's text is found in it (the
+    UPDATE body is the last occurrence: both bodies may be written alike)."""
+    found = definition.text.rfind if query is definition.update else definition.text.find
+    where = found(query.text) if definition.text and query.text else -1
     if where < 0:
         return ParseError(f"view {definition.name}: {message}")
     line, column = position_in(line_starts(definition.text), where + offset)
