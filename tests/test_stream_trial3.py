@@ -245,6 +245,11 @@ def test_reading_a_streams_parts_takes_part_numbers(scratch) -> None:
             s.read(bad)
     with pytest.raises(ValidationError, match=r"stream M: read\(\) takes part numbers"):
         s.read(FIRST, 2.0)
+    # failed before: the result of an empty batch printed as nothing at all
+    empty = s.append(batch([]), batch_id="none")
+    assert str(empty) == "the batch (batch none, not recorded) has no rows: nothing was appended to " + (
+        f"stream M, still at version {s.version}"
+    )
 
 
 # -- 4. windows with HAVING over two group keys, every plan ---------------------------------------

@@ -431,7 +431,7 @@ class Stream:
         if duplicate is not None:
             return duplicate
         if prepared is None:
-            return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+            return self._nothing_appended(batch_id)
         staged: list[StagedFile] = []
         try:
             try:
@@ -440,7 +440,7 @@ class Stream:
                 raise self._null_times(error.rows) from None
             checkpoint("stream.staged")
             if not staged:
-                return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+                return self._nothing_appended(batch_id)
             if not allow_gap:
                 self._check_gap(staged)
             for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -480,6 +480,21 @@ class Stream:
             batch_id,
             attempts=attempt,
             message=f"appended {rows} row(s){named} to stream {self.name}, now at version {version}",
+        )
+
+    def _nothing_appended(self, batch_id: str | None) -> AppendResult:
+        """The result of an empty batch: no version, no rows, and a message saying so (its
+        ``str`` was empty)."""
+        version = self.table.current_version()
+        named = f" (batch {batch_id}, not recorded)" if batch_id is not None else ""
+        return AppendResult(
+            version,
+            0,
+            [],
+            [],
+            batch_id=batch_id,
+            message=f"the batch{named} has no rows: nothing was appended to stream {self.name}, "
+            f"still at version {version}",
         )
 
     def _check_gap(self, staged: list[StagedFile]) -> None:
