@@ -392,6 +392,7 @@ class Database:
             self.executors.mode,
             self.executors.costs,
             window_plan,
+            allow_unsafe=self.allow_unsafe_sql,
         )
         return StreamView(self.spark, self.warehouse.catalog, definitions[-1].name)
 

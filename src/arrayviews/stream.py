@@ -11,6 +11,7 @@ build every part in between), unless the append allows the gap.
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 import random
 import re
 import time
@@ -44,6 +45,7 @@ from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem, read_parquet_files
 from arrayviews.storage.part_table import PART, PartVersion, StagedFile, UnpartitionedRowsError
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
+from arrayviews.streams.relations import DEFAULT_MAX_GAP_PARTS, MAX_GAP_PROPERTY
 from arrayviews.streams.world import StreamWorld
 
 if TYPE_CHECKING:
@@ -83,12 +85,6 @@ class AppendResult:
 
 #: How many times an append is committed again after another writer committed first.
 MAX_ATTEMPTS = 8
-#: How many parts past the stream's newest part a batch may reach unless the append allows the gap
-#: (about a week of one-minute parts; maintenance builds every part in between, empty ones too, and
-#: building 10,000 empty parts takes about a minute on two cores).
-DEFAULT_MAX_GAP_PARTS = 10_000
-#: The table property holding a stream's own limit.
-MAX_GAP_PROPERTY = "max-gap-parts"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -345,12 +341,21 @@ class Stream:
         return self.table.expire(*cutoffs(older_than, orphans_older_than), keep_after=keep_after)
 
     def read(self, low: int | None = None, high: int | None = None) -> DataFrame:
-        """The rows (all columns plus ``_part``) of parts ``low`` to ``high`` (default: all parts)."""
+        """The rows (all columns plus ``_part``) of parts ``low`` to ``high`` (default: all parts);
+        a bound that is no part number (an integer) is refused, naming the stream and the value."""
+        for bound in (low, high):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, numbers.Integral)):
+                raise ValidationError(
+                    f"stream {self.name}: read() takes part numbers (integers: floor(unix seconds / "
+                    f"{self.partition_length})), got {bound!r}",
+                    array=self.name,
+                    value=bound,
+                )
         bounds = self.part_range()
         if bounds is None:
             return self.db.spark.createDataFrame([], self.table.read_schema)
-        low = bounds[0] if low is None else low
-        high = bounds[1] if high is None else high
+        low = bounds[0] if low is None else int(low)
+        high = bounds[1] if high is None else int(high)
         return self.table.read_parts(self.db.spark, low, high)
 
     def load(self, path: str, format: str | None = None, allow_gap: bool = False) -> AppendResult:
@@ -426,7 +431,7 @@ class Stream:
         if duplicate is not None:
             return duplicate
         if prepared is None:
-            return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+            return self._nothing_appended(batch_id)
         staged: list[StagedFile] = []
         try:
             try:
@@ -435,7 +440,7 @@ class Stream:
                 raise self._null_times(error.rows) from None
             checkpoint("stream.staged")
             if not staged:
-                return AppendResult(self.table.current_version(), 0, [], [], batch_id=batch_id)
+                return self._nothing_appended(batch_id)
             if not allow_gap:
                 self._check_gap(staged)
             for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -475,6 +480,21 @@ class Stream:
             batch_id,
             attempts=attempt,
             message=f"appended {rows} row(s){named} to stream {self.name}, now at version {version}",
+        )
+
+    def _nothing_appended(self, batch_id: str | None) -> AppendResult:
+        """The result of an empty batch: no version, no rows, and a message saying so (its
+        ``str`` was empty)."""
+        version = self.table.current_version()
+        named = f" (batch {batch_id}, not recorded)" if batch_id is not None else ""
+        return AppendResult(
+            version,
+            0,
+            [],
+            [],
+            batch_id=batch_id,
+            message=f"the batch{named} has no rows: nothing was appended to stream {self.name}, "
+            f"still at version {version}",
         )
 
     def _check_gap(self, staged: list[StagedFile]) -> None:

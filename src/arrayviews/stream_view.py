@@ -26,6 +26,8 @@ from arrayviews.streams.columns import check_update_columns
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.history import maintenance_history
 from arrayviews.streams.maintainer import MaintenanceResult, maintain_all
+from arrayviews.streams.query_reads import check_reads
+from arrayviews.streams.relations import DEFAULT_MAX_GAP_PARTS, MAX_GAP_PROPERTY
 from arrayviews.streams.world import StreamWorld, normalized
 
 
@@ -89,6 +91,57 @@ def check_references(definition: ViewDFDefinition, lengths: dict[str, int]) -> N
                     )
 
 
+def check_lead(definition: ViewDFDefinition, lengths: dict[str, int], limits: dict[str, int]) -> None:
+    """Refuse a view that would run more parts ahead of its sources than their gap limit allows.
+
+    A part is built once every part its references name exists, so ``M[j-k]`` alone lets the view
+    build ``k`` parts past M's newest, all in its first maintenance pass: ``M[j-100000000]`` would
+    build a hundred million parts (a hang, as a batch far ahead would be without the gap limit).
+    ``limits`` maps each stream to its ``max_gap_parts`` (views: the default). Part offsets past
+    any part number are refused too (they overflowed Python ranges)."""
+    leads = []
+    for query in (definition.initialize, definition.update):
+        for reference in query.references:
+            for index in (reference.low, reference.high):
+                if abs(index.offset) > bounds.MAX_SECONDS:
+                    raise _reference_error(
+                        definition,
+                        reference,
+                        f"{reference.text(query.variable)}: the part offset {index.offset} is past "
+                        f"every part number (at most {bounds.MAX_SECONDS} either way)",
+                    )
+            if reference.relation == definition.name or query is definition.initialize:
+                continue
+            ratio = definition.partition_length // lengths[reference.relation]
+            # part p is built once part p*ratio + offset of the source exists: it runs this many
+            # of its own parts past the source's newest part
+            lead = (ratio - 1 - reference.high.offset) // ratio
+            leads.append((lead, reference, ratio, query.variable))
+    if not leads:
+        return
+    lead, reference, ratio, variable = min(leads, key=lambda item: item[0])
+    limit = limits.get(reference.relation, DEFAULT_MAX_GAP_PARTS) // ratio
+    if lead > limit:
+        raise _reference_error(
+            definition,
+            reference,
+            f"{reference.text(variable)} lets {definition.name} build {lead} parts past the newest part "
+            f"of {reference.relation}, all in its first maintenance, more than the limit of {limit} "
+            f"(the gap limit of {reference.relation}, max_gap_parts); read a part closer to "
+            f"{variable}, or raise the stream's limit",
+        )
+
+
+def _gap_limits(world: StreamWorld, definition: ViewDFDefinition) -> dict[str, int]:
+    """The gap limit (``max_gap_parts``) of each stream the definition reads."""
+    limits = {}
+    for name in definition.sources():
+        if world.kinds.get(name) == rel.STREAM_KIND:
+            properties = world.table(name).table_properties
+            limits[name] = int(properties.get(MAX_GAP_PROPERTY, DEFAULT_MAX_GAP_PARTS))
+    return limits
+
+
 def _output_schema(
     spark: SparkSession, world: StreamWorld, definition: ViewDFDefinition, query: PartQuery, own
 ):
@@ -137,10 +190,12 @@ def create_views(
     execution: str = "auto",
     costs=None,
     window_plan: str | None = None,
+    allow_unsafe: bool = False,
 ) -> list[MaintenanceResult]:
     """Create the views (helpers first), build their parts, and return what maintenance did. On any
     error every view created by this call is dropped again. ``execution``/``costs``: where parts are
-    built (see streams/maintainer.py); ``window_plan``: kept with the last (final) view."""
+    built (see streams/maintainer.py); ``window_plan``: kept with the last (final) view;
+    ``allow_unsafe``: the queries may read paths and call Java methods (``allow_unsafe_sql``)."""
     for definition in definitions:  # before anything is created
         bounds.at_most(
             definition.partition_length,
@@ -162,6 +217,8 @@ def create_views(
                 raise AlreadyExistsError(f"a stream or view named {definition.name} already exists")
             lengths = {name: world.table(name).partition_length for name in world.kinds}
             check_references(definition, lengths)
+            check_lead(definition, lengths, _gap_limits(world, definition))
+            check_reads(definition, set(world.kinds), allow_unsafe)
             schema = _output_schema(spark, world, definition, definition.initialize, None)
             update_schema = _output_schema(spark, world, definition, definition.update, schema)
             check_update_columns(definition, schema, update_schema)

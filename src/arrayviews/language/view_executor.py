@@ -17,7 +17,7 @@ from arrayviews.language.registry import explainer, statement_runner
 from arrayviews.language.relations import open_view
 from arrayviews.model import shapes
 from arrayviews.model.aggregate_calls import parse_aggregate
-from arrayviews.model.errors import ArrayViewsError, MaintenanceError, ValidationError
+from arrayviews.model.errors import ArrayViewsError, MaintenanceError, NotFoundError, ValidationError
 from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.schema import ArraySchema
 from arrayviews.operators.window import window_extents
@@ -282,10 +282,14 @@ def _axis_text(axis) -> str:
 @statement_runner(ast.ShowStatus)
 def _show_status(db: Database, s: ast.ShowStatus) -> pd.DataFrame:
     """Per relation a view reads, the version it reflects and the current one: array and stream views."""
-    if relations.kind_of(db, s.name) == relations.STREAM_VIEW:
+    kind = relations.kind_of(db, s.name)
+    if kind == relations.STREAM_VIEW:
         frame = pd.DataFrame(db.stream_view(s.name).bases(), columns=["base", "reflected", "current"])
         frame["pending"] = frame.reflected != frame.current
         return frame
+    if kind is None:  # both kinds of view have a status: name them all
+        known = ", ".join([*db.views(), *db.stream_views()]) or "none"
+        raise NotFoundError(f"no view named {s.name} (views: {known})")
     # an array view: a base version that only compacts files changes no cells, so it is not pending
     frame = pd.DataFrame(
         open_view(db, s.name).status()["bases"], columns=["base", "reflected", "current", "pending_batches"]

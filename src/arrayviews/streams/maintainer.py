@@ -9,6 +9,7 @@ A crash anywhere before that commit leaves the view as it was, and the next step
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
 import time
@@ -203,9 +204,15 @@ class _Round:
             )
         except PySparkException as error:
             raised = _raised_by_query(error)
-            if raised is None:
+            if raised is not None:
+                raise MaintenanceError(self._raised(raised, part)) from None
+            data = _data_error(error)
+            if data is None:
                 raise
-            raise MaintenanceError(self._raised(raised, part)) from None
+            start = dt.datetime.fromtimestamp(part * self.view.definition.partition_length, dt.UTC)
+            raise MaintenanceError(
+                f"view {self.view.name}, part {part} (from {start:%Y-%m-%d %H:%M:%S}): {data}"
+            ) from None
         self._record("spark", reason)
         return choice, "spark"
 
@@ -231,6 +238,16 @@ def _raised_by_query(error: PySparkException) -> str | None:
     if error.getCondition() != "USER_RAISED_EXCEPTION":
         return None
     return (error.getMessageParameters() or {}).get("errorMessage") or str(error)
+
+
+def _data_error(error: PySparkException) -> str | None:
+    """Spark's message of an error in the data a view's query computed (SQLSTATE class 22: a
+    division by zero, an overflow, a value no CAST reads), without the query context Spark appends
+    (it quotes the query over internal temporary view names); None for any other error."""
+    state = error.getSqlState() or ""
+    if not state.startswith("22"):
+        return None
+    return str(error).split("\n== SQL", 1)[0].strip() or None
 
 
 def maintain_view(

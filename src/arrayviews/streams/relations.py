@@ -29,6 +29,12 @@ FAILED = "arrayviews.viewdf.failed"
 #: A sliding-window view's plan and why (JSON; streams/windows.py, streams/plan_settling.py).
 WINDOW_PLAN = "arrayviews.viewdf.window-plan"
 DEFAULT_LATENESS_PARTS = 10
+#: How many parts past the stream's newest part a batch may reach unless the append allows the gap
+#: (about a week of one-minute parts; maintenance builds every part in between, empty ones too, and
+#: building 10,000 empty parts takes about a minute on two cores).
+DEFAULT_MAX_GAP_PARTS = 10_000
+#: The table property holding a stream's own limit (read without the part table's prefix).
+MAX_GAP_PROPERTY = "max-gap-parts"
 
 
 @dataclass(frozen=True)
