@@ -51,6 +51,18 @@ _RAISED = "\x1eraised:"
 _MACROS = (
     # Spark (ANSI) raises DIVIDE_BY_ZERO: the error (not the query's own) sends the query to Spark
     "CREATE MACRO av_nonzero(d) AS CASE WHEN d = 0 THEN error('division by zero') ELSE d END",
+    # Spark's substr(s, pos[, len]): pos 1-based, 0 as 1, negative from the end; the characters
+    # from max(start, 0) up to start + len (none when that is not after it)
+    "CREATE MACRO av_start(s, pos) AS CASE WHEN pos > 0 THEN pos - 1 WHEN pos < 0 THEN length(s) + pos ELSE 0 END",
+    "CREATE MACRO av_substr(s, pos, len) AS CASE WHEN s IS NULL OR pos IS NULL OR len IS NULL THEN NULL "
+    "WHEN greatest(av_start(s, pos), 0) >= av_start(s, pos) + len THEN '' "
+    "ELSE substring(s, greatest(av_start(s, pos), 0) + 1, av_start(s, pos) + len - greatest(av_start(s, pos), 0)) END",
+    "CREATE MACRO av_substr_rest(s, pos) AS CASE WHEN s IS NULL OR pos IS NULL THEN NULL "
+    "ELSE substring(s, greatest(av_start(s, pos), 0) + 1) END",
+    # Java's case mapping (Spark's) and DuckDB's agree on ASCII only ('ß' is 'SS' in Java): other
+    # text sends the query to Spark
+    "CREATE MACRO av_ascii(s) AS CASE WHEN s IS NULL OR strlen(s) = length(s) THEN s "
+    "ELSE error('non-ASCII case mapping') END",
     SUM_CHECK_MACRO,
 )
 
@@ -97,6 +109,18 @@ def _rewrite(tree: exp.Expression, functions: Mapping[str, ArrowFunction]) -> ex
         if isinstance(node, exp.Div):
             divisor = exp.Anonymous(this="av_nonzero", expressions=[node.expression])
             return exp.Div(this=node.this, expression=divisor, typed=False, safe=False)
+        if isinstance(node, exp.IntDiv | exp.Mod):  # DIV, % and mod: Spark raises on a zero divisor
+            divisor = exp.Anonymous(this="av_nonzero", expressions=[node.expression])
+            return type(node)(this=node.this, expression=divisor)
+        if isinstance(node, exp.Substring):
+            text, start, length = node.this, node.args.get("start"), node.args.get("length")
+            if start is None:
+                return node
+            if length is None:
+                return exp.Anonymous(this="av_substr_rest", expressions=[text, start])
+            return exp.Anonymous(this="av_substr", expressions=[text, start, length])
+        if isinstance(node, exp.Upper | exp.Lower):
+            return type(node)(this=exp.Anonymous(this="av_ascii", expressions=[node.this]))
         if isinstance(node, exp.SafeAdd):
             return exp.Anonymous(
                 this="try", expressions=[exp.Add(this=node.this, expression=node.expression)]
