@@ -191,6 +191,19 @@ def _pyspark_errors_unlogged() -> Iterator[None]:
                     PySparkLogger.getLogger(name).setLevel(_quiet_saved.pop(name, logging.NOTSET))
 
 
+def set_pyspark_error_log_level(level: int) -> None:
+    """The level of PySpark's error loggers outside arrayviews' own calls (inside them they stay
+    silent); set when the Spark session starts, often inside such a call."""
+    from pyspark.logger import PySparkLogger
+
+    with _quiet_lock:
+        for name in PYSPARK_ERROR_LOGGERS:
+            if _quiet_depth:
+                _quiet_saved[name] = level
+            else:
+                PySparkLogger.getLogger(name).setLevel(level)
+
+
 @contextmanager
 def translated_errors() -> Iterator[None]:
     """Raise arrayviews errors instead of the Py4J and PySpark exceptions of the block."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from arrayviews.execution.failures import set_pyspark_error_log_level
 from arrayviews.model.errors import ExecutionError, ValidationError
 
 #: Settings every arrayviews session gets unless the caller overrides them.
@@ -87,7 +89,17 @@ def start_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(level)
+    _query_context_logs(level)
     return session
+
+
+def _query_context_logs(level: str) -> None:
+    """PySpark logs every SQL error it captures, with the JVM's stack trace, as JSON lines on
+    stderr, also for a query the user runs on a DataFrame arrayviews gave: those loggers print only
+    at the level asked for (``OFF`` by default, as the JVM's own log)."""
+    set_pyspark_error_log_level(
+        logging.CRITICAL + 1 if level == "OFF" else getattr(logging, level, logging.DEBUG)
+    )
 
 
 class LazySession:
