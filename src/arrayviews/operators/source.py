@@ -21,6 +21,7 @@ from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import layout
 from arrayviews.storage.array_table import ArrayTable
 from arrayviews.storage.files import read_parquet_files
+from arrayviews.storage.fragment_metadata import read_metadata
 
 if TYPE_CHECKING:  # only named in the hints of ``frame``, the Spark form callers may ask for
     from pyspark.sql import DataFrame, SparkSession
@@ -91,7 +92,14 @@ class StoredSource:
         )
 
     def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
-        return self.local(ranges, columns=layout.metadata_columns(self.schema))
+        """The metadata columns of the fragments (of ``ranges`` of chunks): files read once per
+        process (storage/fragment_metadata.py)."""
+        return read_metadata(
+            self.file_uris(ranges),
+            layout.metadata_columns(self.schema),
+            layout.fragment_schema(self.schema),
+            layout.chunk_ranges_filter(self.schema, ranges),
+        )
 
 
 @dataclass(frozen=True)

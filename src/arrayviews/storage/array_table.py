@@ -16,7 +16,8 @@ from arrayviews.storage import kinds, layout
 from arrayviews.storage.catalog import current_metadata_location
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.file_bounds import live_bounds
-from arrayviews.storage.files import new_data_file_uri, read_parquet_files
+from arrayviews.storage.files import new_data_file_uri
+from arrayviews.storage.fragment_metadata import read_metadata
 from arrayviews.storage.versioned import (
     KIND_PROPERTY,
     PREFIX,
@@ -193,7 +194,7 @@ class ArrayTable(VersionedTable):
         """Per-fragment metadata (chunk numbers, cell counts, bytes, min/max, version) without cell data."""
         files = [f.file_path for f in self.data_files(version, chunk_ranges)]
         columns = layout.metadata_columns(self.schema)
-        return read_parquet_files(files, columns=columns, schema=layout.fragment_schema(self.schema))
+        return read_metadata(files, columns, layout.fragment_schema(self.schema))
 
     # -- commits ---------------------------------------------------------------------------------
     def commit(

@@ -43,7 +43,7 @@ class ViewSource(StoredSource):
         return StoredSource.local(self, ranges, columns)
 
     def metadata(self, ranges: ChunkRanges = None) -> pa.Table:
-        return StoredSource.local(self, ranges, layout.metadata_columns(self.public))
+        return StoredSource.metadata(self, ranges)  # the public attributes' columns (self.schema)
 
 
 def public_schema(stored: ArraySchema) -> ArraySchema:
