@@ -119,3 +119,28 @@ def test_the_cache_is_bounded_and_apart_from_the_chunk_cache() -> None:
 
     assert fragment_metadata.metadata_cache() is not process_cache()
     assert fragment_metadata.metadata_cache().budget == fragment_metadata.METADATA_BUDGET
+
+
+def test_a_refresh_reads_each_old_chunk_once(ldb, monkeypatch) -> None:
+    """Both sides of a self-join read the same old chunks: one read serves them (execution/
+    local_engine.py keeps recent reads of data files, which never change once written)."""
+    from arrayviews.execution import local_engine
+
+    base = ldb.create_array("D<v:float64>[i=0:59:10; j=0:59:10]")
+    rng = np.random.default_rng(8)
+    present = rng.random((60, 60)) < 0.6
+    base.write_dense(np.ma.MaskedArray(rng.random((60, 60)), mask=~present))
+    view = ldb.create_view("D_near", similarity("D", "D", L1(1), ["count(*) as cnt"]))
+    reads: list[tuple] = []
+    real = local_engine.read_parquet_files
+
+    def recording(uris, columns=None, row_filter=None, schema=None):
+        reads.append((tuple(uris), None if columns is None else tuple(columns), str(row_filter)))
+        return real(uris, columns, row_filter, schema)
+
+    monkeypatch.setattr(local_engine, "read_parquet_files", recording)
+    cell = np.argwhere(~present)[0]
+    base.insert({"i": [int(cell[0])], "j": [int(cell[1])], "v": [1.0]})
+    view.refresh("baseline")
+    assert reads and len(reads) == len(set(reads)), reads
+    assert view.verify()

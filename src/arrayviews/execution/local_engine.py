@@ -30,10 +30,18 @@ from arrayviews.execution.engine import (
     conform,
 )
 from arrayviews.model import errors
+from arrayviews.storage.chunk_cache import ChunkCache
 from arrayviews.storage.files import delete_files, new_data_file_uri, read_parquet_files, write_parquet
 
 #: A written file holds about this many bytes before the next one starts.
 TARGET_FILE_BYTES = 128 * 1024 * 1024
+
+#: Recent reads of data files, by files, schema and chunk ranges. A data file never changes once
+#: written, so a read is valid as long as its files are named: the terms of one refresh read the
+#: same old chunks (both sides of a self-join), and one read serves them all. Reads larger than
+#: RECENT_READ_MAX_BYTES are not kept.
+_RECENT_READS = ChunkCache(64 * 1024 * 1024)
+RECENT_READ_MAX_BYTES = 16 * 1024 * 1024
 
 
 class LocalData:
@@ -139,9 +147,22 @@ class LocalEngine(Engine):
     def read_files(self, uris, arrow_schema, chunk_columns=(), ranges: ChunkRanges = None) -> LocalData:
         uris = list(uris)
         row_filter = _ranges_filter(chunk_columns, ranges)
-        return LocalData(
-            lambda: read_parquet_files(uris, row_filter=row_filter, schema=arrow_schema), arrow_schema
+        key = (
+            tuple(uris),
+            arrow_schema,
+            tuple(chunk_columns),
+            None if ranges is None else tuple((int(low), int(high)) for low, high in ranges),
         )
+
+        def read() -> pa.Table:
+            table = _RECENT_READS.get(key)
+            if table is None:
+                table = read_parquet_files(uris, row_filter=row_filter, schema=arrow_schema)
+                if table.nbytes <= RECENT_READ_MAX_BYTES:
+                    _RECENT_READS.put(key, table, max(1, table.nbytes))
+            return table
+
+        return LocalData(read, arrow_schema)
 
     def from_arrow(self, table: pa.Table, arrow_schema: pa.Schema) -> LocalData:
         fixed = conform(table, arrow_schema)
