@@ -174,13 +174,17 @@ def write_files(
 
         with reporting():
             for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                pending.append(pa.Table.from_batches([batch]))
-                pending_bytes += batch.nbytes
-                if pending_bytes >= target_bytes:
-                    flush()
-                    pending, pending_bytes = [], 0
+                # a batch larger than what the file still takes is split by its average row size
+                # (Arrow batches of 10,000 chunk payloads made files of hundreds of megabytes)
+                per_row = max(1, batch.nbytes // max(1, batch.num_rows))
+                while batch.num_rows:
+                    fits = max(1, (target_bytes - pending_bytes) // per_row)
+                    piece, batch = batch.slice(0, fits), batch.slice(fits)
+                    pending.append(pa.Table.from_batches([piece]))
+                    pending_bytes += piece.num_rows * per_row
+                    if pending_bytes >= target_bytes:
+                        flush()
+                        pending, pending_bytes = [], 0
             if pending:
                 flush()
         if written:
