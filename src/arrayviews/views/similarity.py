@@ -62,8 +62,22 @@ def _chunk_cells(source: StoredSource, ranges=None) -> dict[tuple, int]:
 
 
 def _chunks_of(source: StoredSource, ranges=None) -> np.ndarray:
-    chunks = list(_chunk_cells(source, ranges))
-    return np.array(sorted(chunks), dtype=np.int64).reshape(-1, source.schema.ndim)
+    """The chunks holding fragments in ``source`` (of ``ranges``), (n, d) in lexicographic order."""
+    meta = source.metadata(ranges)
+    ndim = source.schema.ndim
+    if meta.num_rows == 0:
+        return np.zeros((0, ndim), dtype=np.int64)
+    chunks = np.stack([np.asarray(meta.column(c), dtype=np.int64) for c in layout.chunk_columns(source.schema)], axis=1)
+    return np.unique(chunks, axis=0).reshape(-1, ndim)
+
+
+def _rows_among(rows: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """For each row of ``rows`` (n, d), whether it is also a row of ``among`` (m, d)."""
+    if len(rows) == 0 or len(among) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    _, inverse = np.unique(np.vstack([among, rows]).astype(np.int64), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return np.isin(inverse[len(among) :], inverse[: len(among)])
 
 
 def _cells_chunks(cells: pa.Table, schema: ArraySchema) -> np.ndarray:
@@ -279,12 +293,12 @@ def holding_cells(
     if not spec.shape.contains(np.zeros((1, spec.shape.ndim), dtype=np.int64))[0]:
         return len(affected)
     grid = ChunkGrid.of(stored)
-    held = {tuple(int(c) for c in row) for row in np.asarray(view_chunks).reshape(-1, stored.ndim)}
+    held = [np.asarray(view_chunks, dtype=np.int64).reshape(-1, stored.ndim)]
     plus = left_delta.plus
     if plus.num_rows:
         coords = np.stack([np.asarray(plus.column(d)) for d in spec.left.dimension_names], axis=1)
-        held |= {tuple(int(c) for c in row) for row in np.unique(grid.chunk_of(coords), axis=0)}
-    return sum(tuple(int(c) for c in row) in held for row in np.asarray(affected).reshape(-1, stored.ndim))
+        held.append(np.asarray(grid.chunk_of(coords), dtype=np.int64).reshape(-1, stored.ndim))
+    return int(_rows_among(np.asarray(affected, dtype=np.int64).reshape(-1, stored.ndim), np.vstack(held)).sum())
 
 
 def certainly_touched(
