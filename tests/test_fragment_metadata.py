@@ -144,3 +144,19 @@ def test_a_refresh_reads_each_old_chunk_once(ldb, monkeypatch) -> None:
     view.refresh("baseline")
     assert reads and len(reads) == len(set(reads)), reads
     assert view.verify()
+
+
+def test_recent_reads_follow_the_chunk_cache_budget(spark, tmp_path) -> None:
+    from arrayviews.execution import local_engine
+    from arrayviews.storage.chunk_cache import process_cache
+
+    before = process_cache().budget
+    try:
+        arrayviews.connect(str(tmp_path / "w0"), spark=spark, chunk_cache_bytes=0)
+        assert local_engine._RECENT_READS.budget == 0
+        arrayviews.connect(str(tmp_path / "w1"), spark=spark, chunk_cache_bytes=40_000)
+        assert local_engine._RECENT_READS.budget == 10_000
+        arrayviews.connect(str(tmp_path / "w2"), spark=spark, chunk_cache_bytes=1 << 30)
+        assert local_engine._RECENT_READS.budget == local_engine.RECENT_READS_BYTES
+    finally:
+        arrayviews.connect(str(tmp_path / "w3"), spark=spark, chunk_cache_bytes=before)

@@ -17,6 +17,7 @@ from arrayviews.array import _dense_arrays as dense_arrays
 from arrayviews.execution.cost import MODES
 from arrayviews.execution.executors import Executors
 from arrayviews.execution.failures import translated, translating
+from arrayviews.execution.local_engine import follow_chunk_cache_budget
 from arrayviews.execution.memory import tune_allocator
 from arrayviews.execution.session import LazySession
 from arrayviews.language import syntax as ast
@@ -108,7 +109,9 @@ def connect(
     ``chunk_cache_bytes`` bounds the cache of decoded chunks that small reads (``to_numpy`` of an
     array or subarray touching at most 2^22 cells of chunks) share in this process: the least recently
     used chunks leave first; 0 turns it off. It is one cache per process, so the last value given
-    holds for every connection; by default 256 MiB (or ``ARRAYVIEWS_CHUNK_CACHE_BYTES``).
+    holds for every connection; by default 256 MiB (or ``ARRAYVIEWS_CHUNK_CACHE_BYTES``). The
+    in-process engine's recent reads of data files (which one refresh's terms share) get a quarter
+    of it, at most 64 MiB, and are off with it.
     """
     if execution not in MODES:
         raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {execution!r}")
@@ -122,6 +125,7 @@ def connect(
                 f"chunk_cache_bytes must be a number of bytes >= 0, got {chunk_cache_bytes!r}"
             )
         process_cache().resize(chunk_cache_bytes)
+        follow_chunk_cache_budget(chunk_cache_bytes)
     tune_allocator()
     location = path or os.environ.get("ARRAYVIEWS_WAREHOUSE", DEFAULT_WAREHOUSE)
     check_folder(location, catalog_uri, create_in_existing_folder)

@@ -30,7 +30,7 @@ from arrayviews.execution.engine import (
     conform,
 )
 from arrayviews.model import errors
-from arrayviews.storage.chunk_cache import ChunkCache
+from arrayviews.storage.chunk_cache import ChunkCache, process_cache
 from arrayviews.storage.files import delete_files, new_data_file_uri, read_parquet_files, write_parquet
 
 #: A written file holds about this many bytes before the next one starts.
@@ -39,9 +39,16 @@ TARGET_FILE_BYTES = 128 * 1024 * 1024
 #: Recent reads of data files, by files, schema and chunk ranges. A data file never changes once
 #: written, so a read is valid as long as its files are named: the terms of one refresh read the
 #: same old chunks (both sides of a self-join), and one read serves them all. Reads larger than
-#: RECENT_READ_MAX_BYTES are not kept.
-_RECENT_READS = ChunkCache(64 * 1024 * 1024)
+#: RECENT_READ_MAX_BYTES are not kept. The budget is a quarter of the chunk cache's, at most
+#: RECENT_READS_BYTES (``connect(chunk_cache_bytes=0)`` turns both off).
+RECENT_READS_BYTES = 64 * 1024 * 1024
 RECENT_READ_MAX_BYTES = 16 * 1024 * 1024
+_RECENT_READS = ChunkCache(min(RECENT_READS_BYTES, process_cache().budget // 4))
+
+
+def follow_chunk_cache_budget(chunk_cache_bytes: int) -> None:
+    """Bound the recent reads by a quarter of a new chunk cache budget (at most RECENT_READS_BYTES)."""
+    _RECENT_READS.resize(min(RECENT_READS_BYTES, chunk_cache_bytes // 4))
 
 
 class LocalData:
