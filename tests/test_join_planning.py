@@ -114,15 +114,15 @@ def test_a_refresh_plans_from_the_metadata_of_chunks_in_reach_only(spark, tmp_pa
     view = db.create_view("near", similarity("P", "P", L1(1), ["count(*) as cnt"]))
     array.insert({"i": [17], "j": [17], "v": [2.0]})
     metadata_rows: list[int] = []
-    original = source.read_parquet_files
+    original = source.read_metadata  # every listing of fragment metadata (storage/fragment_metadata.py)
 
-    def recording(uris, columns=None, row_filter=None, schema=None):
-        table = original(uris, columns=columns, row_filter=row_filter, schema=schema)
+    def recording(uris, columns, schema, row_filter=None):
+        table = original(uris, columns, schema, row_filter)
         if columns == layout.metadata_columns(array.schema):
             metadata_rows.append(table.num_rows)
         return table
 
-    monkeypatch.setattr(source, "read_parquet_files", recording)
+    monkeypatch.setattr(source, "read_metadata", recording)
     result = view.refresh("baseline")
     assert result.committed
     assert metadata_rows and max(metadata_rows) <= 9, metadata_rows
