@@ -31,6 +31,7 @@ from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.uncertain_cost import StepChoice, UnitCosts
 from arrayviews.operators import uncertain_writes
 from arrayviews.operators.uncertain_aggregate import UncertainAggregate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_index import index_subarray
 from arrayviews.operators.uncertain_ingest import possible_ranges
 from arrayviews.operators.uncertain_join import StructureJoin
@@ -137,6 +138,7 @@ def _as_float(number: object) -> float:
         return float("nan")
 
 
+@naming_missing_files(lambda handle: [(handle.table, handle.version)])
 @translating
 class UncertainArray:
     """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
@@ -384,6 +386,7 @@ def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
     return rows_to_result(rows, np.ones(batch.size), schema)
 
 
+@naming_missing_files(lambda result: [(result.array.table, result.array.version)])
 @translating
 class UncertainSubarray:
     """A probabilistic Subarray, evaluated when read."""

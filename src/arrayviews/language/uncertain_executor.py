@@ -288,7 +288,10 @@ def load(db: Database, s: ast.Load) -> Any:
     try:
         if file_format == "csv":
             types = {name: arrow_type(t) for name, t in _column_types(schema).items()}
-            options = pacsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+            # only an empty field is missing: Arrow's default null texts also take "NaN", "nan", "NA"
+            # and "null", so a NaN mean or sigma was refused as a missing value and a NaN of a float
+            # attribute stored as a null (Spark's reader of an array's CSV keeps NaN a number)
+            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False)
             dataset = pads.dataset(path, format=pads.CsvFileFormat(convert_options=options))
         else:
             dataset = pads.dataset(path, format="parquet")

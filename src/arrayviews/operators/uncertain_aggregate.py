@@ -35,6 +35,7 @@ from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.names import check_identifier
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
 from arrayviews.operators.uncertain_engine import AGGREGATE_JOBS, check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_regions import as_number
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
@@ -320,6 +321,7 @@ def block_totals(
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
 
+@naming_missing_files(lambda result: [(result.array.table, result.array.version)])
 @translating
 class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
@@ -491,6 +493,11 @@ class UncertainAggregate:
 
     def to_pandas(self) -> pd.DataFrame:
         return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        """Rows of the result: the blocks (or groups) some tuple may lie in, as a subarray or a join
+        counts its rows (the expected number of tuples is the ``count(*)`` aggregate)."""
+        return self.to_arrow().num_rows
 
     def store(self, name: str):
         """Store the expected aggregates as an ordinary array ``name`` (one attribute per aggregate)."""

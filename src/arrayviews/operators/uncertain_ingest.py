@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.kernels.fences import batch_fences, fence_capacity
 from arrayviews.model.copy_layout import (
@@ -67,6 +68,12 @@ def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool 
         raise _error(schema, name, f"missing value (null) in row {row}")
     kind = column.type
     if integer:
+        if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
+            # pandas holds None in a column of numbers as NaN (and the column as float64)
+            row = int(np.flatnonzero(np.isnan(np.asarray(column, dtype=np.float64)))[0])
+            raise _error(
+                schema, name, f"missing value (NaN, as pandas stores None among numbers) in row {row}"
+            )
         if not pa.types.is_integer(kind):
             raise _error(schema, name, f"ids must be integers, got {kind}", str(kind))
         values = np.asarray(column)
@@ -74,14 +81,25 @@ def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool 
             raise _error(schema, name, f"id {values.max()} does not fit in int64", int(values.max()))
         return values.astype(np.int64)
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        raise _error(schema, name, f"values must be numbers, got {kind}", str(kind))
-    values = np.asarray(column).astype(np.float64)
+        # as an array's float64 attribute: decimals and anything else are refused by type
+        raise _error(
+            schema,
+            name,
+            f"values of type {kind} cannot be stored as float64 (give integers or floats)",
+            str(kind),
+        )
+    values = np.asarray(column)
+    misfit = first_misfit("float64", values)  # an integer float64 would round (above 2**53)
+    if misfit is not None:
+        value = values[misfit].item()
+        raise _error(schema, name, f"{misfit_reason('float64', value)} (row {misfit})", value)
+    values = values.astype(np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise _error(
-            schema, name, f"value {values[row]} in row {row} is not a finite number", float(values[row])
-        )
+        value = float(values[row])
+        shown = "NaN" if np.isnan(value) else repr(value)  # NaN is no missing value: say what it is
+        raise _error(schema, name, f"value {shown} in row {row} is not a finite number", value)
     return values
 
 
@@ -89,7 +107,7 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
     """Validate a batch (pandas, Arrow, dict of arrays or a Spark DataFrame) against ``schema``."""
     if hasattr(data, "toArrow") and hasattr(data, "sparkSession"):
         data = data.toArrow()
-    table = to_arrow(data, schema.name)
+    table = to_arrow(data, schema.name, noun="uncertain array")
     names = table.column_names
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)

@@ -32,6 +32,7 @@ from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema, unclipped_possible_range
 from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import as_number, check_threshold, union_chunks
 from arrayviews.storage import layout
@@ -581,6 +582,9 @@ class _Counter:
 MAX_DELTA = float(2**52)
 
 
+@naming_missing_files(
+    lambda join: [(join.left.table, join.left.version), (join.right.table, join.right.version)]
+)
 @translating
 class StructureJoin:
     """A probabilistic Structure-Join, evaluated when read."""

@@ -1,0 +1,253 @@
+"""The items the third trial of uncertain arrays reported and left open, each reproduced and fixed:
+the shared batch reader's messages, a pandas id column holding None, NaN in a CSV, the aggregate's
+result surface, a data file deleted under the array, and decimal or inexact integer positions (as
+an array's float64 attribute takes them). References are scipy's normal masses, Python's own
+reading of the CSV text and an array's reader of the same values. Bad input changes nothing."""
+
+from __future__ import annotations
+
+import decimal
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from scipy.stats import norm
+
+import arrayviews
+from arrayviews.model.errors import MissingFileError, ValidationError
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    """One in-process database for the module (names are per test)."""
+    return arrayviews.connect(
+        str(tmp_path_factory.mktemp("uncertain_reported") / "warehouse"), execution="local"
+    )
+
+
+def mass(mu: float, sigma: float, a: float, b: float) -> float:
+    """P(a <= X < b) for X ~ N(mu, sigma) (scipy)."""
+    if sigma == 0:
+        return 1.0 if a <= mu < b else 0.0
+    return float(norm.cdf((b - mu) / sigma) - norm.cdf((a - mu) / sigma))
+
+
+def _delete_first_file(array) -> str:
+    uri = array.table.files(array.version)[0]
+    os.remove(uri.removeprefix("file://"))
+    return uri
+
+
+# -- 1. the batch reader names an uncertain array as such ---------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "batch", "message"),
+    [
+        (
+            "lengths",
+            {"x": [1.0, 2.0], "x_sigma": [0.1]},
+            r": columns have different lengths \(x=2, x_sigma=1\)",
+        ),
+        (
+            "mixed",
+            {"x": [1.0, "a"], "x_sigma": [0.1, 0.1]},
+            r": column x mixes text and other values: row 1 holds 'a'",
+        ),
+        (
+            "text",
+            {"x": [1.0], "x_sigma": [0.1], "tag": ["\ud800"]},
+            r": column tag, row 0: '\\ud800' is not valid Unicode",
+        ),
+        (
+            "wide",
+            {"id": [2**64], "x": [1.0], "x_sigma": [0.1]},
+            r", column id: 18446744073709551616 \(row 0\) fits no 64-bit",
+        ),
+        ("rows", [(1.0, 0.1)], r": cannot read tuples from list; give a pandas DataFrame"),
+    ],
+)
+def test_the_batch_reader_says_uncertain_array(local, name, batch, message):
+    """Reported: the reader shared with arrays (operators/ingest.to_arrow) began its messages with
+    'array cat:' for an uncertain array, where every other message of the uncertain API says
+    'uncertain array cat'. An array's own messages are unchanged."""
+    array = local.create_uncertain_array(f"{name}<tag:string NULL>[x=0:9:5]", scheme="store-all")
+    with pytest.raises(ValidationError, match=rf"^uncertain array {name}{message}") as caught:
+        array.insert(batch)
+    assert caught.value.array == name
+    assert array.version == 0 and array.count() == 0
+    plain = local.create_array(f"{name}_a<v:float64>[x=0:9:5]")
+    with pytest.raises(ValidationError, match=rf"^array {name}_a: columns have different lengths"):
+        plain.insert({"x": [1, 2], "v": [1.0]})
+
+
+# -- 2. an id pandas turned into NaN ------------------------------------------------------------------
+def test_a_pandas_id_column_holding_none_is_a_missing_id_by_row(local):
+    """Reported: pandas stores [3, None, 5] as float64 [3.0, NaN, 5.0] and the insert said 'ids must
+    be integers, got double', pointing at the dtype the user never chose. Now the missing id and its
+    row are named, as a null id (pandas' Int64 NA) is; whole float ids without a gap are still
+    refused by type, and good ids go in as given."""
+    array = local.create_uncertain_array("ids<v:float64>[x=0:9:5]", scheme="store-all")
+    tuples = {"x": [1.5, 2.5, 3.5], "x_sigma": [0.5, 0.5, 0.5], "v": [1.0, 2.0, 3.0]}
+    with pytest.raises(
+        ValidationError, match=r"^uncertain array ids, column id: missing value \(NaN, as pandas stores None"
+    ) as caught:
+        array.insert(pd.DataFrame({"id": [3, None, 5], **tuples}))
+    assert "in row 1" in str(caught.value) and "double" not in str(caught.value)
+    with pytest.raises(ValidationError, match=r"column id: missing value \(null\) in row 2"):
+        array.insert(pd.DataFrame({"id": pd.array([3, 4, None], dtype="Int64"), **tuples}))
+    with pytest.raises(ValidationError, match=r"column id: ids must be integers, got double"):
+        array.insert(pd.DataFrame({"id": [3.0, 4.0, 5.0], **tuples}))
+    assert array.version == 0
+    array.insert(pd.DataFrame({"id": [3, 9, 5], **tuples}))
+    assert array.to_pandas()["id"].tolist() == [3, 5, 9]
+
+
+# -- 3. NaN in a CSV is NaN, not a missing value ------------------------------------------------------
+def test_nan_in_a_csv_is_refused_as_nan_and_kept_as_a_value_of_an_exact_float(local, tmp_path):
+    """Reported: LOAD read the text NaN (and nan, NA, null, N/A: Arrow's default null texts) as a
+    null, so a NaN sigma was refused as 'missing value (null)', and a NaN of a float attribute
+    became a null. NaN is no valid mean or sigma: refused saying NaN, by row. Only an empty field
+    is missing, as Spark's reader of an array's CSV has it; a float attribute keeps NaN a number.
+    Reference: Python's float() of each field."""
+    array = local.create_uncertain_array("csvnan<v:float64 NULL>[x=0:9:5]", scheme="store-all")
+    cases = [
+        ("x_sigma", "x,x_sigma,v\n1.0,0.5,1\n2.0,NaN,2\n", 1, "NaN"),
+        ("x", "x,x_sigma,v\n1.0,0.5,1\n2.0,0.5,2\nnan,0.5,3\n", 2, "NaN"),
+        ("x_sigma", "x,x_sigma,v\n1.0,inf,1\n", 0, "inf"),
+    ]
+    for number, (column, text, row, shown) in enumerate(cases):
+        path = tmp_path / f"bad{number}.csv"
+        path.write_text(text)
+        with pytest.raises(ValidationError) as caught:
+            local.sql(f"LOAD csvnan FROM '{path}';")
+        message = str(caught.value)
+        assert f"column {column}: value {shown} in row {row} is not a finite number" in message
+        assert "null" not in message and "missing" not in message
+    empty = tmp_path / "empty.csv"
+    empty.write_text("x,x_sigma,v\n1.0,,1\n")
+    with pytest.raises(ValidationError, match=r"column x_sigma: missing value \(null\) in row 0"):
+        local.sql(f"LOAD csvnan FROM '{empty}';")
+    assert array.version == 0
+    good = tmp_path / "good.csv"
+    lines = ["x,x_sigma,v", "1.0,0.5,NaN", "2.5,0.25,", "3.0,0.0,-inf", "4.0,1.0,nan", "5.0,2.0,7.5"]
+    good.write_text("\n".join(lines) + "\n")
+    local.sql(f"LOAD csvnan FROM '{good}';")
+    stored = array.to_arrow()
+    fields = [line.split(",")[2] for line in lines[1:]]
+    assert stored.column("v").is_null().to_pylist() == [f == "" for f in fields]
+    for got, field in zip(stored.column("v").to_pylist(), fields, strict=True):
+        if field:
+            want = float(field)
+            assert (math.isnan(got) and math.isnan(want)) or got == want
+    # an array's float64 attribute takes NaN as a number too (NaN is a valid float value)
+    plain = local.create_array("csvnan_a<v:float64 NULL>[x=0:9:5]")
+    plain.insert({"x": [0, 1], "v": np.array([np.nan, 1.0])})
+    assert plain.to_arrow().column("v").null_count == 0
+
+
+# -- 4. the aggregate counts its rows ------------------------------------------------------------------
+def test_the_aggregate_result_counts_its_rows_as_its_siblings_do(local):
+    """Reported: a regrid or group-by result had no count(), while a subarray's and a join's do. Its
+    rows (blocks) against scipy's masses: two blocks hold the tuples, the expected counts are the
+    fsum of their masses; an empty array's aggregate counts 0."""
+    array = local.create_uncertain_array("blocks<v:float64>[x=0:19:5]", scheme="store-all")
+    assert array.regrid([5], "count(*)", engine="local").count() == 0
+    xs, sigmas = [1.5, 2.5, 17.0], [0.1, 0.2, 0.0]
+    array.insert({"x": xs, "x_sigma": sigmas, "v": [1.0, 2.0, 3.0]})
+    result = array.regrid([5], "count(*)", engine="local")
+    assert result.count() == 2 == len(result.to_pandas())
+    for _, row in result.to_pandas().iterrows():
+        low = 5 * int(row["x"])
+        want = math.fsum(mass(m, s, low, low + 5) for m, s in zip(xs, sigmas, strict=True))
+        assert row["count"] == pytest.approx(want, abs=1e-12)
+    grouped = array.aggregate("count(*)", "sum(v)", engine="local")
+    assert grouped.count() == 1 and grouped.to_pandas()["count"].iloc[0] == pytest.approx(3.0, abs=1e-12)
+    for sibling in (array.subarray(x=(0, 4), threshold=0.5), array.structure_join(array, 1.0, 0.5)):
+        assert sibling.count() == len(sibling.to_pandas())
+
+
+# -- 5. a data file deleted under the array ------------------------------------------------------------
+def test_a_deleted_data_file_is_named_with_the_uncertain_array(local):
+    """Reported: with a data file deleted by hand, every read of the uncertain API (to_pandas, the
+    subarray, the aggregate, the join, choose_step, insert, SELECT through db.sql) raised a bare
+    FileNotFoundError from pyarrow. Arrays report a damaged warehouse naming the array and the file
+    (MissingFileError, still a FileNotFoundError): so do uncertain arrays, naming the side of a join
+    whose file is gone. Nothing is written."""
+    tuples = {"x": [1.0, 12.0], "x_sigma": [0.1, 0.2], "y": [1.0, 2.0], "y_sigma": [0.1, 0.1]}
+    left = local.create_uncertain_array("gone_l<>[x=0:19:5; y=0:9:5]", scheme="store-all")
+    left.insert(tuples)
+    right = local.create_uncertain_array("gone_r<>[x=0:19:5; y=0:9:5]", scheme="store-all")
+    right.insert(tuples)
+    uri = _delete_first_file(right)
+    reads = [
+        right.to_pandas,
+        lambda: right.subarray(x=(0, 19), threshold=0.5).to_pandas(),
+        lambda: right.subarray(x=(0, 19), threshold=0.5, method="rtree").count(),
+        lambda: right.regrid([5, 5], "count(*)", engine="local").count(),
+        lambda: right.choose_step([(3, 3)]),
+        lambda: right.insert({"x": [3.0], "x_sigma": [0.1], "y": [1.0], "y_sigma": [0.1]}),
+        lambda: local.sql("SELECT * FROM subarray(gone_r, 0, 0, 19, 9, THRESHOLD 0.5);").to_pandas(),
+    ]
+    reads += [
+        lambda m=m: left.structure_join(right, 1.0, 0.5, method=m, engine="local").to_pandas()
+        for m in ("sbj", "bnl", "index")
+    ]
+    for read in reads:
+        with pytest.raises(MissingFileError) as caught:
+            read()
+        message = str(caught.value)
+        assert message.startswith("uncertain array gone_r: a data file of version 1 is missing (")
+        assert uri in message and "arrayviews check" in message
+        assert isinstance(caught.value, FileNotFoundError) and caught.value.array == "gone_r"
+    assert right.version == 1 and len(right.versions()) == 1
+    assert left.to_pandas()["x"].tolist() == tuples["x"]  # the other side is intact
+
+
+def test_a_deleted_data_file_read_by_spark_is_named_too(db):
+    """The same on Spark: the aggregate's and the join's tasks failed with an ExecutionError quoting
+    Spark's FileNotFoundException; now the error names the uncertain array and the file."""
+    tuples = {"x": [1.0, 12.0], "x_sigma": [0.1, 0.2]}
+    left = db.create_uncertain_array("sgone_l<>[x=0:19:5]", scheme="store-all")
+    left.insert(tuples)
+    right = db.create_uncertain_array("sgone_r<>[x=0:19:5]", scheme="store-all")
+    right.insert(tuples)
+    uri = _delete_first_file(left)
+    for read in (
+        lambda: left.aggregate("count(*)", engine="spark").to_pandas(),
+        lambda: right.structure_join(left, 1.0, 0.5, engine="spark").count(),
+    ):
+        with pytest.raises(
+            MissingFileError, match=r"^uncertain array sgone_l: a data file of version 1"
+        ) as caught:
+            read()
+        assert uri in str(caught.value)
+
+
+# -- 6. positions a float64 attribute would not take ---------------------------------------------------
+def test_decimal_and_inexact_integer_positions_are_refused_as_an_arrays_float64_refuses_them(local):
+    """Arrays refuse decimals for a float64 attribute (model/types.accepts), so uncertain positions
+    keep refusing them, but said 'values must be numbers' of a decimal. And an integer mean above
+    2**53 was rounded silently (2**53 + 1 stored as 2**53, another cell); an array's float64
+    attribute refuses it: so does the uncertain insert, naming the row."""
+    big = 2**60
+    array = local.create_uncertain_array(f"exact<>[x=0:{big}:{2**40}]", scheme="store-mean")
+    plain = local.create_array("exact_a<v:float64>[i=0:9:5]")
+    with pytest.raises(ValidationError, match=r"values of type decimal128\(2, 1\) cannot be stored"):
+        plain.insert({"i": [0], "v": [decimal.Decimal("1.5")]})
+    with pytest.raises(
+        ValidationError, match=r"column x: values of type decimal128\(2, 1\) cannot be stored as float64"
+    ):
+        array.insert({"x": [decimal.Decimal("1.5")], "x_sigma": [0.5]})
+    inexact = 2**53 + 1
+    with pytest.raises(ValidationError, match=r"array exact_a, column v: 9007199254740993 is not exactly"):
+        plain.insert({"i": [0], "v": pa.array([inexact], pa.int64())})
+    with pytest.raises(
+        ValidationError,
+        match=r"uncertain array exact, column x: 9007199254740993 is not exactly representable as float64 .*\(row 1\)",
+    ):
+        array.insert({"x": pa.array([5, inexact], pa.int64()), "x_sigma": [0.0, 0.0]})
+    assert array.version == 0
+    array.insert({"x": pa.array([5, 2**53], pa.int64()), "x_sigma": [0, 0]})
+    assert array.to_pandas()["x"].tolist() == [5.0, float(2**53)]
