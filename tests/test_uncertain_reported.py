@@ -251,3 +251,67 @@ def test_decimal_and_inexact_integer_positions_are_refused_as_an_arrays_float64_
     assert array.version == 0
     array.insert({"x": pa.array([5, 2**53], pa.int64()), "x_sigma": [0, 0]})
     assert array.to_pandas()["x"].tolist() == [5.0, float(2**53)]
+
+
+# -- 7. statements of uncertain arrays (an adversarial pass) -------------------------------------------
+def test_insert_statements_take_times_for_a_datetime64_attribute_as_an_arrays_insert_does(local):
+    """Bug: INSERT INTO an uncertain array refused every value of a datetime64 attribute ("'2026-01-01'
+    is a string, not a datetime64 value"): no statement could fill it, while an array's INSERT reads
+    ISO text. Now the same text gives the same instant (reference: numpy's datetime64 of the UTC
+    time), a bad time is named at its line and column, and nothing is written on error."""
+    local.sql("CREATE UNCERTAIN ARRAY stamped <t:datetime64 NULL, b:bool> [x=0:9:5];")
+    local.sql("CREATE ARRAY stamped_a <t:datetime64 NULL> [x=0:9:5];")
+    array = local.uncertain_array("stamped")
+    for text, problem in [
+        ("'yesterday'", r"'yesterday' is not an ISO 8601 time"),
+        ("5", r"5 is not a time \(write it as text"),
+    ]:
+        with pytest.raises(ValidationError, match=rf"column t: {problem}.* in row 2 at line 2, column 12"):
+            local.sql(
+                f"INSERT INTO stamped (x, x_sigma, t, b) VALUES (1, 0.5, null, true),\n  (2, 0.5, {text}, false);"
+            )
+    assert array.version == 0
+    times = ["2026-01-31T06:00", "2026-01-01T06:00+02:00", "1999-12-31"]
+    rows = ", ".join(f"({k}, 0.5, '{t}', true)" for k, t in enumerate(times))
+    local.sql(f"INSERT INTO stamped (x, x_sigma, t, b) VALUES {rows}, (3, 0.5, null, false);")
+    local.sql("INSERT INTO stamped_a VALUES " + ", ".join(f"({k}, '{t}')" for k, t in enumerate(times)) + ";")
+    want = [
+        np.datetime64("2026-01-31T06:00", "ns"),
+        np.datetime64("2026-01-01T04:00", "ns"),
+        np.datetime64("1999-12-31", "ns"),
+    ]
+    got = array.to_pandas()["t"].to_numpy()
+    assert np.array_equal(got[:3], np.array(want)) and np.isnat(got[3])
+    assert np.array_equal(local.array("stamped_a").to_pandas()["t"].to_numpy(), got[:3])
+
+
+def test_columns_are_matched_without_regard_to_case_and_a_bad_csv_field_is_named(local, tmp_path):
+    """Bugs: an uncertain array's insert and LOAD refused columns spelled in another case ('unknown
+    column X'), where an array's insert and LOAD and the INSERT statement match names without regard
+    to case; and a CSV field its column's type cannot read was reported in Arrow's words ('In CSV
+    column #2: Row #3: CSV conversion error to double: invalid value ...', a 0-based column number)
+    instead of by column, value and line. Nothing is written on error."""
+    array = local.create_uncertain_array("cased<v:float64 NULL, k:int32 NULL>[x=0:9:5]", scheme="store-all")
+    array.insert(pd.DataFrame({"X": [1.5], "X_Sigma": [0.5], "V": [2.0]}))
+    spelled = tmp_path / "spelled.csv"
+    spelled.write_text("ID,X,x_SIGMA,K\n7,2.5,0.25,3\n")
+    local.sql(f"LOAD cased FROM '{spelled}';")
+    stored = array.to_pandas()
+    assert stored["id"].tolist() == [0, 7] and stored["x"].tolist() == [1.5, 2.5]
+    assert stored["x_sigma"].tolist() == [0.5, 0.25] and stored["v"].iloc[0] == 2.0
+    assert pd.isna(stored["k"].iloc[0]) and stored["k"].iloc[1] == 3
+    with pytest.raises(ValidationError, match=r"column x: the column appears twice"):
+        array.insert({"x": [1.0], "X": [1.0], "x_sigma": [0.1]})
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,x_sigma,v,k\n1.5,0.5,1,2\n2.5,0.5,NA,3\n")
+    with pytest.raises(
+        ValidationError,
+        match=rf"^uncertain array cased, column v: 'NA' \(line 3 of {bad}\) is not a float64 value",
+    ):
+        local.sql(f"LOAD cased FROM '{bad}';")
+    bad.write_text("x,x_sigma,v,k\n1.5,0.5,1,99999999999\n")
+    with pytest.raises(
+        ValidationError, match=r"column k: '99999999999' \(line 2 of .*\) is not an int32 value"
+    ):
+        local.sql(f"LOAD cased FROM '{bad}';")
+    assert array.version == 2

@@ -103,16 +103,24 @@ def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool 
     return values
 
 
+def spelled_columns(names: list[str], expected: list[str]) -> list[str]:
+    """``names`` as the array spells its input columns (names match without regard to case, as an
+    array's columns do); a name it does not have stays as given, for the checks to name."""
+    folded = {column.lower(): column for column in expected}
+    return [name if name in expected else folded.get(name.lower(), name) for name in names]
+
+
 def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
     """Validate a batch (pandas, Arrow, dict of arrays or a Spark DataFrame) against ``schema``."""
     if hasattr(data, "toArrow") and hasattr(data, "sparkSession"):
         data = data.toArrow()
     table = to_arrow(data, schema.name, noun="uncertain array")
+    expected = schema.input_columns()
+    table = table.rename_columns(spelled_columns(table.column_names, expected))
     names = table.column_names
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
-        raise _error(schema, duplicate, "the column appears twice")
-    expected = schema.input_columns()
+        raise _error(schema, duplicate, "the column appears twice (names match without regard to case)")
     unknown = [n for n in names if n not in expected]
     if unknown:
         raise _error(schema, unknown[0], f"unknown column; expected {', '.join(expected)}")
