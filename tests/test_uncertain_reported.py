@@ -315,3 +315,24 @@ def test_columns_are_matched_without_regard_to_case_and_a_bad_csv_field_is_named
     ):
         local.sql(f"LOAD cased FROM '{bad}';")
     assert array.version == 2
+
+
+def test_a_repeated_or_stored_id_of_an_insert_statement_is_named_at_its_line_and_column(local):
+    """Bug: INSERT INTO an uncertain array with an id already stored, or given twice, said so without
+    a place ('(statement at line 1, column 1)' only), while every other refused value of the
+    statement is named at its line and column. The API names the batch row (0-based) too."""
+    local.sql("CREATE UNCERTAIN ARRAY keyed <v:float64> [x=0:19:5];")
+    local.sql("INSERT INTO keyed (id, x, x_sigma, v) VALUES (3, 1, 0.5, 1.0);")
+    statement = "INSERT INTO keyed (id, x, x_sigma, v) VALUES (4, 1, 0.5, 1.0),\n   ({}, 2, 0.5, 2.0);"
+    with pytest.raises(
+        ValidationError, match=r"id 3 is already stored \(the batch gives it in row 2 at line 2, column 5;"
+    ):
+        local.sql(statement.format(3))
+    with pytest.raises(
+        ValidationError, match=r"id 4 appears 2 times in the batch \(again in row 2 at line 2, column 5\)"
+    ):
+        local.sql(statement.format(4))
+    array = local.uncertain_array("keyed")
+    with pytest.raises(ValidationError, match=r"id 3 is already stored \(the batch gives it in row 2;"):
+        array.insert({"id": [8, 9, 3], "x": [1.0, 2.0, 3.0], "x_sigma": [0.5] * 3, "v": [0.0] * 3})
+    assert array.version == 1 and array.to_pandas()["id"].tolist() == [3]

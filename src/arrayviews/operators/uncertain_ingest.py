@@ -135,8 +135,12 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
         unique, counts = np.unique(ids, return_counts=True)
         if (counts > 1).any():
             repeated = int(unique[np.argmax(counts > 1)])
+            again = int(np.flatnonzero(ids == repeated)[1])  # the row a statement's error points at
             raise _error(
-                schema, ID, f"id {repeated} appears {int(counts.max())} times in the batch", repeated
+                schema,
+                ID,
+                f"id {repeated} appears {int(counts[unique == repeated][0])} times in the batch (again in row {again})",
+                repeated,
             )
     d = schema.ndim
     means = np.empty((n, d), dtype=np.float64)
