@@ -346,6 +346,8 @@ class UncertainAggregate:
         self.calls = calls
         self.threshold = threshold
         self._result: pa.Table | None = None
+        #: The version the result was computed from (set when it is read).
+        self._version: int | None = None
 
     @staticmethod
     def _threshold(schema: UncertainSchema, threshold) -> float:
@@ -433,7 +435,7 @@ class UncertainAggregate:
         return {
             "operator": "aggregate",
             "array": schema.name,
-            "version": self.array.version,
+            "version": self.version,
             "groups": {n: int(self.blocks[k]) for n, k in zip(self.names, self.kept, strict=False)}
             if self.kept
             else "all tuples",
@@ -443,6 +445,12 @@ class UncertainAggregate:
             "reason": choice.reason,
         }
 
+    @property
+    def version(self) -> int:
+        """The version the result answers for: the newest until it is read, then the one read (as a
+        subarray's plan and a join's sides do)."""
+        return self.array.version if self._version is None else self._version
+
     def to_arrow(self) -> pa.Table:
         if self._result is not None:
             return self._result
@@ -451,7 +459,7 @@ class UncertainAggregate:
         outputs = [c.output_name for c in self.calls]
         result_schema = _result_schema(self.names, outputs)
         if version == 0:
-            self._result = result_schema.empty_table()
+            self._result, self._version = result_schema.empty_table(), version
             return self._result
         engine = self.array._db.executors.engine(self.choose().executor)
         partial_schema = _partial_schema(self.names, self.calls)
@@ -488,7 +496,7 @@ class UncertainAggregate:
             result_schema,
         )
         result = engine.collect(stage_two, result_schema)
-        self._result = result.sort_by([(n, "ascending") for n in self.names])
+        self._result, self._version = result.sort_by([(n, "ascending") for n in self.names]), version
         return self._result
 
     def to_pandas(self) -> pd.DataFrame:
