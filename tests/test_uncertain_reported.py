@@ -314,6 +314,14 @@ def test_columns_are_matched_without_regard_to_case_and_a_bad_csv_field_is_named
         ValidationError, match=r"column k: '99999999999' \(line 2 of .*\) is not an int32 value"
     ):
         local.sql(f"LOAD cased FROM '{bad}';")
+    folder = tmp_path / "parts"  # files of a folder may order their columns apart
+    folder.mkdir()
+    (folder / "a.csv").write_text("x,x_sigma,v\n1.5,0.5,1\n")
+    (folder / "b.csv").write_text("v,X,x_sigma\n2,2.5,wide\n")
+    with pytest.raises(
+        ValidationError, match=r"column x_sigma: 'wide' \(line 2 of .*b\.csv\) is not a float64 value"
+    ):
+        local.sql(f"LOAD cased FROM '{folder}' AS CSV;")
     assert array.version == 2
 
 

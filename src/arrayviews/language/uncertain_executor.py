@@ -351,7 +351,14 @@ def _unconverted(
     """A CSV field its column's type cannot read, as an error naming the column, the value and where
     it is (before: Arrow's 'In CSV column #2: Row #3: CSV conversion error to double'), or None."""
     found = _UNCONVERTED.search(reason)
-    if found is None or int(found.group("column")) >= len(header):
+    if found is None:
+        return None
+    if found.group("file"):  # one file of a folder: its own header (the files may order columns apart)
+        try:
+            header = pads.dataset(found.group("file"), format="csv").schema.names
+        except (pa.ArrowInvalid, OSError):
+            return None
+    if int(found.group("column")) >= len(header):
         return None
     name = spelled_columns([header[int(found.group("column"))]], schema.input_columns())[0]
     type_name = _column_types(schema).get(name, "float64")
