@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import norm
 
 import arrayviews
-from arrayviews.model.errors import MissingFileError, ValidationError
+from arrayviews.model.errors import MissingFileError, ParseError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -370,3 +370,33 @@ def test_an_aggregate_and_a_join_explain_the_versions_their_results_were_read_fr
     explained = pairs.explain()
     assert (explained["outer"]["version"], explained["inner"]["version"]) == (2, 2) and pairs.count() == want
     assert array.aggregate("count(*)", engine="local").explain()["version"] == 3
+
+
+@pytest.mark.parametrize(
+    ("items", "column", "clash"),
+    [
+        (
+            "<a:gaussian, A_sigma:float64> [x=0:9:5]",
+            39,
+            r"'A_sigma' of attribute A_sigma clashes with attribute a \(as 'a_sigma'",
+        ),
+        (
+            "<x_First:float64> [x=0:9:5]",
+            27,
+            r"'x_First' of attribute x_First clashes with dimension x \(as 'x_first'",
+        ),
+        ("<Id:int64> [x=0:9:5]", 27, r"'Id' of attribute Id clashes with the tuple id \(as 'id'"),
+    ],
+)
+def test_column_names_of_an_uncertain_array_that_differ_only_in_case_clash_at_their_place(
+    local, items, column, clash
+):
+    """Bug: CREATE UNCERTAIN ARRAY z <a:gaussian, A_sigma:float64> was refused by the storage table's
+    schema as 'array z: names 'a_sigma' and 'A_sigma' differ only in case' at the statement's start,
+    naming storage columns (x_first) the user never wrote; exact clashes were already ParseErrors at
+    the name. Column names are case-insensitive: a clash in case is one at its line and column."""
+    with pytest.raises(
+        ParseError, match=rf"^uncertain array z: column name {clash}.* at line 1, column {column}"
+    ):
+        local.sql(f"CREATE UNCERTAIN ARRAY z {items};")
+    assert "z" not in local.relations()["name"].tolist()
