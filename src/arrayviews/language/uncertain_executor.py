@@ -326,9 +326,7 @@ def load(db: Database, s: ast.Load) -> Any:
             dataset = pads.dataset(path, format=pads.CsvFileFormat(convert_options=options))
         else:
             dataset = pads.dataset(path, format="parquet")
-        table = dataset.to_table()
-        if header:
-            table = table.rename_columns(spelled_columns(table.column_names, schema.input_columns()))
+        table = dataset.to_table()  # the insert matches the header's names to the columns
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         reason = str(error).strip().splitlines()[0]
         raise _unconverted(schema, path, header, reason) or ValidationError(
