@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import norm
 
 import arrayviews
-from arrayviews.model.errors import MissingFileError, ParseError, ValidationError
+from arrayviews.model.errors import MissingFileError, NotFoundError, ParseError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -400,3 +400,22 @@ def test_column_names_of_an_uncertain_array_that_differ_only_in_case_clash_at_th
     ):
         local.sql(f"CREATE UNCERTAIN ARRAY z {items};")
     assert "z" not in local.relations()["name"].tolist()
+
+
+def test_a_handle_on_an_expired_version_says_the_version_is_gone(local):
+    """Bugs: a handle pinned to a version expired since counted 0 tuples and 0 copies (the summary
+    looked up was gone), where an array's pinned handle raises NotFoundError; and reading it said the
+    version 'was expired by another process while it was read', though this process expired it
+    before. Now each says the array has no such version, naming the versions held."""
+    array = local.create_uncertain_array("aged<>[x=0:19:5]", scheme="store-all")
+    array.insert({"x": [1.0, 7.5], "x_sigma": [0.1, 0.0]})
+    array.relayout("store-mean")
+    old = array.at_version(1)
+    assert (old.count(), old.copies()) == (2, 3)  # 1.0 +- 0.3 covers cells 0 and 1, 7.5 one cell
+    array.expire_versions()
+    for read in (old.count, old.copies, old.to_pandas, lambda: array.structure_join(old, 1.0, 0.5).count()):
+        with pytest.raises(
+            NotFoundError, match=r"^uncertain array aged has no version 1 \(versions held: 2\)"
+        ):
+            read()
+    assert array.count() == 2 and array.to_pandas()["x"].tolist() == [1.0, 7.5]

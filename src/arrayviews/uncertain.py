@@ -173,11 +173,18 @@ class UncertainArray:
 
     def count(self) -> int:
         """Number of tuples (from the version summary; nothing is read)."""
-        return self._table.tuples_at(self.version)
+        return self._table.tuples_at(self._held_version())
 
     def copies(self) -> int:
         """Number of stored tuple copies (replication included) in this version."""
-        return self._table.copies_at(self.version)
+        return self._table.copies_at(self._held_version())
+
+    def _held_version(self) -> int:
+        """The version this handle reads; NotFoundError when it is no longer held (a pinned version
+        expired since: its summary is gone, and counting it 0 would be wrong)."""
+        version = self.version
+        self._table.layout_at(version)
+        return version
 
     # -- writing -----------------------------------------------------------------------------------
     def _writable(self) -> UncertainTable:

@@ -33,9 +33,10 @@ def missing_file(reads: Sequence[tuple[UncertainTable, int]]) -> NotFoundError |
             continue
         table.refresh()  # an array dropped meanwhile raises NotFoundError naming it
         if version not in {v.version for v in table.array.versions()}:
-            return NotFoundError(
-                f"{table.label}: version {version} was expired by another process while it was read"
-            )
+            try:  # expired (by this process or another): the error naming the versions held
+                table.layout_at(version)
+            except NotFoundError as expired:
+                return expired
         for uri in table.files(version):
             if _absent(uri):
                 error = MissingFileError(
