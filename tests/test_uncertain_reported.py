@@ -419,3 +419,19 @@ def test_a_handle_on_an_expired_version_says_the_version_is_gone(local):
         ):
             read()
     assert array.count() == 2 and array.to_pandas()["x"].tolist() == [1.0, 7.5]
+
+
+def test_load_takes_a_file_uri_as_an_arrays_load_does(local, tmp_path):
+    """Bug: LOAD of an uncertain array checked the path with pathlib, so a file:// URI (which an
+    array's LOAD reads, as every warehouse location may be one) was refused as 'no file or folder'.
+    The tuples read through the URI are the values written in the file."""
+    array = local.create_uncertain_array("uri<v:float64>[x=0:19:5]", scheme="store-all")
+    source = tmp_path / "folder with space"
+    source.mkdir()
+    (source / "t.csv").write_text("x,x_sigma,v\n1.5,0.5,2\n12.25,0.0,-1\n")
+    local.sql(f"LOAD uri FROM 'file://{source}/t.csv';")
+    got = array.to_pandas()
+    assert got[["x", "x_sigma", "v"]].values.tolist() == [[1.5, 0.5, 2.0], [12.25, 0.0, -1.0]]
+    with pytest.raises(NotFoundError, match=r"uncertain array uri: no file or folder at file://.*/none\.csv"):
+        local.sql(f"LOAD uri FROM 'file://{source}/none.csv';")
+    assert array.version == 1

@@ -6,13 +6,13 @@ EXPLAIN (the expanded regions and the chosen step) and the rows of SHOW ARRAYS /
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 from pyarrow import csv as pacsv
+from pyarrow.fs import FileSystem, FileType
 
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
@@ -23,6 +23,7 @@ from arrayviews.model.time_scale import instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 from arrayviews.model.uncertain import EXACT, ID, UncertainSchema
 from arrayviews.operators.uncertain_ingest import spelled_columns
+from arrayviews.storage.files import filesystem
 from arrayviews.storage.uncertain_table import Workload
 
 if TYPE_CHECKING:
@@ -304,7 +305,12 @@ def load(db: Database, s: ast.Load) -> Any:
     array = db.uncertain_array(s.array)
     schema = array.schema
     path = s.path
-    if not Path(path).exists():
+    try:  # a local path or a URI (file://, and the others Arrow reads), as an array's LOAD takes
+        fs, inner = filesystem(path)
+        found = fs.get_file_info(inner).type != FileType.NotFound
+    except (pa.ArrowException, OSError, ValueError):
+        found = False
+    if not found:
         raise NotFoundError(f"uncertain array {schema.name}: no file or folder at {path}")
     file_format = s.format or ("csv" if path.lower().rstrip("/").endswith((".csv", ".csv.gz")) else "parquet")
     header: list[str] = []
@@ -312,7 +318,7 @@ def load(db: Database, s: ast.Load) -> Any:
         if file_format == "csv":
             # the header's names as the array spells its columns (without regard to case), so that
             # each column is read as its type
-            header = pads.dataset(path, format="csv").schema.names
+            header = pads.dataset(inner, filesystem=fs, format="csv").schema.names
             spelled = dict(zip(header, spelled_columns(header, schema.input_columns()), strict=True))
             types = {
                 name: arrow_type(t)
@@ -323,13 +329,13 @@ def load(db: Database, s: ast.Load) -> Any:
             # and "null", so a NaN mean or sigma was refused as a missing value and a NaN of a float
             # attribute stored as a null (Spark's reader of an array's CSV keeps NaN a number)
             options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False)
-            dataset = pads.dataset(path, format=pads.CsvFileFormat(convert_options=options))
+            dataset = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
         else:
-            dataset = pads.dataset(path, format="parquet")
+            dataset = pads.dataset(inner, filesystem=fs, format="parquet")
         table = dataset.to_table()  # the insert matches the header's names to the columns
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         reason = str(error).strip().splitlines()[0]
-        raise _unconverted(schema, path, header, reason) or ValidationError(
+        raise _unconverted(schema, path, fs, header, reason) or ValidationError(
             f"uncertain array {schema.name}: cannot read {path} as {file_format.upper()}: {reason}",
             array=schema.name,
         ) from None
@@ -344,7 +350,7 @@ _UNCONVERTED = re.compile(
 
 
 def _unconverted(
-    schema: UncertainSchema, path: str, header: list[str], reason: str
+    schema: UncertainSchema, path: str, fs: FileSystem, header: list[str], reason: str
 ) -> ValidationError | None:
     """A CSV field its column's type cannot read, as an error naming the column, the value and where
     it is (before: Arrow's 'In CSV column #2: Row #3: CSV conversion error to double'), or None."""
@@ -353,7 +359,7 @@ def _unconverted(
         return None
     if found.group("file"):  # one file of a folder: its own header (the files may order columns apart)
         try:
-            header = pads.dataset(found.group("file"), format="csv").schema.names
+            header = pads.dataset(found.group("file"), filesystem=fs, format="csv").schema.names
         except (pa.ArrowInvalid, OSError):
             return None
     if int(found.group("column")) >= len(header):
