@@ -435,3 +435,22 @@ def test_load_takes_a_file_uri_as_an_arrays_load_does(local, tmp_path):
     with pytest.raises(NotFoundError, match=r"uncertain array uri: no file or folder at file://.*/none\.csv"):
         local.sql(f"LOAD uri FROM 'file://{source}/none.csv';")
     assert array.version == 1
+
+
+def test_nan_in_a_csv_means_the_same_to_an_array_and_an_uncertain_array(db, tmp_path):
+    """The reference for item 3: an array's LOAD (Spark's CSV reader) keeps the text NaN of a float64
+    attribute a number and an empty field a null; an uncertain array's LOAD of the same file now
+    does the same (before, both were nulls)."""
+    fields = ["NaN", "", "2.5"]  # the same v fields in both files
+    cells, tuples = tmp_path / "cells.csv", tmp_path / "tuples.csv"
+    cells.write_text("x,v\n" + "".join(f"{k},{v}\n" for k, v in enumerate(fields)))
+    tuples.write_text("x,x_sigma,v\n" + "".join(f"{k},0.0,{v}\n" for k, v in enumerate(fields)))
+    plain = db.create_array("same_a<v:float64 NULL>[x=0:9:5]")
+    plain.load(str(cells))
+    uncertain = db.create_uncertain_array("same_u<v:float64 NULL>[x=0:9:5]", scheme="store-all")
+    db.sql(f"LOAD same_u FROM '{tuples}';")
+    expected = plain.to_arrow().column("v")
+    assert expected.is_null().to_pylist() == [False, True, False] and math.isnan(expected[0].as_py())
+    got = uncertain.to_arrow().column("v")
+    assert got.is_null().to_pylist() == expected.is_null().to_pylist()
+    assert math.isnan(got[0].as_py()) and got[2].as_py() == expected[2].as_py() == 2.5
