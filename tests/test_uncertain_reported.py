@@ -1,8 +1,10 @@
 """The items the third trial of uncertain arrays reported and left open, each reproduced and fixed:
 the shared batch reader's messages, a pandas id column holding None, NaN in a CSV, the aggregate's
 result surface, a data file deleted under the array, and decimal or inexact integer positions (as
-an array's float64 attribute takes them). References are scipy's normal masses, Python's own
-reading of the CSV text and an array's reader of the same values. Bad input changes nothing."""
+an array's float64 attribute takes them); then what an adversarial pass over the statements found:
+times in INSERT, column names in another case, CSV fields a type cannot read, ids repeated, explain
+after a read, expired versions, file URIs. References are scipy's normal masses, Python's reading
+of the text, numpy's times and an array's reader of the same values. Bad input changes nothing."""
 
 from __future__ import annotations
 
