@@ -19,6 +19,7 @@ import pytest
 from scipy.stats import norm
 
 import arrayviews
+from arrayviews.execution.spark_cells import read_cell_files
 from arrayviews.model.errors import MissingFileError, NotFoundError, ParseError, ValidationError
 
 
@@ -208,8 +209,9 @@ def test_a_deleted_data_file_is_named_with_the_uncertain_array(local):
 
 
 def test_a_deleted_data_file_read_by_spark_is_named_too(db):
-    """The same on Spark: the aggregate's and the join's tasks failed with an ExecutionError quoting
-    Spark's FileNotFoundException; now the error names the uncertain array and the file."""
+    """The same on Spark: the Spark engine found the file gone while it planned the aggregate's and
+    the join's tasks and raised a bare FileNotFoundError; now the error names the uncertain array
+    and the file (a file found gone inside a task, an ExecutionError, is translated alike)."""
     tuples = {"x": [1.0, 12.0], "x_sigma": [0.1, 0.2]}
     left = db.create_uncertain_array("sgone_l<>[x=0:19:5]", scheme="store-all")
     left.insert(tuples)
@@ -440,18 +442,18 @@ def test_load_takes_a_file_uri_as_an_arrays_load_does(local, tmp_path):
 
 
 def test_nan_in_a_csv_means_the_same_to_an_array_and_an_uncertain_array(db, tmp_path):
-    """The reference for item 3: an array's LOAD (Spark's CSV reader) keeps the text NaN of a float64
-    attribute a number and an empty field a null; an uncertain array's LOAD of the same file now
+    """The reference for item 3: an array's LOAD (Spark's CSV reader, read_cell_files) keeps the text
+    NaN of a float64 attribute a number and an empty field a null; an uncertain array's LOAD of the same file now
     does the same (before, both were nulls)."""
     fields = ["NaN", "", "2.5"]  # the same v fields in both files
     cells, tuples = tmp_path / "cells.csv", tmp_path / "tuples.csv"
     cells.write_text("x,v\n" + "".join(f"{k},{v}\n" for k, v in enumerate(fields)))
     tuples.write_text("x,x_sigma,v\n" + "".join(f"{k},0.0,{v}\n" for k, v in enumerate(fields)))
     plain = db.create_array("same_a<v:float64 NULL>[x=0:9:5]")
-    plain.load(str(cells))
+    # the reader of an array's LOAD (Spark's), without the write after it
+    expected = read_cell_files(db.spark, str(cells), plain.schema).orderBy("x").toArrow().column("v")
     uncertain = db.create_uncertain_array("same_u<v:float64 NULL>[x=0:9:5]", scheme="store-all")
     db.sql(f"LOAD same_u FROM '{tuples}';")
-    expected = plain.to_arrow().column("v")
     assert expected.is_null().to_pylist() == [False, True, False] and math.isnan(expected[0].as_py())
     got = uncertain.to_arrow().column("v")
     assert got.is_null().to_pylist() == expected.is_null().to_pylist()
