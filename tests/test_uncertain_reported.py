@@ -410,7 +410,7 @@ def test_a_handle_on_an_expired_version_says_the_version_is_gone(local):
     """Bugs: a handle pinned to a version expired since counted 0 tuples and 0 copies (the summary
     looked up was gone), where an array's pinned handle raises NotFoundError; and reading it said the
     version 'was expired by another process while it was read', though this process expired it
-    before. Now each says the array has no such version, naming the versions held."""
+    before; its repr raised. Now each says the array has no such version, naming the versions held."""
     array = local.create_uncertain_array("aged<>[x=0:19:5]", scheme="store-all")
     array.insert({"x": [1.0, 7.5], "x_sigma": [0.1, 0.0]})
     array.relayout("store-mean")
@@ -423,6 +423,11 @@ def test_a_handle_on_an_expired_version_says_the_version_is_gone(local):
         ):
             read()
     assert array.count() == 2 and array.to_pandas()["x"].tolist() == [1.0, 7.5]
+    # the handle's repr says so rather than raising (it raised NotFoundError), as an array's does
+    assert repr(old) == (
+        "<UncertainArray aged<>[x=0:19:5] (unreadable: NotFoundError: uncertain array aged has no version 1 "
+        "(versions held: 2))>"
+    )
 
 
 def test_load_takes_a_file_uri_as_an_arrays_load_does(local, tmp_path):

@@ -26,7 +26,7 @@ from arrayviews.model.copy_layout import (
     normalize_scheme,
     normalize_steps,
 )
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import ArrayViewsError, ValidationError
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.uncertain_cost import StepChoice, UnitCosts
 from arrayviews.operators import uncertain_writes
@@ -169,7 +169,13 @@ class UncertainArray:
         return self._table.layout_at(self.version)
 
     def __repr__(self) -> str:
-        return f"<UncertainArray {self.schema.to_text()} ({self.layout.describe()}, version {self.version})>"
+        try:
+            state = f"{self.layout.describe()}, version {self.version}"
+        except (
+            ArrayViewsError
+        ) as error:  # dropped, or a pinned version expired: say so, as an array's repr does
+            state = f"unreadable: {type(error).__name__}: {error}"
+        return f"<UncertainArray {self.schema.to_text()} ({state})>"
 
     def count(self) -> int:
         """Number of tuples (from the version summary; nothing is read)."""
