@@ -26,11 +26,12 @@ from arrayviews.model.copy_layout import (
     normalize_scheme,
     normalize_steps,
 )
-from arrayviews.model.errors import ValidationError
+from arrayviews.model.errors import ArrayViewsError, ValidationError
 from arrayviews.model.uncertain import UncertainSchema
 from arrayviews.model.uncertain_cost import StepChoice, UnitCosts
 from arrayviews.operators import uncertain_writes
 from arrayviews.operators.uncertain_aggregate import UncertainAggregate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_index import index_subarray
 from arrayviews.operators.uncertain_ingest import possible_ranges
 from arrayviews.operators.uncertain_join import StructureJoin
@@ -137,6 +138,7 @@ def _as_float(number: object) -> float:
         return float("nan")
 
 
+@naming_missing_files(lambda handle: [(handle.table, handle.version)])
 @translating
 class UncertainArray:
     """A stored uncertain array, following its newest version unless pinned by ``at_version``."""
@@ -167,15 +169,28 @@ class UncertainArray:
         return self._table.layout_at(self.version)
 
     def __repr__(self) -> str:
-        return f"<UncertainArray {self.schema.to_text()} ({self.layout.describe()}, version {self.version})>"
+        try:
+            state = f"{self.layout.describe()}, version {self.version}"
+        except (
+            ArrayViewsError
+        ) as error:  # dropped, or a pinned version expired: say so, as an array's repr does
+            state = f"unreadable: {type(error).__name__}: {error}"
+        return f"<UncertainArray {self.schema.to_text()} ({state})>"
 
     def count(self) -> int:
         """Number of tuples (from the version summary; nothing is read)."""
-        return self._table.tuples_at(self.version)
+        return self._table.tuples_at(self._held_version())
 
     def copies(self) -> int:
         """Number of stored tuple copies (replication included) in this version."""
-        return self._table.copies_at(self.version)
+        return self._table.copies_at(self._held_version())
+
+    def _held_version(self) -> int:
+        """The version this handle reads; NotFoundError when it is no longer held (a pinned version
+        expired since: its summary is gone, and counting it 0 would be wrong)."""
+        version = self.version
+        self._table.layout_at(version)
+        return version
 
     # -- writing -----------------------------------------------------------------------------------
     def _writable(self) -> UncertainTable:
@@ -384,6 +399,7 @@ def _batch_table(batch, schema: UncertainSchema) -> pa.Table:
     return rows_to_result(rows, np.ones(batch.size), schema)
 
 
+@naming_missing_files(lambda result: [(result.array.table, result.array.version)])
 @translating
 class UncertainSubarray:
     """A probabilistic Subarray, evaluated when read."""

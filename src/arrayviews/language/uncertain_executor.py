@@ -6,21 +6,24 @@ EXPLAIN (the expanded regions and the chosen step) and the rows of SHOW ARRAYS /
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 from pyarrow import csv as pacsv
+from pyarrow.fs import FileSystem, FileType
 
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.registry import statement_runner
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN
-from arrayviews.model.errors import NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
+from arrayviews.model.time_scale import instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 from arrayviews.model.uncertain import EXACT, ID, UncertainSchema
+from arrayviews.operators.uncertain_ingest import spelled_columns
+from arrayviews.storage.files import filesystem
 from arrayviews.storage.uncertain_table import Workload
 
 if TYPE_CHECKING:
@@ -246,6 +249,8 @@ def tuple_rows(
             if type_name == "string":  # text only, quoted (the array's insert checks nulls)
                 if value is not None and not isinstance(value, str):
                     problem = f"{value!r} is not a string (quote it: '...')"
+            elif type_name == "datetime64":  # ISO text, as an array's INSERT reads it
+                problem = None if value is None else _time_problem(value)
             elif isinstance(value, str):
                 problem = f"{value!r} is a string, not a{'n' if type_name.startswith('int') else ''} {type_name} value"
             elif value is not None:
@@ -262,8 +267,26 @@ def tuple_rows(
                 )
         if type_name.startswith("float"):
             values = [None if v is None else float(v) for v in values]
+        if type_name == "datetime64":  # exact nanoseconds since 1970, UTC
+            values = [None if v is None else instant_nanoseconds(v) for v in values]
+            arrays[name] = pa.array(values, pa.int64()).cast(arrow_type(type_name))
+            continue
         arrays[name] = pa.array(values, arrow_type(type_name))
     return pa.table(arrays)
+
+
+def _time_problem(value: ast.Value) -> str | None:
+    """Why an INSERT literal is no value of a datetime64 attribute (ISO text within datetime64[ns])."""
+    if not isinstance(value, str):
+        shown = ("true" if value else "false") if isinstance(value, bool) else repr(value)
+        return f"{shown} is not a time (write it as text, e.g. '2026-01-31T06:00', UTC)"
+    try:
+        nanoseconds = instant_nanoseconds(value)
+    except SchemaError as error:
+        return str(error)
+    if not -(2**63) < nanoseconds < 2**63:
+        return f"{value!r} is outside the datetime64[ns] range (1677-09-21 to 2262-04-11)"
+    return None
 
 
 def _column_types(schema: UncertainSchema) -> dict[str, str]:
@@ -282,24 +305,76 @@ def load(db: Database, s: ast.Load) -> Any:
     array = db.uncertain_array(s.array)
     schema = array.schema
     path = s.path
-    if not Path(path).exists():
+    try:  # a local path or a URI (file://, and the others Arrow reads), as an array's LOAD takes
+        fs, inner = filesystem(path)
+        found = fs.get_file_info(inner).type != FileType.NotFound
+    except (pa.ArrowException, OSError, ValueError):
+        found = False
+    if not found:
         raise NotFoundError(f"uncertain array {schema.name}: no file or folder at {path}")
     file_format = s.format or ("csv" if path.lower().rstrip("/").endswith((".csv", ".csv.gz")) else "parquet")
+    header: list[str] = []
     try:
         if file_format == "csv":
-            types = {name: arrow_type(t) for name, t in _column_types(schema).items()}
-            options = pacsv.ConvertOptions(column_types=types, strings_can_be_null=False)
-            dataset = pads.dataset(path, format=pads.CsvFileFormat(convert_options=options))
+            # the header's names as the array spells its columns (without regard to case), so that
+            # each column is read as its type
+            header = pads.dataset(inner, filesystem=fs, format="csv").schema.names
+            spelled = dict(zip(header, spelled_columns(header, schema.input_columns()), strict=True))
+            types = {
+                name: arrow_type(t)
+                for name, t in ((n, _column_types(schema).get(spelled[n])) for n in header)
+                if t is not None
+            }
+            # only an empty field is missing: Arrow's default null texts also take "NaN", "nan", "NA"
+            # and "null", so a NaN mean or sigma was refused as a missing value and a NaN of a float
+            # attribute stored as a null (Spark's reader of an array's CSV keeps NaN a number)
+            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False)
+            dataset = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
         else:
-            dataset = pads.dataset(path, format="parquet")
-        table = dataset.to_table()
+            dataset = pads.dataset(inner, filesystem=fs, format="parquet")
+        table = dataset.to_table()  # the insert matches the header's names to the columns
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         reason = str(error).strip().splitlines()[0]
-        raise ValidationError(
+        raise _unconverted(schema, path, fs, header, reason) or ValidationError(
             f"uncertain array {schema.name}: cannot read {path} as {file_format.upper()}: {reason}",
             array=schema.name,
         ) from None
     return array.insert(table)
+
+
+#: Arrow's words for a CSV field its column's type cannot read (1-based line, 0-based column).
+_UNCONVERTED = re.compile(
+    r"(?:input source '(?P<file>[^']*)'.*)?In CSV column #(?P<column>\d+): Row #(?P<line>\d+): "
+    r"CSV conversion error to \w+: invalid value '(?P<value>.*)'$"
+)
+
+
+def _unconverted(
+    schema: UncertainSchema, path: str, fs: FileSystem, header: list[str], reason: str
+) -> ValidationError | None:
+    """A CSV field its column's type cannot read, as an error naming the column, the value and where
+    it is (before: Arrow's 'In CSV column #2: Row #3: CSV conversion error to double'), or None."""
+    found = _UNCONVERTED.search(reason)
+    if found is None:
+        return None
+    if found.group("file"):  # one file of a folder: its own header (the files may order columns apart)
+        try:
+            header = pads.dataset(found.group("file"), filesystem=fs, format="csv").schema.names
+        except (pa.ArrowInvalid, OSError):
+            return None
+    if int(found.group("column")) >= len(header):
+        return None
+    name = spelled_columns([header[int(found.group("column"))]], schema.input_columns())[0]
+    type_name = _column_types(schema).get(name, "float64")
+    value = found.group("value")
+    return ValidationError(
+        f"uncertain array {schema.name}, column {name}: {value!r} (line {found.group('line')} of "
+        f"{found.group('file') or path}) is not a{'n' if type_name.startswith(('int', 'uint')) else ''} "
+        f"{type_name} value; nothing was written",
+        array=schema.name,
+        column=name,
+        value=value,
+    )
 
 
 # -- listings ---------------------------------------------------------------------------------------

@@ -124,14 +124,16 @@ class UncertainSchema:
             )
         )
         object.__setattr__(self, "correlations", ordered)
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}  # column names are case-insensitive, as an array's
         for column, owner in self._all_names():
-            if column in seen:
+            if column.lower() in seen:
+                earlier, other = seen[column.lower()]
+                spelled = "" if earlier == column else f" (as {earlier!r}; column names are case-insensitive)"
                 raise SchemaError(
                     f"uncertain array {self.name}: column name {column!r} of {owner} clashes with "
-                    f"{seen[column]}; rename one of them"
+                    f"{other}{spelled}; rename one of them"
                 )
-            seen[column] = owner
+            seen[column.lower()] = (column, owner)
 
     def _all_names(self) -> list[tuple[str, str]]:
         """Every input and storage column name with what it belongs to (they must all differ)."""

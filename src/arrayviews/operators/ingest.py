@@ -55,7 +55,9 @@ def _numpy_column(column: object) -> np.ndarray:
     return np.atleast_1d(np.asarray(column, dtype=object))
 
 
-def _dict_column(array: str, name: str, column: object) -> pa.Array | pa.ChunkedArray | np.ndarray:
+def _dict_column(
+    array: str, name: str, column: object, noun: str = "array"
+) -> pa.Array | pa.ChunkedArray | np.ndarray:
     """One column of a dict batch: Arrow as it is; pandas (a Series or an extension array such as
     ``Int64``) as a DataFrame's column is read, its ``NA`` a null; a list of Python integers
     exactly (numpy would make ``[2**63 + 5, 3]`` floats); a list of numpy times with None as a
@@ -70,21 +72,21 @@ def _dict_column(array: str, name: str, column: object) -> pa.Array | pa.Chunked
     if isinstance(column, list | tuple):
         present = [v for v in column if v is not None]
         if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-            return _python_integers(array, name, list(column), present)
+            return _python_integers(array, name, list(column), present, noun)
         if present and len(present) < len(column) and all(isinstance(v, np.datetime64) for v in present):
             # numpy times beside None: None is NaT (a null, as in a datetime64 array), the unit the finest
             column = np.array([np.datetime64("NaT") if v is None else v for v in column])
     return _numpy_column(column)
 
 
-def _python_integers(array: str, name: str, values: list, present: list) -> pa.Array:
+def _python_integers(array: str, name: str, values: list, present: list, noun: str = "array") -> pa.Array:
     """Python integers (and None) as int64, or as uint64 when one passes int64 and none is
     negative; a value no 64-bit type holds is refused by row."""
     kind, low, high = (pa.uint64(), 0, 2**64) if max(present) >= 2**63 else (pa.int64(), -(2**63), 2**63)
     for row, value in enumerate(values):
         if value is not None and not low <= value < high:
             raise ValidationError(
-                f"array {array}, column {name}: {value} (row {row}) fits no 64-bit integer column "
+                f"{noun} {array}, column {name}: {value} (row {row}) fits no 64-bit integer column "
                 f"together with the others (int64: -2**63 .. 2**63 - 1; uint64: 0 .. 2**64 - 1)",
                 array=array,
                 column=name,
@@ -93,8 +95,9 @@ def _python_integers(array: str, name: str, values: list, present: list) -> pa.A
     return pa.array(values, kind)
 
 
-def to_arrow(data: object, array: str) -> pa.Table:
-    """Any supported driver-side batch as an Arrow table."""
+def to_arrow(data: object, array: str, noun: str = "array") -> pa.Table:
+    """Any supported driver-side batch as an Arrow table; errors name ``f"{noun} {array}"`` (an
+    uncertain array's reader passes ``noun="uncertain array"``)."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -115,25 +118,32 @@ def to_arrow(data: object, array: str) -> pa.Table:
         return pa.Table.from_arrays(columns, names=[str(name) for name in data.columns])
     if isinstance(data, Mapping):
         # Arrow columns stay as they are (numpy would turn their nulls into NaN); others via numpy.
-        columns = {name: _dict_column(array, str(name), column) for name, column in data.items()}
+        columns = {name: _dict_column(array, str(name), column, noun) for name, column in data.items()}
         lengths = {name: len(column) for name, column in columns.items()}
         if len(set(lengths.values())) > 1:
             described = ", ".join(f"{k}={v}" for k, v in lengths.items())
-            raise ValidationError(f"array {array}: columns have different lengths ({described})", array=array)
+            raise ValidationError(
+                f"{noun} {array}: columns have different lengths ({described})", array=array
+            )
         try:
             return pa.table(columns)
         except UnicodeError:
-            raise _not_text(array, columns) from None
+            raise _not_text(array, columns, noun) from None
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            raise _mixed(array, columns) from None
+            raise _mixed(array, columns, noun) from None
     raise ValidationError(
-        f"array {array}: cannot read cells from {type(data).__name__}; give a pandas DataFrame, "
+        f"{noun} {array}: cannot read {_rows(noun)} from {type(data).__name__}; give a pandas DataFrame, "
         "a pyarrow Table, a Spark DataFrame or a dict of numpy arrays",
         array=array,
     )
 
 
-def _mixed(array: str, columns: Mapping) -> ValidationError:
+def _rows(noun: str) -> str:
+    """What a batch holds: an array's cells, an uncertain array's tuples."""
+    return "cells" if noun == "array" else "tuples"
+
+
+def _mixed(array: str, columns: Mapping, noun: str = "array") -> ValidationError:
     """The error for a column mixing text with other values, naming the column and the first row
     whose kind differs from the column's first value (only run once a conversion failed)."""
     for name, column in columns.items():
@@ -151,12 +161,12 @@ def _mixed(array: str, columns: Mapping) -> ValidationError:
             "" if row is None else f": row {row} holds {value!r}, row {present[0][0]} holds {present[0][1]!r}"
         )
         return ValidationError(
-            f"array {array}: column {name} mixes {kinds}{where}",
+            f"{noun} {array}: column {name} mixes {kinds}{where}",
             array=array,
             column=str(name),
             value=None if row is None else repr(value),
         )
-    return ValidationError(f"array {array}: the columns cannot be read as cells", array=array)
+    return ValidationError(f"{noun} {array}: the columns cannot be read as {_rows(noun)}", array=array)
 
 
 def _converts(column: object) -> bool:
@@ -168,7 +178,7 @@ def _converts(column: object) -> bool:
     return True
 
 
-def _not_text(array: str, columns: Mapping) -> ValidationError:
+def _not_text(array: str, columns: Mapping, noun: str = "array") -> ValidationError:
     """The error for a string that is not valid Unicode (a lone surrogate: UTF-8 cannot hold it),
     naming its column and row (only run once a conversion has failed)."""
     for name, column in columns.items():
@@ -179,13 +189,13 @@ def _not_text(array: str, columns: Mapping) -> ValidationError:
                     value.encode("utf-8")
                 except UnicodeEncodeError:
                     return ValidationError(
-                        f"array {array}: column {name}, row {row}: {value[:40]!r} is not valid Unicode "
+                        f"{noun} {array}: column {name}, row {row}: {value[:40]!r} is not valid Unicode "
                         "text (it holds a lone surrogate, which UTF-8 cannot store)",
                         array=array,
                         column=str(name),
                         value=value,
                     )
-    return ValidationError(f"array {array}: a text value is not valid Unicode", array=array)
+    return ValidationError(f"{noun} {array}: a text value is not valid Unicode", array=array)
 
 
 def whole_decimals(

@@ -35,6 +35,7 @@ from arrayviews.model.errors import RangeError, ValidationError
 from arrayviews.model.names import check_identifier
 from arrayviews.model.uncertain import EXACT, GAUSSIAN, UncertainSchema
 from arrayviews.operators.uncertain_engine import AGGREGATE_JOBS, check_engine, choose_engine, read_estimate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_regions import as_number
 from arrayviews.operators.uncertain_subarray import dimension_groups, position_arrays
 from arrayviews.storage import layout
@@ -320,6 +321,7 @@ def block_totals(
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in out}, schema=out)
 
 
+@naming_missing_files(lambda result: [(result.array.table, result.array.version)])
 @translating
 class UncertainAggregate:
     """Expected aggregates per block (regrid) or per group (group-by), computed when read."""
@@ -344,6 +346,8 @@ class UncertainAggregate:
         self.calls = calls
         self.threshold = threshold
         self._result: pa.Table | None = None
+        #: The version the result was computed from (set when it is read).
+        self._version: int | None = None
 
     @staticmethod
     def _threshold(schema: UncertainSchema, threshold) -> float:
@@ -431,7 +435,7 @@ class UncertainAggregate:
         return {
             "operator": "aggregate",
             "array": schema.name,
-            "version": self.array.version,
+            "version": self.version,
             "groups": {n: int(self.blocks[k]) for n, k in zip(self.names, self.kept, strict=False)}
             if self.kept
             else "all tuples",
@@ -441,6 +445,12 @@ class UncertainAggregate:
             "reason": choice.reason,
         }
 
+    @property
+    def version(self) -> int:
+        """The version the result answers for: the newest until it is read, then the one read (as a
+        subarray's plan and a join's sides do)."""
+        return self.array.version if self._version is None else self._version
+
     def to_arrow(self) -> pa.Table:
         if self._result is not None:
             return self._result
@@ -449,7 +459,7 @@ class UncertainAggregate:
         outputs = [c.output_name for c in self.calls]
         result_schema = _result_schema(self.names, outputs)
         if version == 0:
-            self._result = result_schema.empty_table()
+            self._result, self._version = result_schema.empty_table(), version
             return self._result
         engine = self.array._db.executors.engine(self.choose().executor)
         partial_schema = _partial_schema(self.names, self.calls)
@@ -486,11 +496,16 @@ class UncertainAggregate:
             result_schema,
         )
         result = engine.collect(stage_two, result_schema)
-        self._result = result.sort_by([(n, "ascending") for n in self.names])
+        self._result, self._version = result.sort_by([(n, "ascending") for n in self.names]), version
         return self._result
 
     def to_pandas(self) -> pd.DataFrame:
         return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        """Rows of the result: the blocks (or groups) some tuple may lie in, as a subarray or a join
+        counts its rows (the expected number of tuples is the ``count(*)`` aggregate)."""
+        return self.to_arrow().num_rows
 
     def store(self, name: str):
         """Store the expected aggregates as an ordinary array ``name`` (one attribute per aggregate)."""

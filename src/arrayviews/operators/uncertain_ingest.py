@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrayviews.kernels.fences import batch_fences, fence_capacity
 from arrayviews.model.copy_layout import (
@@ -67,6 +68,12 @@ def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool 
         raise _error(schema, name, f"missing value (null) in row {row}")
     kind = column.type
     if integer:
+        if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
+            # pandas holds None in a column of numbers as NaN (and the column as float64)
+            row = int(np.flatnonzero(np.isnan(np.asarray(column, dtype=np.float64)))[0])
+            raise _error(
+                schema, name, f"missing value (NaN, as pandas stores None among numbers) in row {row}"
+            )
         if not pa.types.is_integer(kind):
             raise _error(schema, name, f"ids must be integers, got {kind}", str(kind))
         values = np.asarray(column)
@@ -74,27 +81,46 @@ def _numeric(table: pa.Table, name: str, schema: UncertainSchema, integer: bool 
             raise _error(schema, name, f"id {values.max()} does not fit in int64", int(values.max()))
         return values.astype(np.int64)
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        raise _error(schema, name, f"values must be numbers, got {kind}", str(kind))
-    values = np.asarray(column).astype(np.float64)
+        # as an array's float64 attribute: decimals and anything else are refused by type
+        raise _error(
+            schema,
+            name,
+            f"values of type {kind} cannot be stored as float64 (give integers or floats)",
+            str(kind),
+        )
+    values = np.asarray(column)
+    misfit = first_misfit("float64", values)  # an integer float64 would round (above 2**53)
+    if misfit is not None:
+        value = values[misfit].item()
+        raise _error(schema, name, f"{misfit_reason('float64', value)} (row {misfit})", value)
+    values = values.astype(np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise _error(
-            schema, name, f"value {values[row]} in row {row} is not a finite number", float(values[row])
-        )
+        value = float(values[row])
+        shown = "NaN" if np.isnan(value) else repr(value)  # NaN is no missing value: say what it is
+        raise _error(schema, name, f"value {shown} in row {row} is not a finite number", value)
     return values
+
+
+def spelled_columns(names: list[str], expected: list[str]) -> list[str]:
+    """``names`` as the array spells its input columns (names match without regard to case, as an
+    array's columns do); a name it does not have stays as given, for the checks to name."""
+    folded = {column.lower(): column for column in expected}
+    return [name if name in expected else folded.get(name.lower(), name) for name in names]
 
 
 def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
     """Validate a batch (pandas, Arrow, dict of arrays or a Spark DataFrame) against ``schema``."""
     if hasattr(data, "toArrow") and hasattr(data, "sparkSession"):
         data = data.toArrow()
-    table = to_arrow(data, schema.name)
+    table = to_arrow(data, schema.name, noun="uncertain array")
+    expected = schema.input_columns()
+    table = table.rename_columns(spelled_columns(table.column_names, expected))
     names = table.column_names
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
-        raise _error(schema, duplicate, "the column appears twice")
-    expected = schema.input_columns()
+        raise _error(schema, duplicate, "the column appears twice (names match without regard to case)")
     unknown = [n for n in names if n not in expected]
     if unknown:
         raise _error(schema, unknown[0], f"unknown column; expected {', '.join(expected)}")
@@ -109,8 +135,12 @@ def normalize_tuples(data: object, schema: UncertainSchema) -> TupleBatch:
         unique, counts = np.unique(ids, return_counts=True)
         if (counts > 1).any():
             repeated = int(unique[np.argmax(counts > 1)])
+            again = int(np.flatnonzero(ids == repeated)[1])  # the row a statement's error points at
             raise _error(
-                schema, ID, f"id {repeated} appears {int(counts.max())} times in the batch", repeated
+                schema,
+                ID,
+                f"id {repeated} appears {int(counts[unique == repeated][0])} times in the batch (again in row {again})",
+                repeated,
             )
     d = schema.ndim
     means = np.empty((n, d), dtype=np.float64)

@@ -32,6 +32,7 @@ from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.uncertain import ID, PROBABILITY, UncertainSchema, unclipped_possible_range
 from arrayviews.operators.uncertain_engine import JOIN_JOBS, check_engine, read_estimate
+from arrayviews.operators.uncertain_files import naming_missing_files
 from arrayviews.operators.uncertain_index import PossibleRangeIndex
 from arrayviews.operators.uncertain_regions import as_number, check_threshold, union_chunks
 from arrayviews.storage import layout
@@ -581,6 +582,9 @@ class _Counter:
 MAX_DELTA = float(2**52)
 
 
+@naming_missing_files(
+    lambda join: [(join.left.table, join.left.version), (join.right.table, join.right.version)]
+)
 @translating
 class StructureJoin:
     """A probabilistic Structure-Join, evaluated when read."""
@@ -597,6 +601,8 @@ class StructureJoin:
         self.plan = None
         self._forced_plan: str | None = None
         self._result: pa.Table | None = None
+        #: The versions of the left and right arrays the result was computed from (set when read).
+        self._versions: tuple[int, int] | None = None
 
     @classmethod
     def create(cls, left, right, delta, threshold, method, engine, outer) -> StructureJoin:
@@ -636,8 +642,13 @@ class StructureJoin:
         return cls(left, right, delta, lam, method, engine, outer)
 
     def _sides(self) -> tuple[Side, Side, bool]:
-        left = Side(self.left.table, self.left.version, self.left.layout)
-        right = Side(self.right.table, self.right.version, self.right.layout)
+        """(outer, inner, swapped) at the newest versions until the result is read, then at the
+        versions read (as a subarray's plan does)."""
+        versions = self._versions or (self.left.version, self.right.version)
+        left, right = (
+            Side(h.table, v, h.table.layout_at(v))
+            for h, v in zip((self.left, self.right), versions, strict=True)
+        )
         return (left, right, False) if self.outer_side == "left" else (right, left, True)
 
     def force_plan(self, plan: str) -> StructureJoin:
@@ -746,6 +757,7 @@ class StructureJoin:
                 stats.extra["plan"] = self.plan.plan if self.choice.executor == "local" else "routed"
                 stats.extra["reason"] = self.choice.reason
             self._result = _finish(parts, swapped, stats)
+            self._versions = (inner.version, outer.version) if swapped else (outer.version, inner.version)
             stats.seconds = time.perf_counter() - started
             self.statistics = stats
         return self._result

@@ -61,9 +61,10 @@ def assign_ids(table: UncertainTable, batch: TupleBatch, version: int) -> np.nda
             stored = _stored_ids(table, version, low, high)
             repeated = np.intersect1d(ids, stored)
             if len(repeated):
+                row = int(np.flatnonzero(ids == repeated[0])[0])
                 raise ValidationError(
                     f"uncertain array {schema.name}, column {ID}: id {int(repeated[0])} is already stored "
-                    f"({len(repeated)} id(s) of the batch are); nothing was written",
+                    f"(the batch gives it in row {row}; {len(repeated)} id(s) of the batch are); nothing was written",
                     array=schema.name,
                     column=ID,
                     value=int(repeated[0]),
