@@ -214,8 +214,10 @@ def create_stream(
         raise AlreadyExistsError(f"a stream named {name} already exists")
     try:
         table = SparkPartTable.create(catalog, NAMESPACE, name, schema, partition_length, KIND, properties)
-    except AlreadyExistsError:
-        raise AlreadyExistsError(f"a stream named {name} already exists") from None
+    except AlreadyExistsError as error:
+        if SparkPartTable.exists(catalog, NAMESPACE, name):  # another process made the stream first
+            raise AlreadyExistsError(f"a stream named {name} already exists") from None
+        raise AlreadyExistsError(str(error)) from None  # an array or array view holds the name
     return Stream(db, table)
 
 

@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 
 from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError
 from arrayviews.model.faults import checkpoint
+from arrayviews.storage import kinds
 from arrayviews.storage.files import filesystem
 from arrayviews.storage.snapshots import (
     TABLE_PROPERTIES,
@@ -24,6 +25,7 @@ from arrayviews.storage.snapshots import (
     may_have_committed,
     stage_snapshot,
 )
+from arrayviews.storage.versioned import KIND_PROPERTY
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,25 @@ def delete_folder(location: str) -> None:
                 return
 
 
+def _refuse_name_of_another_kind(catalog: Catalog, namespace: str, name: str) -> None:
+    """Arrays, views and streams share one namespace (names compared without regard to case), though
+    their tables live in two catalog namespaces: a name a table of the other namespace holds is
+    refused, naming that relation's kind."""
+    for other in kinds.NAMESPACES:
+        if other == namespace or not catalog.table_exists((other, name.lower())):
+            continue
+        try:
+            table = catalog.load_table((other, name.lower()))
+            kind = kinds.kind_of_stored(other, table.metadata.properties.get(KIND_PROPERTY))
+        except Exception:  # noqa: BLE001 - a broken table still holds the name
+            kind = None
+        holder = kinds.with_article(kind) if kind else "a relation"
+        raise AlreadyExistsError(
+            f"{holder} named {name} already exists (arrays, views and streams share one namespace; "
+            "names are compared without regard to case)"
+        )
+
+
 def create_table(
     catalog: Catalog,
     namespace: str,
@@ -75,6 +96,7 @@ def create_table(
     identifier = (namespace, name.lower())
     if catalog.table_exists(identifier):
         raise AlreadyExistsError(f"{what} already exists")
+    _refuse_name_of_another_kind(catalog, namespace, name)
     location = new_location(catalog, namespace, name)
     try:
         transaction = catalog.create_table_transaction(
