@@ -59,3 +59,12 @@ def test_a_name_held_by_another_kind_is_refused_and_nothing_is_created(ndb, case
     message = str(raised.value)
     assert HOLDER[case] in message and "share one namespace" in message, message
     assert _listing(ndb) == before == [("grid", "array"), ("st", "stream")]
+
+
+def test_storing_over_an_uncertain_array_names_its_kind(db) -> None:
+    grid = db.create_array("G<v:float64>[i=0:9:5; j=0:9:5]")
+    grid.insert({"i": [1], "j": [2], "v": [1.0]})
+    db.create_uncertain_array("Unc<flux:gaussian>[x=0:9:5; y=0:9:5]")
+    with pytest.raises(AlreadyExistsError, match="an uncertain array named unc already exists"):
+        grid.regrid([5, 5], "avg(v)").store("unc")
+    assert sorted(db.relations().kind) == ["array", "uncertain array"]

@@ -489,7 +489,8 @@ class Database:
         commit, so a crash leaves either the whole array or no array (and a retry works)."""
         schema = array.schema.renamed(name)
         if self.warehouse.exists(name):
-            raise AlreadyExistsError(f"an array named {name} already exists")
+            holder = kinds.with_article(self.kind_of(name) or kinds.ARRAY)
+            raise AlreadyExistsError(f"{holder} named {name} already exists")
         arrow_schema = layout.fragment_schema(schema)
 
         def stamp(rows: pa.Table) -> pa.Table:
