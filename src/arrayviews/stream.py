@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
+from arrayviews.execution import local_cells, local_rows
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
@@ -364,9 +365,25 @@ class Stream:
         fs, inner = filesystem(path)
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
-        file_format = (format or ("csv" if path.lower().endswith(".csv") else "parquet")).lower()
+        file_format = local_cells.format_of(path, format)  # .csv and .csv.gz are CSV
+        engine, _ = self.db.executors.choose(local_cells.load_estimate(path, file_format))
+        if engine.name == "local" and file_format in ("csv", "parquet"):
+            target = part_table.arrow_schema_of(self.schema)
+            try:
+                rows = local_rows.read_stream_rows(
+                    path, file_format, pa.schema(list(target)[:-1]), self.time_column
+                )
+            except local_cells.NotCertain:
+                rows = None  # not certain of Spark's meaning of the files: Spark reads them below
+            if rows is not None:
+                return self.append(rows, allow_gap=allow_gap)
         if file_format == "csv":
-            frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(self.schema).csv(path)
+            # columns by the header's names: with a schema given, Spark's reader takes them by
+            # position, so a file naming the columns in another order was read into the wrong ones
+            header = csv_reader(self.db.spark).csv(path).columns
+            self._check_names(header)
+            ordered = T.StructType([self.schema[name] for name in header])
+            frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(ordered).csv(path)
         elif file_format == "parquet":
             frame = self.db.spark.read.parquet(path)
             # Parquet files written without a time zone (pandas' default) hold times in UTC, the

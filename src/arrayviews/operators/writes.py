@@ -55,8 +55,9 @@ class WriteResult:
     #: How many times the write was planned: more than one when other writers committed first.
     attempts: int = 1
     #: Which executor ran the write's bulk work ("spark" or "local") and why: the files a compaction,
-    #: delete or replacing write rewrote (chosen by cost when given a chooser); empty when the write
-    #: rewrote nothing (a plain insert: the driver or the frame's engine wrote the new files).
+    #: delete or replacing write rewrote (chosen by cost when given a chooser); for a LOAD that
+    #: rewrote nothing, the executor that read the files; empty when a write rewrote nothing (a
+    #: plain insert: the driver or the frame's engine wrote the new files).
     executor: str = ""
     executor_reason: str = ""
 
