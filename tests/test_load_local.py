@@ -57,8 +57,19 @@ ROWS = [
         (6, 7, "plain", -(2**63), 1e-5, 1 + 2**-23, False, None, None),
     ),
 ]  # fmt: skip
+#: A datetime64 attribute's field per record and the time it stands for (UTC): by hand.
+TIMES_OF = [
+    ("2026-01-01 06:00:00", "2026-01-01T06:00"),
+    ("", None),
+    ("2026-01-02T06:00Z", "2026-01-02T06:00"),
+    ("2026-01-01T00:00:00.5+01:00", "2025-12-31T23:00:00.5"),
+    (" 2026-03-04 ", "2026-03-04"),
+    ("1969-12-31 23:59:59.999999", "1969-12-31T23:59:59.999999"),
+    ("2026-01-01T00:00", "2026-01-01"),
+]
 SCHEMA = (
-    "<s:string NULL, n:int64 NULL, f:float64 NULL, g:float32 NULL, b:bool NULL, k:int8 NULL, u:uint8 NULL>"
+    "<s:string NULL, n:int64 NULL, f:float64 NULL, g:float32 NULL, b:bool NULL, k:int8 NULL, u:uint8 NULL, "
+    "d:datetime64 NULL>"
 )
 
 
@@ -71,7 +82,7 @@ def dbs(spark, tmp_path_factory):
     return local, on_spark, root
 
 
-def _csv(records: list[list[str]], header: str = "i,t,s,n,f,g,b,k,u") -> bytes:
+def _csv(records: list[list[str]], header: str = "i,t,s,n,f,g,b,k,u,d") -> bytes:
     return (header + "\n" + "\n".join(",".join(r) for r in records) + "\n").encode()
 
 
@@ -96,15 +107,16 @@ def test_csv_fields_match_spark_and_plain_python(dbs) -> None:
     float32 rounding, narrow integers, and time-labelled cells (a cell number or ISO times)."""
     _, _, root = dbs
     path = root / "edges.csv"
-    path.write_bytes(_csv([fields for fields, _ in ROWS]))
+    path.write_bytes(_csv([[*fields, d] for (fields, _), (d, _) in zip(ROWS, TIMES_OF, strict=True)]))
     # the file says what ROWS say: the csv module splits it into the same texts (nulls as "")
     with path.open(newline="") as handle:
         parsed = list(csv.reader(handle))[1:]
     assert [row[2] for row in parsed] == ["" if cells[2] is None else cells[2] for _, cells in ROWS]
     local, _ = _both(dbs, "edges", f"{SCHEMA}[i=0:99:10; {TIMES}]", path)
     got = {int(r.i): r for r in local.itertuples()}
-    for _, (i, t, s, n, f, g, b, k, u) in ROWS:
+    for (_, (i, t, s, n, f, g, b, k, u)), (_, d) in zip(ROWS, TIMES_OF, strict=True):
         row = got[i]
+        assert (pd.isna(row.d) and d is None) or row.d == pd.Timestamp(d)
         assert row.t == t
         assert (None if pd.isna(row.s) else row.s) == s
         for value, want in ((row.n, n), (row.b, b), (row.k, k), (row.u, u)):

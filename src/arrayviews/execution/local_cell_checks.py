@@ -45,6 +45,7 @@ _TARGETS = {
     "float64": pa.float64(),
     "bool": pa.bool_(),
     "string": pa.string(),
+    "datetime64": pa.timestamp("us", "UTC"),
 }
 _EPOCH = dt.datetime(1970, 1, 1)
 

@@ -367,6 +367,7 @@ _ARROW_OF = {
     "float64": pa.float64(),
     "bool": pa.bool_(),
     "string": pa.string(),
+    "datetime64": pa.int64(),  # microseconds, made a TIMESTAMP after conversion
 }
 _BAD = object()
 
@@ -429,12 +430,9 @@ def _boolean(text: str) -> object:
     return _BAD
 
 
-def _time_cell(text: str, scale: TimeScale) -> object:
-    """A text on a time dimension: a cell number, or an ISO time (UTC unless it names its zone)
-    labelling a cell, exact as spark_cells.time_cells; ``_BAD`` when it is neither."""
-    if _INTEGER.fullmatch(text):
-        value = int(text)
-        return value if -(2**63) <= value < 2**63 else _BAD
+def _micros(text: str) -> object:
+    """An ISO time (UTC unless it names its zone) as microseconds since 1970, as Spark's cast to
+    TIMESTAMP reads it; ``_BAD`` where it gives null."""
     match = _TIME.fullmatch(text)
     if match is None:
         if _ODD.search(text) or re.search(r"[0-9]", text):
@@ -453,6 +451,20 @@ def _time_cell(text: str, scale: TimeScale) -> object:
     micros += int((fraction or "0").ljust(6, "0"))
     if sign is not None:
         micros -= (1 if sign == "+" else -1) * (int(zone_hours) * 3600 + int(zone_minutes) * 60) * 1_000_000
+    return micros
+
+
+def _time_cell(text: str, scale: TimeScale) -> object:
+    """A text on a time dimension: a cell number, or an ISO time labelling a cell, exact as
+    spark_cells.time_cells; ``_BAD`` when it is neither."""
+    if _INTEGER.fullmatch(text):
+        value = int(text)
+        if not -(2**63) <= value < 2**63:
+            raise _uncertain(text, "time")  # no BIGINT: Spark's cast to a time decides
+        return value
+    micros = _micros(text)
+    if micros is _BAD:
+        return _BAD
     offset = micros * 1000 - scale.nanoseconds(0)
     step = scale.nanoseconds(1) - scale.nanoseconds(0)
     if offset % step or abs(offset // step) > 2**62:
@@ -487,6 +499,8 @@ def _converted(rows: CellRows, path: str, schema: ArraySchema) -> pa.Table:
                 value = _time_cell(trimmed, scale)
             elif kind == "bool":
                 value = _boolean(trimmed)
+            elif kind == "datetime64":
+                value = _micros(trimmed)
             elif kind.startswith("float"):
                 value = _floating(trimmed, kind)
             else:
@@ -500,6 +514,8 @@ def _converted(rows: CellRows, path: str, schema: ArraySchema) -> pa.Table:
         columns[name] = (
             dictionary.take(pa.array(picked, mask=~present)) if len(values) else pa.nulls(len(column), target)
         )
+        if kind == "datetime64" and dimension is None:
+            columns[name] = columns[name].cast(pa.timestamp("us", "UTC"))
         problems[name] = (
             present & np.asarray(bad, bool)[picked] if len(values) else np.zeros(len(column), bool)
         )

@@ -182,6 +182,7 @@ def _spark_type(type_name: str) -> T.DataType:
         "float64": T.DoubleType(),
         "bool": T.BooleanType(),
         "string": T.StringType(),
+        "datetime64": T.TimestampType(),
     }[type_name]
 
 
@@ -266,12 +267,13 @@ def read_cell_files(
         target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
         # spaces around a number are no part of it; around a text they are the text's own
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
-        converted[name] = text.try_cast(target)
+        # a datetime64 attribute reads times as a time dimension does
+        converted[name] = (
+            _stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
+        )
         scale = schema.dimension(name).scale if schema.has_dimension(name) else None
         if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            # Spark reads a zone only after the seconds: '2026-01-02T06:00Z' as '2026-01-02T06:00:00Z'
-            stamped = F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
-            times = time_cells(stamped.try_cast(T.TimestampType()), scale)[0]
+            times = time_cells(_stamped(text).try_cast(T.TimestampType()), scale)[0]
             converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
@@ -300,6 +302,12 @@ def read_cell_files(
                 value=bad,
             )
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
+
+
+def _stamped(text: Column) -> Column:
+    """Times as Spark reads them: it reads a zone only after the seconds, so '2026-01-02T06:00Z'
+    is read as '2026-01-02T06:00:00Z'."""
+    return F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
 
 
 def _format_of(path: str) -> str:
