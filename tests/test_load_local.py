@@ -169,8 +169,6 @@ def test_parquet_folder_gzip_csv_and_hidden_files(dbs) -> None:
     (texts / ".c.csv").write_bytes(b"i,v\n6,60\n")
     local, _ = _both(dbs, "csv_dir", "<v:int32 NULL>[i=0:9:5]", texts, "csv")
     assert local.v.tolist()[:1] == [10] and local.i.tolist() == [1, 2, 3, 4, 5]
-    local, _ = _both(dbs, "gz_in", "<v:int32 NULL>[i=0:9:5]", texts / "b.csv.gz")
-    assert local.v.tolist() == [30, -40, 50]
 
 
 BAD = [
@@ -253,7 +251,7 @@ DECIMALS = st.builds(
 )
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(numbers=st.lists(st.tuples(INTEGERS, DECIMALS), min_size=1, max_size=8))
 def test_adversarial_numbers_match_spark(dbs, numbers) -> None:
     """Long digit runs, signs, spaces, exponents past the float range and float32 rounding: the
@@ -298,57 +296,48 @@ def test_uncertain_texts_are_read_by_spark(dbs) -> None:
     assert frames[0].n.tolist() == [3, 4]  # Spark's cast trims the tab
 
 
-def test_stream_csv_columns_are_taken_by_name_on_spark(dbs) -> None:
-    """Before: Spark's reader took a stream CSV's columns by position, so a header naming them in
-    another order put each text in the wrong column, silently (src and dest swapped here)."""
-    _, on_spark, root = dbs
-    path = root / "swapped.csv"
-    path.write_text("ts,dest,src\n2026-01-01 00:00:00,b,a\n")
-    stream = on_spark.create_stream("swapped", "ts timestamp, src string, dest string", 60, "ts")
-    stream.load(str(path))
-    with path.open(newline="") as handle:
-        want = [(r["src"], r["dest"]) for r in csv.DictReader(handle)]
-    frame = stream.read().toPandas()
-    assert list(zip(frame.src, frame.dest, strict=True)) == want == [("a", "b")]
-
-
 def test_stream_load_matches_spark(dbs) -> None:
-    """CSV rows (columns by name, in another order than the stream's; a gzip file) and Parquet rows
-    (times without a zone, in UTC) appended in-process and by Spark are the same rows."""
+    """CSV rows (a gzip file; columns by name, in another order than the stream's) and Parquet rows
+    (times without a zone, in UTC) appended in-process and by Spark are the same rows. Before, on
+    Spark: a stream's .csv.gz was read as Parquet, and CSV columns were taken by position (a header
+    naming src and dest the other way round swapped them silently)."""
     local, on_spark, root = dbs
     rows = root / "rows.csv.gz"
-    rows.write_bytes(
-        gzip.compress(
-            b'x,src,ts,v\n1.5,"a,b",2026-01-01 00:00:01,3\n,,2026-01-01T00:01:00.25,\n-2e3,"",2026-01-01 00:00:02,-4\n'
-        )
+    text = (
+        'x,dest,src,ts,v\n1.5,b,"a,b",2026-01-01 00:00:01,3\n,,,2026-01-01T00:01:00.25,\n'
+        '-2e3,to,"",2026-01-01 00:00:02,-4\n'
     )
+    rows.write_bytes(gzip.compress(text.encode()))
     parquet = root / "rows.parquet"
-    pq.write_table(
-        pa.table(
-            {
-                "ts": pa.array(np.array(["2026-01-01T00:02:00"], "datetime64[us]")),
-                "src": ["p"],
-                "v": pa.array([9], pa.int64()),
-                "x": [0.25],
-            }
-        ),
-        parquet,
-    )
+    times = pa.array(np.array(["2026-01-01T00:02:00"], "datetime64[us]"))
+    columns = {"ts": times, "src": ["p"], "dest": ["q"], "v": pa.array([9], pa.int64()), "x": [0.25]}
+    pq.write_table(pa.table(columns), parquet)
     frames = []
     for db in (local, on_spark):
-        stream = db.create_stream("rows", "ts timestamp, src string, v bigint, x double", 60, "ts")
+        stream = db.create_stream(
+            "rows", "ts timestamp, src string, dest string, v bigint, x double", 60, "ts"
+        )
         stream.load(str(rows))
         stream.load(str(parquet))
         frame = stream.read().toPandas()
         frames.append(frame.sort_values("ts").reset_index(drop=True))
     pd.testing.assert_frame_equal(frames[0], frames[1])
-    # by hand from the files (plain Python): nulls for empty fields, "" for a quoted empty one
-    assert [None if pd.isna(v) else v for v in frames[0].src] == ["a,b", "", None, "p"]
-    assert [None if pd.isna(v) else int(v) for v in frames[0].v] == [3, -4, None, 9]
+    # plain Python: the csv module's fields by the header's names, in time order; an empty field
+    # is a null (the csv module gives ""), except the quoted empty src of the -4 row
+    with gzip.open(rows, "rt", newline="") as handle:
+        records = sorted(csv.DictReader(handle), key=lambda r: r["ts"].replace("T", " "))
+    want = [(r["src"] or None, r["dest"] or None, r["v"] or None) for r in records] + [("p", "q", "9")]
+    want[1] = ("", *want[1][1:])
+    got = [
+        tuple(None if pd.isna(v) else str(int(v)) if isinstance(v, float) else str(v) for v in row)
+        for row in zip(frames[0].src, frames[0].dest, frames[0].v, strict=True)
+    ]
+    assert got == want
     assert [None if pd.isna(v) else float(v) for v in frames[0].x] == [1.5, -2000.0, None, 0.25]
     # the in-process engine read both files itself (no fallback to Spark)
     target = pa.schema(
-        [("ts", pa.timestamp("us", "UTC")), ("src", pa.string()), ("v", pa.int64()), ("x", pa.float64())]
+        [(n, pa.string()) for n in ("src", "dest")]
+        + [("ts", pa.timestamp("us", "UTC")), ("v", pa.int64()), ("x", pa.float64())]
     )
     for path in (rows, parquet):
         assert local_rows.read_stream_rows(str(path), None, target, "ts").num_rows in (1, 3)
