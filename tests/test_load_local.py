@@ -312,7 +312,9 @@ def test_stream_load_matches_spark(dbs) -> None:
     times = pa.array(np.array(["2026-01-01T00:02:00"], "datetime64[us]"))
     columns = {"ts": times, "src": ["p"], "dest": ["q"], "v": pa.array([9], pa.int64()), "x": [0.25]}
     pq.write_table(pa.table(columns), parquet)
-    frames = []
+    bad = root / "bad_rows.csv"
+    bad.write_text("ts,src,dest,v,x\n2026-01-01 00:05:00,a,b,1.5,1\n")
+    frames, errors = [], []
     for db in (local, on_spark):
         stream = db.create_stream(
             "rows", "ts timestamp, src string, dest string, v bigint, x double", 60, "ts"
@@ -321,7 +323,17 @@ def test_stream_load_matches_spark(dbs) -> None:
         stream.load(str(parquet))
         frame = stream.read().toPandas()
         frames.append(frame.sort_values("ts").reset_index(drop=True))
+        # before: "a Spark job failed: For input string: "1.5"", naming no stream, column or file
+        with pytest.raises(ArrayViewsError) as caught:
+            stream.load(str(bad))
+        errors.append(str(caught.value))
+        assert stream.version == 2  # nothing was appended
     pd.testing.assert_frame_equal(frames[0], frames[1])
+    assert (
+        errors[0]
+        == errors[1]
+        == f"stream rows, column v: '1.5' in {bad} is not a bigint value; nothing was appended"
+    )
     # plain Python: the csv module's fields by the header's names, in time order; an empty field
     # is a null (the csv module gives ""), except the quoted empty src of the -4 row
     with gzip.open(rows, "rt", newline="") as handle:
