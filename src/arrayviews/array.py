@@ -228,7 +228,7 @@ class Array:
                 result = writes.insert_frame(
                     source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
                 )
-                return _read_by(result, engine.name, reason)
+                return writes.read_by(result, engine.name, reason)
             except local_cells.NotCertain as why:
                 # the in-process reader could not be sure of Spark's meaning: Spark reads the files
                 engine, reason = (
@@ -239,7 +239,7 @@ class Array:
         result = writes.insert_frame(
             source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
         )
-        return _read_by(result, engine.name, reason)
+        return writes.read_by(result, engine.name, reason)
 
     def write_dense(
         self,
@@ -657,20 +657,6 @@ class Array:
     def source(self) -> Source:
         """Where the fragments come from (for the execution of later layers)."""
         return self._current()
-
-
-def _read_by(result: writes.WriteResult, executor: str, reason: str) -> writes.WriteResult:
-    """A LOAD's result naming the executor that read the files and why, unless a chunk rewrite of
-    replaced cells already names its own."""
-    if result.executor or not result.committed:
-        return result
-    where = "in-process" if executor == "local" else "by Spark"
-    return dataclasses.replace(
-        result,
-        executor=executor,
-        executor_reason=reason,
-        message=f"{result.message} (files read {where}: {reason})",
-    )
 
 
 def _is_spark_frame(value: object) -> bool:

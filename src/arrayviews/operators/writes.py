@@ -469,6 +469,20 @@ def _compact_once(
     )
 
 
+def read_by(result: WriteResult, executor: str, reason: str) -> WriteResult:
+    """A LOAD's result naming the executor that read the files and why, unless a chunk rewrite of
+    replaced cells already names its own."""
+    if result.executor or not result.committed:
+        return result
+    where = "in-process" if executor == "local" else "by Spark"
+    return dataclasses.replace(
+        result,
+        executor=executor,
+        executor_reason=reason,
+        message=f"{result.message} (files read {where}: {reason})",
+    )
+
+
 # -- cells as an engine's data set --------------------------------------------------------------
 def insert_frame(
     array: ArrayTable,
