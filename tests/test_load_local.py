@@ -178,6 +178,8 @@ BAD = [
     ("twice", "<n:int8>[i=0:9:5]", {"x.csv": b"i,n\n1,1\n1,2\n"}, None),
     ("unknown", "<n:int8>[i=0:9:5]", {"x.csv": b"i,m\n1,1\n"}, None),
     ("no_cell", f"<n:int8 NULL>[{TIMES}]", {"x.csv": b"t,n\n0,1\n2026-01-01T06:01Z,1\n2026-02-30,2\n"}, None),
+    # before: a bare failure of a job (ArrowInvalid in-process, a Python worker's trace on Spark)
+    ("dt_range", "<d:datetime64 NULL>[i=0:9:5]", {"x.csv": b"i,d\n1,2026-01-01\n2,9999-12-31\n"}, None),
     # the first bad value is the larger file's: Spark reads a folder's files largest first
     ("order", "<n:int8>[i=0:9:5]", {"a.csv": b"i,n\n1,x\n", "b.csv": b"i,n\n2,1\n3,y\n4,z\n"}, "csv"),
 ]
@@ -225,6 +227,7 @@ def test_bad_files_give_sparks_error_and_change_nothing(dbs, name, schema, files
         finally:
             db.executors.spark.__dict__.pop("read_cell_files", None)
         errors.append((type(caught.value), str(caught.value)))
+        assert "array bad_" in errors[-1][1]  # every error names the array
         assert array.versions().empty  # nothing was committed
     assert errors[0] == errors[1]
 

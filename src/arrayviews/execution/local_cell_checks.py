@@ -16,7 +16,7 @@ from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.time_scale import TimeScale
-from arrayviews.model.types import accepts, misfit_reason, value_limits
+from arrayviews.model.types import DATETIME64_MICROS, accepts, misfit_reason, value_limits
 
 #: The names Spark gives the Arrow types of the cells read (``DataType.simpleString``).
 _SPARK_NAMES = {
@@ -137,6 +137,8 @@ def checked_cells(rows: CellRows, schema: ArraySchema) -> tuple[pa.Table, int]:
         limits = value_limits(attribute.type, column.type)
         if limits is not None:
             _check_limits(rows, column, schema, attribute.name, attribute.type, limits)
+        if attribute.type == "datetime64":
+            _check_times(rows, column, schema, attribute.name)
         columns[attribute.name] = column.cast(target)
     checked = pa.table(columns)
     return checked, _check_cells(rows, checked, schema)
@@ -169,6 +171,23 @@ def _check_limits(
             array=schema.name,
             column=name,
             value=value,
+        )
+
+
+def _check_times(rows: CellRows, column: pa.Array, schema: ArraySchema, name: str) -> None:
+    """Times bound for a datetime64 attribute lie in its nanoseconds' range (spark_cells._check_times)."""
+    low, high = DATETIME64_MICROS
+    micros = column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())
+    values = micros.fill_null(0).to_numpy(zero_copy_only=False)
+    outside = ((values < low) | (values > high)) & np.asarray(micros.is_valid())
+    if outside.any():
+        shown = _shown(column.type, int(values[rows.first(outside)]))
+        raise ValidationError(
+            f"array {schema.name}, column {name}: {shown} is outside the datetime64 range "
+            "1677-09-21 00:12:43.145225 .. 2262-04-11 23:47:16.854775",
+            array=schema.name,
+            column=name,
+            value=shown,
         )
 
 

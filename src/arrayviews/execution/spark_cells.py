@@ -20,7 +20,7 @@ from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
 from arrayviews.model.time_scale import TimeScale
-from arrayviews.model.types import accepts, misfit_reason, value_limits
+from arrayviews.model.types import DATETIME64_MICROS, accepts, misfit_reason, value_limits
 from arrayviews.storage.files import filesystem
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -81,6 +81,8 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
         limits = value_limits(attribute.type, source_type)
         if limits is not None:
             _check_limits(frame, schema, attribute.name, attribute.type, limits)
+        if attribute.type == "datetime64":
+            _check_times(frame, schema, attribute.name)
         columns.append(F.col(attribute.name).cast(spark_type).alias(attribute.name))
     return frame.select(*columns)
 
@@ -163,6 +165,21 @@ def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: s
             array=schema.name,
             column=name,
             value=value,
+        )
+
+
+def _check_times(frame: DataFrame, schema: ArraySchema, name: str) -> None:
+    """One job: every time bound for a datetime64 attribute must lie in its nanoseconds' range."""
+    low, high = DATETIME64_MICROS
+    micros = F.unix_micros(F.col(name).cast(T.TimestampType()))
+    row = frame.where((micros < F.lit(low)) | (micros > F.lit(high))).select(name).first()
+    if row is not None:
+        raise ValidationError(
+            f"array {schema.name}, column {name}: {row[name]} is outside the datetime64 range "
+            "1677-09-21 00:12:43.145225 .. 2262-04-11 23:47:16.854775",
+            array=schema.name,
+            column=name,
+            value=str(row[name]),
         )
 
 
