@@ -254,6 +254,7 @@ _WELL_FORMED = {
 }
 _FIRST_RECORD = re.compile(rf"{_RECORD}")
 _ONE_FIELD = re.compile(_FIELD)
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
 
 
 def _csv_text(fs, path: str) -> str:
@@ -294,13 +295,16 @@ def csv_fields(fs, path: str) -> tuple[tuple[str, ...], pa.Table]:
     field is a null, a quoted empty field the empty text. Only well-formed files with one kind of
     line end are read here; a file with a field Spark's parser may cut otherwise is NotCertain."""
     text = _csv_text(fs, path)
-    if "\r" in text:
-        if text.replace("\r\n", "").count("\r") or text.replace("\r\n", "").count("\n"):
-            raise NotCertain(f"{path} mixes line ends or holds a carriage return in a field")
+    outside = _QUOTED.sub("", text)  # the line ends between records (quoted fields keep theirs)
+    if "\r" in outside:
+        if outside.replace("\r\n", "").count("\r") or outside.replace("\r\n", "").count("\n"):
+            raise NotCertain(f"{path} mixes line ends")
         ending = "\r\n"
     else:
         ending = "\n"
-    if not text or text.startswith(ending) or f"{ending}{ending}" in text:
+        if re.search("\r(?!\n)", text):
+            raise NotCertain(f"{path} holds a carriage return alone in a quoted field")
+    if not outside or outside.startswith(ending) or f"{ending}{ending}" in outside:
         raise NotCertain(f"{path} is empty or holds an empty line")
     if _WELL_FORMED[ending].fullmatch(text) is None:
         raise NotCertain(f"{path} has a quote RFC 4180 does not place (Spark's parser may read it its way)")
