@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from arrayviews.execution import local_cells
 from arrayviews.execution.failures import translating
 from arrayviews.execution.spark_cells import with_labels as spark_labels
 from arrayviews.model.display import Rows, as_html, as_text, described
@@ -217,11 +218,28 @@ class Array:
     def load(self, path: str, format: str | None = None, on_conflict: str = "error") -> writes.WriteResult:
         """Insert the cells of Parquet or CSV files (a file or a folder; format from the extension)."""
         source = self._writable()
-        engine = self._db.executors.spark  # cell files are read by Spark
+        executors = self._db.executors
+        # the executor by cost, from the files' bytes (and Parquet footers' rows) as for any other work
+        engine, choice = executors.choose(local_cells.load_estimate(path, format))
+        reason = choice.reason
+        if engine.name == "local":
+            try:
+                frame = engine.read_cell_files(path, self.schema, format)
+                result = writes.insert_frame(
+                    source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
+                )
+                return writes.read_by(result, engine.name, reason)
+            except local_cells.NotCertain as why:
+                # the in-process reader could not be sure of Spark's meaning: Spark reads the files
+                engine, reason = (
+                    executors.spark,
+                    f"Spark's meaning of the files is not certain in-process: {why}",
+                )
         frame = engine.read_cell_files(path, self.schema, format)
-        return writes.insert_frame(
-            source.table, engine, frame, on_conflict, operation="load", rewrite=self._db.executors.choose
+        result = writes.insert_frame(
+            source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
         )
+        return writes.read_by(result, engine.name, reason)
 
     def write_dense(
         self,

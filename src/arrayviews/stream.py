@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
+from arrayviews.execution import local_cells, local_rows
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
@@ -35,7 +36,14 @@ from arrayviews.execution.session import ensure_started
 from arrayviews.execution.spark_cells import csv_reader
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
-from arrayviews.model.errors import AlreadyExistsError, NotFoundError, ParseError, ValidationError
+from arrayviews.model.errors import (
+    AlreadyExistsError,
+    ArrayViewsError,
+    ExecutionError,
+    NotFoundError,
+    ParseError,
+    ValidationError,
+)
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, check_identifier
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
@@ -366,9 +374,29 @@ class Stream:
         fs, inner = filesystem(path)
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
-        file_format = (format or ("csv" if path.lower().endswith(".csv") else "parquet")).lower()
+        file_format = local_cells.format_of(path, format)  # .csv and .csv.gz are CSV
+        engine, _ = self.db.executors.choose(local_cells.load_estimate(path, file_format))
+        if engine.name == "local" and file_format in ("csv", "parquet"):
+            target = part_table.arrow_schema_of(self.schema)
+            try:
+                rows = local_rows.read_stream_rows(
+                    path, file_format, pa.schema(list(target)[:-1]), self.time_column
+                )
+            except local_cells.NotCertain:
+                rows = None  # not certain of Spark's meaning of the files: Spark reads them below
+            if rows is not None:
+                return self.append(rows, allow_gap=allow_gap)
         if file_format == "csv":
-            frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(self.schema).csv(path)
+            # columns by the header's names: with a schema given, Spark's reader takes them by
+            # position, so a file naming the columns in another order was read into the wrong ones
+            header = csv_reader(self.db.spark).csv(path).columns
+            self._check_names(header)
+            ordered = T.StructType([self.schema[name] for name in header])
+            frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(ordered).csv(path)
+            try:
+                return self.append(frame, allow_gap=allow_gap)
+            except ExecutionError as error:
+                raise self._csv_field_error(path, header, error) from None
         elif file_format == "parquet":
             frame = self.db.spark.read.parquet(path)
             # Parquet files written without a time zone (pandas' default) hold times in UTC, the
@@ -387,6 +415,32 @@ class Stream:
                 array=self.name,
             )
         return self.append(frame, allow_gap=allow_gap)
+
+    def _csv_field_error(self, path: str, header: list[str], error: ExecutionError) -> ArrayViewsError:
+        """The error of a CSV field Spark's reader refused, naming the stream, the column, the value
+        and the file (Spark's own message names only the value); ``error`` itself when the value
+        is not found in a typed column."""
+        found = re.search(r'For input string: "(.*)"', str(error)) or re.search(
+            r"The value '(.*)' of the type \"STRING\" cannot be cast", str(error)
+        )
+        typed = [n for n in header if not isinstance(self.schema[n].dataType, T.StringType)]
+        if found is None or not typed:
+            return error
+        value = found.group(1)
+        texts = csv_reader(self.db.spark).csv(path)
+        holding = texts.agg(
+            *[F.max((F.col(f"`{n}`") == F.lit(value)).cast("int")).alias(n) for n in typed]
+        ).first()
+        column = next((n for n in typed if holding[n]), None)
+        if column is None:
+            return error
+        kind = self.schema[column].dataType.simpleString()
+        return ValidationError(
+            f"stream {self.name}, column {column}: {value!r} in {path} is not a {kind} value; nothing was appended",
+            array=self.name,
+            column=column,
+            value=value,
+        )
 
     # -- appending --------------------------------------------------------------------------------
     def append(

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from arrayviews.execution import local_cell_checks, local_cells
 from arrayviews.execution.engine import (
     BatchFunction,
     ChunkRanges,
@@ -332,8 +333,31 @@ class LocalEngine(Engine):
         # a Spark DataFrame (any object with toArrow): its rows collected through Spark
         return LocalData(lambda: conform(data.toArrow(), arrow_schema), arrow_schema)
 
+    def read_cell_files(self, path: str, schema, file_format: str | None = None) -> CellData:
+        """The cells of Parquet or CSV files read here with Spark's meaning (execution/local_cells.py);
+        :class:`~arrayviews.execution.local_cells.NotCertain` where that meaning is not certain."""
+        return CellData(local_cells.read_cell_files(path, schema, file_format))
+
+    def checked_cells(self, cells: LocalData, schema) -> tuple[LocalData, int]:
+        """Cells read from files, checked and cast as the Spark engine checks them (same errors);
+        other local data sets are not a user's input."""
+        if not isinstance(cells, CellData):
+            return super().checked_cells(cells, schema)
+        table, count = local_cell_checks.checked_cells(cells.rows, schema)
+        local_cell_checks.duplicates_in_one_chunk(table, schema)
+        return LocalData(lambda: table, table.schema), count
+
     def jobs_run(self) -> int:
         return self._jobs
+
+
+class CellData(LocalData):
+    """The rows of cell files read in-process, with the files they came from (for errors naming the
+    first bad value in Spark's order)."""
+
+    def __init__(self, rows: local_cells.CellRows) -> None:
+        super().__init__(lambda: rows.table, rows.table.schema)
+        self.rows = rows
 
 
 def _ranges_filter(chunk_columns: Sequence[str], ranges: ChunkRanges):

@@ -20,7 +20,7 @@ from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
 from arrayviews.model.time_scale import TimeScale
-from arrayviews.model.types import accepts, misfit_reason, value_limits
+from arrayviews.model.types import DATETIME64_MICROS, accepts, misfit_reason, value_limits
 from arrayviews.storage.files import filesystem
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -81,6 +81,8 @@ def conform_frame(frame: DataFrame, schema: ArraySchema) -> DataFrame:
         limits = value_limits(attribute.type, source_type)
         if limits is not None:
             _check_limits(frame, schema, attribute.name, attribute.type, limits)
+        if attribute.type == "datetime64":
+            _check_times(frame, schema, attribute.name)
         columns.append(F.col(attribute.name).cast(spark_type).alias(attribute.name))
     return frame.select(*columns)
 
@@ -166,6 +168,21 @@ def _check_limits(frame: DataFrame, schema: ArraySchema, name: str, type_name: s
         )
 
 
+def _check_times(frame: DataFrame, schema: ArraySchema, name: str) -> None:
+    """One job: every time bound for a datetime64 attribute must lie in its nanoseconds' range."""
+    low, high = DATETIME64_MICROS
+    micros = F.unix_micros(F.col(name).cast(T.TimestampType()))
+    row = frame.where((micros < F.lit(low)) | (micros > F.lit(high))).select(name).first()
+    if row is not None:
+        raise ValidationError(
+            f"array {schema.name}, column {name}: {row[name]} is outside the datetime64 range "
+            "1677-09-21 00:12:43.145225 .. 2262-04-11 23:47:16.854775",
+            array=schema.name,
+            column=name,
+            value=str(row[name]),
+        )
+
+
 def _spark_type(type_name: str) -> T.DataType:
     """The Spark type an attribute's values take in a Spark DataFrame: Spark has no unsigned
     integers, so each is in the signed type holding all its values (uint64 in DECIMAL(20,0))."""
@@ -182,6 +199,7 @@ def _spark_type(type_name: str) -> T.DataType:
         "float64": T.DoubleType(),
         "bool": T.BooleanType(),
         "string": T.StringType(),
+        "datetime64": T.TimestampType(),
     }[type_name]
 
 
@@ -266,12 +284,13 @@ def read_cell_files(
         target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
         # spaces around a number are no part of it; around a text they are the text's own
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
-        converted[name] = text.try_cast(target)
+        # a datetime64 attribute reads times as a time dimension does
+        converted[name] = (
+            _stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
+        )
         scale = schema.dimension(name).scale if schema.has_dimension(name) else None
         if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            # Spark reads a zone only after the seconds: '2026-01-02T06:00Z' as '2026-01-02T06:00:00Z'
-            stamped = F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
-            times = time_cells(stamped.try_cast(T.TimestampType()), scale)[0]
+            times = time_cells(_stamped(text).try_cast(T.TimestampType()), scale)[0]
             converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
@@ -300,6 +319,12 @@ def read_cell_files(
                 value=bad,
             )
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
+
+
+def _stamped(text: Column) -> Column:
+    """Times as Spark reads them: it reads a zone only after the seconds, so '2026-01-02T06:00Z'
+    is read as '2026-01-02T06:00:00Z'."""
+    return F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
 
 
 def _format_of(path: str) -> str:

@@ -353,6 +353,11 @@ def first_misfit(
     return int(np.flatnonzero(outside.reshape(-1))[0])
 
 
+#: The instants a datetime64 attribute (nanoseconds) holds, in whole microseconds since 1970:
+#: 1677-09-21 00:12:43.145225 to 2262-04-11 23:47:16.854775.
+DATETIME64_MICROS = (-(2**63) // 1000 + 1, (2**63 - 1) // 1000)
+
+
 def misfit_reason(target: pa.DataType | str, value: object) -> str:
     """Why ``value`` (rejected by :func:`value_limits`) cannot be stored in ``target``."""
     target = as_arrow(target)

@@ -55,8 +55,9 @@ class WriteResult:
     #: How many times the write was planned: more than one when other writers committed first.
     attempts: int = 1
     #: Which executor ran the write's bulk work ("spark" or "local") and why: the files a compaction,
-    #: delete or replacing write rewrote (chosen by cost when given a chooser); empty when the write
-    #: rewrote nothing (a plain insert: the driver or the frame's engine wrote the new files).
+    #: delete or replacing write rewrote (chosen by cost when given a chooser); for a LOAD that
+    #: rewrote nothing, the executor that read the files; empty when a write rewrote nothing (a
+    #: plain insert: the driver or the frame's engine wrote the new files).
     executor: str = ""
     executor_reason: str = ""
 
@@ -465,6 +466,20 @@ def _compact_once(
         + _where(engine, choice),
         executor=engine.name,
         executor_reason="" if choice is None else choice.reason,
+    )
+
+
+def read_by(result: WriteResult, executor: str, reason: str) -> WriteResult:
+    """A LOAD's result naming the executor that read the files and why, unless a chunk rewrite of
+    replaced cells already names its own."""
+    if result.executor or not result.committed:
+        return result
+    where = "in-process" if executor == "local" else "by Spark"
+    return dataclasses.replace(
+        result,
+        executor=executor,
+        executor_reason=reason,
+        message=f"{result.message} (files read {where}: {reason})",
     )
 
 
