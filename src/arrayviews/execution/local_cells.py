@@ -528,18 +528,23 @@ def _converted(rows: CellRows, path: str, schema: ArraySchema) -> pa.Table:
         if not count:
             continue
         bad = raw.column(name)[rows.first(problems[name])].as_py()
-        scale = schema.dimension(name).scale if schema.has_dimension(name) else None
-        kind = (
-            f"an integer coordinate or a time labelling a cell ({scale.to_text()})"
-            if isinstance(scale, TimeScale)
-            else "an integer coordinate"
-            if schema.has_dimension(name)
-            else f"a {schema.attribute(name).type} value"
-        )
-        raise ValidationError(
-            f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({count} such value(s))",
-            array=schema.name,
-            column=name,
-            value=bad,
-        )
+        raise unreadable_field(schema, name, bad, path, count)
     return pa.table(columns)
+
+
+def unreadable_field(schema, name: str, bad: object, path: str, count: int) -> ValidationError:
+    """The error of a cell file's field that column ``name`` cannot read (both readers raise it)."""
+    scale = schema.dimension(name).scale if schema.has_dimension(name) else None
+    kind = (
+        f"an integer coordinate or a time labelling a cell ({scale.to_text()})"
+        if isinstance(scale, TimeScale)
+        else "an integer coordinate"
+        if schema.has_dimension(name)
+        else f"a {schema.attribute(name).type} value"
+    )
+    return ValidationError(
+        f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({count} such value(s))",
+        array=schema.name,
+        column=name,
+        value=bad,
+    )

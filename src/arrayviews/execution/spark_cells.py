@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
+from arrayviews.execution.local_cells import unreadable_field
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
@@ -304,20 +305,7 @@ def read_cell_files(
                 .select(name)
                 .first()[name]
             )
-            scale = schema.dimension(name).scale if schema.has_dimension(name) else None
-            kind = (
-                f"an integer coordinate or a time labelling a cell ({scale.to_text()})"
-                if isinstance(scale, TimeScale)
-                else "an integer coordinate"
-                if schema.has_dimension(name)
-                else f"a {schema.attribute(name).type} value"
-            )
-            raise ValidationError(
-                f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({counts[name]} such value(s))",
-                array=schema.name,
-                column=name,
-                value=bad,
-            )
+            raise unreadable_field(schema, name, bad, path, counts[name])
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
 
 

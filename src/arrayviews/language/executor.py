@@ -59,6 +59,7 @@ import pyarrow as pa
 
 from arrayviews.language import relations, uncertain_executor
 from arrayviews.language import syntax as ast
+from arrayviews.language.literals import literal_text, time_problem
 from arrayviews.language.parser import ParsedStatement, parse_statements, relations_read
 from arrayviews.language.printer import array_text, to_text
 from arrayviews.language.registry import EXPLAINERS, STATEMENTS, explainer, statement_runner
@@ -136,7 +137,6 @@ def _add_position(error: ArrayViewsError, parsed: ParsedStatement) -> None:
         return
     message = error.args[0]
     if isinstance(parsed.statement, ast.Query):
-
         query = parsed.text
         # Spark counts lines at '\n' only; the script's lines also end at '\r' (text_lines)
         spark_lines = [0] + [k + 1 for k, char in enumerate(query) if char == "\n"]
@@ -411,7 +411,7 @@ def _cells(
             problem = _value_problem(value, type_name, nullable, is_dimension, hints.get(name, ""))
             if problem and mixed and isinstance(schema.dimension(name).scale, TimeScale):
                 problem = (
-                    f"{_literal_text(value)} is a time where other rows give this dimension as cell "
+                    f"{literal_text(value)} is a time where other rows give this dimension as cell "
                     "numbers (give every row's as text, or every row's as a number)"
                 )
             if not problem and is_dimension:
@@ -463,30 +463,17 @@ def _times_on_a_time_axis(schema: ArraySchema, name: str, values: list) -> bool:
     return isinstance(schema.dimension(name).scale, TimeScale) and all(isinstance(v, str) for v in values)
 
 
-def _time_problem(value: ast.Value) -> str | None:
-    """Why an INSERT literal is no value of a datetime64 attribute (ISO text within datetime64[ns])."""
-    if not isinstance(value, str):
-        return f"{_literal_text(value)} is not a time (write it as text, e.g. '2026-01-31T06:00', UTC)"
-    try:
-        nanoseconds = instant_nanoseconds(value)
-    except SchemaError as error:
-        return str(error)
-    if not -(2**63) < nanoseconds < 2**63:
-        return f"{value!r} is outside the datetime64[ns] range (1677-09-21 to 2262-04-11)"
-    return None
-
-
 def _value_problem(
     value: ast.Value, type_name: str, nullable: bool, is_dimension: bool, null_hint: str
 ) -> str | None:
     if type_name == "string" and not is_dimension:
         if value is None:
             return None if nullable else f"null, but the {null_hint}"
-        return None if isinstance(value, str) else f"{_literal_text(value)} is not a string (quote it: '...')"
+        return None if isinstance(value, str) else f"{literal_text(value)} is not a string (quote it: '...')"
     if type_name == "datetime64" and not is_dimension:
         if value is None:
             return None if nullable else f"null, but the {null_hint}"
-        return _time_problem(value)
+        return time_problem(value)
     if isinstance(value, str):
         return f"{value!r} is a string, not {'a coordinate' if is_dimension else f'a {type_name} value'}"
     if value is None:
@@ -649,7 +636,9 @@ def _no_rows_into_stream_views(s: ast.Insert | ast.Load, kind: str | None) -> No
 
 def _conflict_rule_for_arrays_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
     if s.on_conflict != "error" and kind in (relations.STREAM, relations.UNCERTAIN_ARRAY):
-        what = "a stream appends rows" if kind == relations.STREAM else "an uncertain array keeps tuples by id"
+        what = (
+            "a stream appends rows" if kind == relations.STREAM else "an uncertain array keeps tuples by id"
+        )
         raise ValidationError(
             f"ON CONFLICT REPLACE overwrites cells of arrays; {s.array} is not one ({what})", array=s.array
         )
@@ -662,7 +651,8 @@ def _conflicts_named_by_statement() -> Iterator[None]:
         yield
     except ConflictError as error:
         message = str(error).replace(
-            "pass on_conflict='replace' to overwrite them", "end the statement with ON CONFLICT REPLACE to overwrite them"
+            "pass on_conflict='replace' to overwrite them",
+            "end the statement with ON CONFLICT REPLACE to overwrite them",
         )
         raise ConflictError(message, array=error.array, column=error.column, value=error.value) from None
 
@@ -672,12 +662,6 @@ def _gap_for_streams_only(s: ast.Insert | ast.Load, kind: str | None) -> None:
         raise ValidationError(
             f"ALLOW GAP appends past a stream's gap limit; {s.array} is not a stream", array=s.array
         )
-
-
-def _literal_text(value: ast.Value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value)
 
 
 def _in_order(s: ast.Insert, names: list[str], relation: str) -> tuple[tuple[ast.Value, ...], ...]:

@@ -222,7 +222,9 @@ class StatementBuilder(StreamStatements, UncertainStatements):
             return "error"
         _, word, rule = node.children
         if str(word).upper() != "CONFLICT":
-            raise self.source.error(f"expected ON CONFLICT, got ON {str(word)!r}", word.start_pos, ("CONFLICT",))
+            raise self.source.error(
+                f"expected ON CONFLICT, got ON {str(word)!r}", word.start_pos, ("CONFLICT",)
+            )
         if str(rule).lower() not in ast.CONFLICT_RULES:
             raise self.source.error(
                 f"ON CONFLICT takes REPLACE or ERROR, got {str(rule)!r}", rule.start_pos, ("REPLACE", "ERROR")

@@ -197,7 +197,11 @@ def _value_problem(value: ast.Value, type_name: str) -> str | None:
         try:
             _times([value], type_name)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            example = "'2015-01-01'" if type_name == "date" else "'2015-01-01 00:05:00' (UTC) or '2015-01-01T00:05:00+02:00'"
+            example = (
+                "'2015-01-01'"
+                if type_name == "date"
+                else "'2015-01-01 00:05:00' (UTC) or '2015-01-01T00:05:00+02:00'"
+            )
             return f"{value!r} is not a {type_name} (write it as e.g. {example})"
         return None
     target = _NUMBER_TYPES.get(type_name)

@@ -16,9 +16,10 @@ from pyarrow.fs import FileSystem, FileType
 
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
+from arrayviews.language.literals import time_problem
 from arrayviews.language.registry import statement_runner
 from arrayviews.model.copy_layout import STORE_ALL, STORE_MEAN
-from arrayviews.model.errors import NotFoundError, SchemaError, ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.time_scale import instant_nanoseconds
 from arrayviews.model.types import arrow_type, python_value_problem
 from arrayviews.model.uncertain import EXACT, ID, UncertainSchema
@@ -250,7 +251,7 @@ def tuple_rows(
                 if value is not None and not isinstance(value, str):
                     problem = f"{value!r} is not a string (quote it: '...')"
             elif type_name == "datetime64":  # ISO text, as an array's INSERT reads it
-                problem = None if value is None else _time_problem(value)
+                problem = None if value is None else time_problem(value)
             elif isinstance(value, str):
                 problem = f"{value!r} is a string, not a{'n' if type_name.startswith('int') else ''} {type_name} value"
             elif value is not None:
@@ -273,20 +274,6 @@ def tuple_rows(
             continue
         arrays[name] = pa.array(values, arrow_type(type_name))
     return pa.table(arrays)
-
-
-def _time_problem(value: ast.Value) -> str | None:
-    """Why an INSERT literal is no value of a datetime64 attribute (ISO text within datetime64[ns])."""
-    if not isinstance(value, str):
-        shown = ("true" if value else "false") if isinstance(value, bool) else repr(value)
-        return f"{shown} is not a time (write it as text, e.g. '2026-01-31T06:00', UTC)"
-    try:
-        nanoseconds = instant_nanoseconds(value)
-    except SchemaError as error:
-        return str(error)
-    if not -(2**63) < nanoseconds < 2**63:
-        return f"{value!r} is outside the datetime64[ns] range (1677-09-21 to 2262-04-11)"
-    return None
 
 
 def _column_types(schema: UncertainSchema) -> dict[str, str]:
