@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import arrayviews
+from arrayviews.execution.local_engine import follow_chunk_cache_budget
 from arrayviews.operators import reads
 from arrayviews.operators.source import stored_box
 from arrayviews.storage.chunk_cache import ChunkCache, process_cache
@@ -332,6 +333,7 @@ def test_connect_sets_the_process_cache_budget(mdb, spark) -> None:
         assert cache.stats().entries == 0
     finally:
         cache.resize(before)
+        follow_chunk_cache_budget(before)  # the in-process engine's recent reads follow the budget
 
 
 def test_concurrent_reads_share_the_cache(mdb) -> None:

@@ -125,12 +125,15 @@ def test_a_refresh_reads_each_old_chunk_once(ldb, monkeypatch) -> None:
     """Both sides of a self-join read the same old chunks: one read serves them (execution/
     local_engine.py keeps recent reads of data files, which never change once written)."""
     from arrayviews.execution import local_engine
+    from arrayviews.storage.chunk_cache import ChunkCache
 
     base = ldb.create_array("D<v:float64>[i=0:59:10; j=0:59:10]")
     rng = np.random.default_rng(8)
     present = rng.random((60, 60)) < 0.6
     base.write_dense(np.ma.MaskedArray(rng.random((60, 60)), mask=~present))
     view = ldb.create_view("D_near", similarity("D", "D", L1(1), ["count(*) as cnt"]))
+    # a cache of the default size, whatever budget earlier tests of the run left
+    monkeypatch.setattr(local_engine, "_RECENT_READS", ChunkCache(local_engine.RECENT_READS_BYTES))
     reads: list[tuple] = []
     real = local_engine.read_parquet_files
 
