@@ -112,7 +112,7 @@ class SparkEngine(Engine):
         return data.join(F.broadcast(wanted), on=list(columns), how="left_semi" if keep else "left_anti")
 
     def select(self, data: DataFrame, columns: Sequence[str]) -> DataFrame:
-        return data.select(*columns)
+        return jobs.select_columns(data, columns)
 
     def with_floor_keys(self, data: DataFrame, keys: Sequence[FloorKey]) -> DataFrame:
         for name, column, origin, length in keys:
@@ -143,7 +143,9 @@ class SparkEngine(Engine):
         if self.scratch is None or not payloads:
             return jobs.collect(data.select(*arrow_schema.names), arrow_schema)
         folder = self.scratch.rstrip("/") + "/" + uuid.uuid4().hex
-        written = jobs.write_files(data.select(*arrow_schema.names), folder, arrow_schema)
+        # a mapped frame is computed and written by one task (the files hold only arrow_schema's columns)
+        frame = data if jobs.is_mapped(data) else data.select(*arrow_schema.names)
+        written = jobs.write_files(frame, folder, arrow_schema)
         try:
             return read_parquet_files([w.uri for w in written], schema=arrow_schema)
         finally:
