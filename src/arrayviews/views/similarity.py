@@ -80,11 +80,40 @@ def _rows_among(rows: np.ndarray, among: np.ndarray) -> np.ndarray:
     return np.isin(inverse[len(among) :], inverse[: len(among)])
 
 
-def _cells_chunks(cells: pa.Table, schema: ArraySchema) -> np.ndarray:
-    if cells.num_rows == 0:
-        return np.zeros((0, schema.ndim), np.int64)
-    coords = np.stack([np.asarray(cells.column(d)) for d in schema.dimension_names], axis=1)
-    return np.unique(ChunkGrid.of(schema).chunk_of(coords), axis=0)
+def _delta_boxes(delta: Delta, schema: ArraySchema) -> simjoin.Boxes:
+    """Per chunk holding cells of ``delta`` (removed or added), the box ``(low, high)`` of those cells."""
+    tables = [t for t in (delta.minus, delta.plus) if t.num_rows]
+    if not tables:
+        return {}
+    coords = np.vstack(
+        [np.stack([np.asarray(t.column(d), dtype=np.int64) for d in schema.dimension_names], axis=1) for t in tables]
+    )
+    chunks, inverse = np.unique(ChunkGrid.of(schema).chunk_of(coords), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    low = np.full(chunks.shape, np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full(chunks.shape, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(low, inverse, coords)
+    np.maximum.at(high, inverse, coords)
+    return {tuple(int(c) for c in chunk): (low[k], high[k]) for k, chunk in enumerate(chunks)}
+
+
+def _box_chunks(boxes: simjoin.Boxes, ndim: int) -> np.ndarray:
+    """The chunks of ``boxes`` (n, d) in lexicographic order."""
+    return np.array(sorted(boxes), dtype=np.int64).reshape(-1, ndim)
+
+
+def _reaching(spec: JoinSpec, pairs: list, left_boxes: simjoin.Boxes | None, right_boxes: simjoin.Boxes) -> list:
+    """The (left chunk, right chunk) ``pairs`` where the left cells (the box in ``left_boxes``, else
+    the whole chunk) reach the right chunk's box in ``right_boxes``."""
+    grid = ChunkGrid.of(spec.left)
+    kept = []
+    for left, right in pairs:
+        low, high = left_boxes[left] if left_boxes is not None else grid.chunk_bounds(left)
+        region_low, region_high = spec.right_region(low, high)
+        box_low, box_high = right_boxes[right]
+        if np.all(region_low <= box_high) and np.all(box_low <= region_high):
+            kept.append((left, right))
+    return kept
 
 
 def _signed_fragments(delta: Delta, which: str) -> pa.Table:
@@ -223,16 +252,10 @@ def plan_baseline(
 ) -> Plan:
     """The update triples of a baseline refresh and the cells it reads, from chunk metadata and the
     deltas' cells alone (no base data is read)."""
-    left_delta_chunks = np.unique(
-        np.vstack([_cells_chunks(left_delta.minus, spec.left), _cells_chunks(left_delta.plus, spec.left)]),
-        axis=0,
-    )
-    right_delta_chunks = np.unique(
-        np.vstack(
-            [_cells_chunks(right_delta.minus, spec.right), _cells_chunks(right_delta.plus, spec.right)]
-        ),
-        axis=0,
-    )
+    left_boxes = _delta_boxes(left_delta, spec.left)
+    right_boxes = left_boxes if right_delta is left_delta else _delta_boxes(right_delta, spec.right)
+    left_delta_chunks = _box_chunks(left_boxes, spec.left.ndim)
+    right_delta_chunks = _box_chunks(right_boxes, spec.right.ndim)
     # Only the old chunks a delta can pair with are planned: right chunks within reach of the
     # left delta chunks, left chunks whose reach covers a right delta chunk (boxes of chunks, pruned
     # in the catalog before any file is opened).
@@ -242,9 +265,13 @@ def plan_baseline(
     left_cells = _chunk_cells(left_old, left_box) if left_box is not None else {}
     left_old_chunks = np.array(sorted(left_cells), dtype=np.int64).reshape(-1, spec.left.ndim)
     right_old_chunks = np.array(sorted(right_cells), dtype=np.int64).reshape(-1, spec.right.ndim)
-    first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks)
-    second = simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks)
-    third = simjoin.plan_pairs(spec, left_delta_chunks, right_delta_chunks)
+    # A pair is planned only where the delta's cells reach the other chunk, not merely the delta's
+    # chunk: a batch inside one chunk, away from its edges, pairs with that chunk alone, so the
+    # refresh neither reads nor rewrites the chunks around it.
+    first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks, left_boxes)
+    second = _reaching(spec, simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks), None, right_boxes)
+    third = simjoin.plan_pairs(spec, left_delta_chunks, right_delta_chunks, left_boxes)
+    third = _reaching(spec, third, left_boxes, right_boxes)
     read = sum(right_cells.get(q, 0) for q in {q for _, q in first})
     read += sum(left_cells.get(p, 0) for p in {p for p, _ in second})
     delta_cells = sum(
@@ -315,18 +342,17 @@ def certainly_touched(
     zero offset, a view chunked unlike its base).
 
     With an identity mapping and the zero offset in the shape, every delta chunk pairs with itself
-    (both-deltas term), and an old chunk is a target exactly when a delta chunk is within its reach
-    (old-left term); the old chunks are the view's chunks (one view cell per base cell)."""
+    (both-deltas term), and an old chunk is a target exactly when the box of a delta chunk's cells is
+    within its reach (old-left term, as :func:`plan_baseline` plans it); the old chunks are the
+    view's chunks (one view cell per base cell)."""
     if definition.left != definition.right or not spec.mapping.is_identity:
         return None
     if [d.chunk_length for d in stored.dimensions] != [d.chunk_length for d in spec.left.dimensions]:
         return None
     if not spec.shape.contains(np.zeros((1, spec.shape.ndim), dtype=np.int64))[0]:
         return None
-    delta_chunks = np.unique(
-        np.vstack([_cells_chunks(left_delta.minus, spec.left), _cells_chunks(left_delta.plus, spec.left)]),
-        axis=0,
-    )
+    boxes = _delta_boxes(left_delta, spec.left)
+    delta_chunks = _box_chunks(boxes, spec.left.ndim)
 
     def chunks_of(targets) -> np.ndarray:
         return affected_view_chunks(
@@ -336,7 +362,7 @@ def certainly_touched(
     lower = chunks_of(delta_chunks)
     if 2 * len(lower) < at_least:  # far from it: not worth planning the old chunks' term here
         return None
-    second = {p for p, _ in simjoin.plan_pairs(spec, view_chunks, delta_chunks)}
+    second = {p for p, _ in _reaching(spec, simjoin.plan_pairs(spec, view_chunks, delta_chunks), None, boxes)}
     touched = chunks_of({tuple(int(c) for c in p) for p in delta_chunks} | second)
     return touched if len(touched) >= at_least else None
 

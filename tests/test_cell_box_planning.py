@@ -1,0 +1,97 @@
+"""A baseline refresh plans from the boxes of the delta's cells, not from whole delta chunks: it
+rewrites only the view chunks within the shape's reach of those boxes, and the view still equals
+brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arrayviews.model.shapes import L1, Linf, box
+from arrayviews.views.definition import similarity
+
+SIDE, CHUNK = 24, 6
+NAMES = itertools.count()
+SHAPES = {
+    "L1(1)": L1(1),
+    "Linf(2)": Linf(2),
+    "up-left box": box([(-3, 0), (-1, 2)]),  # not symmetric, zero offset on its edge
+    "away": box([(2, 4), (1, 1)]),  # without the zero offset: cells may lack any pair
+}
+
+
+def offsets(shape) -> np.ndarray:
+    """The shape's offsets (n, 2), read off its stencil independently of the code under test."""
+    return np.argwhere(shape.stencil) - np.asarray(shape.centre)
+
+
+def brute_counts(present: np.ndarray, shape) -> dict[tuple[int, int], int]:
+    """For every present cell p, the present cells q with q - p in the shape (cells without pairs
+    have no view cell)."""
+    counts = {}
+    for i, j in np.argwhere(present):
+        n = 0
+        for di, dj in offsets(shape):
+            a, b = i + di, j + dj
+            if 0 <= a < SIDE and 0 <= b < SIDE and present[a, b]:
+                n += 1
+        if n:
+            counts[(int(i), int(j))] = n
+    return counts
+
+
+def reachable_chunks(changed: np.ndarray, shape) -> set[tuple[int, int]]:
+    """View chunks the plan may rewrite: per chunk, the box of its changed cells d, widened to every
+    cell p with d - p inside the shape's bounding box (and the chunk itself)."""
+    chunks = set()
+    lowest, highest = offsets(shape).min(axis=0), offsets(shape).max(axis=0)
+    for chunk in {(int(i) // CHUNK, int(j) // CHUNK) for i, j in changed}:
+        cells = np.array([c for c in changed if (c[0] // CHUNK, c[1] // CHUNK) == chunk])
+        low = np.clip(cells.min(axis=0) - highest, 0, SIDE - 1) // CHUNK
+        high = np.clip(cells.max(axis=0) - lowest, 0, SIDE - 1) // CHUNK
+        chunks.add(chunk)
+        chunks.update((a, b) for a in range(low[0], high[0] + 1) for b in range(low[1], high[1] + 1))
+    return chunks
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shape_name=st.sampled_from(sorted(SHAPES)),
+    seed=st.integers(0, 2**32 - 1),
+    added=st.lists(st.tuples(st.integers(0, SIDE - 1), st.integers(0, SIDE - 1)), min_size=1, max_size=6),
+    removed_corner=st.none() | st.tuples(st.integers(0, SIDE - 2), st.integers(0, SIDE - 2)),
+)
+def test_a_refresh_rewrites_only_chunks_a_changed_cell_reaches(db, shape_name, seed, added, removed_corner) -> None:
+    shape = SHAPES[shape_name]
+    name = f"B{next(NAMES)}"
+    array = db.create_array(f"{name}<v:float64>[i=0:{SIDE - 1}:{CHUNK}; j=0:{SIDE - 1}:{CHUNK}]")
+    present = np.random.default_rng(seed).random((SIDE, SIDE)) < 0.3
+    cells = np.argwhere(present)
+    array.insert({"i": cells[:, 0], "j": cells[:, 1], "v": np.ones(len(cells))})
+    view = db.create_view(f"{name}_v", similarity(name, name, shape, ["count(*) as cnt"]))
+
+    changed = []
+    new = np.unique(np.array(added), axis=0)
+    fresh = new[~present[new[:, 0], new[:, 1]]]
+    array.insert({"i": new[:, 0], "j": new[:, 1], "v": np.full(len(new), 2.0)}, on_conflict="replace")
+    present[new[:, 0], new[:, 1]] = True
+    changed.extend(fresh.tolist())
+    if removed_corner is not None:
+        a, b = removed_corner
+        gone = np.argwhere(present[a : a + 2, b : b + 2]) + [a, b]
+        array.delete(box={"i": (a, a + 1), "j": (b, b + 1)})
+        present[a : a + 2, b : b + 2] = False
+        changed.extend(gone.tolist())
+
+    result = view.refresh("baseline")
+    frame = view.to_pandas()
+    got = {(int(i), int(j)): int(n) for i, j, n in zip(frame["i"], frame["j"], frame["cnt"], strict=True)}
+    assert got == brute_counts(present, shape)
+    # a cell rewritten with its own value (replace) is a delta too: count the whole batch as changed
+    changed.extend(new.tolist())
+    assert result.view_chunks_rewritten <= len(reachable_chunks(np.array(changed).reshape(-1, 2), shape))
+    db.drop_view(f"{name}_v")
+    db.drop_array(name)
