@@ -22,7 +22,12 @@ The choice (:func:`decide`, a pure function of plain numbers):
 2. otherwise the strategy with the lower corrected prediction, except that
 3. when the other one is predicted within :data:`PROBE_MARGIN` of it and has not run in the last
    :data:`PROBE_EVERY` refreshes (or never), the other one runs once, so its correction is measured
-   and strategies close in cost are told apart by measurement, not by one old sample.
+   and strategies close in cost are told apart by measurement, not by one old sample; and
+4. when the other one has no measured refresh of its own on this view (its correction is borrowed
+   from the other strategy, or 1) and is predicted within :data:`UNMEASURED_PROBE_MARGIN` of it, it
+   runs once: the model's split between chunk pairs and view chunks is calibrated on other views, and
+   a view whose pairs cost unlike the calibration's (GEO: a full refresh predicted at 2.2 times its
+   measured seconds) would otherwise never run the strategy that is really cheaper.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ FULL_FRACTION = 0.9
 PROBE_MARGIN = 0.25
 #: ... once it has not run for this many refreshes of the view.
 PROBE_EVERY = 8
+#: A strategy never measured on the view is run once when predicted within this fraction of the best.
+UNMEASURED_PROBE_MARGIN = 1.0
 #: Estimates recorded under another model are not comparable; this tag marks this model's.
 MODEL = "refresh-2"
 STRATEGY_ORDER = ("baseline", "full")
@@ -259,14 +266,19 @@ def decide(
         )
     best = order[0]
     for other in order[1:]:
-        close = predicted[other] <= (1.0 + PROBE_MARGIN) * predicted[best]
+        unmeasured = corrections[other][2] != "this strategy"
+        margin = UNMEASURED_PROBE_MARGIN if unmeasured else PROBE_MARGIN
+        close = predicted[other] <= (1.0 + margin) * predicted[best]
         age = last_run.get(other)
-        if close and (age is None or age >= PROBE_EVERY):
-            when = "never run on this view" if age is None else f"last run {age} refreshes ago"
+        if close and (unmeasured or age is None or age >= PROBE_EVERY):
+            if unmeasured:
+                when = "never measured on this view"
+            else:
+                when = "never run on this view" if age is None else f"last run {age} refreshes ago"
             return Decision(
                 other,
                 "probe",
-                f"auto chose {other} to measure it: predicted {figures}, within {PROBE_MARGIN:.0%} of "
+                f"auto chose {other} to measure it: predicted {figures}, within {margin:.0%} of "
                 f"each other, and {other} was {when}",
                 corrections,
                 predicted,
