@@ -117,13 +117,21 @@ class RefreshCost:
 
     fixed: float = 0.08
     per_pair: float = 1.0e-3
+    #: A chunk pair of a full computation: each left chunk meets all its right cells in one kernel
+    #: call, so a pair costs the routing of one right chunk's cells, not a call of its own (fitted to
+    #: the views benchmark's full refreshes, docs/performance.md round 26: 0.07-0.17 ms a pair
+    #: against about 1 ms for the pairs of an incremental refresh's delta terms).
+    per_full_pair: float = 1.0e-4
     per_view_chunk: float = 2.0e-3
     #: Each match (a pair of cells inside the shape) the join kernel aggregates: prices joins over
     #: shapes of different sizes, as in answering a query through a view (views/answering.py).
     per_match: float = 2.0e-8
 
-    def seconds(self, pairs: int, view_chunks: int) -> float:
-        return self.fixed + self.per_pair * pairs + self.per_view_chunk * view_chunks
+    def seconds(self, pairs: int, view_chunks: int, full: bool = False) -> float:
+        """Seconds of a refresh forming ``pairs`` chunk pairs (those of a full computation when
+        ``full``) and rewriting ``view_chunks`` view chunks."""
+        per_pair = self.per_full_pair if full else self.per_pair
+        return self.fixed + per_pair * pairs + self.per_view_chunk * view_chunks
 
     def match_seconds(self, matches: float) -> float:
         return self.per_match * matches

@@ -106,7 +106,15 @@ def create_view(
         pairs = prepared.context.get("pairs")
         # the view's chunks-to-be: the left chunks the join fills (window views: the base's chunks)
         written = len({p for p, _ in pairs}) if pairs is not None else prepared.pairs
-        cost = cost_of(db.executors, "full", prepared.estimate, prepared.pairs, None, written)
+        cost = cost_of(
+            db.executors,
+            "full",
+            prepared.estimate,
+            prepared.pairs,
+            None,
+            written,
+            full_join=isinstance(definition, SimilarityViewDefinition),
+        )
         engine = db.executors.engine(cost.choice.executor)
         fragments, _, triples, _ = _execute(db, engine, prepared)
         checkpoint("refresh.computed")

@@ -56,7 +56,7 @@ PROBE_EVERY = 8
 #: A strategy never measured on the view is run once when predicted within this fraction of the best.
 UNMEASURED_PROBE_MARGIN = 1.0
 #: Estimates recorded under another model are not comparable; this tag marks this model's.
-MODEL = "refresh-2"
+MODEL = "refresh-3"  # 3: a full join's pairs priced apart (RefreshCost.per_full_pair)
 STRATEGY_ORDER = ("baseline", "full")
 
 
@@ -80,6 +80,8 @@ class StrategyCost:
     #: the newest measured seconds of this strategy on this view, and the view version it made
     last_measured: float | None = None
     last_measured_version: int | None = None
+    #: the pairs are a full join's (priced per routed right chunk, not per kernel call)
+    full_join: bool = False
 
     @property
     def written_chunks(self) -> int:
@@ -93,7 +95,7 @@ class StrategyCost:
     @property
     def model_seconds(self) -> float:
         """The whole model's prediction, before the view's own correction."""
-        return self.engine_seconds + self.terms.seconds(self.pairs, self.written_chunks)
+        return self.engine_seconds + self.terms.seconds(self.pairs, self.written_chunks, self.full_join)
 
     @property
     def seconds(self) -> float:
@@ -131,11 +133,15 @@ def cost_of(
     view_chunks: int | None = None,
     view_chunks_total: int = 0,
     basis: str = "metadata",
+    full_join: bool = False,
 ) -> StrategyCost:
-    """The cost of a strategy reading ``estimate`` on the executor the engine cost model picks."""
+    """The cost of a strategy reading ``estimate`` on the executor the engine cost model picks
+    (``full_join``: its ``pairs`` are those of a similarity view's full join)."""
     _, choice = executors.choose(estimate)
     terms = executors.costs.refresh_terms(choice.executor)
-    return StrategyCost(strategy, estimate, choice, pairs, view_chunks, terms, view_chunks_total, basis=basis)
+    return StrategyCost(
+        strategy, estimate, choice, pairs, view_chunks, terms, view_chunks_total, basis=basis, full_join=full_join
+    )
 
 
 #: Incremental is "clearly cheaper" when its corrected prediction is at most this fraction of full's.

@@ -520,6 +520,7 @@ def _plan_strategy(
             None if p.affected is None else (len(p.affected) if p.rewritten is None else p.rewritten),
             view_chunks,
             basis,
+            full_join=strategy == "full" and isinstance(definition, SimilarityViewDefinition),
         )
 
     if len(candidates) > 1:  # predictions corrected by what this view's refreshes measured
