@@ -20,9 +20,11 @@ Differences handled (each checked by tests/test_local_sql.py):
   times (Spark's session time zone is UTC), returned without a time zone;
 * a FLOAT or DOUBLE grouping key is shown as Spark normalizes it (``-0.0`` as ``0.0``:
   execution/float_keys.py);
-* calls reading a format, unit or time zone as text (``date_format``, ``date_trunc``, ``to_date``,
-  ``to_char``, ``get_json_object``, ``from_utc_timestamp``...) are refused: sqlglot's DuckDB forms
-  of them differ from Spark's.
+* ``date_trunc`` with a literal unit and ``date_format`` with a literal pattern of common fields
+  run as DuckDB's calls of the same meaning (execution/time_truncation.py, time_formatting.py);
+  other calls reading a format, unit or time zone as text (``to_date``, ``to_char``,
+  ``get_json_object``, ``from_utc_timestamp``...) are refused: sqlglot's DuckDB forms of them differ
+  from Spark's.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from sqlglot import exp
 from arrayviews.execution.arrow_sql import Unsupported, run_arrow
 from arrayviews.execution.decimal_guard import SUM_CHECK_MACRO, DecimalRefused, guard_decimals
 from arrayviews.execution.float_keys import KeysUntyped, normalize_float_keys
+from arrayviews.execution.time_formatting import spell_time_formats
 from arrayviews.execution.time_truncation import spell_time_truncation
 
 #: Prefix of the message of a ``raise_error`` rewritten for DuckDB (found again in its error).
@@ -179,6 +182,7 @@ def _translated(
     except (DecimalRefused, KeysUntyped) as refused:
         raise CannotRunLocally(str(refused)) from None
     tree = spell_time_truncation(text, tree, dict(schemas))
+    tree = spell_time_formats(text, tree, dict(schemas))
     tree = _rewrite(tree, {f.name: f for f in functions})
     try:
         return tree.sql(dialect="duckdb")
