@@ -14,6 +14,9 @@ against numpy/scipy, measured in one run.
    (2.5e5 to 1.6e7 cells): ``refresh("auto")`` (median of three batches) against a full
    recomputation (``refresh("full")``) of the same view; the growth of the refresh time across the
    64x range is the ratio of the medians at the largest and smallest array.
+5. Batches of 200, 2,000 and 9,999 cells, each filling part of an empty 100 x 100 chunk of a
+   4e6-cell array (so the batch reaches the chunks beside it): ``refresh("auto")`` against the goal
+   of 0.3 s for batches under 10^4 cells, and a full recomputation after the last.
 
 Run: ``.venv/bin/python -m benchmarks.run engine`` (``--quick``: smaller sizes). With
 ``ARRAYVIEWS_ENGINE_SMALL=1`` only the in-process small operations run (window, subarray, regrid and
@@ -191,6 +194,49 @@ def _growing(dbs: dict, sides: list[int], repeats: int = 3) -> list[dict]:
     return rows
 
 
+def _batch_sizes(db, side: int, sizes: tuple[int, ...] = (200, 2_000, 9_999)) -> dict:
+    """Refreshes of growing batches, each in an empty chunk of its own (chunks of 100 x 100)."""
+    name = f"sizes{side}"
+    base = db.create_array(f"{name}<v:float64>[i=0:{side - 1}:100; j=0:{side - 1}:100]")
+    present = np.ones((side, side), bool)
+    holes = [(100 * (3 + 3 * k), 100 * (3 + 3 * k)) for k in range(len(sizes))]  # chunks (3,3), (6,6)...
+    for i, j in holes:
+        present[i : i + 100, j : j + 100] = False
+    base.write_dense(np.ma.MaskedArray(np.random.default_rng(side).random((side, side)), mask=~present))
+    view = db.create_view(f"{name}_near", similarity(name, name, L1(1), COUNT))
+    rows = []
+    for size, (i, j) in zip(sizes, holes, strict=True):
+        cells = np.argwhere(np.ones((100, 100), bool))[:size] + [i, j]  # row by row from the corner
+        base.insert({"i": cells[:, 0], "j": cells[:, 1], "v": np.ones(size)})
+        started = time.perf_counter()
+        result = view.refresh("auto")
+        seconds = time.perf_counter() - started
+        rows.append(
+            {
+                "cells": size,
+                "auto_seconds": seconds,
+                "strategy": result.strategy,
+                "executor": result.executor,
+                "view_chunks_rewritten": result.view_chunks_rewritten,
+            }
+        )
+        print(
+            f"{size:>6,}-cell batch over {side * side:,} cells: refresh auto ({result.strategy}, "
+            f"{result.executor}) {seconds:.3f} s, {result.view_chunks_rewritten} view chunks rewritten"
+        )
+    if side <= 1000:  # the maintained view equals its recomputation (checked where it is cheap)
+        assert view.verify()
+    i, j = holes[-1]
+    base.insert({"i": [i + 99], "j": [j + 99], "v": [1.0]})  # the last cell of the last chunk
+    started = time.perf_counter()
+    view.refresh("full")
+    full = time.perf_counter() - started
+    print(f"full recomputation of the view (one more cell): {full:.3f} s")
+    db.drop_view(f"{name}_near")
+    db.drop_array(name)
+    return {"array_cells": side * side, "batches": rows, "full_seconds": full}
+
+
 def catalog_floor(db, repeats: int) -> float:
     """Best time of the SQL lookup of one table's current metadata location: the least a read that
     must see another process's commit pays before it touches any file (one statement, built once,
@@ -339,6 +385,7 @@ def run(db, quick: bool = False) -> dict:
     repeats = 2 if quick else 3
     results = {"one_cell": _one_cell(dbs, repeats), "dem": _dem(dbs, repeats)}
     results["growing"] = _growing(dbs, [500, 1000] if quick else [500, 1000, 2000, 4000])
+    results["batch_sizes"] = _batch_sizes(dbs["auto"], 1000 if quick else 2000)
     first, last = results["growing"][0], results["growing"][-1]
     results["refresh_growth"] = last["auto_seconds"] / first["auto_seconds"]
     print(
@@ -360,6 +407,7 @@ def report(results: dict, quick: bool) -> None:
         "5x5 window 344x403",
         "50x50 subarray",
         *[f"200-cell refresh, {g['cells']:.0e} cells" for g in results["growing"]],
+        *[f"{b['cells']:,}-cell batch, 4e6 cells" for b in results["batch_sizes"]["batches"]],
     ]
     series = {
         "in-process (auto)": [
@@ -367,14 +415,22 @@ def report(results: dict, quick: bool) -> None:
             window["auto"],
             cut["auto"],
             *[g["auto_seconds"] for g in results["growing"]],
+            *[b["auto_seconds"] for b in results["batch_sizes"]["batches"]],
         ],
         "Spark / full recomputation": [
             results["one_cell"]["seconds"]["spark"],
             window["spark"],
             cut["spark"],
             *[g["full_seconds"] for g in results["growing"]],
+            *[results["batch_sizes"]["full_seconds"] for _ in results["batch_sizes"]["batches"]],
         ],
-        "scipy / numpy": [0.0, window["scipy"], cut["numpy"], *[0.0 for _ in results["growing"]]],
+        "scipy / numpy": [
+            0.0,
+            window["scipy"],
+            cut["numpy"],
+            *[0.0 for _ in results["growing"]],
+            *[0.0 for _ in results["batch_sizes"]["batches"]],
+        ],
     }
     bar_plot(name, "Executors: in-process vs Spark (same run)", labels, series, "seconds")
     print(f"results in {RESULTS / (name + '.json')}")
