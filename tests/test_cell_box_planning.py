@@ -10,8 +10,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arrayviews.model.mappings import AxisMap, Mapping
 from arrayviews.model.shapes import L1, Linf, box
-from arrayviews.views.definition import similarity
+from arrayviews.views.definition import SimilarityViewDefinition, ViewAggregate, similarity
 
 SIDE, CHUNK = 24, 6
 NAMES = itertools.count()
@@ -95,3 +96,72 @@ def test_a_refresh_rewrites_only_chunks_a_changed_cell_reaches(db, shape_name, s
     assert result.view_chunks_rewritten <= len(reachable_chunks(np.array(changed).reshape(-1, 2), shape))
     db.drop_view(f"{name}_v")
     db.drop_array(name)
+
+
+FINE, COARSE = (16, 16), (8, 16)
+#: beta.x = floor(alpha.i / 2), beta.y = 15 - alpha.j: a coarser axis and a mirrored one, so the
+#: reach of a box of alpha cells is found through a decreasing map too.
+MIRROR = Mapping((AxisMap("x", "i", divisor=2), AxisMap("y", "j", multiplier=-1, offset=15)))
+
+
+def mapped_counts(fine: np.ndarray, coarse: np.ndarray, shape) -> dict[tuple[int, int], int]:
+    """For every present alpha cell, the present beta cells b with b - M(a) in the shape."""
+    counts = {}
+    for i, j in np.argwhere(fine):
+        x, y = i // 2, 15 - j
+        n = 0
+        for dx, dy in offsets(shape):
+            a, b = x + dx, y + dy
+            if 0 <= a < COARSE[0] and 0 <= b < COARSE[1] and coarse[a, b]:
+                n += 1
+        if n:
+            counts[(int(i), int(j))] = n
+    return counts
+
+
+def _changes(shape_of: tuple[int, int]):
+    return st.lists(st.tuples(st.integers(0, shape_of[0] - 1), st.integers(0, shape_of[1] - 1)), max_size=5)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shape_name=st.sampled_from(sorted(SHAPES)),
+    seed=st.integers(0, 2**32 - 1),
+    fine_flips=_changes(FINE),
+    coarse_flips=_changes(COARSE),
+)
+def test_a_mapped_view_of_two_arrays_equals_brute_force_after_edge_changes(
+    db, shape_name, seed, fine_flips, coarse_flips
+) -> None:
+    """Cells added or removed anywhere (chunk edges included) on either side of a view through a
+    coarsening and mirroring mapping: the refreshed view equals brute force."""
+    shape = SHAPES[shape_name]
+    k = next(NAMES)
+    alpha = db.create_array(f"A{k}<a:float64>[i=0:15:4; j=0:15:4]")
+    beta = db.create_array(f"B{k}<b:float64>[x=0:7:3; y=0:15:5]")
+    rng = np.random.default_rng(seed)
+    fine, coarse = rng.random(FINE) < 0.35, rng.random(COARSE) < 0.35
+    for array, present in ((alpha, fine), (beta, coarse)):
+        cells = np.argwhere(present)
+        names = array.schema.dimension_names
+        attribute = array.schema.attributes[0].name
+        array.insert({names[0]: cells[:, 0], names[1]: cells[:, 1], attribute: np.ones(len(cells))})
+    view = db.create_view(
+        f"M{k}", SimilarityViewDefinition(f"A{k}", f"B{k}", shape, [ViewAggregate("count", None, None, "cnt")], MIRROR)
+    )
+    for array, present, flips in ((alpha, fine, fine_flips), (beta, coarse, coarse_flips)):
+        names = array.schema.dimension_names
+        attribute = array.schema.attributes[0].name
+        for cell in dict.fromkeys(flips):  # each flipped cell is added if absent, removed if present
+            if present[cell]:
+                array.delete({names[0]: [cell[0]], names[1]: [cell[1]]})
+            else:
+                array.insert({names[0]: [cell[0]], names[1]: [cell[1]], attribute: [1.0]})
+            present[cell] = not present[cell]
+    view.refresh("baseline")
+    frame = view.to_pandas()
+    got = {(int(i), int(j)): int(n) for i, j, n in zip(frame["i"], frame["j"], frame["cnt"], strict=True)}
+    assert got == mapped_counts(fine, coarse, shape)
+    db.drop_view(f"M{k}")
+    db.drop_array(f"A{k}")
+    db.drop_array(f"B{k}")
