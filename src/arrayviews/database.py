@@ -241,7 +241,7 @@ class Database:
         view reads it (the error names those views). Dropping a stream view also drops the helper
         views only it read. Returns the names dropped."""
         catalog = self.catalog
-        entry = catalog.require(name) if kind is None else catalog.entry(name)
+        entry = catalog.require(name) if kind is None else catalog.entry(name, kind)
         if entry is None:
             noun = "view" if kind == kinds.ARRAY_VIEW else kind
             known = ", ".join(catalog.names(kind)) or "none"

@@ -79,6 +79,22 @@ def _refuse_name_of_another_kind(catalog: Catalog, namespace: str, name: str) ->
         )
 
 
+def _lost_race(catalog: Catalog, namespace: str, name: str, what: str) -> AlreadyExistsError:
+    """The error of a creation whose catalog commit found the name taken (the catalog's unique keys
+    hold one table per name across both namespaces): it names the holder's kind when another kind
+    took the name after this creation's check."""
+    try:
+        _refuse_name_of_another_kind(catalog, namespace, name)
+    except AlreadyExistsError as error:
+        return error
+    if catalog.table_exists((namespace, name.lower())):
+        return AlreadyExistsError(f"{what} already exists")
+    return AlreadyExistsError(
+        f"{what} could not be created: another process created a relation of that name at the same "
+        "instant (and has dropped it since); nothing was created"
+    )
+
+
 def create_table(
     catalog: Catalog,
     namespace: str,
@@ -126,7 +142,7 @@ def create_table(
             raise
     except TableAlreadyExistsError:
         delete_folder(location)
-        raise AlreadyExistsError(f"{what} already exists") from None
+        raise _lost_race(catalog, namespace, name, what) from None
     except BaseException as error:
         if not may_have_committed(error):  # a table that may exist keeps its folder
             delete_folder(location)

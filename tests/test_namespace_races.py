@@ -1,0 +1,211 @@
+"""One namespace under two processes: arrays, views and streams share one namespace of names, and the
+claim of a name is atomic across kinds. Two forked processes create a stream and an array (or an
+array view) of one name at the same instant, a barrier at the last checkpoint before the catalog
+commit holding each until the other has passed every check: exactly one wins, the loser gets the
+error naming the winner's kind, and ``relations()`` never lists the name twice. A drop racing a
+creation, and a creation killed (kill -9) before its catalog row, leave the name usable.
+
+Before the catalog refused a second table of one name across its two catalog namespaces, both
+creations of a forced race succeeded (two relations called ``n0``)."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy
+
+import arrayviews
+from arrayviews.model import faults
+from arrayviews.model.errors import AlreadyExistsError
+from arrayviews.model.shapes import L1
+from arrayviews.storage import catalog as catalog_module
+from arrayviews.storage import creation
+from arrayviews.views.definition import similarity
+from processes import fork
+from test_catalogs import POSTGRES, POSTGRES_REQUIRED, _fresh_postgres_schema_url
+
+STREAM_SCHEMA = "ts timestamp, src string, loss int"
+#: Forced races per pair of kinds (each one deterministic: both processes pass every check first).
+FORCED_ROUNDS = 3
+#: Races left to the operating system's timing (both released by one barrier at the start).
+FREE_ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def place(spark, tmp_path_factory):
+    return _place(spark, tmp_path_factory.mktemp("namespace_races"), {})
+
+
+def _place(spark, folder, options: dict):
+    """(database, what a child connects with, folder of the children's results), with the array
+    ``Base`` the views read."""
+    opened = {"path": str(folder / "warehouse"), "execution": "local", **options}
+    db = arrayviews.connect(spark=spark, **opened)
+    base = db.create_array("Base<v:float64>[i=0:9:5; j=0:9:5]")
+    base.insert({"i": [1, 2, 7], "j": [3, 3, 8], "v": [1.0, 2.0, 4.0]})
+    return db, opened, folder / "children"
+
+
+def _outcome(action) -> dict:
+    """What a child's creation did: ``won``, or the loser's error (type and message)."""
+    try:
+        action()
+    except AlreadyExistsError as error:
+        return {"won": False, "error": type(error).__name__, "message": str(error)}
+    return {"won": True}
+
+
+def _creator(spark, opened: dict, kind: str, name: str, barrier, forced: bool):
+    """The function a child runs: open the warehouse, then create ``name`` as ``kind``; with
+    ``forced``, wait for the other child at the last checkpoint before the catalog commit."""
+
+    def run() -> dict:
+        db = arrayviews.connect(spark=spark, **opened)
+        actions = {
+            "stream": lambda: db.create_stream(name, STREAM_SCHEMA, 60, "ts"),
+            "array": lambda: db.create_array(f"{name}<v:float64>[i=0:9:5]"),
+            "view": lambda: db.create_view(name, similarity("Base", "Base", L1(1), ["count(*) as c"])),
+            "drop": lambda: db.drop_array(name),
+        }
+        if not forced:
+            barrier.wait()
+            return _outcome(actions[kind])
+        with faults.interleave("create.before-commit", lambda: barrier.wait()):
+            return _outcome(actions[kind])
+
+    return run
+
+
+def _race(spark, place, first: str, second: str, name: str, forced: bool = True) -> dict[str, dict]:
+    db, opened, results = place
+    barrier = multiprocessing.get_context("fork").Barrier(2, timeout=120)
+    children = {
+        kind: fork(spark, results, _creator(spark, opened, kind, name, barrier, forced), label=kind)
+        for kind in (first, second)
+    }
+    outcomes = {}
+    for kind, child in children.items():
+        outcome = child.wait()
+        assert outcome.code == 0 and not outcome.killed, f"{kind} child failed:\n{outcome.error}"
+        outcomes[kind] = outcome.value
+    return outcomes
+
+
+def _holders(db, name: str) -> list[str]:
+    """The kinds of the relations called ``name`` (without regard to case), helpers included."""
+    listing = db.relations(helpers=True)
+    return sorted(listing.kind[listing.name.str.lower() == name.lower()])
+
+
+ARTICLE = {"stream": "a stream", "array": "an array", "view": "an array view"}
+KIND = {"stream": "stream", "array": "array", "view": "array view"}
+
+
+@pytest.mark.parametrize("other", ["array", "view"])
+def test_a_stream_and_another_kind_created_at_once_under_one_name_one_wins(spark, place, other) -> None:
+    rounds = [(f"n_{other}_{k}", True) for k in range(FORCED_ROUNDS)]
+    rounds += [(f"f_{other}_{k}", False) for k in range(FREE_ROUNDS)]
+    _one_winner_each_time(spark, place, other, rounds)
+
+
+def test_on_a_shared_postgresql_catalog_one_wins_too(spark, tmp_path) -> None:
+    if not POSTGRES:
+        message = "set ARRAYVIEWS_TEST_POSTGRES_URL to test the PostgreSQL catalog"
+        if POSTGRES_REQUIRED:
+            pytest.fail(f"PostgreSQL is required (ARRAYVIEWS_TEST_POSTGRES=required): {message}")
+        pytest.skip(message)
+    place = _place(spark, tmp_path, {"catalog_uri": _fresh_postgres_schema_url()})
+    rounds = [(f"p_{k}", True) for k in range(FORCED_ROUNDS)] + [("p_free", False)]
+    _one_winner_each_time(spark, place, "array", rounds)
+    _one_winner_each_time(spark, place, "view", [("p_view", True)])
+
+
+def _one_winner_each_time(spark, place, other: str, rounds: list[tuple[str, bool]]) -> None:
+    db = place[0]
+    for name, forced in rounds:
+        outcomes = _race(spark, place, "stream", other, name, forced)
+        winners = [kind for kind, outcome in outcomes.items() if outcome["won"]]
+        assert len(winners) == 1, (name, outcomes)
+        (winner,) = winners
+        (loser,) = set(outcomes) - {winner}
+        message = outcomes[loser]["message"]
+        assert f"{ARTICLE[winner]} named {name}" in message, (name, message)
+        assert "share one namespace" in message, message
+        assert _holders(db, name) == [KIND[winner]], (name, outcomes)
+
+
+def test_a_drop_racing_a_creation_of_another_kind_leaves_the_name_usable(spark, place) -> None:
+    db = place[0]
+    for k in range(4):
+        name = f"d{k}"
+        db.create_array(f"{name}<v:float64>[i=0:9:5]")
+        outcomes = _race(spark, place, "drop", "stream", name, forced=False)
+        assert outcomes["drop"]["won"], outcomes
+        created = outcomes["stream"]["won"]
+        if not created:  # checked before the drop: refused, naming the array
+            assert f"an array named {name}" in outcomes["stream"]["message"], outcomes
+        assert _holders(db, name) == (["stream"] if created else []), outcomes
+        # the name is usable afterwards, by either kind
+        if created:
+            db.drop_stream(name)
+        again = db.create_array(f"{name}<v:float64>[i=0:9:5]")
+        again.insert({"i": [4], "v": [2.5]})
+        assert again.to_pandas().v.tolist() == [2.5]
+        assert _holders(db, name) == ["array"]
+
+
+@pytest.mark.parametrize("kill_at", [1, 2])
+def test_a_creation_killed_before_its_catalog_row_leaves_the_name_usable(spark, place, kill_at) -> None:
+    """Killed at the check-to-commit checkpoint (1) or with its metadata file written but no catalog
+    row yet (2): the name is claimed by nothing, and another kind takes it at once."""
+    db, opened, results = place
+    name = f"k{kill_at}"
+
+    def create() -> None:
+        arrayviews.connect(spark=spark, **opened).create_array(f"{name}<v:float64>[i=0:9:5]")
+
+    outcome = fork(spark, results, create, kill_at=kill_at, label="killed").wait()
+    assert outcome.killed, outcome
+    assert _holders(db, name) == []
+    stream = db.create_stream(name, STREAM_SCHEMA, 60, "ts")
+    stream.append(pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:10"], utc=True), "src": ["a"], "loss": [3]}))
+    assert _holders(db, name) == ["stream"]
+    with pytest.raises(AlreadyExistsError, match=f"a stream named {name}"):
+        db.create_array(f"{name}<v:float64>[i=0:9:5]")
+    db.drop_stream(name)
+    array = db.create_array(f"{name}<v:float64>[i=0:9:5]")
+    array.insert({"i": [0, 9], "v": [1.0, 2.0]})
+    np.testing.assert_array_equal(array.to_pandas().sort_values("i").v, [1.0, 2.0])
+
+
+def test_a_warehouse_holding_a_name_twice_from_before_opens_with_a_warning_naming_it(
+    spark, tmp_path, monkeypatch, caplog
+) -> None:
+    """A catalog two racing creations left with one name twice (possible before the unique index)
+    cannot have the index: it opens, a warning names the name, and once one of the two is dropped
+    the next opening gives the catalog the index."""
+    location = str(tmp_path / "warehouse")
+    db = arrayviews.connect(location, spark=spark, execution="local")
+    db.create_array("Twice<v:float64>[i=0:9:5]")
+    with sqlalchemy.create_engine(f"sqlite:///{location}/catalog.db").begin() as connection:
+        connection.execute(sqlalchemy.text(f"DROP INDEX {catalog_module.ONE_NAMESPACE_INDEX}"))
+    # the stream a racing process created after this one's check (the check is skipped here)
+    monkeypatch.setattr(creation, "_refuse_name_of_another_kind", lambda *args: None)
+    db.create_stream("twice", STREAM_SCHEMA, 60, "ts")
+    monkeypatch.undo()
+    monkeypatch.setattr(catalog_module, "_indexed", set())
+    with caplog.at_level(logging.WARNING, logger="arrayviews.storage.catalog"):
+        again = arrayviews.connect(location, spark=spark, execution="local")
+    assert "twice held twice" in caplog.text, caplog.text
+    assert _holders(again, "twice") == ["array", "stream"]
+    again.drop_stream("twice")
+    third = arrayviews.connect(location, spark=spark, execution="local")
+    with pytest.raises(AlreadyExistsError, match="an array named twice"):
+        third.create_stream("twice", STREAM_SCHEMA, 60, "ts")
+    with sqlalchemy.create_engine(f"sqlite:///{location}/catalog.db").connect() as connection:
+        indexes = connection.execute(sqlalchemy.text("SELECT name FROM sqlite_master WHERE type='index'"))
+        assert catalog_module.ONE_NAMESPACE_INDEX in {row[0] for row in indexes}
