@@ -33,6 +33,7 @@ from arrayviews.model.errors import (
     ValidationError,
 )
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
 from arrayviews.model.uncertain import UncertainSchema
@@ -284,6 +285,7 @@ class Database:
     def create_view(self, name: str, definition, chunks=None) -> View:
         """Create a materialized view (computed now, stored as an array) from a definition object or
         the text of ``SELECT ... FROM A A1 SIMILARITY JOIN B A2 ON ... WITH SHAPE ... GROUP BY ...``."""
+        check_identifier(name, "view", ValidationError)
         if isinstance(definition, str):
             definition = view_definition_from_text(self, definition)
         return create_view(self, name, definition, chunks)

@@ -15,8 +15,9 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError
+from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError, ValidationError
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.names import SEPARATOR
 from arrayviews.storage import kinds
 from arrayviews.storage.files import filesystem
 from arrayviews.storage.snapshots import (
@@ -29,6 +30,15 @@ from arrayviews.storage.versioned import KIND_PROPERTY
 
 logger = logging.getLogger(__name__)
 
+#: The longest name of a relation (characters; names are ASCII). Its table's folder is named after it
+#: (with a random suffix) within the 255 bytes file systems allow a path component, and the names
+#: arrayviews derives from it (``<view>__helper``) fit the catalog's name column.
+MAX_NAME_LENGTH = 128
+#: The width of the catalog's table-name column (the longest derived name).
+CATALOG_NAME_WIDTH = 255
+#: How much of a name its folder's name keeps.
+FOLDER_NAME_LENGTH = 64
+
 #: fill(data folder) -> (data files written there, summary properties of the first snapshot)
 Fill = Callable[[str], tuple[list[str], dict[str, str]]]
 
@@ -36,7 +46,7 @@ Fill = Callable[[str], tuple[list[str], dict[str, str]]]
 def new_location(catalog: Catalog, namespace: str, name: str) -> str:
     """A folder no table has used: ``<warehouse>/<namespace>.db/<name>-<random>``."""
     warehouse = catalog.properties["warehouse"].rstrip("/")
-    return f"{warehouse}/{namespace}.db/{name.lower()}-{uuid.uuid4().hex[:10]}"
+    return f"{warehouse}/{namespace}.db/{name.lower()[:FOLDER_NAME_LENGTH]}-{uuid.uuid4().hex[:10]}"
 
 
 def delete_folder(location: str) -> None:
@@ -58,6 +68,19 @@ def delete_folder(location: str) -> None:
                     error,
                 )
                 return
+
+
+def refuse_long_name(name: str) -> None:
+    """Refuse a relation name longer than :data:`MAX_NAME_LENGTH` (a name arrayviews derived from
+    one, holding ``__``, up to the catalog's column width), showing its start and its length."""
+    limit = CATALOG_NAME_WIDTH if SEPARATOR in name else MAX_NAME_LENGTH
+    if len(name) > limit:
+        raise ValidationError(
+            f"the name {name[:24]}… ({len(name)} characters) is too long: names of arrays, views and "
+            f"streams have at most {MAX_NAME_LENGTH} characters; nothing was created",
+            array=name,
+            value=name,
+        )
 
 
 def _refuse_name_of_another_kind(catalog: Catalog, namespace: str, name: str) -> None:
@@ -109,6 +132,7 @@ def create_table(
     arrayviews' commit properties, the name mapping that lets Parquet columns be added by name,
     and, when ``fill`` is given, the files it writes into the new data folder as the first
     snapshot, all in one commit. On any failure the new folder is deleted and nothing exists."""
+    refuse_long_name(name)
     identifier = (namespace, name.lower())
     if catalog.table_exists(identifier):
         raise AlreadyExistsError(f"{what} already exists")
