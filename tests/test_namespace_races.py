@@ -20,7 +20,7 @@ import sqlalchemy
 
 import arrayviews
 from arrayviews.model import faults
-from arrayviews.model.errors import AlreadyExistsError
+from arrayviews.model.errors import AlreadyExistsError, NotFoundError
 from arrayviews.model.shapes import L1
 from arrayviews.storage import catalog as catalog_module
 from arrayviews.storage import creation
@@ -209,3 +209,34 @@ def test_a_warehouse_holding_a_name_twice_from_before_opens_with_a_warning_namin
     with sqlalchemy.create_engine(f"sqlite:///{location}/catalog.db").connect() as connection:
         indexes = connection.execute(sqlalchemy.text("SELECT name FROM sqlite_master WHERE type='index'"))
         assert catalog_module.ONE_NAMESPACE_INDEX in {row[0] for row in indexes}
+
+
+def test_a_drop_leaves_the_relation_another_process_created_again_under_the_name(spark, place) -> None:
+    """While a drop of stream S is between opening it and deleting its catalog row, another process
+    drops it and creates it again, with a row: the waiting drop is refused, and the new stream is
+    intact. Before, the drop deleted the new stream's catalog row (by name), leaving its folder
+    behind (and a view created over the new stream meanwhile read a stream that no longer existed:
+    ``relations()`` itself then failed). Stream views are dropped the same way
+    (``storage/creation.drop_table_as_checked``)."""
+    db, opened, results = place
+    row = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:05"], utc=True), "src": ["a"], "loss": [7]})
+
+    def again() -> None:
+        other = arrayviews.connect(spark=spark, **opened)
+        other.drop_stream("S_again")
+        other.create_stream("S_again", STREAM_SCHEMA, 60, "ts").append(row)
+
+    def in_another_process() -> None:
+        outcome = fork(spark, results, again, label="again").wait()
+        assert outcome.code == 0 and not outcome.killed, outcome.error
+
+    db.create_stream("S_again", STREAM_SCHEMA, 60, "ts")
+    with (
+        faults.interleave("drop.before-commit", in_another_process),
+        pytest.raises(NotFoundError, match="stream S_again was dropped and created again"),
+    ):
+        db.drop_stream("S_again")
+    listing = db.relations()
+    assert listing[listing.name == "S_again"][["kind", "version"]].values.tolist() == [["stream", 1]]
+    db.drop_stream("S_again")
+    assert _holders(db, "S_again") == []

@@ -49,6 +49,7 @@ from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
 from arrayviews.storage.check import check_warehouse
 from arrayviews.storage.chunk_cache import process_cache
+from arrayviews.storage.part_table import PartTable
 from arrayviews.storage.uncertain_table import UncertainTable
 from arrayviews.storage.warehouse import Warehouse, check_folder
 from arrayviews.stream import Stream
@@ -254,15 +255,16 @@ class Database:
                 array=entry.name,
             )
         # the array as checked for readers: one dropped and created again meanwhile is not dropped
-        identity = None
-        if entry.kind not in (kinds.STREAM, kinds.STREAM_VIEW):
+        if entry.kind in (kinds.STREAM, kinds.STREAM_VIEW):
+            identity = PartTable.open(self.warehouse.catalog, kinds.STREAMS_NAMESPACE, entry.name).identity
+        else:
             identity = self.warehouse.open(entry.name).identity
         catalog.refuse_if_read(entry)
         if entry.kind == kinds.STREAM:
-            streams_api.drop_stream(self, entry.name)
+            streams_api.drop_stream(self, entry.name, identity)
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
-            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name)
+            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity)
         self.warehouse.drop(entry.name, identity)
         return [entry.name]
 

@@ -15,7 +15,13 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arrayviews.model.errors import AlreadyExistsError, CatalogBusyError, ValidationError
+from arrayviews.model.errors import (
+    AlreadyExistsError,
+    CatalogBusyError,
+    CommitConflictError,
+    NotFoundError,
+    ValidationError,
+)
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.names import SEPARATOR
 from arrayviews.storage import kinds
@@ -70,6 +76,33 @@ def delete_folder(location: str) -> None:
                 return
 
 
+#: How many times a drop looks at the table again when other processes commit to it meanwhile.
+DROP_ATTEMPTS = 20
+
+
+def drop_table_as_checked(catalog: Catalog, identifier: tuple[str, str], identity: str, label: str) -> None:
+    """Drop the table ``identifier`` and delete its folder, only while it is the table whose
+    identity (its uuid) the caller checked (``label`` names it in errors, e.g. "stream S"): one
+    another process dropped, or dropped and created again under the name, meanwhile is not
+    dropped (NotFoundError; nothing changed). The catalog row goes only as it was loaded (a commit
+    meanwhile, an append, makes the drop look again)."""
+    for _ in range(DROP_ATTEMPTS):
+        try:
+            table = catalog.load_table(identifier)
+        except NoSuchTableError:
+            raise NotFoundError(f"{label} was dropped by another process meanwhile") from None
+        if str(table.metadata.table_uuid) != identity:
+            raise NotFoundError(
+                f"{label} was dropped and created again by another process while it was being dropped; "
+                "nothing was dropped (drop it again to drop the new one)"
+            )
+        checkpoint("drop.before-commit")
+        if catalog.drop_table_if_at(identifier, table.metadata_location):
+            delete_folder(table.location())
+            return
+    raise CommitConflictError(f"{label}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped")
+
+
 def refuse_long_name(name: str) -> None:
     """Refuse a relation name longer than :data:`MAX_NAME_LENGTH` (a name arrayviews derived from
     one, holding ``__``, up to the catalog's column width), showing its start and its length."""
@@ -113,8 +146,8 @@ def _lost_race(catalog: Catalog, namespace: str, name: str, what: str) -> Alread
     if catalog.table_exists((namespace, name.lower())):
         return AlreadyExistsError(f"{what} already exists")
     return AlreadyExistsError(
-        f"{what} could not be created: another process created a relation of that name at the same "
-        "instant (and has dropped it since); nothing was created"
+        f"{what} already exists: another process created a relation of that name at the same instant "
+        "(and has dropped it since); nothing was created"
     )
 
 
