@@ -1,6 +1,10 @@
-"""Creating a table in one catalog commit: created, configured and (optionally) filled with its
-first snapshot at once, in a folder of its own, so a crash at any instant leaves either the whole
-table or no table (only unreferenced files in a folder no table owns, which ``check`` removes)."""
+"""Creating and dropping a relation's table, each in one catalog commit.
+
+A table is created, configured and (optionally) filled with its first snapshot at once, in a folder
+of its own, so a crash at any instant leaves either the whole table or no table (only unreferenced
+files in a folder no table owns, which ``check`` removes). Its name is checked first (its length,
+and that no relation of another kind holds it); the catalog's unique index
+(``catalog.ONE_NAMESPACE_INDEX``) makes the claim atomic. A drop deletes only the table it checked."""
 
 from __future__ import annotations
 
