@@ -20,7 +20,7 @@ import sqlalchemy
 
 import arrayviews
 from arrayviews.model import faults
-from arrayviews.model.errors import AlreadyExistsError, ArrayViewsError, NotFoundError
+from arrayviews.model.errors import AlreadyExistsError, ArrayViewsError, NotFoundError, ValidationError
 from arrayviews.model.shapes import L1
 from arrayviews.storage import catalog as catalog_module
 from arrayviews.storage import creation
@@ -242,32 +242,53 @@ def test_a_drop_leaves_the_relation_another_process_created_again_under_the_name
     assert _holders(db, "S_again") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stream view created over stream S by another process while a drop of S is between its "
-    "check of S's readers and its catalog delete is left reading a dropped stream (the readers are "
-    "checked, not claimed: the view's creation does not commit to S, so the drop's compare-and-set "
-    "on S cannot see it)",
-)
+VIEW_OVER = """CREATE VIEW {view} AS
+INITIALIZE {view}[i] AS SELECT src, count(*) AS n FROM {stream}[i] GROUP BY src
+UPDATE {view}[j] AS SELECT src, count(*) AS n FROM {stream}[j] GROUP BY src
+PARTITION LENGTH 60"""
+
+
 def test_a_view_created_over_a_stream_while_it_is_dropped_keeps_its_stream(spark, tmp_path) -> None:
-    db, opened, results = _place(spark, tmp_path, {})  # a warehouse of its own: it ends broken
-    db.create_stream("S_read", STREAM_SCHEMA, 60, "ts")
+    """Another process creates stream view R over stream S while a drop of S is between its check
+    of S's readers and its catalog delete: the drop is refused naming R (S's row put back as it was),
+    S keeps its row and R reads it. Once the drop has committed and checked again, a view over S
+    is refused instead. Before, R was left reading a dropped stream and ``relations()`` failed
+    ("no stream or stream view named s_read")."""
+    db, opened, results = _place(spark, tmp_path, {})
+    row = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:05"], utc=True), "src": ["a"], "loss": [7]})
+    db.create_stream("S_read", STREAM_SCHEMA, 60, "ts").append(row)
 
-    def reader_in_another_process() -> None:
-        def create() -> None:
-            arrayviews.connect(spark=spark, **opened).sql(
-                "CREATE VIEW R_read AS INITIALIZE R_read[i] AS SELECT src, count(*) AS n FROM S_read[i] "
-                "GROUP BY src UPDATE R_read[j] AS SELECT src, count(*) AS n FROM S_read[j] GROUP BY src "
-                "PARTITION LENGTH 60"
-            )
+    def view_in_another_process(view: str):
+        def create() -> dict:
+            try:
+                arrayviews.connect(spark=spark, **opened).sql(VIEW_OVER.format(view=view, stream="S_read"))
+            except ArrayViewsError as error:
+                return {"created": False, "message": str(error)}
+            return {"created": True}
 
-        outcome = fork(spark, results, create, label="reader").wait()
-        assert outcome.code == 0 and not outcome.killed, outcome.error
+        def action() -> None:
+            outcome = fork(spark, results, create, label=view).wait()
+            assert outcome.code == 0 and not outcome.killed, outcome.error
+            created[view] = outcome.value
 
-    try:
-        with faults.interleave("drop.before-commit", reader_in_another_process):
-            db.drop_stream("S_read")
-    except ArrayViewsError:
-        pass  # refused: the view reads it (what should happen)
-    names = set(db.relations(helpers=True).name.str.lower())  # fails while r_read reads a stream that is gone
-    assert ("s_read" in names) == ("r_read" in names), names
+        return action
+
+    created: dict[str, dict] = {}
+    with (
+        faults.interleave("drop.before-commit", view_in_another_process("R_read")),
+        pytest.raises(ValidationError, match=r"stream S_read is read by view\(s\) r_read"),
+    ):
+        db.drop_stream("S_read")
+    assert created["R_read"] == {"created": True}
+    listing = db.relations(helpers=True)
+    assert sorted(zip(listing.name.str.lower(), listing.kind, listing.version, strict=True)) == [
+        ("base", "array", 1),
+        ("r_read", "stream view", 1),
+        ("s_read", "stream", 1),
+    ]
+    assert db.stream_view("R_read").to_pandas().n.tolist() == [1]  # S's row, read after the refusal
+    db.drop_stream_view("R_read")
+    with faults.interleave("drop.committed", view_in_another_process("Q_read")):
+        db.drop_stream("S_read")
+    assert not created["Q_read"]["created"] and "s_read" in created["Q_read"]["message"].lower()
+    assert sorted(db.relations(helpers=True).name.str.lower()) == ["base"]

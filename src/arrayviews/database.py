@@ -260,11 +260,14 @@ class Database:
         else:
             identity = self.warehouse.open(entry.name).identity
         catalog.refuse_if_read(entry)
+        def refuse() -> None:  # again as the drop commits: a view created meanwhile keeps it
+            self.catalog.refuse_if_read(entry)
+
         if entry.kind == kinds.STREAM:
-            streams_api.drop_stream(self, entry.name, identity)
+            streams_api.drop_stream(self, entry.name, identity, refuse)
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
-            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity)
+            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity, refuse)
         self.warehouse.drop(entry.name, identity)
         return [entry.name]
 

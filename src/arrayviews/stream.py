@@ -246,12 +246,13 @@ def stream_names(db: Database) -> list[str]:
     return SparkPartTable.names(db.warehouse.catalog, NAMESPACE, kind=KIND)
 
 
-def drop_stream(db: Database, name: str, identity: str | None = None) -> None:
+def drop_stream(db: Database, name: str, identity: str | None = None, refuse=None) -> None:
     """Drop a stream and delete its files; with ``identity``, only the stream the caller checked
-    (one dropped and created again by another process meanwhile is not dropped)."""
+    (one dropped and created again by another process meanwhile is not dropped); ``refuse``: the
+    check that no view reads it, run again as the drop commits (``drop_table_as_checked``)."""
     table = open_stream(db, name).table
     drop_table_as_checked(
-        db.warehouse.catalog, table.table.name(), identity or table.identity, f"stream {table.name}"
+        db.warehouse.catalog, table.table.name(), identity or table.identity, f"stream {table.name}", refuse
     )
 
 

@@ -265,10 +265,13 @@ def _left_by_a_crash(world: StreamWorld, definition: ViewDFDefinition) -> bool:
     return existing.definition.helper and existing.definition.text == definition.text and not readers
 
 
-def drop_view(spark: SparkSession, catalog, name: str, identity: str | None = None) -> list[str]:
+def drop_view(
+    spark: SparkSession, catalog, name: str, identity: str | None = None, refuse=None
+) -> list[str]:
     """Drop a view and the helper views only it reads; refused while another view reads it. With
     ``identity``, only the view the caller checked (one dropped and created again by another process
-    meanwhile is not dropped)."""
+    meanwhile is not dropped); ``refuse``: the check that no view reads it, run again as the drop
+    commits (``drop_table_as_checked``)."""
     world = StreamWorld(spark, catalog)
     view = world.view(name)
     definitions = world.definitions()
@@ -277,7 +280,9 @@ def drop_view(spark: SparkSession, catalog, name: str, identity: str | None = No
         raise ValidationError(f"view {name} is read by view(s) {', '.join(readers)}; drop those first")
     dropped = [view.name]
     table = view.table
-    drop_table_as_checked(catalog, table.table.name(), identity or table.identity, f"stream view {name}")
+    drop_table_as_checked(
+        catalog, table.table.name(), identity or table.identity, f"stream view {name}", refuse
+    )
     for source in sorted(view.definition.sources()):
         if source in definitions and definitions[source].helper:
             others = [d for d in definitions.values() if d.name != view.name and source in d.sources()]

@@ -84,12 +84,23 @@ def delete_folder(location: str) -> None:
 DROP_ATTEMPTS = 20
 
 
-def drop_table_as_checked(catalog: Catalog, identifier: tuple[str, str], identity: str, label: str) -> None:
+def drop_table_as_checked(
+    catalog: Catalog,
+    identifier: tuple[str, str],
+    identity: str,
+    label: str,
+    refuse: Callable[[], None] | None = None,
+) -> None:
     """Drop the table ``identifier`` and delete its folder, only while it is the table whose
     identity (its uuid) the caller checked (``label`` names it in errors, e.g. "stream S"): one
     another process dropped, or dropped and created again under the name, meanwhile is not
     dropped (NotFoundError; nothing changed). The catalog row goes only as it was loaded (a commit
-    meanwhile, an append, makes the drop look again)."""
+    meanwhile, an append, makes the drop look again).
+
+    ``refuse`` (the check that no view reads the table, which raises when one does) runs again once
+    the row is gone: a view another process created meanwhile, after the caller's check, makes the
+    drop put the row back as it was (the folder is still there) and fail with that error. A view
+    created after this second check no longer finds its source, and is refused."""
     for _ in range(DROP_ATTEMPTS):
         try:
             table = catalog.load_table(identifier)
@@ -102,9 +113,28 @@ def drop_table_as_checked(catalog: Catalog, identifier: tuple[str, str], identit
             )
         checkpoint("drop.before-commit")
         if catalog.drop_table_if_at(identifier, table.metadata_location):
+            if refuse is not None:
+                try:
+                    refuse()
+                except BaseException:
+                    _put_back(catalog, identifier, table.metadata_location, label)
+                    raise
+            checkpoint("drop.committed")
             delete_folder(table.location())
             return
     raise CommitConflictError(f"{label}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped")
+
+
+def _put_back(catalog: Catalog, identifier: tuple[str, str], metadata_location: str, label: str) -> None:
+    """The catalog row of a table dropped a moment ago, as it was (its files are untouched)."""
+    try:
+        catalog.register_table(identifier, metadata_location)
+    except TableAlreadyExistsError:  # another process created a table of the name in that moment
+        logger.warning(
+            "%s could not be put back after a refused drop: another process created a table of its "
+            "name meanwhile; its folder is left for `arrayviews check --repair`",
+            label,
+        )
 
 
 def refuse_long_name(name: str) -> None:
