@@ -292,3 +292,33 @@ def test_a_view_created_over_a_stream_while_it_is_dropped_keeps_its_stream(spark
         db.drop_stream("S_read")
     assert not created["Q_read"]["created"] and "s_read" in created["Q_read"]["message"].lower()
     assert sorted(db.relations(helpers=True).name.str.lower()) == ["base"]
+
+
+def test_an_array_view_created_over_an_array_while_it_is_dropped_keeps_its_array(spark, tmp_path) -> None:
+    """As for streams: another process creates array view V over array A while a drop of A is between
+    its check of A's views and its catalog delete: the drop is refused naming V, and A and V stay
+    readable. Before, V was left over a dropped array."""
+    db, opened, results = _place(spark, tmp_path, {})
+
+    def view_in_another_process() -> None:
+        def create() -> None:
+            other = arrayviews.connect(spark=spark, **opened)
+            other.create_view("V_over", similarity("Base", "Base", L1(1), ["count(*) as c"]))
+
+        outcome = fork(spark, results, create, label="view").wait()
+        assert outcome.code == 0 and not outcome.killed, outcome.error
+
+    with (
+        faults.interleave("drop.before-commit", view_in_another_process),
+        pytest.raises(ValidationError, match=r"array Base is a base of view\(s\) V_over"),
+    ):
+        db.drop_array("Base")
+    assert sorted(zip(db.relations().name, db.relations().kind, strict=True)) == [
+        ("Base", "array"),
+        ("V_over", "array view"),
+    ]
+    cells = {(1, 3): 1.0, (2, 3): 2.0, (7, 8): 4.0}  # Base's cells: count of cells within L1 distance 1
+    expected = {c: sum(abs(c[0] - o[0]) + abs(c[1] - o[1]) <= 1 for o in cells) for c in cells}
+    got = {(int(r.i), int(r.j)): int(r.c) for r in db.view("V_over").to_pandas().itertuples()}
+    assert got == expected
+    assert db.array("Base").to_pandas().v.sort_values().tolist() == [1.0, 2.0, 4.0]

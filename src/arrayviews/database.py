@@ -49,6 +49,7 @@ from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
 from arrayviews.storage.check import check_warehouse
 from arrayviews.storage.chunk_cache import process_cache
+from arrayviews.storage.creation import drop_table_as_checked
 from arrayviews.storage.part_table import PartTable
 from arrayviews.storage.uncertain_table import UncertainTable
 from arrayviews.storage.warehouse import Warehouse, check_folder
@@ -268,7 +269,13 @@ class Database:
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
             return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity, refuse)
-        self.warehouse.drop(entry.name, identity)
+        drop_table_as_checked(
+            self.warehouse.catalog,
+            (kinds.ARRAYS_NAMESPACE, entry.name.lower()),
+            identity,
+            f"{entry.kind} {entry.name}",
+            refuse,
+        )
         return [entry.name]
 
     def describe(self) -> pd.DataFrame:
