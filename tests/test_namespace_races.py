@@ -200,7 +200,7 @@ def test_a_warehouse_holding_a_name_twice_from_before_opens_with_a_warning_namin
     monkeypatch.setattr(catalog_module, "_indexed", set())
     with caplog.at_level(logging.WARNING, logger="arrayviews.storage.catalog"):
         again = arrayviews.connect(location, spark=spark, execution="local")
-    assert "twice held twice" in caplog.text, caplog.text
+    assert "holds names twice (twice: two relations of each" in caplog.text, caplog.text
     assert _holders(again, "twice") == ["array", "stream"]
     again.drop_stream("twice")
     third = arrayviews.connect(location, spark=spark, execution="local")

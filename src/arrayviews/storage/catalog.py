@@ -476,16 +476,30 @@ def one_namespace_of_names(engine) -> bool:
         if not _has_index(engine, table):
             with engine.begin() as connection:
                 connection.execute(statement)
-    except SQLAlchemyError as error:
-        if not _has_index(engine, table):  # (another process creating it at the same time is fine)
+    except (SQLAlchemyError, CatalogBusyError) as error:
+        try:
+            present = _has_index(engine, table)  # (another process creating it at once is fine)
+        except (SQLAlchemyError, CatalogBusyError):
+            present = False
+        if not present:
             twice = _names_held_twice(engine, table, names)
-            logger.warning(
-                "catalog %s: names cannot be made unique across arrays and streams (%s)%s; "
-                "drop one relation of each such name",
-                engine.url.render_as_string(hide_password=True),
-                type(error.orig or error).__name__,
-                f": {', '.join(twice)} held twice" if twice else "",
-            )
+            shown = engine.url.render_as_string(hide_password=True)
+            if twice:
+                logger.warning(
+                    "catalog %s holds names twice (%s: two relations of each, created at once before "
+                    "names were kept unique); drop one of each, and the next opening keeps names "
+                    "unique across arrays and streams",
+                    shown,
+                    ", ".join(twice),
+                )
+            else:
+                logger.warning(
+                    "catalog %s: the index keeping names unique across arrays and streams could not "
+                    "be made (%s); two processes creating relations of one name at the same instant "
+                    "may both succeed",
+                    shown,
+                    load_failure(getattr(error, "orig", None) or error),
+                )
             return False
     _indexed.add(key)
     return True
