@@ -30,9 +30,9 @@ from test_catalogs import POSTGRES, POSTGRES_REQUIRED, _fresh_postgres_schema_ur
 
 STREAM_SCHEMA = "ts timestamp, src string, loss int"
 #: Forced races per pair of kinds (each one deterministic: both processes pass every check first).
-FORCED_ROUNDS = 3
+FORCED_ROUNDS = 2
 #: Races left to the operating system's timing (both released by one barrier at the start).
-FREE_ROUNDS = 3
+FREE_ROUNDS = 2
 
 
 @pytest.fixture(scope="module")
