@@ -33,6 +33,7 @@ from arrayviews.model.errors import (
     ValidationError,
 )
 from arrayviews.model.faults import checkpoint
+from arrayviews.model.names import check_identifier
 from arrayviews.model.schema import ArraySchema
 from arrayviews.model.schema_parser import parse_schema
 from arrayviews.model.uncertain import UncertainSchema
@@ -48,6 +49,8 @@ from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import CommitInfo
 from arrayviews.storage.check import check_warehouse
 from arrayviews.storage.chunk_cache import process_cache
+from arrayviews.storage.creation import drop_table_as_checked
+from arrayviews.storage.part_table import PartTable
 from arrayviews.storage.uncertain_table import UncertainTable
 from arrayviews.storage.warehouse import Warehouse, check_folder
 from arrayviews.stream import Stream
@@ -241,7 +244,7 @@ class Database:
         view reads it (the error names those views). Dropping a stream view also drops the helper
         views only it read. Returns the names dropped."""
         catalog = self.catalog
-        entry = catalog.require(name) if kind is None else catalog.entry(name)
+        entry = catalog.require(name) if kind is None else catalog.entry(name, kind)
         if entry is None:
             noun = "view" if kind == kinds.ARRAY_VIEW else kind
             known = ", ".join(catalog.names(kind)) or "none"
@@ -253,16 +256,26 @@ class Database:
                 array=entry.name,
             )
         # the array as checked for readers: one dropped and created again meanwhile is not dropped
-        identity = None
-        if entry.kind not in (kinds.STREAM, kinds.STREAM_VIEW):
+        if entry.kind in (kinds.STREAM, kinds.STREAM_VIEW):
+            identity = PartTable.open(self.warehouse.catalog, kinds.STREAMS_NAMESPACE, entry.name).identity
+        else:
             identity = self.warehouse.open(entry.name).identity
         catalog.refuse_if_read(entry)
+        def refuse() -> None:  # again as the drop commits: a view created meanwhile keeps it
+            self.catalog.refuse_if_read(entry)
+
         if entry.kind == kinds.STREAM:
-            streams_api.drop_stream(self, entry.name)
+            streams_api.drop_stream(self, entry.name, identity, refuse)
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
-            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name)
-        self.warehouse.drop(entry.name, identity)
+            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity, refuse)
+        drop_table_as_checked(
+            self.warehouse.catalog,
+            (kinds.ARRAYS_NAMESPACE, entry.name.lower()),
+            identity,
+            f"{entry.kind} {entry.name}",
+            refuse,
+        )
         return [entry.name]
 
     def describe(self) -> pd.DataFrame:
@@ -284,6 +297,7 @@ class Database:
     def create_view(self, name: str, definition, chunks=None) -> View:
         """Create a materialized view (computed now, stored as an array) from a definition object or
         the text of ``SELECT ... FROM A A1 SIMILARITY JOIN B A2 ON ... WITH SHAPE ... GROUP BY ...``."""
+        check_identifier(name, "view", ValidationError)
         if isinstance(definition, str):
             definition = view_definition_from_text(self, definition)
         return create_view(self, name, definition, chunks)

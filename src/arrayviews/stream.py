@@ -49,6 +49,7 @@ from arrayviews.model.names import INTERNAL_PREFIX, RESERVED_STREAM_COLUMNS, che
 from arrayviews.model.types import accepts, always_fits, first_misfit, misfit_reason
 from arrayviews.operators.ingest import whole_decimals
 from arrayviews.storage import kinds, part_table
+from arrayviews.storage.creation import drop_table_as_checked
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.storage.files import filesystem, read_parquet_files
 from arrayviews.storage.part_table import PART, PartVersion, StagedFile, UnpartitionedRowsError
@@ -245,9 +246,14 @@ def stream_names(db: Database) -> list[str]:
     return SparkPartTable.names(db.warehouse.catalog, NAMESPACE, kind=KIND)
 
 
-def drop_stream(db: Database, name: str) -> None:
-    """Drop a stream and delete its files."""
-    open_stream(db, name).table.drop()
+def drop_stream(db: Database, name: str, identity: str | None = None, refuse=None) -> None:
+    """Drop a stream and delete its files; with ``identity``, only the stream the caller checked
+    (one dropped and created again by another process meanwhile is not dropped); ``refuse``: the
+    check that no view reads it, run again as the drop commits (``drop_table_as_checked``)."""
+    table = open_stream(db, name).table
+    drop_table_as_checked(
+        db.warehouse.catalog, table.table.name(), identity or table.identity, f"stream {table.name}", refuse
+    )
 
 
 # -- checking batches -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import AlreadyExistsError, ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX, check_identifier
 from arrayviews.model.viewdf import PartIndex, PartQuery, ViewDFDefinition
+from arrayviews.storage.creation import drop_table_as_checked
 from arrayviews.storage.expiry import cutoffs
 from arrayviews.streams import relations as rel
 from arrayviews.streams.bounded_history import KEEP_VERSIONS
@@ -264,8 +265,13 @@ def _left_by_a_crash(world: StreamWorld, definition: ViewDFDefinition) -> bool:
     return existing.definition.helper and existing.definition.text == definition.text and not readers
 
 
-def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
-    """Drop a view and the helper views only it reads; refused while another view reads it."""
+def drop_view(
+    spark: SparkSession, catalog, name: str, identity: str | None = None, refuse=None
+) -> list[str]:
+    """Drop a view and the helper views only it reads; refused while another view reads it. With
+    ``identity``, only the view the caller checked (one dropped and created again by another process
+    meanwhile is not dropped); ``refuse``: the check that no view reads it, run again as the drop
+    commits (``drop_table_as_checked``)."""
     world = StreamWorld(spark, catalog)
     view = world.view(name)
     definitions = world.definitions()
@@ -273,7 +279,10 @@ def drop_view(spark: SparkSession, catalog, name: str) -> list[str]:
     if readers:
         raise ValidationError(f"view {name} is read by view(s) {', '.join(readers)}; drop those first")
     dropped = [view.name]
-    view.table.drop()
+    table = view.table
+    drop_table_as_checked(
+        catalog, table.table.name(), identity or table.identity, f"stream view {name}", refuse
+    )
     for source in sorted(view.definition.sources()):
         if source in definitions and definitions[source].helper:
             others = [d for d in definitions.values() if d.name != view.name and source in d.sources()]

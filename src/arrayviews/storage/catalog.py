@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import operator
 import os
 import re
@@ -19,14 +20,17 @@ from pyiceberg.serializers import Compressor, FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.utils.config import Config
-from sqlalchemy import bindparam, delete, event, select, update
+from sqlalchemy import bindparam, delete, event, inspect, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from arrayviews.model.errors import CatalogBusyError
 from arrayviews.model.faults import checkpoint
-from arrayviews.storage import inline_executor
+from arrayviews.storage import inline_executor, kinds
 from arrayviews.storage.avro_schemas import write_whole
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.metadata_updates import apply_updates
+
+logger = logging.getLogger(__name__)
 
 CATALOG_FILE = "catalog.db"
 CATALOG_NAME = "arrayviews"
@@ -51,6 +55,7 @@ class _Catalog(SqlCatalog):
         super().__init__(name, **properties)
         if self.engine.dialect.name == "sqlite":
             _write_ahead_log(self.engine, name)
+        one_namespace_of_names(self.engine)
 
     @staticmethod
     def _write_metadata(metadata, io, metadata_path: str) -> None:
@@ -438,6 +443,84 @@ def _write_ahead_log(engine, catalog_name: str) -> None:
         return busy_error(engine.url.database, "a catalog statement", table)
 
     engine.dispose()  # connections made while creating the catalog's tables lack the settings
+
+
+#: The unique index of the catalog's table rows that makes arrays, views and streams one namespace of
+#: names: no two tables of the relation namespaces (``arrays``, ``streams``) share a table name (names
+#: are stored lowercased). The claim of a name is the insert of the table's own row, so it is as
+#: atomic as the catalog's commit: two processes creating a stream and an array of one name at once
+#: cannot both insert, and a creation killed at any instant holds no name (no row, no claim).
+ONE_NAMESPACE_INDEX = "arrayviews_one_namespace"
+#: Catalog databases (by URL) this process has given the index, or found it in.
+_indexed: set[str] = set()
+
+
+def one_namespace_of_names(engine) -> bool:
+    """Give the catalog's table rows the unique index :data:`ONE_NAMESPACE_INDEX` (SQLite and
+    PostgreSQL, which have partial indexes; created once, looked for at each first open in a
+    process); True when the catalog has it. A catalog that already holds a name twice (two
+    relations created at once before the index) cannot have it: a warning names those names, and
+    creations there fall back to the check before the commit."""
+    key = engine.url.render_as_string(hide_password=False)
+    if key in _indexed:
+        return True
+    if engine.dialect.name not in ("sqlite", "postgresql"):
+        return False
+    table = IcebergTables.__tablename__
+    names = ", ".join(f"'{namespace}'" for namespace in kinds.NAMESPACES)
+    statement = text(
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {ONE_NAMESPACE_INDEX} ON {table} (catalog_name, table_name) "
+        f"WHERE table_namespace IN ({names})"
+    )
+    try:
+        if not _has_index(engine, table):
+            with engine.begin() as connection:
+                connection.execute(statement)
+    except (SQLAlchemyError, CatalogBusyError) as error:
+        try:
+            present = _has_index(engine, table)  # (another process creating it at once is fine)
+        except (SQLAlchemyError, CatalogBusyError):
+            present = False
+        if not present:
+            twice = _names_held_twice(engine, table, names)
+            shown = engine.url.render_as_string(hide_password=True)
+            if twice:
+                logger.warning(
+                    "catalog %s holds names twice (%s: two relations of each, created at once before "
+                    "names were kept unique); drop one of each, and the next opening keeps names "
+                    "unique across arrays and streams",
+                    shown,
+                    ", ".join(twice),
+                )
+            else:
+                logger.warning(
+                    "catalog %s: the index keeping names unique across arrays and streams could not "
+                    "be made (%s); two processes creating relations of one name at the same instant "
+                    "may both succeed",
+                    shown,
+                    load_failure(getattr(error, "orig", None) or error),
+                )
+            return False
+    _indexed.add(key)
+    return True
+
+
+def _has_index(engine, table: str) -> bool:
+    return any(index.get("name") == ONE_NAMESPACE_INDEX for index in inspect(engine).get_indexes(table))
+
+
+def _names_held_twice(engine, table: str, names: str) -> list[str]:
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    f"SELECT table_name FROM {table} WHERE table_namespace IN ({names}) "
+                    "GROUP BY catalog_name, table_name HAVING COUNT(*) > 1 ORDER BY table_name"
+                )
+            ).all()
+    except SQLAlchemyError:
+        return []
+    return [row[0] for row in rows]
 
 
 def _delete_quietly(io, location: str) -> None:

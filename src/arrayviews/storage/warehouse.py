@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pyarrow.fs import FileSelector, FileType
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-from arrayviews.model.errors import CommitConflictError, NotFoundError, ValidationError
+from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema
 from arrayviews.storage import kinds, layout
 from arrayviews.storage.array_table import SCHEMA_PROPERTY, ArrayTable, CommitInfo, version_summary
@@ -22,7 +22,7 @@ from arrayviews.storage.catalog import (
     load_tables,
     open_catalog,
 )
-from arrayviews.storage.creation import create_table, delete_folder
+from arrayviews.storage.creation import create_table, drop_table_as_checked
 from arrayviews.storage.files import filesystem, to_uri
 from arrayviews.storage.part_table import HELPER_PROPERTY, NAME_PROPERTY
 from arrayviews.storage.versioned import KIND_PROPERTY, VERSION_KEY
@@ -32,10 +32,6 @@ logger = logging.getLogger(__name__)
 
 #: fill(data folder) -> (data files written there, what the first version holds)
 ArrayFill = Callable[[str], tuple[list[str], CommitInfo]]
-
-
-#: How many times a drop looks at the table again when other processes commit to it meanwhile.
-DROP_ATTEMPTS = 20
 
 #: The file that marks a folder as an arrayviews warehouse.
 MARKER = "arrayviews-warehouse.json"
@@ -202,22 +198,9 @@ class Warehouse:
         :attr:`~arrayviews.storage.versioned.VersionedTable.identity` when the caller checked it, e.g.
         that no view reads it), only that table: one another process dropped and created again under
         the name meanwhile is not dropped (NotFoundError; nothing changed)."""
-        for _ in range(DROP_ATTEMPTS):
-            array = self.open(name)
-            if identity is None:
-                identity = array.identity
-            elif array.identity != identity:
-                raise NotFoundError(
-                    f"array {name} was dropped and created again by another process while it was being "
-                    "dropped; nothing was dropped (drop it again to drop the new one)"
-                )
-            # only as opened: a commit meanwhile (an insert) makes this look again
-            if self.catalog.drop_table_if_at(self._identifier(name), array.table.metadata_location):
-                delete_folder(array.location)
-                return
-        raise CommitConflictError(
-            f"array {name}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped"
-        )
+        if identity is None:
+            identity = self.open(name).identity
+        drop_table_as_checked(self.catalog, self._identifier(name), identity, f"array {name}")
 
     # -- the one listing of every relation ---------------------------------------------------------
     def relations(self) -> list[kinds.RelationEntry]:

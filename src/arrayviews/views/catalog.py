@@ -34,10 +34,13 @@ class RelationCatalog:
         """Names (as created) of the relations of one kind, sorted."""
         return sorted(e.name for e in self.entries(helpers) if e.kind == kind)
 
-    def entry(self, name: str) -> RelationEntry | None:
-        """The relation called ``name`` (case-insensitive), or None."""
+    def entry(self, name: str, kind: str | None = None) -> RelationEntry | None:
+        """The relation called ``name`` (case-insensitive), or None; with ``kind``, the one of that kind
+        first (a warehouse two racing creations left with one name twice, before the catalog kept
+        names unique, must let each be dropped by its own kind's method)."""
         key = name.lower()
-        return next((e for e in self.entries() if e.name.lower() == key), None)
+        named = [e for e in self.entries() if e.name.lower() == key]
+        return next((e for e in named if e.kind == kind), named[0] if named else None)
 
     def require(self, name: str) -> RelationEntry:
         """The relation called ``name``; NotFoundError listing the relations when there is none."""

@@ -93,7 +93,8 @@ def create_view(
         definition = attributes_spelled(definition, *_base_schemas(db, definition, None))
     public, stored = view_schemas(db, name, definition, chunks)
     if db.warehouse.exists(name):
-        raise AlreadyExistsError(f"an array named {name} already exists")
+        holder = kinds.with_article(db.kind_of(name) or kinds.ARRAY)
+        raise AlreadyExistsError(f"{holder} named {name} already exists")
 
     read: dict[str, StoredSource] = {}
 
