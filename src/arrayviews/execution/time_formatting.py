@@ -40,6 +40,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from arrayviews.execution.decimal_guard import annotated
+from arrayviews.execution.time_truncation import TIME_TYPES, calls_in
 
 #: (letter, repetitions) of a Spark pattern field and its DuckDB strftime code.
 SPARK_FIELDS = {
@@ -62,13 +63,6 @@ SPARK_FIELDS = {
     ("S", 6): "%f",
     ("E", 3): "%a",
 }
-_TIMES = (
-    exp.DataType.Type.TIMESTAMP,  # sqlglot's name of Spark's TIMESTAMP is TIMESTAMPTZ
-    exp.DataType.Type.TIMESTAMPTZ,
-    exp.DataType.Type.TIMESTAMPLTZ,
-    exp.DataType.Type.TIMESTAMPNTZ,
-    exp.DataType.Type.DATE,
-)
 
 
 def strftime_of(pattern: str) -> str | None:
@@ -117,15 +111,13 @@ def _literal_patterns(text: str) -> list[tuple[str, str]] | None:
     """For each ``date_format(...)`` call in ``text``, in order: (the source text of its pattern
     argument, the pattern Spark reads from it). None when a call's pattern is not string literals
     alone, or holds a backslash escape, or the text cannot be tokenized."""
-    try:
-        tokens = sqlglot.tokenize(text, read="spark")
-    except sqlglot.errors.SqlglotError:
+    calls = calls_in(text, "DATE_FORMAT")
+    if calls is None:
         return None
+    tokens, starts = calls
     found = []
-    for number, token in enumerate(tokens[:-1]):
-        if token.text.upper() != "DATE_FORMAT" or tokens[number + 1].token_type != TokenType.L_PAREN:
-            continue
-        depth, at = 0, number + 2
+    for start in starts:
+        depth, at = 0, start
         while at < len(tokens) and not (depth == 0 and tokens[at].token_type == TokenType.COMMA):
             if tokens[at].token_type == TokenType.L_PAREN:
                 depth += 1
@@ -188,7 +180,7 @@ def spell_time_formats(text: str, tree: exp.Expression, schemas: Mapping[str, pa
         return tree
     for call in typed.find_all(exp.TimeToStr):
         kind = _moment(call).type
-        if kind is None or kind.this not in _TIMES:
+        if kind is None or kind.this not in TIME_TYPES:
             return tree
         if call.args["format"].sql(dialect="spark") not in formats:
             return tree

@@ -20,7 +20,7 @@ import pyarrow as pa
 import sqlglot
 import sqlglot.errors
 from sqlglot import exp
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from arrayviews.execution.decimal_guard import annotated
 
@@ -42,7 +42,7 @@ SPARK_UNITS = {
     "MILLISECOND": "millisecond",
     "MICROSECOND": "microsecond",
 }
-_TIMES = (
+TIME_TYPES = (
     exp.DataType.Type.TIMESTAMP,  # sqlglot's name of Spark's TIMESTAMP is TIMESTAMPTZ
     exp.DataType.Type.TIMESTAMPTZ,
     exp.DataType.Type.TIMESTAMPLTZ,
@@ -51,18 +51,30 @@ _TIMES = (
 )
 
 
-def _literal_units(text: str) -> list[str] | None:
-    """The unit of each ``date_trunc(...)`` call in ``text``, in order; None when a call's unit is
-    not a string literal (or the text cannot be tokenized)."""
+def calls_in(text: str, function: str) -> tuple[list[Token], list[int]] | None:
+    """The Spark tokens of ``text`` and the position of the first token inside each call's
+    parentheses of ``function`` (upper case), in order; None when the text cannot be tokenized."""
     try:
         tokens = sqlglot.tokenize(text, read="spark")
     except sqlglot.errors.SqlglotError:
         return None
+    return tokens, [
+        number + 2
+        for number, token in enumerate(tokens[:-1])
+        if token.text.upper() == function and tokens[number + 1].token_type == TokenType.L_PAREN
+    ]
+
+
+def _literal_units(text: str) -> list[str] | None:
+    """The unit of each ``date_trunc(...)`` call in ``text``, in order; None when a call's unit is
+    not a string literal (or the text cannot be tokenized)."""
+    found = calls_in(text, "DATE_TRUNC")
+    if found is None:
+        return None
+    tokens, starts = found
     units = []
-    for number, token in enumerate(tokens[:-1]):
-        if token.text.upper() != "DATE_TRUNC" or tokens[number + 1].token_type != TokenType.L_PAREN:
-            continue
-        following = tokens[number + 2 : number + 4]
+    for start in starts:
+        following = tokens[start : start + 2]
         if len(following) < 2 or following[0].token_type != TokenType.STRING:
             return None
         if following[1].token_type != TokenType.COMMA:
@@ -87,7 +99,7 @@ def spell_time_truncation(
         return tree
     for call in typed.find_all(exp.TimestampTrunc):
         kind = call.this.type
-        if kind is None or kind.this not in _TIMES:
+        if kind is None or kind.this not in TIME_TYPES:
             return tree
 
     def spelled(node: exp.Expression) -> exp.Expression:
