@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.execution import local_cells, local_rows
+from arrayviews.execution.cell_file_checks import refuse_nanosecond_times
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
@@ -375,6 +376,8 @@ class Stream:
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
         file_format = local_cells.format_of(path, format)  # .csv and .csv.gz are CSV
+        if file_format == "parquet":  # both readers: Spark cannot read times in nanoseconds
+            refuse_nanosecond_times(path, f"stream {self.name}")
         engine, _ = self.db.executors.choose(local_cells.load_estimate(path, file_format))
         if engine.name == "local" and file_format in ("csv", "parquet"):
             target = part_table.arrow_schema_of(self.schema)

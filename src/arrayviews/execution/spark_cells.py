@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from arrayviews.execution.local_cells import unreadable_field
+from arrayviews.execution.cell_file_checks import refuse_nanosecond_times
+from arrayviews.execution.local_cells import text_times, unreadable_field
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
@@ -272,7 +273,12 @@ def read_cell_files(
         raise NotFoundError(f"array {schema.name}: no file or folder at {path}")
     file_format = (file_format or _format_of(path)).lower()
     if file_format == "parquet":
-        return spark.read.parquet(path)
+        refuse_nanosecond_times(path, f"array {schema.name}")
+        frame = spark.read.parquet(path)
+        frame = frame.toDF(*spelled_columns(frame.columns, schema))
+        texts = [isinstance(f.dataType, T.StringType) for f in frame.schema.fields]
+        names = text_times(frame.columns, texts, schema)
+        return _converted(frame, path, schema, names) if names else frame
     if file_format != "csv":
         raise ValidationError(
             f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
@@ -280,8 +286,14 @@ def read_cell_files(
     raw = csv_reader(spark).option("inferSchema", False).csv(path)
     raw = raw.toDF(*spelled_columns(raw.columns, schema))
     check_columns(raw.columns, schema)
-    converted, problems = {}, []
-    for name in raw.columns:
+    return _converted(raw, path, schema, raw.columns)
+
+
+def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str]) -> DataFrame:
+    """The text columns ``names`` of ``raw`` converted to the columns' types by name (the others
+    kept); the first bad value of the first column with any is refused, naming the file."""
+    converted, problems = {name: F.col(f"`{name}`") for name in raw.columns}, []
+    for name in names:
         target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
         # spaces around a number are no part of it; around a text they are the text's own
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
@@ -297,7 +309,7 @@ def read_cell_files(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
         )
     counts = raw.agg(*problems).first()
-    for name in raw.columns:
+    for name in names:
         if counts[name]:
             text = F.trim(F.col(name))
             bad = (

@@ -315,18 +315,38 @@ def load(db: Database, s: ast.Load) -> Any:
             # only an empty field is missing: Arrow's default null texts also take "NaN", "nan", "NA"
             # and "null", so a NaN mean or sigma was refused as a missing value and a NaN of a float
             # attribute stored as a null (Spark's reader of an array's CSV keeps NaN a number)
-            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False)
+            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True)
             dataset = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
+            table = _with_quoted_empty_texts(dataset.to_table(), inner, fs, types)
         else:
-            dataset = pads.dataset(inner, filesystem=fs, format="parquet")
-        table = dataset.to_table()  # the insert matches the header's names to the columns
+            table = pads.dataset(inner, filesystem=fs, format="parquet").to_table()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         reason = str(error).strip().splitlines()[0]
         raise _unconverted(schema, path, fs, header, reason) or ValidationError(
             f"uncertain array {schema.name}: cannot read {path} as {file_format.upper()}: {reason}",
             array=schema.name,
         ) from None
-    return array.insert(table)
+    return array.insert(table)  # the insert matches the header's names to the columns
+
+
+def _with_quoted_empty_texts(table: pa.Table, inner: str, fs: FileSystem, types: dict) -> pa.Table:
+    """``table`` with the text columns read again as an array's LOAD reads them: an empty field is a
+    null (missing), a quoted empty field (``""``) the empty text (Arrow takes both for a null, or
+    neither, for every column at once)."""
+    texts = [name for name, kind in types.items() if pa.types.is_string(kind)]
+    if not texts:
+        return table
+    options = pacsv.ConvertOptions(
+        column_types={name: pa.string() for name in table.column_names},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+    )
+    fields = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
+    exact = fields.to_table(columns=texts)
+    for name in texts:
+        table = table.set_column(table.column_names.index(name), name, exact.column(name))
+    return table
 
 
 #: Arrow's words for a CSV field its column's type cannot read (1-based line, 0-based column).
