@@ -7,6 +7,7 @@ out by hand from RFC 4180 and ISO 8601 with Python's datetime; every refused LOA
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import arrayviews
-from arrayviews.model.errors import ArrayViewsError, ValidationError
+from arrayviews.execution import local_cells, local_rows
+from arrayviews.model.errors import ArrayViewsError, NotFoundError, ValidationError
 
 TIMES = "t=0:*:8 SCALE 6 HOURS OFFSET '2026-01-01T00:00'"
 ORIGIN = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -188,3 +190,122 @@ def test_parquet_times_in_nanoseconds_are_refused_naming_the_file_and_column(dbs
         array = db.array("nanos")
         assert array.load(str(folder)).executor == executor
         assert sorted(array.to_pandas().t) == [0, 1]
+
+
+# -- 4. an adversarial pass: folders, empty and vanishing files ----------------------------------------
+def _parquet(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+ONE = _parquet(pa.table({"i": [1], "v": [1.0]}))
+FOLDERS = [
+    # before: 'a Spark job failed: file:.../b.csv is not a Parquet file', naming no array
+    ("mixed", {"a.parquet": ONE, "b.csv": b"i,v\n2,2.0\n"}, "b.csv is not a Parquet file"),
+    ("zero_bytes", {"a.parquet": b""}, "a.parquet is not a Parquet file"),
+    # before: 'a Spark job failed: [UNABLE_TO_INFER_SCHEMA] Unable to infer schema for Parquet'
+    ("no_files", {"_SUCCESS": b"", ".hidden": ONE}, "holds no file to load"),
+    # before: Spark took a.parquet's columns and dropped the three values of w in b.parquet
+    (
+        "column_drift",
+        {
+            "a.parquet": ONE,
+            "b.parquet": _parquet(pa.table({"i": [4, 5, 6], "v": [4.0, 5, 6], "w": [5, 6, 7]})),
+        },
+        "a.parquet and .*b.parquet differ in their columns \\(column w is in one file only\\)",
+    ),
+    # before: 'a Spark job failed: column: [v], physicalType: INT64, logicalType: int'
+    (
+        "type_drift",
+        {"a.parquet": ONE, "b.parquet": _parquet(pa.table({"i": [2], "v": pa.array([2.0], pa.float32())}))},
+        "column v is stored as DOUBLE NONE in one, FLOAT NONE in the other",
+    ),
+    # before: Spark read b.csv by a.csv's header: v and w of row 3 swapped, silently
+    (
+        "header_drift",
+        {"a.csv": b"i,v,w\n1,1,5\n2,2,6\n", "b.csv": b"i,w,v\n3,7,3\n"},
+        "header i,v,w and header i,w,v",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "files", "message"), FOLDERS, ids=[f[0] for f in FOLDERS])
+def test_folders_spark_reads_wrongly_or_fails_on_are_refused_by_name(dbs, name, files, message) -> None:
+    local, on_spark, root = dbs
+    folder = root / f"folder_{name}"
+    folder.mkdir()
+    for file, data in files.items():
+        (folder / file).write_bytes(data)
+    form = "csv" if name == "header_drift" else None
+    errors = []
+    for db in (local, on_spark):
+        error = _refused(db, f"f_{name}", "<v:float64, w:int64 NULL>[i=0:9:5]", folder, form)
+        assert isinstance(error, ValidationError)
+        errors.append(str(error))
+    assert errors[0] == errors[1]
+    assert errors[0].startswith(f"array f_{name}: ")
+    assert re.search(message, errors[0]), errors[0]
+    if name == "header_drift":  # a stream's LOAD took a folder's columns by position too
+        rows = root / "drifting_rows"
+        rows.mkdir()
+        (rows / "a.csv").write_text("ts,v,w\n2026-01-01 00:00:00,1,5\n2026-01-01 00:00:02,2,6\n")
+        (rows / "b.csv").write_text("ts,w,v\n2026-01-01 00:00:01,7,3\n")
+        for db in (local, on_spark):
+            stream = db.create_stream("drift_rows", "ts timestamp, v bigint, w bigint", 60, "ts")
+            with pytest.raises(ValidationError, match=r"^stream drift_rows: the files .*header ts,w,v"):
+                stream.load(str(rows), "csv")
+            assert stream.version == 0
+
+
+def test_a_file_removed_while_it_is_loaded_is_named_and_nothing_is_loaded(dbs, monkeypatch) -> None:
+    """Before: a file removed after the in-process reader listed the folder was skipped (Spark
+    listed the folder again) and the rest loaded; removed after Spark listed it, 'a Spark job
+    failed: File file:... does not exist', naming no array; a stream's CSV read in-process: a bare
+    FileNotFoundError. Now one NotFoundError naming the array or stream and the file."""
+    local, on_spark, root = dbs
+    for db, executor in ((local, "local"), (on_spark, "spark")):
+        folder = root / f"vanishing_{executor}"
+        folder.mkdir()
+        gone = folder / "a.parquet"
+        pq.write_table(pa.table({"i": [1, 2], "v": [1.0, 2.0]}), gone)
+        pq.write_table(pa.table({"i": [3], "v": [3.0]}), folder / "b.parquet")
+        if executor == "local":  # removed between the listing and the reading of the file
+            read = local_cells.parquet_table
+
+            def removing(fs, path, read=read, gone=gone):
+                gone.unlink(missing_ok=True)
+                return read(fs, path)
+
+            monkeypatch.setattr(local_cells, "parquet_table", removing)
+        else:  # removed after Spark listed the folder, before its job reads it
+            read = db.executors.spark.read_cell_files
+
+            def removing(*args, read=read, gone=gone):
+                frame = read(*args)
+                gone.unlink()
+                return frame
+
+            monkeypatch.setattr(db.executors.spark, "read_cell_files", removing)
+        array = db.create_array("vanishing<v:float64>[i=0:9:5]")
+        with pytest.raises(
+            NotFoundError, match=f"^array vanishing: {re.escape(str(gone))} was removed while"
+        ):
+            array.load(str(folder))
+        monkeypatch.undo()
+        assert array.versions().empty
+    rows = root / "vanishing_rows.csv"
+    rows.write_text("ts,v\n2026-01-01 00:00:00,2\n")
+    fields = local_rows.csv_fields
+
+    def removing_rows(fs, path):
+        rows.unlink(missing_ok=True)
+        return fields(fs, path)
+
+    monkeypatch.setattr(local_rows, "csv_fields", removing_rows)
+    stream = local.create_stream("vanishing_rows", "ts timestamp, v bigint", 60, "ts")
+    with pytest.raises(
+        NotFoundError, match=f"^stream vanishing_rows: {re.escape(str(rows))} was removed while"
+    ):
+        stream.load(str(rows))
+    assert stream.version == 0

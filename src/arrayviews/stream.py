@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.execution import local_cells, local_rows
-from arrayviews.execution.cell_file_checks import refuse_nanosecond_times
+from arrayviews.execution.cell_file_checks import check_cell_files, vanished, vanished_input
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
@@ -376,8 +376,7 @@ class Stream:
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
         file_format = local_cells.format_of(path, format)  # .csv and .csv.gz are CSV
-        if file_format == "parquet":  # both readers: Spark cannot read times in nanoseconds
-            refuse_nanosecond_times(path, f"stream {self.name}")
+        check_cell_files(path, file_format, f"stream {self.name}")  # what both readers refuse alike
         engine, _ = self.db.executors.choose(local_cells.load_estimate(path, file_format))
         if engine.name == "local" and file_format in ("csv", "parquet"):
             target = part_table.arrow_schema_of(self.schema)
@@ -387,6 +386,8 @@ class Stream:
                 )
             except local_cells.NotCertain:
                 rows = None  # not certain of Spark's meaning of the files: Spark reads them below
+            except FileNotFoundError as error:  # removed since the listing: Spark's job fails alike
+                raise vanished(f"stream {self.name}", path, error.filename or path) from None
             if rows is not None:
                 return self.append(rows, allow_gap=allow_gap)
         if file_format == "csv":
@@ -399,7 +400,8 @@ class Stream:
             try:
                 return self.append(frame, allow_gap=allow_gap)
             except ExecutionError as error:
-                raise self._csv_field_error(path, header, error) from None
+                gone = vanished_input(error, path, f"stream {self.name}")
+                raise gone or self._csv_field_error(path, header, error) from None
         elif file_format == "parquet":
             frame = self.db.spark.read.parquet(path)
             # Parquet files written without a time zone (pandas' default) hold times in UTC, the
@@ -417,7 +419,13 @@ class Stream:
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)",
                 array=self.name,
             )
-        return self.append(frame, allow_gap=allow_gap)
+        try:
+            return self.append(frame, allow_gap=allow_gap)
+        except Exception as error:  # Spark lists the files before its jobs read them
+            gone = vanished_input(error, path, f"stream {self.name}")
+            if gone is None:
+                raise
+            raise gone from None
 
     def _csv_field_error(self, path: str, header: list[str], error: ExecutionError) -> ArrayViewsError:
         """The error of a CSV field Spark's reader refused, naming the stream, the column, the value

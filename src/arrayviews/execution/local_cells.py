@@ -10,6 +10,7 @@ raises :class:`NotCertain` and the caller reads the files with Spark instead of 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fractions
 import gzip
 import io
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from arrayviews.execution.cell_file_checks import hidden_name, refuse_nanosecond_times
+from arrayviews.execution.cell_file_checks import check_cell_files, hidden_name, vanished
 from arrayviews.execution.cost import Estimate
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
@@ -153,11 +154,19 @@ def read_cell_files(path: str, schema: ArraySchema, file_format: str | None = No
     kind = format_of(path, file_format)
     if kind not in ("parquet", "csv"):
         raise ValidationError(f"array {schema.name}: unknown file format {kind!r} (use parquet or csv)")
+    check_cell_files(path, kind, f"array {schema.name}")
     files = cell_files(path)
     if not files:
         raise NotCertain("the folder holds no file Spark reads")
+    try:
+        return _read(fs, path, files, kind, schema)
+    except FileNotFoundError as error:  # removed since the listing: Spark's job fails alike
+        raise vanished(f"array {schema.name}", path, error.filename or path) from None
+
+
+def _read(fs, path: str, files: list[CellFile], kind: str, schema: ArraySchema) -> CellRows:
+    """The rows of the listed ``files`` (FileNotFoundError naming one removed since the listing)."""
     if kind == "parquet":
-        refuse_nanosecond_times(path, f"array {schema.name}")
         tables = [parquet_table(fs, f.path) for f in files]
         names = [t.column_names for t in tables]
         if any(n != names[0] for n in names):
@@ -236,6 +245,8 @@ def parquet_table(fs, path: str) -> pa.Table:
                 raise NotCertain("the Parquet file has nested columns")
             types = [_spark_arrow_type(schema.column(k)) for k in range(len(schema))]
             table = parquet.read(use_pandas_metadata=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
     except (OSError, pa.ArrowException) as error:
         raise NotCertain(f"pyarrow cannot read {path}: {error}") from None
     columns = []
@@ -261,8 +272,11 @@ _QUOTED = re.compile(r'"(?:[^"]|"")*"')
 def _csv_text(fs, path: str) -> str:
     """The text of a CSV file (gunzipped by its ``.gz`` name, as Hadoop's codecs go), or NotCertain
     where Spark's reading of the bytes is not plain UTF-8."""
-    with fs.open_input_stream(path, compression=None) as stream:  # gunzipped below, by name
-        data = stream.read()
+    try:
+        with fs.open_input_stream(path, compression=None) as stream:  # gunzipped below, by name
+            data = stream.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
     if path.lower().endswith(".gz"):
         try:
             data = gzip.decompress(data)
@@ -560,7 +574,7 @@ def unreadable_field(schema, name: str, bad: object, path: str, count: int) -> V
         if isinstance(scale, TimeScale)
         else "an integer coordinate"
         if schema.has_dimension(name)
-        else f"a {schema.attribute(name).type} value"
+        else f"{'an' if schema.attribute(name).type.startswith('int') else 'a'} {schema.attribute(name).type} value"
     )
     return ValidationError(
         f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({count} such value(s))",

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from arrayviews.execution.cell_file_checks import refuse_nanosecond_times
+from arrayviews.execution.cell_file_checks import check_cell_files
 from arrayviews.execution.local_cells import text_times, unreadable_field
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
@@ -272,8 +272,8 @@ def read_cell_files(
     if info.type.name == "NotFound":
         raise NotFoundError(f"array {schema.name}: no file or folder at {path}")
     file_format = (file_format or _format_of(path)).lower()
+    check_cell_files(path, file_format, f"array {schema.name}")
     if file_format == "parquet":
-        refuse_nanosecond_times(path, f"array {schema.name}")
         frame = spark.read.parquet(path)
         frame = frame.toDF(*spelled_columns(frame.columns, schema))
         texts = [isinstance(f.dataType, T.StringType) for f in frame.schema.fields]
