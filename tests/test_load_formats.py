@@ -309,3 +309,69 @@ def test_a_file_removed_while_it_is_loaded_is_named_and_nothing_is_loaded(dbs, m
     ):
         stream.load(str(rows))
     assert stream.version == 0
+
+
+def test_an_uncertain_arrays_load_reads_text_times_as_insert_and_refuses_drifting_parquet(dbs) -> None:
+    """Bugs of an uncertain array's LOAD: a CSV time naming its zone ('2026-01-01T06:00+01:00',
+    which an array's LOAD and the INSERT statement read) failed with Arrow's 'cannot read ... as CSV:
+    ... expected no zone offset', and Parquet text times were refused; a Parquet column of only some
+    files of a folder was dropped (the dataset took the first file's columns: n read as missing);
+    an empty folder was 'column x: missing column'. Reference: Python's datetime."""
+    local, _, root = dbs
+    texts = [
+        "2026-01-01T06:00+01:00",
+        " 2026-01-01 06:00 ",
+        "2026-01-02",
+        "2026-01-01T00:00:00.000000001Z",
+        "",
+    ]
+    # Python's datetime holds no nanoseconds: the 1 ns of the fourth time is added below
+    want = [
+        dt.datetime.fromisoformat(t.strip().replace("Z", "+00:00").replace(".000000001", "")) if t else None
+        for t in texts
+    ]
+    want = [None if w is None else (w if w.tzinfo else w.replace(tzinfo=dt.UTC)) for w in want]
+    nanos = [
+        None
+        if w is None
+        else (w - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1) * 1000
+        for w in want
+    ]
+    nanos[3] += 1
+    csv_path = root / "u_times.csv"
+    csv_path.write_text("x,x_sigma,d\n" + "".join(f"{k}.0,0.5,{t}\n" for k, t in enumerate(texts)))
+    parquet_path = root / "u_times.parquet"
+    pq.write_table(
+        pa.table({"x": [float(k) for k in range(5)], "x_sigma": [0.5] * 5, "d": texts}), parquet_path
+    )
+    got = []
+    for form, path in (("csv", csv_path), ("parquet", parquet_path), ("insert", None)):
+        local.sql(f"CREATE UNCERTAIN ARRAY u_times_{form} <d:datetime64 NULL> [x=0:9:5]")
+        if path is None:
+            rows = ", ".join(f"({k}.0, 0.5, {repr(t.strip()) if t else 'NULL'})" for k, t in enumerate(texts))
+            local.sql(f"INSERT INTO u_times_insert (x, x_sigma, d) VALUES {rows}")
+        else:
+            local.sql(f"LOAD u_times_{form} FROM '{path}'")
+        frame = local.uncertain_array(f"u_times_{form}").to_pandas().sort_values("x")
+        got.append([None if pd.isna(d) else int(pd.Timestamp(d).value) for d in frame.d])
+    assert got[0] == got[1] == got[2] == nanos
+    bad = root / "u_bad_time.csv"
+    bad.write_text("x,x_sigma,d\n1.0,0.5,2026-01-01\n2.0,0.5,noon\n")
+    with pytest.raises(
+        ValidationError, match=r"^uncertain array u_times_csv, column d: .*'noon'.*\(row 1 of "
+    ):
+        local.sql(f"LOAD u_times_csv FROM '{bad}'")
+    folder = root / "u_drift"
+    folder.mkdir()
+    pq.write_table(pa.table({"x": [1.0], "x_sigma": [0.5]}), folder / "a.parquet")
+    pq.write_table(
+        pa.table({"x": [2.0, 3.0], "x_sigma": [0.5, 0.5], "d": ["2026-01-01", None]}), folder / "b.parquet"
+    )
+    with pytest.raises(
+        ValidationError, match=r"^uncertain array u_times_csv: the files .* \(column d is in one"
+    ):
+        local.sql(f"LOAD u_times_csv FROM '{folder}'")
+    (root / "u_empty").mkdir()
+    with pytest.raises(ValidationError, match=r"^uncertain array u_times_csv: the folder .* holds no file"):
+        local.sql(f"LOAD u_times_csv FROM '{root / 'u_empty'}'")
+    assert local.uncertain_array("u_times_csv").version == 1

@@ -46,10 +46,11 @@ def _data_files(fs, inner: str) -> list[str]:
     return sorted(found)
 
 
-def check_cell_files(path: str, file_format: str, label: str) -> None:
+def check_cell_files(path: str, file_format: str, label: str, spark: bool = True) -> None:
     """Refuse the files at ``path`` (``file_format`` parquet or csv) that Spark would fail on with
     a message naming neither ``label`` (``"array A"``, ``"stream M"``) nor the file, or would read
-    wrongly; other formats are left to the reader."""
+    wrongly; other formats are left to the reader. ``spark=False``: only what Arrow's datasets fail
+    on or read wrongly too (they read CSV files by their own headers, and times in nanoseconds)."""
     fs, inner = filesystem(path)
     files = _data_files(fs, inner)
     owner = label.split(" ", 1)[1]
@@ -60,12 +61,12 @@ def check_cell_files(path: str, file_format: str, label: str) -> None:
             value=path,
         )
     if file_format == "parquet":
-        _check_parquet(fs, files, label, owner)
-    elif file_format == "csv":
+        _check_parquet(fs, files, label, owner, spark)
+    elif file_format == "csv" and spark:
         _check_headers(fs, files, label, owner)
 
 
-def _check_parquet(fs, files: list[str], label: str, owner: str) -> None:
+def _check_parquet(fs, files: list[str], label: str, owner: str, spark: bool) -> None:
     first: tuple[str, dict[str, tuple[str, str]]] | None = None
     for file in files:
         try:
@@ -89,7 +90,12 @@ def _check_parquet(fs, files: list[str], label: str, owner: str) -> None:
             column = schema.column(k)
             logical = column.logical_type
             text = str(logical) if logical is not None else "NONE"
-            if logical is not None and logical.type == "TIMESTAMP" and "timeUnit=nanoseconds" in text:
+            if (
+                spark
+                and logical is not None
+                and logical.type == "TIMESTAMP"
+                and "timeUnit=nanoseconds" in text
+            ):
                 raise ValidationError(
                     f"{label}, column {column.name}: {file} stores its times in nanoseconds (Parquet "
                     "TIMESTAMP(NANOS)), which Spark cannot read; write them in microseconds (pyarrow: "
@@ -119,8 +125,8 @@ def _difference(one: dict, other: dict) -> str:
 
 def _drift(label: str, owner: str, one: str, other: str, why: str) -> ValidationError:
     return ValidationError(
-        f"{label}: the files {one} and {other} differ in their columns ({why}); Spark reads every "
-        "file of a folder by one file's columns: load them one at a time",
+        f"{label}: the files {one} and {other} differ in their columns ({why}); a folder's files are "
+        "all read by one file's columns: load them one at a time",
         array=owner,
         value=other,
     )
