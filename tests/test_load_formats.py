@@ -215,6 +215,8 @@ FOLDERS = [
         },
         "a.parquet and .*b.parquet differ in their columns \\(column w is in one file only\\)",
     ),
+    # before: 'missing dimension column 'i'', naming no file
+    ("empty_csv", {"a.csv": b"", "b.csv": b"\n"}, "a.csv is empty"),
     # before: 'a Spark job failed: column: [v], physicalType: INT64, logicalType: int'
     (
         "type_drift",
@@ -237,7 +239,7 @@ def test_folders_spark_reads_wrongly_or_fails_on_are_refused_by_name(dbs, name, 
     folder.mkdir()
     for file, data in files.items():
         (folder / file).write_bytes(data)
-    form = "csv" if name == "header_drift" else None
+    form = "csv" if all(file.endswith(".csv") for file in files) else None
     errors = []
     for db in (local, on_spark):
         error = _refused(db, f"f_{name}", "<v:float64, w:int64 NULL>[i=0:9:5]", folder, form)

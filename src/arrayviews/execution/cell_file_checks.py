@@ -62,8 +62,8 @@ def check_cell_files(path: str, file_format: str, label: str, spark: bool = True
         )
     if file_format == "parquet":
         _check_parquet(fs, files, label, owner, spark)
-    elif file_format == "csv" and spark:
-        _check_headers(fs, files, label, owner)
+    elif file_format == "csv":
+        _check_headers(fs, files, label, owner, spark)
 
 
 def _check_parquet(fs, files: list[str], label: str, owner: str, spark: bool) -> None:
@@ -133,7 +133,7 @@ def _drift(label: str, owner: str, one: str, other: str, why: str) -> Validation
 
 
 def _header(fs, file: str) -> tuple[str, ...] | None:
-    """The names of a CSV file's header line (None for an empty file, or one not read here)."""
+    """The names of a CSV file's header line (``()`` for an empty file, None for one not read here)."""
     lowered = file.lower()
     if re.search(r"\.(bz2|deflate|lz4|snappy|zst|zstd|br|xz)$", lowered):
         return None
@@ -144,6 +144,8 @@ def _header(fs, file: str) -> tuple[str, ...] | None:
                 if lowered.endswith(".gz")
                 else stream.read(_HEADER_BYTES)
             )
+        if not data.strip():
+            return ()
         if len(data) == _HEADER_BYTES and b"\n" not in data and b"\r" not in data:
             return None  # a header longer than what is read here
         rows = csv.reader(io.StringIO(data.decode("utf-8", errors="replace").lstrip("\ufeff"), newline=""))
@@ -152,11 +154,17 @@ def _header(fs, file: str) -> tuple[str, ...] | None:
         return None
 
 
-def _check_headers(fs, files: list[str], label: str, owner: str) -> None:
+def _check_headers(fs, files: list[str], label: str, owner: str, spark: bool) -> None:
+    headers = [(file, _header(fs, file)) for file in files]
+    if headers and all(names == () for _, names in headers):
+        raise ValidationError(
+            f"{label}: {headers[0][0]} is empty (a CSV file starts with a header line naming the columns)",
+            array=owner,
+            value=headers[0][0],
+        )
     first: tuple[str, tuple[str, ...]] | None = None
-    for file in files:
-        names = _header(fs, file)
-        if names is None:
+    for file, names in headers if spark else ():
+        if not names:
             continue
         if first is None:
             first = (file, names)
