@@ -377,3 +377,33 @@ def test_an_uncertain_arrays_load_reads_text_times_as_insert_and_refuses_driftin
     with pytest.raises(ValidationError, match=r"^uncertain array u_times_csv: the folder .* holds no file"):
         local.sql(f"LOAD u_times_csv FROM '{root / 'u_empty'}'")
     assert local.uncertain_array("u_times_csv").version == 1
+
+
+def test_a_streams_csv_times_naming_their_zone_after_the_minutes_are_read_as_an_arrays(dbs) -> None:
+    """Bug: a stream's LOAD refused '2026-01-01T06:00+01:00' and '2026-01-01T06:00Z' ('is not a
+    timestamp value': Spark's CSV parser reads a zone only after the seconds), which an array's LOAD
+    reads. Reference: Python's datetime (UTC unless the text names its zone); bad text is still
+    named, and nothing is appended."""
+    local, on_spark, root = dbs
+    texts = [
+        "2026-01-01T06:00+01:00",
+        "2026-01-01T06:00Z",
+        "2026-01-01 07:00:00",
+        "2026-01-01T08:00:00-01:00",
+    ]
+    path = root / "zoned_rows.csv"
+    path.write_text("ts,v\n" + "".join(f"{t},{k}\n" for k, t in enumerate(texts)))
+    moments = [dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in texts]
+    want = [
+        (m if m.tzinfo else m.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None) for m in moments
+    ]
+    bad = root / "zoned_bad.csv"
+    bad.write_text("ts,v\n2026-01-01T06:00Z,1\n2026-01-01T06:00+25:00,2\n")
+    for db in (local, on_spark):
+        stream = db.create_stream("zoned", "ts timestamp, v bigint", 60, "ts")
+        stream.load(str(path))
+        frame = stream.read().toPandas().sort_values("v")
+        assert [pd.Timestamp(t).to_pydatetime() for t in frame.ts] == want
+        with pytest.raises(ValidationError, match=r"^stream zoned, column ts: '2026-01-01T06:00\+25:00' in "):
+            stream.load(str(bad))
+        assert stream.version == 1

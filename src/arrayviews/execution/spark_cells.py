@@ -299,11 +299,11 @@ def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str])
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
         # a datetime64 attribute reads times as a time dimension does
         converted[name] = (
-            _stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
+            stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
         )
         scale = schema.dimension(name).scale if schema.has_dimension(name) else None
         if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            times = time_cells(_stamped(text).try_cast(T.TimestampType()), scale)[0]
+            times = time_cells(stamped(text).try_cast(T.TimestampType()), scale)[0]
             converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
@@ -321,7 +321,7 @@ def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str])
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
 
 
-def _stamped(text: Column) -> Column:
+def stamped(text: Column) -> Column:
     """Times as Spark reads them: it reads a zone only after the seconds, so '2026-01-02T06:00Z'
     is read as '2026-01-02T06:00:00Z'."""
     return F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
