@@ -382,7 +382,7 @@ def test_an_uncertain_arrays_load_reads_text_times_as_insert_and_refuses_driftin
 def test_a_streams_csv_times_naming_their_zone_after_the_minutes_are_read_as_an_arrays(dbs) -> None:
     """Bug: a stream's LOAD refused '2026-01-01T06:00+01:00' and '2026-01-01T06:00Z' ('is not a
     timestamp value': Spark's CSV parser reads a zone only after the seconds), which an array's LOAD
-    reads. Reference: Python's datetime (UTC unless the text names its zone); bad text is still
+    reads; and times written as text in Parquet ('expected timestamp, got string'). Reference: Python's datetime (UTC unless the text names its zone); bad text is still
     named, and nothing is appended."""
     local, on_spark, root = dbs
     texts = [
@@ -404,6 +404,12 @@ def test_a_streams_csv_times_naming_their_zone_after_the_minutes_are_read_as_an_
         stream.load(str(path))
         frame = stream.read().toPandas().sort_values("v")
         assert [pd.Timestamp(t).to_pydatetime() for t in frame.ts] == want
+        # the same texts in Parquet (before: 'column ts: expected timestamp, got string')
+        parquet = root / "zoned_rows.parquet"
+        pq.write_table(pa.table({"ts": texts, "v": pa.array([10, 11, 12, 13], pa.int64())}), parquet)
+        stream.load(str(parquet))
+        frame = stream.read().toPandas().sort_values("v")
+        assert [pd.Timestamp(t).to_pydatetime() for t in frame.ts] == want * 2
         with pytest.raises(ValidationError, match=r"^stream zoned, column ts: '2026-01-01T06:00\+25:00' in "):
             stream.load(str(bad))
-        assert stream.version == 1
+        assert stream.version == 2

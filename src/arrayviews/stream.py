@@ -419,6 +419,14 @@ class Stream:
                     for f in frame.schema.fields
                 ]
             )
+            texts = [  # times written as text: read as a CSV's are
+                f.name
+                for f in frame.schema.fields
+                if isinstance(f.dataType, T.StringType)
+                and f.name in self.schema.names
+                and isinstance(self.schema[f.name].dataType, T.TimestampType)
+            ]
+            frame = self._read_times(frame, texts, path) if texts else frame
         else:
             raise ValidationError(
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)",
