@@ -107,7 +107,11 @@ def _check_parquet(fs, files: list[str], label: str, owner: str, spark: bool) ->
                 )
             utc = re.search(r"isAdjustedToUTC=(\w+)", text)
             kind = logical.type if logical is not None else "NONE"
-            columns[column.name] = (column.physical_type, f"{kind}{utc.group(1) if utc else ''}")
+            # Spark resolves names without regard to case (Arrow's datasets by their spelling)
+            columns[column.name.lower() if spark else column.name] = (
+                column.physical_type,
+                f"{kind}{utc.group(1) if utc else ''}",
+            )
         if first is None:
             first = (file, columns)
         elif columns != first[1]:
@@ -168,7 +172,9 @@ def _check_headers(fs, files: list[str], label: str, owner: str, spark: bool) ->
             continue
         if first is None:
             first = (file, names)
-        elif names != first[1]:
+        elif [n.lower() for n in names] != [
+            n.lower() for n in first[1]
+        ]:  # names match without regard to case
             raise _drift(
                 label, owner, first[0], file, f"header {','.join(first[1])} and header {','.join(names)}"
             )
