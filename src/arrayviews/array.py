@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from arrayviews.execution import local_cells
+from arrayviews.execution.cell_file_checks import vanished_input
 from arrayviews.execution.failures import translating
 from arrayviews.execution.spark_cells import with_labels as spark_labels
 from arrayviews.model.display import Rows, as_html, as_text, described
@@ -236,9 +237,15 @@ class Array:
                     f"Spark's meaning of the files is not certain in-process: {why}",
                 )
         frame = engine.read_cell_files(path, self.schema, format)
-        result = writes.insert_frame(
-            source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
-        )
+        try:
+            result = writes.insert_frame(
+                source.table, engine, frame, on_conflict, operation="load", rewrite=executors.choose
+            )
+        except Exception as error:  # Spark lists the files before its jobs read them
+            gone = vanished_input(error, path, f"array {self.name}")
+            if gone is None:
+                raise
+            raise gone from None
         return writes.read_by(result, engine.name, reason)
 
     def write_dense(

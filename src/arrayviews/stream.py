@@ -29,11 +29,12 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.execution import local_cells, local_rows
+from arrayviews.execution.cell_file_checks import check_cell_files, vanished, vanished_input
 from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.execution.session import ensure_started
-from arrayviews.execution.spark_cells import csv_reader
+from arrayviews.execution.spark_cells import csv_reader, stamped
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import (
@@ -381,6 +382,7 @@ class Stream:
         if fs.get_file_info(inner).type.name == "NotFound":
             raise NotFoundError(f"stream {self.name}: no file or folder at {path}")
         file_format = local_cells.format_of(path, format)  # .csv and .csv.gz are CSV
+        check_cell_files(path, file_format, f"stream {self.name}")  # what both readers refuse alike
         engine, _ = self.db.executors.choose(local_cells.load_estimate(path, file_format))
         if engine.name == "local" and file_format in ("csv", "parquet"):
             target = part_table.arrow_schema_of(self.schema)
@@ -390,6 +392,8 @@ class Stream:
                 )
             except local_cells.NotCertain:
                 rows = None  # not certain of Spark's meaning of the files: Spark reads them below
+            except FileNotFoundError as error:  # removed since the listing: Spark's job fails alike
+                raise vanished(f"stream {self.name}", path, error.filename or path) from None
             if rows is not None:
                 return self.append(rows, allow_gap=allow_gap)
         if file_format == "csv":
@@ -397,12 +401,18 @@ class Stream:
             # position, so a file naming the columns in another order was read into the wrong ones
             header = csv_reader(self.db.spark).csv(path).columns
             self._check_names(header)
-            ordered = T.StructType([self.schema[name] for name in header])
+            # times as text, read as an array's LOAD reads them (a zone after the minutes too)
+            times = [n for n in header if isinstance(self.schema[n].dataType, T.TimestampType)]
+            ordered = T.StructType(
+                [T.StructField(n, T.StringType()) if n in times else self.schema[n] for n in header]
+            )
             frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(ordered).csv(path)
             try:
+                frame = self._read_times(frame, times, path) if times else frame
                 return self.append(frame, allow_gap=allow_gap)
             except ExecutionError as error:
-                raise self._csv_field_error(path, header, error) from None
+                gone = vanished_input(error, path, f"stream {self.name}")
+                raise gone or self._csv_field_error(path, header, error) from None
         elif file_format == "parquet":
             frame = self.db.spark.read.parquet(path)
             # Parquet files written without a time zone (pandas' default) hold times in UTC, the
@@ -415,12 +425,57 @@ class Stream:
                     for f in frame.schema.fields
                 ]
             )
+            texts = [  # times written as text: read as a CSV's are
+                f.name
+                for f in frame.schema.fields
+                if isinstance(f.dataType, T.StringType)
+                and f.name in self.schema.names
+                and isinstance(self.schema[f.name].dataType, T.TimestampType)
+            ]
+            frame = self._read_times(frame, texts, path) if texts else frame
         else:
             raise ValidationError(
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)",
                 array=self.name,
             )
-        return self.append(frame, allow_gap=allow_gap)
+        try:
+            return self.append(frame, allow_gap=allow_gap)
+        except Exception as error:  # Spark lists the files before its jobs read them
+            gone = vanished_input(error, path, f"stream {self.name}")
+            if gone is None:
+                raise
+            raise gone from None
+
+    def _read_times(self, frame: DataFrame, times: list[str], path: str) -> DataFrame:
+        """``frame`` with its text columns ``times`` read as timestamps as Spark's cast reads them
+        (spark_cells.stamped: a zone after the minutes too); one job finds a text that is no time,
+        named with its column and file."""
+        read = {n: stamped(F.col(f"`{n}`")).try_cast(T.TimestampType()) for n in times}
+        flags = [
+            (F.col(f"`{n}`").isNotNull() & (F.trim(F.col(f"`{n}`")) != "") & read[n].isNull()).alias(
+                f"bad_{k}"
+            )
+            for k, n in enumerate(times)
+        ]
+        found = frame.select(*[F.col(f"`{n}`") for n in times], *flags)
+        row = found.where(
+            F.greatest(*[F.col(f"bad_{k}") for k in range(len(times))] + [F.lit(False)])
+        ).first()
+        if row is not None:
+            k = next(k for k in range(len(times)) if row[f"bad_{k}"])
+            raise ValidationError(
+                f"stream {self.name}, column {times[k]}: {row[k]!r} in {path} is not a timestamp value; "
+                "nothing was appended",
+                array=self.name,
+                column=times[k],
+                value=row[k],
+            )
+        return frame.select(
+            *[
+                read[f.name].alias(f.name) if f.name in read else F.col(f"`{f.name}`")
+                for f in frame.schema.fields
+            ]
+        )
 
     def _csv_field_error(self, path: str, header: list[str], error: ExecutionError) -> ArrayViewsError:
         """The error of a CSV field Spark's reader refused, naming the stream, the column, the value

@@ -10,6 +10,7 @@ raises :class:`NotCertain` and the caller reads the files with Spark instead of 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fractions
 import gzip
 import io
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from arrayviews.execution.cell_file_checks import check_cell_files, hidden_name, vanished
 from arrayviews.execution.cost import Estimate
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
@@ -93,11 +95,6 @@ def format_of(path: str, file_format: str | None) -> str:
     return "csv" if lowered.endswith(".csv") or lowered.endswith(".csv.gz") else "parquet"
 
 
-def _hidden(name: str) -> bool:
-    """Whether Spark's file listing skips a file of a folder (``_`` without ``=``, or ``.``)."""
-    return (name.startswith("_") and "=" not in name) or name.startswith(".")
-
-
 def cell_files(path: str) -> list[CellFile]:
     """The files Spark reads at ``path``, in the order its tasks read them: largest first (a stable
     sort of the names); NotFoundError when there is nothing there."""
@@ -106,7 +103,7 @@ def cell_files(path: str) -> list[CellFile]:
     if info.type.name == "NotFound":
         raise NotFoundError(f"no file or folder at {path}")
     if info.type.name == "File":
-        if _hidden(info.base_name):
+        if hidden_name(info.base_name):
             raise NotCertain(f"the file name {info.base_name!r} is one Spark hides in folders")
         return [CellFile(inner, info.size)]
     from pyarrow.fs import FileSelector
@@ -116,7 +113,7 @@ def cell_files(path: str) -> list[CellFile]:
         name = entry.base_name
         if name.startswith(("_metadata", "_common_metadata")) or name.endswith("._COPYING_"):
             raise NotCertain(f"the folder holds {name!r}, which Spark lists its own way")
-        if _hidden(name):
+        if hidden_name(name):
             continue
         if entry.type.name != "File":
             raise NotCertain(f"the folder holds the folder {name!r} (Spark reads it as a partition)")
@@ -157,9 +154,18 @@ def read_cell_files(path: str, schema: ArraySchema, file_format: str | None = No
     kind = format_of(path, file_format)
     if kind not in ("parquet", "csv"):
         raise ValidationError(f"array {schema.name}: unknown file format {kind!r} (use parquet or csv)")
+    check_cell_files(path, kind, f"array {schema.name}")
     files = cell_files(path)
     if not files:
         raise NotCertain("the folder holds no file Spark reads")
+    try:
+        return _read(fs, path, files, kind, schema)
+    except FileNotFoundError as error:  # removed since the listing: Spark's job fails alike
+        raise vanished(f"array {schema.name}", path, error.filename or path) from None
+
+
+def _read(fs, path: str, files: list[CellFile], kind: str, schema: ArraySchema) -> CellRows:
+    """The rows of the listed ``files`` (FileNotFoundError naming one removed since the listing)."""
     if kind == "parquet":
         tables = [parquet_table(fs, f.path) for f in files]
         names = [t.column_names for t in tables]
@@ -170,7 +176,11 @@ def read_cell_files(path: str, schema: ArraySchema, file_format: str | None = No
         types = [t.schema for t in tables]
         if any(not t.equals(types[0]) for t in types):
             raise NotCertain("the Parquet files have different column types")
-        return CellRows(pa.concat_tables(tables), files, [t.num_rows for t in tables])
+        table = pa.concat_tables(tables)
+        table = table.rename_columns(spelled_columns(table.column_names, schema))
+        rows = CellRows(table, files, [t.num_rows for t in tables])
+        texts = text_times(table.column_names, [pa.types.is_string(t) for t in table.schema.types], schema)
+        return CellRows(_converted(rows, path, schema, texts), files, rows.rows) if texts else rows
     headers, tables = zip(*[csv_fields(fs, f.path) for f in files], strict=True)
     if any(h != headers[0] for h in headers):
         raise NotCertain("the CSV files have different header lines (Spark takes one file's)")
@@ -235,6 +245,8 @@ def parquet_table(fs, path: str) -> pa.Table:
                 raise NotCertain("the Parquet file has nested columns")
             types = [_spark_arrow_type(schema.column(k)) for k in range(len(schema))]
             table = parquet.read(use_pandas_metadata=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
     except (OSError, pa.ArrowException) as error:
         raise NotCertain(f"pyarrow cannot read {path}: {error}") from None
     columns = []
@@ -260,8 +272,11 @@ _QUOTED = re.compile(r'"(?:[^"]|"")*"')
 def _csv_text(fs, path: str) -> str:
     """The text of a CSV file (gunzipped by its ``.gz`` name, as Hadoop's codecs go), or NotCertain
     where Spark's reading of the bytes is not plain UTF-8."""
-    with fs.open_input_stream(path, compression=None) as stream:  # gunzipped below, by name
-        data = stream.read()
+    try:
+        with fs.open_input_stream(path, compression=None) as stream:  # gunzipped below, by name
+            data = stream.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
     if path.lower().endswith(".gz"):
         try:
             data = gzip.decompress(data)
@@ -476,13 +491,32 @@ def _time_cell(text: str, scale: TimeScale) -> object:
     return offset // step
 
 
-def _converted(rows: CellRows, path: str, schema: ArraySchema) -> pa.Table:
-    """The text columns converted to the columns' types as read_cell_files does: spaces around a
-    number cut, around a text kept; the first bad value of the first column with any is refused,
-    naming the file and how many such values there are."""
+def text_times(names: list[str], texts: list[bool], schema: ArraySchema) -> list[str]:
+    """The columns of a Parquet file (``texts``: whether each holds text) that are times written as
+    text, read as a CSV's fields are: on a time dimension, or for a datetime64 attribute."""
+    return [
+        name
+        for name, text in zip(names, texts, strict=True)
+        if text
+        and (
+            isinstance(schema.dimension(name).scale, TimeScale)
+            if schema.has_dimension(name)
+            else schema.has_attribute(name) and schema.attribute(name).type == "datetime64"
+        )
+    ]
+
+
+def _converted(rows: CellRows, path: str, schema: ArraySchema, names: list[str] | None = None) -> pa.Table:
+    """The text columns (``names``, else all) converted to the columns' types as read_cell_files
+    does: spaces around a number cut, around a text kept; the first bad value of the first column
+    with any is refused, naming the file and how many such values there are."""
     raw = rows.table
     columns, problems = {}, {}
     for name in raw.column_names:
+        if names is not None and name not in names:
+            columns[name] = raw.column(name)
+            problems[name] = np.zeros(raw.num_rows, bool)
+            continue
         dimension = schema.dimension(name) if schema.has_dimension(name) else None
         kind = "int64" if dimension is not None else schema.attribute(name).type
         scale = dimension.scale if dimension is not None and isinstance(dimension.scale, TimeScale) else None
@@ -540,7 +574,7 @@ def unreadable_field(schema, name: str, bad: object, path: str, count: int) -> V
         if isinstance(scale, TimeScale)
         else "an integer coordinate"
         if schema.has_dimension(name)
-        else f"a {schema.attribute(name).type} value"
+        else f"{'an' if schema.attribute(name).type.startswith('int') else 'a'} {schema.attribute(name).type} value"
     )
     return ValidationError(
         f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({count} such value(s))",

@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from arrayviews.execution.local_cells import unreadable_field
+from arrayviews.execution.cell_file_checks import check_cell_files
+from arrayviews.execution.local_cells import text_times, unreadable_field
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
@@ -271,8 +272,13 @@ def read_cell_files(
     if info.type.name == "NotFound":
         raise NotFoundError(f"array {schema.name}: no file or folder at {path}")
     file_format = (file_format or _format_of(path)).lower()
+    check_cell_files(path, file_format, f"array {schema.name}")
     if file_format == "parquet":
-        return spark.read.parquet(path)
+        frame = spark.read.parquet(path)
+        frame = frame.toDF(*spelled_columns(frame.columns, schema))
+        texts = [isinstance(f.dataType, T.StringType) for f in frame.schema.fields]
+        names = text_times(frame.columns, texts, schema)
+        return _converted(frame, path, schema, names) if names else frame
     if file_format != "csv":
         raise ValidationError(
             f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
@@ -280,24 +286,30 @@ def read_cell_files(
     raw = csv_reader(spark).option("inferSchema", False).csv(path)
     raw = raw.toDF(*spelled_columns(raw.columns, schema))
     check_columns(raw.columns, schema)
-    converted, problems = {}, []
-    for name in raw.columns:
+    return _converted(raw, path, schema, raw.columns)
+
+
+def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str]) -> DataFrame:
+    """The text columns ``names`` of ``raw`` converted to the columns' types by name (the others
+    kept); the first bad value of the first column with any is refused, naming the file."""
+    converted, problems = {name: F.col(f"`{name}`") for name in raw.columns}, []
+    for name in names:
         target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
         # spaces around a number are no part of it; around a text they are the text's own
         text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
         # a datetime64 attribute reads times as a time dimension does
         converted[name] = (
-            _stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
+            stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
         )
         scale = schema.dimension(name).scale if schema.has_dimension(name) else None
         if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            times = time_cells(_stamped(text).try_cast(T.TimestampType()), scale)[0]
+            times = time_cells(stamped(text).try_cast(T.TimestampType()), scale)[0]
             converted[name] = F.coalesce(converted[name], times)
         problems.append(
             F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
         )
     counts = raw.agg(*problems).first()
-    for name in raw.columns:
+    for name in names:
         if counts[name]:
             text = F.trim(F.col(name))
             bad = (
@@ -309,7 +321,7 @@ def read_cell_files(
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
 
 
-def _stamped(text: Column) -> Column:
+def stamped(text: Column) -> Column:
     """Times as Spark reads them: it reads a zone only after the seconds, so '2026-01-02T06:00Z'
     is read as '2026-01-02T06:00:00Z'."""
     return F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")

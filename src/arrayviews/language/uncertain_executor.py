@@ -14,6 +14,7 @@ import pyarrow.dataset as pads
 from pyarrow import csv as pacsv
 from pyarrow.fs import FileSystem, FileType
 
+from arrayviews.execution.cell_file_checks import check_cell_files
 from arrayviews.language import relations
 from arrayviews.language import syntax as ast
 from arrayviews.language.literals import time_problem
@@ -300,6 +301,9 @@ def load(db: Database, s: ast.Load) -> Any:
     if not found:
         raise NotFoundError(f"uncertain array {schema.name}: no file or folder at {path}")
     file_format = s.format or ("csv" if path.lower().rstrip("/").endswith((".csv", ".csv.gz")) else "parquet")
+    # an empty folder, a file of another format, Parquet files disagreeing on their columns (the
+    # dataset takes the first file's: another file's own columns were dropped)
+    check_cell_files(path, file_format.lower(), f"uncertain array {schema.name}", spark=False)
     header: list[str] = []
     try:
         if file_format == "csv":
@@ -307,32 +311,80 @@ def load(db: Database, s: ast.Load) -> Any:
             # each column is read as its type
             header = pads.dataset(inner, filesystem=fs, format="csv").schema.names
             spelled = dict(zip(header, spelled_columns(header, schema.input_columns()), strict=True))
-            types = {
-                name: arrow_type(t)
+            types = {  # times as text, read below as INSERT reads them
+                name: pa.string() if t == "datetime64" else arrow_type(t)
                 for name, t in ((n, _column_types(schema).get(spelled[n])) for n in header)
                 if t is not None
             }
             # only an empty field is missing: Arrow's default null texts also take "NaN", "nan", "NA"
             # and "null", so a NaN mean or sigma was refused as a missing value and a NaN of a float
             # attribute stored as a null (Spark's reader of an array's CSV keeps NaN a number)
-            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False)
+            options = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True)
             dataset = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
+            table = _with_quoted_empty_texts(dataset.to_table(), inner, fs, types)
         else:
-            dataset = pads.dataset(inner, filesystem=fs, format="parquet")
-        table = dataset.to_table()  # the insert matches the header's names to the columns
+            table = pads.dataset(inner, filesystem=fs, format="parquet").to_table()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         reason = str(error).strip().splitlines()[0]
         raise _unconverted(schema, path, fs, header, reason) or ValidationError(
             f"uncertain array {schema.name}: cannot read {path} as {file_format.upper()}: {reason}",
             array=schema.name,
         ) from None
-    return array.insert(table)
+    return array.insert(_text_times(table, schema, path))  # it matches the columns by name
+
+
+def _text_times(table: pa.Table, schema: UncertainSchema, path: str) -> pa.Table:
+    """Times written as text (CSV fields, Parquet text) for a datetime64 attribute, read as INSERT
+    reads a time literal (as an array's LOAD reads them): ISO text, UTC unless it names its zone,
+    to the nanosecond; spaces around it cut, an empty text missing."""
+    types = _column_types(schema)
+    spelled = spelled_columns(table.column_names, schema.input_columns())
+    for k, name in enumerate(spelled):
+        column = table.column(k)
+        if types.get(name) != "datetime64" or not pa.types.is_string(column.type):
+            continue
+        texts = [None if t is None or not t.strip(" ") else t.strip(" ") for t in column.to_pylist()]
+        for row, text in enumerate(texts):
+            problem = None if text is None else time_problem(text)
+            if problem is not None:
+                raise ValidationError(
+                    f"uncertain array {schema.name}, column {name}: {problem} (row {row} of {path}); "
+                    "nothing was written",
+                    array=schema.name,
+                    column=name,
+                    value=text,
+                )
+        nanoseconds = [None if t is None else instant_nanoseconds(t) for t in texts]
+        table = table.set_column(
+            k, table.column_names[k], pa.array(nanoseconds, pa.int64()).cast(arrow_type("datetime64"))
+        )
+    return table
+
+
+def _with_quoted_empty_texts(table: pa.Table, inner: str, fs: FileSystem, types: dict) -> pa.Table:
+    """``table`` with the text columns read again as an array's LOAD reads them: an empty field is a
+    null (missing), a quoted empty field (``""``) the empty text (Arrow takes both for a null, or
+    neither, for every column at once)."""
+    texts = [name for name, kind in types.items() if pa.types.is_string(kind)]
+    if not texts:
+        return table
+    options = pacsv.ConvertOptions(
+        column_types={name: pa.string() for name in table.column_names},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+    )
+    fields = pads.dataset(inner, filesystem=fs, format=pads.CsvFileFormat(convert_options=options))
+    exact = fields.to_table(columns=texts)
+    for name in texts:
+        table = table.set_column(table.column_names.index(name), name, exact.column(name))
+    return table
 
 
 #: Arrow's words for a CSV field its column's type cannot read (1-based line, 0-based column).
 _UNCONVERTED = re.compile(
     r"(?:input source '(?P<file>[^']*)'.*)?In CSV column #(?P<column>\d+): Row #(?P<line>\d+): "
-    r"CSV conversion error to \w+: invalid value '(?P<value>.*)'$"
+    r"CSV conversion error to [\w\[\], :/=]+: invalid value '(?P<value>.*)'$"
 )
 
 
