@@ -65,18 +65,31 @@ def reference_decision(model: dict, ratios: dict, last_run: dict, fraction: floa
 
 
 def test_a_strategy_never_measured_on_the_view_is_probed_within_twice_the_best() -> None:
-    """The GEO view of the views benchmark: full predicted 0.63 s (measured 0.27 s, but only at the
-    view's creation, no sample), baseline 0.355 s with one measured ratio of 0.85. Full, never
-    measured, runs once; after its own ratio (0.43) it is the cheaper one and is kept."""
+    """Full predicted 0.63 s (as the old model priced GEO's, measured 0.27 s, but only at the view's
+    creation, no sample), baseline 0.355 s with one measured ratio of 0.85, a batch touching half
+    the view. Full, never measured, runs once; after its own ratio (0.43) it is the cheaper one and
+    is kept."""
     model = {"baseline": 0.355, "full": 0.63}
-    first = decide(model, {"baseline": [0.85]}, {"full": 2, "baseline": 0}, 0.79)
+    first = decide(model, {"baseline": [0.85]}, {"full": 2, "baseline": 0}, 0.5)
     assert (first.strategy, first.kind) == ("full", "probe"), first.reason
     assert "never measured" in first.reason
-    second = decide(model, {"baseline": [0.85], "full": [0.43]}, {"full": 0, "baseline": 1}, 0.79)
+    second = decide(model, {"baseline": [0.85], "full": [0.43]}, {"full": 0, "baseline": 1}, 0.5)
     assert (second.strategy, second.kind) == ("full", "cheaper"), second.reason
     # far apart (more than twice), the unmeasured one is not probed
     far = decide({"baseline": 0.1, "full": 0.63}, {"baseline": [1.0]}, {"full": 2, "baseline": 0}, 0.1)
     assert (far.strategy, far.kind) == ("baseline", "cheaper"), far.reason
+
+
+def test_a_batch_touching_four_fifths_of_the_view_is_refreshed_in_full() -> None:
+    """GEO's batches touch 79-81% of the view's chunks (counted from the batch's cell boxes) and
+    refresh incrementally in 1.1-1.25 times a full refresh's seconds (views --quick, round 26), while
+    the model puts the two within a few percent: such a batch is refreshed in full without
+    comparing (it was compared, and baseline run, at the threshold of 90%)."""
+    geo = decide({"baseline": 0.341, "full": 0.346}, {"baseline": [0.96], "full": [1.37]}, {}, 0.81)
+    assert (geo.strategy, geo.kind) == ("full", "touched"), geo.reason
+    assert "touches 81%" in geo.reason
+    ptf = decide({"baseline": 0.23, "full": 0.82}, {"baseline": [1.0], "full": [1.0]}, {}, 0.2)
+    assert (ptf.strategy, ptf.kind) == ("baseline", "cheaper"), ptf.reason
 
 
 #: Full refreshes measured by the views benchmark (views --quick, round 26, in-process): chunk pairs,
