@@ -34,7 +34,7 @@ from arrayviews.execution.failures import translating
 from arrayviews.execution.jobs import integer_div
 from arrayviews.execution.part_jobs import SparkPartTable
 from arrayviews.execution.session import ensure_started
-from arrayviews.execution.spark_cells import csv_reader, stamped
+from arrayviews.execution.spark_cells import csv_reader, read_text_times
 from arrayviews.model import bounds
 from arrayviews.model.display import as_html, as_text, described
 from arrayviews.model.errors import (
@@ -408,7 +408,7 @@ class Stream:
             )
             frame = csv_reader(self.db.spark).option("mode", "FAILFAST").schema(ordered).csv(path)
             try:
-                frame = self._read_times(frame, times, path) if times else frame
+                frame = read_text_times(frame, times, path, self.name) if times else frame
                 return self.append(frame, allow_gap=allow_gap)
             except ExecutionError as error:
                 gone = vanished_input(error, path, f"stream {self.name}")
@@ -432,7 +432,7 @@ class Stream:
                 and f.name in self.schema.names
                 and isinstance(self.schema[f.name].dataType, T.TimestampType)
             ]
-            frame = self._read_times(frame, texts, path) if texts else frame
+            frame = read_text_times(frame, texts, path, self.name) if texts else frame
         else:
             raise ValidationError(
                 f"stream {self.name}: unknown file format {file_format!r} (use parquet or csv)",
@@ -445,37 +445,6 @@ class Stream:
             if gone is None:
                 raise
             raise gone from None
-
-    def _read_times(self, frame: DataFrame, times: list[str], path: str) -> DataFrame:
-        """``frame`` with its text columns ``times`` read as timestamps as Spark's cast reads them
-        (spark_cells.stamped: a zone after the minutes too); one job finds a text that is no time,
-        named with its column and file."""
-        read = {n: stamped(F.col(f"`{n}`")).try_cast(T.TimestampType()) for n in times}
-        flags = [
-            (F.col(f"`{n}`").isNotNull() & (F.trim(F.col(f"`{n}`")) != "") & read[n].isNull()).alias(
-                f"bad_{k}"
-            )
-            for k, n in enumerate(times)
-        ]
-        found = frame.select(*[F.col(f"`{n}`") for n in times], *flags)
-        row = found.where(
-            F.greatest(*[F.col(f"bad_{k}") for k in range(len(times))] + [F.lit(False)])
-        ).first()
-        if row is not None:
-            k = next(k for k in range(len(times)) if row[f"bad_{k}"])
-            raise ValidationError(
-                f"stream {self.name}, column {times[k]}: {row[k]!r} in {path} is not a timestamp value; "
-                "nothing was appended",
-                array=self.name,
-                column=times[k],
-                value=row[k],
-            )
-        return frame.select(
-            *[
-                read[f.name].alias(f.name) if f.name in read else F.col(f"`{f.name}`")
-                for f in frame.schema.fields
-            ]
-        )
 
     def _csv_field_error(self, path: str, header: list[str], error: ExecutionError) -> ArrayViewsError:
         """The error of a CSV field Spark's reader refused, naming the stream, the column, the value

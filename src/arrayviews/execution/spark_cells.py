@@ -327,6 +327,31 @@ def stamped(text: Column) -> Column:
     return F.regexp_replace(text, r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d)(Z|[+-]\d\d:\d\d)$", "$1:00$2")
 
 
+def read_text_times(frame: DataFrame, times: list[str], path: str, stream: str) -> DataFrame:
+    """``frame`` (rows of ``path`` for stream ``stream``) with its text columns ``times`` read as
+    timestamps as Spark's cast reads them (:func:`stamped`: a zone after the minutes too); one job
+    finds a text that is no time, named with its column and file."""
+    read = {n: stamped(F.col(f"`{n}`")).try_cast(T.TimestampType()) for n in times}
+    flags = [
+        (F.col(f"`{n}`").isNotNull() & (F.trim(F.col(f"`{n}`")) != "") & read[n].isNull()).alias(f"bad_{k}")
+        for k, n in enumerate(times)
+    ]
+    found = frame.select(*[F.col(f"`{n}`") for n in times], *flags)
+    row = found.where(F.greatest(*[F.col(f"bad_{k}") for k in range(len(times))] + [F.lit(False)])).first()
+    if row is not None:
+        k = next(k for k in range(len(times)) if row[f"bad_{k}"])
+        raise ValidationError(
+            f"stream {stream}, column {times[k]}: {row[k]!r} in {path} is not a timestamp value; "
+            "nothing was appended",
+            array=stream,
+            column=times[k],
+            value=row[k],
+        )
+    return frame.select(
+        *[read[f.name].alias(f.name) if f.name in read else F.col(f"`{f.name}`") for f in frame.schema.fields]
+    )
+
+
 def _format_of(path: str) -> str:
     lowered = path.lower().rstrip("/")
     if lowered.endswith(".csv") or lowered.endswith(".csv.gz"):
