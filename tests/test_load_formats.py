@@ -416,6 +416,28 @@ def test_a_streams_csv_times_naming_their_zone_after_the_minutes_are_read_as_an_
         assert stream.version == 2
 
 
+def test_a_streams_times_finer_than_a_microsecond_are_refused_not_cut(dbs) -> None:
+    """Bug: '2026-01-01T06:00:00.1234567' was appended as 06:00:00.123456 (Spark's cast cuts the
+    seventh digit; the in-process reader leaves such text to Spark's). Now it is refused, naming
+    the value, and nothing is appended; trailing zeros past the sixth digit are exact and load.
+    Reference: Python's datetime."""
+    local, _, root = dbs
+    exact = root / "fine_exact.csv"
+    exact.write_text("ts,v\n2026-01-01T06:00:00.1234560,1\n2026-01-01 06:00:01.5,2\n")
+    finer = root / "fine_cut.csv"
+    finer.write_text("ts,v\n2026-01-01T06:00:02,3\n2026-01-01T06:00:00.1234567,4\n")
+    stream = local.create_stream("fine", "ts timestamp, v bigint", 60, "ts")
+    stream.load(str(exact))
+    frame = stream.read().toPandas().sort_values("v")
+    assert [pd.Timestamp(t).to_pydatetime() for t in frame.ts] == [
+        dt.datetime(2026, 1, 1, 6, 0, 0, 123456),
+        dt.datetime(2026, 1, 1, 6, 0, 1, 500000),
+    ]
+    with pytest.raises(ValidationError, match=r"'2026-01-01T06:00:00\.1234567' in .* is finer than a microsecond"):
+        stream.load(str(finer))
+    assert stream.version == 1 and stream.read().count() == 2
+
+
 def test_files_whose_column_names_differ_only_in_case_still_load(dbs) -> None:
     """Not drift: Spark resolves a folder's columns without regard to case (in the same order for a
     CSV), so these folders load, by name (the in-process reader leaves them to Spark's, so one

@@ -330,19 +330,30 @@ def stamped(text: Column) -> Column:
 def read_text_times(frame: DataFrame, times: list[str], path: str, stream: str) -> DataFrame:
     """``frame`` (rows of ``path`` for stream ``stream``) with its text columns ``times`` read as
     timestamps as Spark's cast reads them (:func:`stamped`: a zone after the minutes too); one job
-    finds a text that is no time, named with its column and file."""
+    finds a text that is no time, or one finer than a microsecond (Spark's cast would cut it),
+    named with its column and file."""
     read = {n: stamped(F.col(f"`{n}`")).try_cast(T.TimestampType()) for n in times}
     flags = [
         (F.col(f"`{n}`").isNotNull() & (F.trim(F.col(f"`{n}`")) != "") & read[n].isNull()).alias(f"bad_{k}")
         for k, n in enumerate(times)
     ]
-    found = frame.select(*[F.col(f"`{n}`") for n in times], *flags)
-    row = found.where(F.greatest(*[F.col(f"bad_{k}") for k in range(len(times))] + [F.lit(False)])).first()
+    # digits of the seconds' fraction past the sixth that are not all zeros
+    finer = [
+        F.regexp_extract(F.col(f"`{n}`"), r":\d\d\.\d{6}(\d*[1-9])", 1).alias(f"finer_{k}")
+        for k, n in enumerate(times)
+    ]
+    found = frame.select(*[F.col(f"`{n}`") for n in times], *flags, *finer)
+    caught = [F.col(f"bad_{k}") | (F.col(f"finer_{k}") != "") for k in range(len(times))]
+    row = found.where(F.greatest(*caught, F.lit(False))).first()
     if row is not None:
-        k = next(k for k in range(len(times)) if row[f"bad_{k}"])
+        k = next(k for k in range(len(times)) if row[f"bad_{k}"] or row[f"finer_{k}"])
+        why = (
+            "is not a timestamp value"
+            if row[f"bad_{k}"]
+            else "is finer than a microsecond (a stream's times keep microseconds, and it would be cut)"
+        )
         raise ValidationError(
-            f"stream {stream}, column {times[k]}: {row[k]!r} in {path} is not a timestamp value; "
-            "nothing was appended",
+            f"stream {stream}, column {times[k]}: {row[k]!r} in {path} {why}; nothing was appended",
             array=stream,
             column=times[k],
             value=row[k],
