@@ -1,6 +1,5 @@
-"""A baseline refresh plans from the boxes of the delta's cells, not from whole delta chunks: it
-rewrites only the view chunks within the shape's reach of those boxes, and the view still equals
-brute force."""
+"""A baseline refresh plans from the delta's cells, not from whole delta chunks: it rewrites only
+the view chunks a changed cell's shape reaches, and the view still equals brute force."""
 
 from __future__ import annotations
 
@@ -45,16 +44,15 @@ def brute_counts(present: np.ndarray, shape) -> dict[tuple[int, int], int]:
 
 
 def reachable_chunks(changed: np.ndarray, shape) -> set[tuple[int, int]]:
-    """View chunks the plan may rewrite: per chunk, the box of its changed cells d, widened to every
-    cell p with d - p inside the shape's bounding box (and the chunk itself)."""
+    """View chunks whose cells a change can alter: each changed cell d's own chunk, and the chunks
+    of the cells p with d - p in the shape."""
     chunks = set()
-    lowest, highest = offsets(shape).min(axis=0), offsets(shape).max(axis=0)
-    for chunk in {(int(i) // CHUNK, int(j) // CHUNK) for i, j in changed}:
-        cells = np.array([c for c in changed if (c[0] // CHUNK, c[1] // CHUNK) == chunk])
-        low = np.clip(cells.min(axis=0) - highest, 0, SIDE - 1) // CHUNK
-        high = np.clip(cells.max(axis=0) - lowest, 0, SIDE - 1) // CHUNK
-        chunks.add(chunk)
-        chunks.update((a, b) for a in range(low[0], high[0] + 1) for b in range(low[1], high[1] + 1))
+    for i, j in changed:
+        chunks.add((int(i) // CHUNK, int(j) // CHUNK))
+        for di, dj in offsets(shape):
+            a, b = i - di, j - dj
+            if 0 <= a < SIDE and 0 <= b < SIDE:
+                chunks.add((int(a) // CHUNK, int(b) // CHUNK))
     return chunks
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.engine import Data, Engine
+from arrayviews.kernels.rows import unique_rows
 from arrayviews.model.faults import checkpoint
 from arrayviews.model.geometry import ChunkGrid
 from arrayviews.model.schema import ArraySchema
@@ -80,16 +81,45 @@ def _rows_among(rows: np.ndarray, among: np.ndarray) -> np.ndarray:
     return np.isin(inverse[len(among) :], inverse[: len(among)])
 
 
-def _delta_boxes(delta: Delta, schema: ArraySchema) -> simjoin.Boxes:
-    """Per chunk holding cells of ``delta`` (removed or added), the box ``(low, high)`` of those cells."""
+def _delta_cells(delta: Delta, schema: ArraySchema) -> np.ndarray:
+    """The coordinates (n, d) of the cells ``delta`` removes or adds."""
     tables = [t for t in (delta.minus, delta.plus) if t.num_rows]
     if not tables:
-        return {}
-    coords = np.vstack(
+        return np.zeros((0, schema.ndim), dtype=np.int64)
+    return np.vstack(
         [np.stack([np.asarray(t.column(d), dtype=np.int64) for d in schema.dimension_names], axis=1) for t in tables]
     )
-    chunks, inverse = np.unique(ChunkGrid.of(schema).chunk_of(coords), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+
+
+#: Above this many (changed cell, shape offset) combinations a refresh plans from the boxes of the
+#: changed cells alone, not from the exact chunks their shapes reach.
+EXACT_REACH_LIMIT = 200_000
+
+
+def _exact_reach(spec: JoinSpec, cells: np.ndarray, source: ArraySchema, target: ArraySchema, sign: int):
+    """The set of (chunk of a changed cell, chunk it reaches) pairs, exactly: with the identity
+    mapping a left cell ``a`` and a right cell ``b`` pair when ``b - a`` is in the shape, so a left
+    cell reaches the right cells ``a + o`` (``sign`` +1) and a right cell the left cells ``b - o``
+    (``sign`` -1). None where the mapping is not the identity or the combinations pass
+    :data:`EXACT_REACH_LIMIT` (the boxes then stand for the cells)."""
+    offsets = spec.shape.offsets()
+    if not spec.mapping.is_identity or len(cells) * len(offsets) > EXACT_REACH_LIMIT:
+        return None
+    if len(cells) == 0:
+        return set()
+    reached = (cells[:, None, :] + sign * offsets[None, :, :]).reshape(-1, cells.shape[1])
+    own = np.repeat(ChunkGrid.of(source).chunk_of(cells), len(offsets), axis=0)
+    pairs = unique_rows(np.hstack([own, ChunkGrid.of(target).chunk_of(reached)]))
+    width = cells.shape[1]
+    return {(tuple(int(c) for c in row[:width]), tuple(int(c) for c in row[width:])) for row in pairs}
+
+
+def _delta_boxes(delta: Delta, schema: ArraySchema) -> simjoin.Boxes:
+    """Per chunk holding cells of ``delta`` (removed or added), the box ``(low, high)`` of those cells."""
+    coords = _delta_cells(delta, schema)
+    if len(coords) == 0:
+        return {}
+    chunks, inverse = unique_rows(ChunkGrid.of(schema).chunk_of(coords), return_inverse=True)
     low = np.full(chunks.shape, np.iinfo(np.int64).max, dtype=np.int64)
     high = np.full(chunks.shape, np.iinfo(np.int64).min, dtype=np.int64)
     np.minimum.at(low, inverse, coords)
@@ -114,6 +144,15 @@ def _reaching(spec: JoinSpec, pairs: list, left_boxes: simjoin.Boxes | None, rig
         if np.all(region_low <= box_high) and np.all(box_low <= region_high):
             kept.append((left, right))
     return kept
+
+
+def _old_left_pairs(spec: JoinSpec, pairs: list, right_delta: Delta, right_boxes: simjoin.Boxes) -> list:
+    """The (old left chunk, right delta chunk) ``pairs`` where a changed right cell reaches a cell
+    of the left chunk: exactly (:func:`_exact_reach`) where it can be had, else by boxes."""
+    exact = _exact_reach(spec, _delta_cells(right_delta, spec.right), spec.right, spec.left, -1)
+    if exact is None:
+        return _reaching(spec, pairs, None, right_boxes)
+    return [(left, right) for left, right in pairs if (right, left) in exact]
 
 
 def _signed_fragments(delta: Delta, which: str) -> pa.Table:
@@ -267,9 +306,15 @@ def plan_baseline(
     right_old_chunks = np.array(sorted(right_cells), dtype=np.int64).reshape(-1, spec.right.ndim)
     # A pair is planned only where the delta's cells reach the other chunk, not merely the delta's
     # chunk: a batch inside one chunk, away from its edges, pairs with that chunk alone, so the
-    # refresh neither reads nor rewrites the chunks around it.
+    # refresh neither reads nor rewrites the chunks around it (the shapes of the changed cells
+    # exactly where that is cheap, else the boxes of the changed cells widened by the shape).
     first = simjoin.plan_pairs(spec, left_delta_chunks, right_old_chunks, left_boxes)
-    second = _reaching(spec, simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks), None, right_boxes)
+    exact_first = _exact_reach(spec, _delta_cells(left_delta, spec.left), spec.left, spec.right, 1)
+    if exact_first is not None:  # the right chunks a changed left cell's shape reaches
+        first = [pair for pair in first if pair in exact_first]
+    second = _old_left_pairs(
+        spec, simjoin.plan_pairs(spec, left_old_chunks, right_delta_chunks), right_delta, right_boxes
+    )
     third = simjoin.plan_pairs(spec, left_delta_chunks, right_delta_chunks, left_boxes)
     third = _reaching(spec, third, left_boxes, right_boxes)
     read = sum(right_cells.get(q, 0) for q in {q for _, q in first})
@@ -362,7 +407,7 @@ def certainly_touched(
     lower = chunks_of(delta_chunks)
     if 2 * len(lower) < at_least:  # far from it: not worth planning the old chunks' term here
         return None
-    second = {p for p, _ in _reaching(spec, simjoin.plan_pairs(spec, view_chunks, delta_chunks), None, boxes)}
+    second = {p for p, _ in _old_left_pairs(spec, simjoin.plan_pairs(spec, view_chunks, delta_chunks), left_delta, boxes)}
     touched = chunks_of({tuple(int(c) for c in p) for p in delta_chunks} | second)
     return touched if len(touched) >= at_least else None
 
