@@ -30,6 +30,7 @@ from sqlglot.tokens import Token, TokenType
 from arrayviews.model.errors import ParseError
 from arrayviews.model.names import IDENTIFIER as _IDENTIFIER
 from arrayviews.model.text_lines import line_starts, position_in
+from arrayviews.model.window_step import WindowStep
 
 #: How the message of an error a generated query raises on purpose begins (a pattern view's sum
 #: overflow, ``raise_error`` in Spark SQL): the maintainer shows the rest as it is.
@@ -165,6 +166,8 @@ class ViewDFDefinition:
     extra: dict[str, str] = field(default_factory=dict, compare=False)
     #: What readers see of the view's stored rows (None: the rows as stored).
     presentation: Presentation | None = None
+    #: A window view's update step column by column, for kernels/window_steps.py (None: SQL only).
+    window_step: WindowStep | None = field(default=None, compare=False)
 
     def relations(self) -> set[str]:
         return self.initialize.relations() | self.update.relations()
@@ -185,6 +188,7 @@ class ViewDFDefinition:
                 "helper": self.helper,
                 "text": self.text,
                 **({"presentation": self.presentation.to_dict()} if self.presentation else {}),
+                **({"window_step": self.window_step.to_dict()} if self.window_step else {}),
             },
             sort_keys=True,
         )
@@ -201,6 +205,7 @@ class ViewDFDefinition:
             helper=bool(data["helper"]),
             text=data.get("text", ""),
             presentation=Presentation.from_dict(data["presentation"]) if data.get("presentation") else None,
+            window_step=WindowStep.from_dict(data["window_step"]) if data.get("window_step") else None,
         )
 
 
@@ -214,6 +219,7 @@ def viewdf_definition(
     helper: bool = False,
     text: str = "",
     presentation: Presentation | None = None,
+    window_step: WindowStep | None = None,
 ) -> ViewDFDefinition:
     """The definition of view ``name`` from its two queries, each ``(part variable, Spark SQL text)``.
 
@@ -236,6 +242,7 @@ def viewdf_definition(
         helper=helper,
         text=text,
         presentation=presentation,
+        window_step=window_step,
     )
 
 

@@ -1,7 +1,7 @@
 """Building one ViewDF part in this process: the part query runs over the Arrow rows of the parts it
-reads (with pyarrow compute when it is small enough, else in DuckDB: execution/local_sql.py), and
-the result is staged as the part's Parquet file(s) by pyarrow, the same files the Spark step stages
-and commits."""
+reads (with pyarrow compute when it is small enough, else in DuckDB: execution/local_sql.py), or a
+window view's update step runs as a numpy kernel (kernels/window_steps.py), and the result is staged
+as the part's Parquet file(s) by pyarrow, the same files the Spark step stages and commits."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import numpy as np
 import pyarrow as pa
 
 from arrayviews.execution.local_sql import CannotRunLocally, run_sql
+from arrayviews.kernels.window_steps import StepRefused, window_step
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import PartQuery, Presentation
+from arrayviews.model.window_step import WindowStep
 from arrayviews.storage import recent_parts
 from arrayviews.storage.files import read_parquet_files
 from arrayviews.storage.part_table import PartTable, StagedFile
@@ -81,3 +83,34 @@ def build_part(
         query.render(names), tables, exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS, arrow_first=True
     )
     return view.stage_local(conform_result(result, view.arrow_schema, name, part))
+
+
+def build_window_part(
+    query: PartQuery, step: WindowStep, part: int, inputs: Sequence[Input], view: PartTable, name: str
+) -> list[StagedFile] | None:
+    """Stage part ``part`` of window view ``name`` by the window kernel from the inputs of its update
+    ``query`` (the stream's part j, the view's parts j-1 and j-Wp); None when the kernel refuses,
+    and the caller runs the query instead. Nothing is committed."""
+    batch = previous = old = None
+    for reference, source in zip(query.references, inputs, strict=True):
+        low, high = reference.low, reference.high
+        if low != high or low.scale != 1:
+            return None
+        relation = reference.relation.lower()
+        if relation == step.stream.lower() and low.offset == 0:
+            batch = source
+        elif relation == name.lower():
+            if low.offset == -1:
+                previous = source
+            if low.offset == -step.parts:
+                old = source
+    if batch is None or previous is None or (old is None and step.cumulated()):
+        return None
+    try:
+        result = window_step(
+            step, read_input(batch), read_input(previous), None if old is None else read_input(old)
+        )
+        rows = conform_result(result, view.arrow_schema, name, part)
+    except (StepRefused, CannotRunLocally):
+        return None
+    return view.stage_local(rows)

@@ -32,13 +32,16 @@ from arrayviews.streams import history, planning
 from arrayviews.streams.bounded_history import bound_histories
 from arrayviews.streams.evaluation import drop_temporary_views, run_part_query
 from arrayviews.streams.fusion import Fusion, fusion_for
-from arrayviews.streams.local_step import Input, build_part
+from arrayviews.streams.local_step import Input, build_part, build_window_part
 from arrayviews.streams.part_files import PartFile, part_files
 from arrayviews.streams.plan_settling import settle_window_plans
 from arrayviews.streams.presentation import presented_frame
 from arrayviews.streams.relations import Relation, ViewState, consumers_of
 
 #: What a step's report says of a part built together with the helper's (streams/fusion.py).
+#: How a step's report names a part built by the window kernel (kernels/window_steps.py).
+WINDOW_KERNEL = "window kernel"
+
 FUSED_REASONS = {
     "spark": "built in one Spark job with the helper it reads",
     "local": "built in-process while the helper it reads committed",
@@ -173,9 +176,19 @@ class _Round:
                 else Input(table, tuple(f.uri for f in files), presentation=self.world.presentation(relation))
                 for relation, table, files in inputs
             ]
+            step = definition.window_step if not initialize else None
+            staged = (
+                build_window_part(query, step, part, sources, self.view.table, self.view.name)
+                if step is not None
+                else None
+            )
             try:
-                self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
-                self._record("local", reason)
+                if staged is not None:
+                    self.staged[part] = staged
+                    self._record("local", f"{WINDOW_KERNEL}; {reason}")
+                else:
+                    self.staged[part] = build_part(query, part, sources, self.view.table, self.view.name)
+                    self._record("local", reason)
                 if (
                     self.fusion is not None
                     and fusion_module.FUSE_IN_PROCESS

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from sqlglot import exp
 
 from arrayviews.model.viewdf import PartIndex, Presentation, ViewDFDefinition, viewdf_definition
+from arrayviews.model.window_step import WindowStep
 
 # A query under construction: built for one part variable ("i" or "j") with the placeholder tables
 # handed out by a _References.
@@ -136,6 +137,7 @@ def _definition(
     partition_length: int,
     helper: bool,
     presentation: Presentation | None = None,
+    window_step: WindowStep | None = None,
 ) -> ViewDFDefinition:
     texts = []
     for variable, build in (("i", initialize), ("j", update)):
@@ -151,4 +153,5 @@ def _definition(
         helper=helper,
         text=text,
         presentation=presentation,
+        window_step=window_step,
     )

@@ -64,6 +64,7 @@ from arrayviews.model import text_lines
 from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
+from arrayviews.model.window_step import ItemColumn, QueueColumns, WindowStep
 from arrayviews.streams import exact_sums
 from arrayviews.streams.fsm import PREVIOUS
 from arrayviews.streams.queries import AGGREGATE_TYPES, WindowQuery, aggregate_call
@@ -171,6 +172,7 @@ class WindowTranslation:
         self.query: WindowQuery = statement.query
         self.partition_length = partition_length
         types = {name.lower(): kind.lower() for name, kind in (column_types or {}).items()}
+        self.typed = bool(types)
         query = self.query
         if query.window_seconds % partition_length:
             where = query.window_position
@@ -277,8 +279,37 @@ class WindowTranslation:
                 length,
                 helper=False,
                 presentation=self.presentation(),
+                window_step=self.window_step(),
             )
         ]
+
+    def window_step(self) -> WindowStep | None:
+        """The update step column by column for kernels/window_steps.py, when the kernel computes
+        what the SQL does: sums of integer columns narrower than BIGINT (no DECIMAL(38,0) or exact
+        float sums) and no HAVING. None leaves every step to the SQL."""
+        if self.plan != INCREMENTAL or self.wide or self.exact or self.shown is not None or not self.typed:
+            return None
+        if not self.query.group_by:  # the SQL's batch is then one row even for an empty part
+            return None
+        items = tuple(
+            ItemColumn(stored, item.function, item.attribute)
+            for item, stored in zip(self.query.items, self.stored_items, strict=True)
+            if not item.is_group
+        )
+        return WindowStep(
+            parts=self.parts,
+            stream=self.query.stream,
+            groups=tuple(self.query.group_by),
+            age=self.age,
+            idle=self.idle,
+            count=self.count,
+            keeps_count=self.keeps_count,
+            sums=tuple(self.sums.items()),
+            counts=tuple(self.counts.items()),
+            queues=tuple(QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head) for q in self.queues),
+            at=self.at,
+            items=items,
+        )
 
     def groups(self, table: str | None = None) -> list[exp.Expression]:
         return [_column(g, table) for g in self.query.group_by]

@@ -1,0 +1,354 @@
+"""One update step of a sliding-window view's one table (streams/windows.py, incremental plan) in
+numpy over Arrow columns: what the step's SQL computes, without a query plan's fixed cost.
+
+Given the stream's new part S[j], the view's part j-1 (``previous``) and its part j-Wp (``old``),
+the step (paper 004, sections 5.2.1 and 5.2.2, as streams/windows.py spells them in SQL):
+
+1. groups S[j] (``ct`` rows, sums and non-null counts, each queue's extreme: the batch);
+2. joins it, full outer, with part j-1's state per group (the MAX of each state column over the
+   group's rows; per queue the extreme of the entries still in the window at j): a group's ``age``
+   grows by one (1 for a new group), ``idle`` is 0 with a batch row and one more without, the
+   cumulative columns add; a group idle for Wp parts is dropped;
+3. subtracts the cumulative columns of part j-Wp's summary row of the same epoch (its ``age`` is
+   exactly ``age - Wp``) to get the window's totals, and each queue's head (the batch's extreme or
+   the earlier entries', whichever is kept ahead);
+4. writes one summary row per group (the state, the query's values, the batch's extreme as the
+   newest queue entry) and, with queues, every row of part j-1 as an entry made at
+   ``coalesce(at, age)`` while it is in the window and beats the batch's extreme.
+
+Group keys match as SQL's ``IS NOT DISTINCT FROM`` (NULL is a key). Anything the kernel cannot
+compute exactly as Spark does (float or nested keys, non-integer sums, float extremes, a sum that
+would leave BIGINT, a state that is not one summary row per group) raises :class:`StepRefused`,
+and the caller runs the SQL instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arrayviews.model.window_step import WindowStep
+
+_LIMIT = 2**62  # products of key cardinalities and bounds of sums kept below this
+
+
+class StepRefused(Exception):
+    """The kernel cannot compute this step with Spark's meaning; run the SQL."""
+
+
+def _key_type_ok(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date(kind)
+        or pa.types.is_timestamp(kind)
+    )
+
+
+def _dense(ids: np.ndarray) -> tuple[np.ndarray, int]:
+    """``ids`` renumbered 0 .. n-1 (n distinct values), by hashing."""
+    encoded = pc.dictionary_encode(pa.array(ids, type=pa.int64()))
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
+
+
+def group_ids(columns: list[pa.ChunkedArray | pa.Array]) -> tuple[np.ndarray, int]:
+    """One dense group number per row of the key ``columns`` (equal keys, NULL included, share a
+    number) and the number of groups."""
+    rows = len(columns[0]) if columns else 0
+    ids = np.zeros(rows, dtype=np.int64)
+    size = 1
+    for column in columns:
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        cardinality = max(1, len(encoded.dictionary))
+        if size * cardinality >= _LIMIT:
+            ids, size = _dense(ids)
+        ids = ids * cardinality + codes
+        size *= cardinality
+    if len(columns) == 1 or not rows:
+        return ids, size
+    return _dense(ids)
+
+
+@dataclass
+class _Grouped:
+    """Rows reduced per group: the groups present and reductions of value columns over them."""
+
+    order: np.ndarray
+    starts: np.ndarray
+    groups: np.ndarray
+    sizes: np.ndarray
+    total: int
+
+    @classmethod
+    def of(cls, ids: np.ndarray, total: int) -> _Grouped:
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        starts = (
+            np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ids) else np.zeros(0, np.int64)
+        )
+        sizes = np.diff(np.r_[starts, len(ids)])
+        return cls(order, starts, ordered[starts] if len(ids) else np.zeros(0, np.int64), sizes, total)
+
+    def present(self) -> np.ndarray:
+        found = np.zeros(self.total, dtype=bool)
+        found[self.groups] = True
+        return found
+
+    def spread(self, values: np.ndarray, fill=0) -> np.ndarray:
+        """Per-group ``values`` (in ``groups`` order) as an array over every group number."""
+        out = np.full(self.total, fill, dtype=values.dtype)
+        out[self.groups] = values
+        return out
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        if not len(self.starts):
+            return np.zeros(self.total, dtype=np.int64)
+        return self.spread(np.add.reduceat(values[self.order], self.starts))
+
+    def extreme(self, values: np.ndarray, valid: np.ndarray, function: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per group the max (or min) of ``values`` where ``valid``; and whether there was one."""
+        has = self.sum(valid.astype(np.int64)) > 0
+        if not len(self.starts):
+            return np.zeros(self.total, dtype=values.dtype), has
+        info = np.iinfo(values.dtype)
+        filler = info.min if function == "max" else info.max
+        masked = np.where(valid, values, filler)[self.order]
+        reduce = np.maximum if function == "max" else np.minimum
+        return self.spread(reduce.reduceat(masked, self.starts)), has
+
+
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    index = table.schema.get_field_index(name)
+    if index < 0:
+        lowered = [n.lower() for n in table.column_names]
+        if name.lower() not in lowered:
+            raise StepRefused(f"no column {name}")
+        index = lowered.index(name.lower())
+    return table.column(index)
+
+
+def _numbers(column: pa.ChunkedArray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """An integer, date or timestamp column as int64 values (0 where NULL) and its validity."""
+    kind = column.type
+    if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
+        column = column.cast(pa.int64())
+    elif pa.types.is_date32(kind):
+        column = column.cast(pa.int32())
+    elif not pa.types.is_integer(kind) or kind == pa.uint64():
+        raise StepRefused(f"{what} is {kind}")
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    valid = (
+        np.ones(len(array), dtype=bool)
+        if array.null_count == 0
+        else array.is_valid().to_numpy(zero_copy_only=False)
+    )
+    values = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return values, valid
+
+
+def _arrow(values: np.ndarray, valid: np.ndarray | None, kind: pa.DataType) -> pa.Array:
+    mask = None if valid is None or valid.all() else ~valid
+    array = pa.array(values, type=pa.int64(), mask=mask)
+    return array if kind == pa.int64() else array.cast(kind)
+
+
+def _beats(function: str, value: np.ndarray, other: np.ndarray) -> np.ndarray:
+    return value > other if function == "max" else value < other
+
+
+def _bounded(*columns: np.ndarray) -> None:
+    """Refuse when adding or subtracting these int64 columns could leave BIGINT."""
+    if sum(int(np.abs(c).max()) if len(c) else 0 for c in columns) >= _LIMIT:
+        raise StepRefused("a cumulative sum near the end of BIGINT")
+
+
+def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
+    """Part j of the window view: its summary rows (and queue entries) as the step's SQL makes them,
+    one column per stored column (``_part`` not included). Raises StepRefused."""
+    groups = list(step.groups)
+    tables = [batch, previous] + ([old] if old is not None else [])
+    keys = []
+    for name in groups:
+        pieces = [_column(t, name) for t in tables]
+        kind = pieces[0].type
+        if not _key_type_ok(kind) or any(p.type != kind for p in pieces):
+            raise StepRefused(f"group column {name} of type {kind}")
+        keys.append(pa.chunked_array([c for p in pieces for c in p.chunks], type=kind))
+    bounds = np.cumsum([0] + [t.num_rows for t in tables])
+    if groups:
+        ids, total = group_ids(keys)
+    else:  # one group: the whole window
+        ids, total = np.zeros(int(bounds[-1]), dtype=np.int64), 1
+    first = np.full(total, -1, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    batch_ids, previous_ids = ids[bounds[0] : bounds[1]], ids[bounds[1] : bounds[2]]
+    old_ids = ids[bounds[2] : bounds[3]] if old is not None else None
+
+    # 1. the batch per group
+    by_batch = _Grouped.of(batch_ids, total)
+    in_batch = by_batch.present()
+    batch_cumulated: dict[str, np.ndarray] = {step.count: by_batch.spread(by_batch.sizes.astype(np.int64))}
+    for attribute, column in step.sums:
+        column_of = _column(batch, attribute)
+        if not pa.types.is_integer(column_of.type) or column_of.type in (
+            pa.int64(),
+            pa.uint32(),
+            pa.uint64(),
+        ):
+            raise StepRefused(f"sum of {attribute} ({column_of.type})")
+        values, valid = _numbers(column_of, f"column {attribute}")
+        batch_cumulated[column] = by_batch.sum(np.where(valid, values, 0))
+    for attribute, column in step.counts:
+        array = _column(batch, attribute)
+        valid = (
+            np.ones(len(array), dtype=bool)
+            if array.null_count == 0
+            else array.is_valid().to_numpy(zero_copy_only=False)
+        )
+        batch_cumulated[column] = by_batch.sum(valid.astype(np.int64))
+    batch_heads = {}
+    value_types = {}
+    for q in step.queues:
+        column_of = _column(batch, q.attribute)
+        value_types[q.entry] = column_of.type
+        values, valid = _numbers(column_of, f"column {q.attribute}")
+        batch_heads[q.entry] = by_batch.extreme(values, valid, q.function)
+
+    # 2. part j-1's state per group, joined with the batch
+    by_previous = _Grouped.of(previous_ids, total)
+    in_previous = by_previous.present()
+    age_values, age_valid = _numbers(_column(previous, step.age), "age")
+    previous_age, has_age = by_previous.extreme(age_values, age_valid, "max")
+    idle_values, idle_valid = _numbers(_column(previous, step.idle), "idle")
+    previous_idle, has_idle = by_previous.extreme(idle_values, idle_valid, "max")
+    if step.queues and len(previous_ids) and np.any(by_previous.sum(idle_valid.astype(np.int64)) > 1):
+        raise StepRefused("a group with two summary rows")
+    if not step.queues and len(previous_ids) and by_previous.sizes.max() > 1:
+        raise StepRefused("a group with two rows")
+    cumulated = {}
+    for column in step.cumulated():
+        values, valid = _numbers(_column(previous, column), column)
+        before, has = by_previous.extreme(values, valid, "max")
+        before = np.where(has, before, 0)
+        _bounded(before, batch_cumulated[column])
+        cumulated[column] = before + batch_cumulated[column]
+    earlier = {}
+    if step.queues:
+        at_values, at_valid = _numbers(_column(previous, step.at), "at")
+        made = np.where(at_valid, at_values, age_values)
+        stays = age_valid & (age_values + 1 - made < step.parts)
+        for q in step.queues:
+            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            earlier[q.entry] = by_previous.extreme(values, valid & stays, q.function)
+    age = np.where(has_age, previous_age + 1, 1)
+    idle = np.where(in_batch, 0, previous_idle + 1)
+    idle_known = in_batch | has_idle
+    kept = (in_batch | in_previous) & idle_known & (idle < step.parts)
+
+    # 3. the window's totals: less the same epoch's summary row Wp parts back
+    totals = dict(cumulated)
+    if old is not None and step.cumulated():
+        old_age, old_age_valid = _numbers(_column(old, step.age), "age")
+        summary = old_age_valid.copy()
+        if step.queues:
+            summary &= _column(old, step.idle).is_valid().to_numpy(zero_copy_only=False)
+        same_epoch = summary & (old_age == age[old_ids] - step.parts) & kept[old_ids]
+        if np.bincount(old_ids[same_epoch], minlength=total).max(initial=0) > 1:
+            raise StepRefused("two rows of one epoch Wp parts back")
+        rows_of = old_ids[same_epoch]
+        for column in step.cumulated():
+            values, valid = _numbers(_column(old, column), column)
+            subtracted = np.zeros(total, dtype=np.int64)
+            subtracted[rows_of] = np.where(valid[same_epoch], values[same_epoch], 0)
+            _bounded(cumulated[column], subtracted)
+            totals[column] = cumulated[column] - subtracted
+    heads = {}
+    for q in step.queues:
+        batch_value, batch_has = batch_heads[q.entry]
+        earlier_value, earlier_has = earlier[q.entry]
+        take_earlier = earlier_has & (~batch_has | _beats(q.function, earlier_value, batch_value))
+        heads[q.entry] = (np.where(take_earlier, earlier_value, batch_value), earlier_has | batch_has)
+
+    # 4. the summary rows, then the queue entries
+    chosen = np.flatnonzero(kept)
+    columns: dict[str, pa.Array] = {}
+    entry_rows = np.zeros(0, dtype=np.int64)
+    entry_group = np.zeros(0, dtype=np.int64)
+    if step.queues:
+        at_entry = made
+        group_of = previous_ids
+        alive = kept[group_of] & (at_valid | age_valid) & (age[group_of] - at_entry < step.parts)
+        entries = {}
+        some = np.zeros(len(group_of), dtype=bool)
+        for q in step.queues:
+            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            batch_value, batch_has = batch_heads[q.entry]
+            stays_ahead = valid & (~batch_has[group_of] | _beats(q.function, values, batch_value[group_of]))
+            entries[q.entry] = (values, stays_ahead)
+            some |= stays_ahead
+        entry_rows = np.flatnonzero(alive & some)
+        entry_group = group_of[entry_rows]
+    rows = len(chosen) + len(entry_rows)
+    summary_valid = np.r_[np.ones(len(chosen), dtype=bool), np.zeros(len(entry_rows), dtype=bool)]
+    all_groups = np.r_[chosen, entry_group]
+    for name, key in zip(groups, keys, strict=True):
+        columns[name] = key.take(pa.array(first[all_groups]))
+    columns[step.age] = _arrow(age[all_groups], None, pa.int32())
+    columns[step.idle] = _arrow(
+        np.r_[idle[chosen], np.zeros(len(entry_rows), np.int64)], summary_valid, pa.int32()
+    )
+    for column in step.cumulated():
+        values = np.r_[cumulated[column][chosen], np.zeros(len(entry_rows), np.int64)]
+        columns[column] = _arrow(values, summary_valid, pa.int64())
+    sums = dict(step.sums)
+    counts = dict(step.counts)
+    for item in step.items:
+        if item.function == "count":
+            name = step.count if item.attribute is None else counts[item.attribute]
+            columns[item.stored] = _arrow(
+                np.r_[totals[name][chosen], np.zeros(len(entry_rows), np.int64)], summary_valid, pa.int64()
+            )
+        elif item.function in ("sum", "avg"):
+            some_values = totals[counts[item.attribute]][chosen] > 0
+            total = totals[sums[item.attribute]][chosen]
+            valid = np.r_[some_values, np.zeros(len(entry_rows), dtype=bool)]
+            if item.function == "sum":
+                columns[item.stored] = _arrow(
+                    np.r_[total, np.zeros(len(entry_rows), np.int64)], valid, pa.int64()
+                )
+            else:
+                divisor = np.maximum(totals[counts[item.attribute]][chosen], 1).astype(np.float64)
+                mean = np.r_[total.astype(np.float64) / divisor, np.zeros(len(entry_rows))]
+                columns[item.stored] = pa.array(mean, type=pa.float64(), mask=~valid)
+        else:
+            entry = next(
+                q.entry for q in step.queues if (q.function, q.attribute) == (item.function, item.attribute)
+            )
+            value, has = heads[entry]
+            valid = np.r_[has[chosen], np.zeros(len(entry_rows), dtype=bool)]
+            columns[item.stored] = _arrow(
+                np.r_[value[chosen], np.zeros(len(entry_rows), np.int64)], valid, value_types[entry]
+            )
+    if step.queues:
+        at_valid_out = np.r_[np.zeros(len(chosen), dtype=bool), np.ones(len(entry_rows), dtype=bool)]
+        columns[step.at] = _arrow(
+            np.r_[np.zeros(len(chosen), np.int64), at_entry[entry_rows]], at_valid_out, pa.int32()
+        )
+        for q in step.queues:
+            batch_value, batch_has = batch_heads[q.entry]
+            values, stays_ahead = entries[q.entry]
+            columns[q.entry] = _arrow(
+                np.r_[batch_value[chosen], values[entry_rows]],
+                np.r_[batch_has[chosen], stays_ahead[entry_rows]],
+                value_types[q.entry],
+            )
+    assert all(len(c) == rows for c in columns.values())
+    return pa.table(columns)
