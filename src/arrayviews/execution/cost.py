@@ -139,26 +139,24 @@ class RefreshCost:
 
 @dataclass(frozen=True)
 class StreamStepCost:
-    """An in-process stream view step: each view built pays a fixed cost (planning, its DuckDB
-    query's set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding
-    and reading its file; less when this process wrote it lately) and each input row a query
-    cost; a window's incremental plan, which joins the view's (or its helper's) earlier parts,
-    pays ``per_helper`` more per step. Defaults from ``db.calibrate()`` on a 2-core machine with
-    10^4-row parts (docs/performance.md, round 12: 8.5 ms a view, 2.7 ms more for the incremental
-    plan, 17 ns a row), with the cost of a part read from its file kept from round 10 (the
-    calibration's parts were all in this process's memory): a window view recomputed from W
-    parts steps in about 8.5 ms + 0.4 ms per part, a subtractable window's one-table incremental
-    step in about 12 ms whatever the window. A window with min or max keeps a monotonic queue
-    (streams/windows.py): its incremental step reads its previous part three times and joins the
-    entries to the new rows, and pays ``per_queue`` instead of ``per_helper`` (round 13:
-    ``db.calibrate()`` here fitted 1.8-2.4 ms against 1.3-1.4 ms for ``per_helper`` in the same
-    runs, at a quieter time than the other defaults; the default keeps that ratio to them)."""
+    """An in-process stream view step: each view built pays a fixed cost (planning, its query's
+    set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding and
+    reading its file; less when this process wrote it lately) and each input row a query cost; a
+    window's incremental plan, which joins the view's earlier parts, pays ``per_helper`` more per
+    step, and ``per_queue`` with a min/max queue (streams/windows.py). Defaults from
+    ``db.calibrate()`` on a 2-core machine with 10^4-row parts, round 27, where integer windows'
+    incremental steps run as the numpy kernel (kernels/window_steps.py): 4.9-5.0 ms a view, 1.0-1.4
+    ms more for a sum window's incremental step and 1.1 ms for a max window's queue (with the SQL
+    run instead, in the same runs: 1.5 and 2.0-2.5 ms), 8-20 ns a row; the cost of a part read
+    from its file is kept from round 10 (the calibration's parts were all in this process's
+    memory). Views the kernel refuses (HAVING, BIGINT or DECIMAL sums, float extremes) are priced
+    as if it ran: their incremental step is 0.5-1.3 ms dearer than predicted."""
 
-    per_view: float = 0.0085
+    per_view: float = 0.005
     per_part: float = 2.0e-4
     per_row: float = 2.0e-8
-    per_helper: float = 0.003
-    per_queue: float = 0.0045
+    per_helper: float = 0.0012
+    per_queue: float = 0.0012
 
 
 @dataclass(frozen=True)

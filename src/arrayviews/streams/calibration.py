@@ -45,7 +45,7 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
     views = {f"calibration_r{w}_{tag}": ("recompute", w) for w in RECOMPUTE_WINDOWS}
     views[f"calibration_i{INCREMENTAL_WINDOW}_{tag}"] = ("incremental", INCREMENTAL_WINDOW)
     views[f"calibration_q{INCREMENTAL_WINDOW}_{tag}"] = ("queue", INCREMENTAL_WINDOW)
-    stream = db.create_stream(stream_name, "ts timestamp, g string, v bigint", 60, "ts")
+    stream = db.create_stream(stream_name, "ts timestamp, g string, v int", 60, "ts")
     try:
         stream.append(_part(0, rows, rng), maintain=False)
         for name, (plan, window) in views.items():

@@ -132,6 +132,13 @@ def explain(
             f"= {translation.parts} parts of {stream_partition_length} s over {query.stream}"
         )
         lines.append(f"-- {kind}")
+        if translation.plan == INCREMENTAL and translation.typed:
+            lines.append(
+                "-- update steps in-process: the numpy window kernel (kernels/window_steps.py); "
+                "on Spark: the SQL below"
+                if translation.window_step() is not None
+                else "-- update steps: the SQL below (the window kernel takes integer sums without HAVING)"
+            )
         if isinstance(plan, PlanChoice):
             lines.append(f"-- plan {plan.plan}: {plan.reason}")
     for definition in translation.definitions():
