@@ -637,6 +637,8 @@ class PartTable(VersionedTable):
         bounds = pc.min_max(parts)
         if parts.null_count == 0 and bounds["min"] == bounds["max"]:
             ordered = rows  # one part (a stream view's step): already in part order
+            if 0 < rows.nbytes < target_bytes:  # one file: written here, as part_writer would
+                return [self._stage_one_file(conform(rows, self.arrow_schema), token, bounds["min"].as_py())]
         else:
             ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
         try:
@@ -645,6 +647,18 @@ class PartTable(VersionedTable):
             delete_token_files(self.data_directory, token)
             raise
         return self.staged_from(reports.to_pylist())
+
+    def _stage_one_file(self, rows: pa.Table, token: str, part: int) -> StagedFile:
+        """``rows`` of one part as one staged file (what ``part_writer`` makes of them, without its
+        run-splitting and its reports)."""
+        uri = new_data_file_uri(self.data_directory, prefix=f"{token}-")
+        try:
+            size = write_parquet(rows, uri)
+        except BaseException:
+            delete_token_files(self.data_directory, token)
+            raise
+        recent_parts.remember(uri, rows)
+        return StagedFile(uri, part, rows.num_rows, size)
 
     def staged_from(self, reports: Iterable) -> list[StagedFile]:
         """The staged files named by the reports of :func:`part_writer` (rows with uri, part, rows,
