@@ -276,7 +276,7 @@ def test_a_view_created_over_a_stream_while_it_is_dropped_keeps_its_stream(spark
     created: dict[str, dict] = {}
     with (
         faults.interleave("drop.before-commit", view_in_another_process("R_read")),
-        pytest.raises(ValidationError, match=r"stream S_read is read by view\(s\) r_read"),
+        pytest.raises(ValidationError, match=r"stream S_read is read by view\(s\) R_read"),
     ):
         db.drop_stream("S_read")
     assert created["R_read"] == {"created": True}

@@ -201,7 +201,7 @@ PARTITION LENGTH 60"""
         db.drop_stream("M")
     with pytest.raises(ValidationError, match="read by"):
         db.drop_stream_view("Helper")
-    assert db.stream_views() == ["helper", "over"] and db.streams() == ["M"]
+    assert db.stream_views() == ["Helper", "Over"] and db.streams() == ["M"]
     db.drop_stream_view("Over")
     db.drop_stream_view("Helper")
     db.drop_stream("M")

@@ -211,6 +211,7 @@ def create_views(
         for index, definition in enumerate(definitions):
             world = StreamWorld(spark, catalog)
             _check_view_name(definition)
+            spelled = definition.name  # listed as the user wrote it; looked up in lower case
             definition = normalized(definition)
             if definition.name in world.kinds:
                 if _left_by_a_crash(world, definition):
@@ -235,7 +236,7 @@ def create_views(
             SparkPartTable.create(
                 catalog,
                 rel.NAMESPACE,
-                definition.name,
+                spelled,
                 schema,
                 definition.partition_length,
                 rel.VIEW_KIND,
@@ -275,10 +276,10 @@ def drop_view(
     world = StreamWorld(spark, catalog)
     view = world.view(name)
     definitions = world.definitions()
-    readers = sorted(d.name for d in definitions.values() if view.name in d.sources())
+    readers = sorted(world.view(d.name).table.name for d in definitions.values() if view.name in d.sources())
     if readers:
         raise ValidationError(f"view {name} is read by view(s) {', '.join(readers)}; drop those first")
-    dropped = [view.name]
+    dropped = [view.table.name]  # as the view was named when created
     table = view.table
     drop_table_as_checked(
         catalog, table.table.name(), identity or table.identity, f"stream view {name}", refuse
@@ -300,7 +301,7 @@ class StreamView:
         self.catalog = catalog
         world = StreamWorld(spark, catalog)
         self._handle = world.view(name)
-        self.name = self._handle.name
+        self.name = self._handle.table.name  # as created (looked up in any case)
 
     def __repr__(self) -> str:
         return as_text(f"stream view {self.name}", described(self._summary_rows))
