@@ -12,7 +12,15 @@ from arrayviews.model.viewdf import ViewDFDefinition
 from arrayviews.streams.translate import explain
 from arrayviews.streams.windows import RECOMPUTE, WindowTranslation
 
-TYPES = {"ts": "timestamp", "g": "string", "h": "int", "v": "int", "b": "bigint", "f": "double"}
+TYPES = {
+    "ts": "timestamp",
+    "g": "string",
+    "h": "int",
+    "v": "int",
+    "b": "bigint",
+    "f": "double",
+    "d": "decimal(10,2)",
+}
 
 
 def _translation(
@@ -28,7 +36,8 @@ def _translation(
         ("sum(v) AS t, count(*) AS n, avg(v) AS a", "g", "", True),
         ("max(v) AS hi, min(v) AS lo, count(v) AS n", "g, h", "", True),
         ("max(ts) AS latest", "g", "", True),
-        ("sum(b) AS t", "g", "", False),  # BIGINT sums are kept as DECIMAL(38,0)
+        ("sum(b) AS t, avg(b) AS a", "g", "", True),  # kept as DECIMAL(38,0), taken while they fit
+        ("sum(d) AS t", "g", "", False),  # DECIMAL sums are not the kernel's
         ("sum(f) AS t", "g", "", False),  # float sums are kept exactly (components)
         ("sum(v) AS t", "g", " HAVING sum(v) > 3", False),
     ],
@@ -49,6 +58,7 @@ def test_the_kernel_takes_integer_windows_with_groups_and_no_having(
         written |= {step.at, *(q.entry for q in step.queues)}
     assert {c.lower() for c in written} == stored
     assert step.parts == 3 and step.stream.lower() == "s"
+    assert set(step.wide) == {column for attribute, column in step.sums if TYPES[attribute] == "bigint"}
 
 
 def _stored_columns(definition: ViewDFDefinition) -> list[str]:

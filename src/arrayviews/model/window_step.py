@@ -37,6 +37,7 @@ class WindowStep:
 
     ``count`` counts a group's rows per batch (stored and cumulated when ``keeps_count``);
     ``sums`` and ``counts`` map an attribute to its cumulative sum and non-null count columns;
+    ``wide``: the sum columns of BIGINT attributes, stored as DECIMAL(38,0) and shown as BIGINT;
     ``at`` is the age a queue entry was made at."""
 
     parts: int
@@ -51,6 +52,7 @@ class WindowStep:
     queues: tuple[QueueColumns, ...]
     at: str
     items: tuple[ItemColumn, ...]
+    wide: tuple[str, ...] = ()
 
     def cumulated(self) -> list[str]:
         """The cumulative columns, in the order the SQL keeps them."""
@@ -74,6 +76,7 @@ class WindowStep:
             "queues": [[q.function, q.attribute, q.batch, q.entry, q.head] for q in self.queues],
             "at": self.at,
             "items": [[i.stored, i.function, i.attribute] for i in self.items],
+            "wide": list(self.wide),
         }
 
     @classmethod
@@ -93,4 +96,5 @@ class WindowStep:
             items=tuple(
                 ItemColumn(str(s), str(f), None if a is None else str(a)) for s, f, a in data["items"]
             ),
+            wide=tuple(str(c) for c in data.get("wide", ())),
         )

@@ -285,9 +285,11 @@ class WindowTranslation:
 
     def window_step(self) -> WindowStep | None:
         """The update step column by column for kernels/window_steps.py, when the kernel computes
-        what the SQL does: sums of integer columns narrower than BIGINT (no DECIMAL(38,0) or exact
-        float sums) and no HAVING. None leaves every step to the SQL."""
-        if self.plan != INCREMENTAL or self.wide or self.exact or self.shown is not None or not self.typed:
+        what the SQL does: sums of integer columns (a BIGINT column's kept as DECIMAL(38,0), which
+        the kernel takes while its sums stay well inside BIGINT), no DECIMAL or exact float sums,
+        no HAVING. None leaves every step to the SQL."""
+        decimals = [column for column, (_, shown) in self.wide.items() if shown != "BIGINT"]
+        if self.plan != INCREMENTAL or decimals or self.exact or self.shown is not None or not self.typed:
             return None
         if not self.query.group_by:  # the SQL's batch is then one row even for an empty part
             return None
@@ -309,6 +311,7 @@ class WindowTranslation:
             queues=tuple(QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head) for q in self.queues),
             at=self.at,
             items=items,
+            wide=tuple(self.wide),
         )
 
     def groups(self, table: str | None = None) -> list[exp.Expression]:
