@@ -156,6 +156,8 @@ def _numbers(column: pa.ChunkedArray, what: str) -> tuple[np.ndarray, np.ndarray
 
 def _arrow(values: np.ndarray, valid: np.ndarray | None, kind: pa.DataType) -> pa.Array:
     mask = None if valid is None or valid.all() else ~valid
+    if pa.types.is_date32(kind):  # Arrow casts a date32 from int32 only
+        return pa.array(values.astype(np.int32), type=pa.int32(), mask=mask).cast(kind)
     array = pa.array(values, type=pa.int64(), mask=mask)
     return array if kind == pa.int64() else array.cast(kind)
 
