@@ -1,22 +1,27 @@
 """The window-step kernel (kernels/window_steps.py) against plain Python: sliding-window views
 maintained in-process through the public API (stream appends, reads), each part's rows recomputed
 from the window's stream rows (count, sum with Python ints, avg, min, max per group with a row in
-the window), and the kernel's ran asserted where the view qualifies; views it refuses (bigint or
-double sums, HAVING, double extremes) are checked to be right on the SQL path."""
+the window), and that the kernel ran asserted where the view qualifies (each step it ran is also
+compared with the step's SQL, stored state and queue entries included); views it does not take
+(bigint sums, HAVING) or refuses (double extremes) are checked to be right on the SQL path."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import Counter
+from itertools import pairwise
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import arrayviews
 import arrayviews.streams.local_step as local_step
 import arrayviews.streams.maintainer as maintainer
 from arrayviews.execution.local_sql import run_sql
-from arrayviews.kernels.window_steps import StepRefused
+from arrayviews.kernels import window_steps
 from arrayviews.streams import exact_sums
 
 MINUTE = 60
@@ -60,7 +65,7 @@ def _value(function: str, values: list) -> object:
     if not present:
         return None
     if function == "sum":
-        return sum(present)  # Python ints: exact
+        return math.fsum(present) if isinstance(present[0], float) else sum(present)  # exact
     if function == "avg":
         return (
             math.fsum(present) / len(present)
@@ -70,9 +75,11 @@ def _value(function: str, values: list) -> object:
     return max(present) if function == "max" else min(present)
 
 
-def reference(parts: list[list[dict]], window: int, groups: tuple, items: list[tuple]) -> dict[int, set]:
+def reference(
+    parts: list[list[dict]], window: int, groups: tuple, items: list[tuple], at_least: int = 0
+) -> dict[int, set]:
     """Per part number, the view's rows from plain Python over the window's stream rows: one row per
-    group (NULL a key like any other) with a row in the window's ``window`` parts."""
+    group (NULL a key like any other) with a row (``at_least`` rows) in the window's ``window`` parts."""
     result: dict[int, set] = {}
     for number in range(len(parts)):
         found: dict[tuple, list[dict]] = {}
@@ -86,6 +93,7 @@ def reference(parts: list[list[dict]], window: int, groups: tuple, items: list[t
                 for _, function, attribute in items
             )
             for key, rows in found.items()
+            if len(rows) >= at_least
         }
     return result
 
@@ -120,17 +128,17 @@ class View:
     ``(alias, function, attribute)`` (attribute None: ``count(*)``), and whether the kernel takes it."""
 
     def __init__(
-        self, name: str, window: int, groups: tuple, items: list[tuple], kernel: bool, having: str = ""
+        self, name: str, window: int, groups: tuple, items: list[tuple], kernel: bool, at_least: int = 0
     ) -> None:
         self.name, self.window, self.groups, self.items = name, window, groups, items
-        self.kernel, self.having = kernel, having
+        self.kernel, self.at_least = kernel, at_least
 
     def statement(self, stream: str) -> str:
         calls = ", ".join(
             f"{function}({'*' if attribute is None else attribute}) AS {alias}"
             for alias, function, attribute in self.items
         )
-        having = f" HAVING {self.having}" if self.having else ""
+        having = f" HAVING count(*) >= {self.at_least}" if self.at_least else ""
         return (
             f"CREATE VIEW {self.name} USING INCREMENTAL AS SELECT {', '.join(self.groups)}, {calls} "
             f"FROM {stream} [WINDOW {self.window} MINUTES] GROUP BY {', '.join(self.groups)}{having}"
@@ -138,85 +146,99 @@ class View:
 
 
 class KernelCalls:
-    """Counts the window kernel's steps that ran and those it refused (the SQL ran instead), and
-    checks each step it ran against the step's SQL (the definition of record) over the same inputs:
-    the stored rows, queue entries and state included, not only what readers see."""
+    """Per view, the window kernel's steps that ran and those it refused (the SQL ran instead); each
+    step it ran is also checked against the step's SQL (the definition of record) over the same
+    inputs: the stored rows with queue entries and state, not only what readers see."""
 
-    def __init__(self, monkeypatch) -> None:
-        self.ran = self.refused = 0
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        self.ran: Counter = Counter()
+        self.refused: Counter = Counter()
         self.made: list[pa.Table] = []
         kernel, build = local_step.window_step, maintainer.build_window_part
 
         def counted(*arguments):
-            try:
-                result = kernel(*arguments)
-            except StepRefused:
-                self.refused += 1
-                raise
-            self.ran += 1
-            self.made.append(result)
-            return result
+            self.made.clear()
+            self.made.append(kernel(*arguments))
+            return self.made[0]
 
         def checked(query, step, part, inputs, view, name):
             self.made.clear()
             staged = build(query, step, part, inputs, view, name)
-            if staged is not None:
-                (made,) = self.made
-                names = {number: f"kernel_check_{number}" for number in range(len(inputs))}
-                tables = {names[n]: local_step.read_input(source) for n, source in enumerate(inputs)}
-                functions = (exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS)
-                by_sql = run_sql(query.render(names), tables, *functions, arrow_first=True)
-                schema = view.arrow_schema
-                assert _rows(local_step.conform_result(made, schema, name, part)) == _rows(
-                    local_step.conform_result(by_sql, schema, name, part)
-                ), (name, part)
+            if staged is None:
+                self.refused[name] += 1
+                return None
+            self.ran[name] += 1
+            (made,) = self.made
+            names = {number: f"kernel_check_{number}" for number in range(len(inputs))}
+            tables = {names[n]: local_step.read_input(source) for n, source in enumerate(inputs)}
+            functions = (exact_sums.LOCAL_FUNCTIONS, exact_sums.LOCAL_MACROS)
+            by_sql = run_sql(query.render(names), tables, *functions, arrow_first=True)
+            schema = view.arrow_schema
+            assert _rows(local_step.conform_result(made, schema, name, part)) == _rows(
+                local_step.conform_result(by_sql, schema, name, part)
+            ), (name, part)
             return staged
 
-        monkeypatch.setattr(local_step, "window_step", counted)
-        monkeypatch.setattr(maintainer, "build_window_part", checked)
+        patch.setattr(local_step, "window_step", counted)
+        patch.setattr(maintainer, "build_window_part", checked)
 
 
 def _rows(table: pa.Table) -> list:
     return sorted((tuple(_normal(v) for v in row.values()) for row in table.to_pylist()), key=repr)
 
 
-def run(db, stream: str, parts: list[list[dict]], views: list[View], calls: KernelCalls, late=()) -> None:
-    """Create the stream and ``views`` over its first part, append the other parts one a step (and
-    then the ``late`` rows, (part, row) pairs, at once), and check every part of every view against
-    plain Python; each step of a view the kernel takes ran the kernel, the others the SQL."""
-    handle = db.create_stream(stream, SCHEMA, MINUTE, "ts")
-    handle.append(_part_table(0, parts[0]))
-    for view in views:
-        db.sql(view.statement(stream))
-    for number in range(1, len(parts)):
-        if not parts[number]:
-            continue  # a minute without rows: its parts are built by the next append
-        before = calls.ran
-        result = handle.append(_part_table(number, parts[number]))
-        assert not result.failed, result.failed
-        reasons = {m.view: m.executor_reason or "" for m in result.maintenance}
+class Trial:
+    """A stream and window views over it, maintained in-process: parts appended by number (minutes
+    from EPOCH), every part of every view checked against plain Python over the stream's rows."""
+
+    def __init__(self, db, calls: KernelCalls, stream: str, first: list[dict], views: list[View]) -> None:
+        self.db, self.calls, self.views = db, calls, views
+        self.parts: dict[int, list[dict]] = {0: list(first)}
+        self.handle = db.create_stream(stream, SCHEMA, MINUTE, "ts")
+        self.handle.append(_part_table(0, first))
         for view in views:
-            assert ("window kernel" in reasons[view.name]) == view.kernel, (view.name, reasons[view.name])
-        assert calls.ran > before or not any(v.kernel for v in views)
-    if late:
-        parts = [list(rows) for rows in parts]
-        by_part: dict[int, list[dict]] = {}
-        for number, row in late:
-            by_part.setdefault(number, []).append(row)
-            parts[number].append(row)
-        batch = pa.concat_tables([_part_table(number, rows) for number, rows in by_part.items()])
-        result = handle.append(batch)
+            db.sql(view.statement(stream))
+
+    def append(self, number: int, rows: list[dict]) -> None:
+        """Append part ``number``: each view the kernel takes is built by it (every part since the
+        view's newest), each other view by its SQL."""
+        ran, refused = Counter(self.calls.ran), Counter(self.calls.refused)
+        self.parts.setdefault(number, []).extend(rows)
+        result = self.handle.append(_part_table(number, rows))
+        assert not result.failed, result.failed
+        for view in self.views:
+            reason = next(m.executor_reason or "" for m in result.maintenance if m.view == view.name)
+            assert ("window kernel" in reason) == view.kernel, (view.name, reason)
+            if view.kernel:
+                assert self.calls.ran[view.name] > ran[view.name], view.name
+                assert self.calls.refused[view.name] == refused[view.name], view.name
+            else:
+                assert self.calls.ran[view.name] == ran[view.name], view.name
+
+    def append_late(self, rows: list[tuple[int, dict]]) -> None:
+        """Append (part, row) pairs of parts already built in one batch: the parts are rebuilt."""
+        for number, row in rows:
+            self.parts.setdefault(number, []).append(row)
+        numbers = sorted({number for number, _ in rows})
+        batch = pa.concat_tables([_part_table(n, [r for m, r in rows if m == n]) for n in numbers])
+        result = self.handle.append(batch)
         assert result.late_parts and not result.failed, result.failed
-    for view in views:
-        columns = [*view.groups, *(alias for alias, _, _ in view.items)]
-        expected = reference(parts, view.window, view.groups, view.items)
-        expected = {
-            n: {tuple(map(_reference_value, r)) for r in rows} for n, rows in expected.items() if rows
-        }
-        got = stored(db, view.name, columns)
-        assert sorted(got) == sorted(expected), view.name
-        for number, rows in expected.items():
-            assert sorted(got[number], key=repr) == sorted(rows, key=repr), (view.name, number)
+
+    def check(self, low: int = 0) -> None:
+        """Every view's parts from ``low`` on equal plain Python's."""
+        newest = max(self.parts)
+        history = [self.parts.get(number, []) for number in range(newest + 1)]
+        for view in self.views:
+            columns = [*view.groups, *(alias for alias, _, _ in view.items)]
+            expected = {
+                n: {tuple(map(_reference_value, r)) for r in rows}
+                for n, rows in reference(history, view.window, view.groups, view.items, view.at_least).items()
+                if rows and n >= low
+            }
+            got = {n: rows for n, rows in stored(self.db, view.name, columns).items() if n >= low}
+            assert sorted(got) == sorted(expected), view.name
+            for number, rows in expected.items():
+                assert sorted(got[number], key=repr) == sorted(rows, key=repr), (view.name, number)
 
 
 @pytest.fixture(scope="module")
@@ -225,6 +247,13 @@ def local_db(spark, tmp_path_factory):
     return arrayviews.connect(
         str(tmp_path_factory.mktemp("kernel") / "warehouse"), spark=spark, execution="local"
     )
+
+
+@pytest.fixture(scope="module")
+def calls():
+    """The kernel's steps counted and checked against their SQL for the whole module."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield KernelCalls(patch)
 
 
 def _day(n: int) -> dt.date:
@@ -236,7 +265,7 @@ def _at(n: int) -> dt.datetime:
 
 
 I32 = 2**31 - 1
-TOP = {"g": "a", "k": 1, "x": I32, "y": I32, "z": I32, "d": _day(0), "b": True, "t": _at(0)}
+TOP = {"g": "a", "k": 1, "x": I32, "y": I32, "z": I32, "d": _day(0), "b": True, "t": _at(0), "f": 1.5}
 BOTTOM = {"g": None, "k": None, "x": -I32 - 1, "y": -I32 - 1, "z": -I32 - 1, "d": None, "b": None, "t": None}
 
 # a group (g, k) in every part; a group leaving for exactly the window (2), one part less and one
@@ -293,8 +322,11 @@ ITEMS_EXTREMES = [
 ]
 
 
-def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, monkeypatch) -> None:
-    calls = KernelCalls(monkeypatch)
+def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> None:
+    """Two and three group columns of string, int, date, boolean and timestamp with NULL keys; sums
+    of values at INT's ends (exact, never wrapped), all-NULL groups, date and timestamp extremes,
+    an empty minute; beside views the kernel does not take (BIGINT or DOUBLE sums, HAVING) or
+    refuses at their first step (DOUBLE max), right on the SQL path."""
     views = [
         View("m_sums", 2, ("g", "k"), ITEMS_SUM, kernel=True),
         View("m_ext", 3, ("d", "b", "t"), ITEMS_EXTREMES, kernel=True),
@@ -307,7 +339,127 @@ def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, monkeypatch)
             kernel=True,
         ),
         View("m_bigint", 2, ("g",), [("sw", "sum", "w"), ("n", "count", None)], kernel=False),
-        View("m_double", 2, ("g",), [("sf", "sum", "f"), ("hi", "max", "z")], kernel=False),
-        View("m_having", 2, ("g",), [("sz", "sum", "z")], kernel=False, having="count(*) > 0"),
+        View("m_having", 2, ("g",), [("sz", "sum", "z")], kernel=False, at_least=2),
+        View("m_dmax", 2, ("g", "k"), [("hi", "max", "f"), ("n", "count", None)], kernel=False),
     ]
-    run(local_db, "mixed", MIXED, views, calls)
+    trial = Trial(local_db, calls, "mixed", MIXED[0], views)
+    for number, rows in enumerate(MIXED[1:], start=1):
+        if rows:  # a minute without rows is built by the next append
+            trial.append(number, rows)
+    trial.check()
+
+
+EXTREMES_AND_SUMS = [("n", "count", None), ("s", "sum", "x"), ("hi", "max", "x"), ("lo", "min", "x")]
+GAPS = (0, 1, 2, 3, 6, 7, 8)  # Wp - 1, Wp and Wp + 1 parts away for Wp = 1, 2 and 7
+
+
+def _returning(number: int) -> list[dict]:
+    """Part ``number``: group "gG" has a row every G + 1 parts (G parts away between them), the NULL
+    group every third part; values fall, so a queue of max holds its whole window."""
+    rows = [{"g": f"g{gap}", "x": 100 - number} for gap in GAPS if number % (gap + 1) == 0]
+    return rows + ([{"g": None, "x": -number}] if number % 3 == 0 else [])
+
+
+def test_groups_leaving_and_coming_back_at_the_windows_edge_and_late_rows(local_db, calls) -> None:
+    """Groups away for exactly Wp parts, one less and one more (Wp = 1, 2, 7), start a new epoch or
+    keep theirs, for sums and queues alike; then late rows rebuild parts already built (by the
+    kernel again) and every part equals plain Python."""
+    views = [View(f"r{w}", w, ("g",), EXTREMES_AND_SUMS, kernel=True) for w in (1, 2, 7)]
+    trial = Trial(local_db, calls, "returns", _returning(0), views)
+    for number in range(1, 19):
+        trial.append(number, _returning(number))
+    trial.check()
+    ran = Counter(calls.ran)
+    # a value above all (the queue's new head) and one below all, in parts five and two back
+    trial.append_late([(13, {"g": "g6", "x": 500}), (16, {"g": "g0", "x": -500}), (16, {"g": "new", "x": 1})])
+    assert all(calls.ran[view.name] > ran[view.name] for view in views)
+    trial.check()
+
+
+HYPOTHESIS_VIEWS = [
+    View("h1", 1, ("g",), EXTREMES_AND_SUMS, kernel=True),
+    View("h2", 2, ("g", "k"), [("s", "sum", "x"), ("nx", "count", "x"), ("a", "avg", "x")], kernel=True),
+    View("h3", 3, ("k",), [("hi", "max", "x"), ("lo", "min", "x")], kernel=True),
+    View("h7", 7, ("k", "g"), [("hi", "max", "x"), ("lo", "min", "x"), ("s", "sum", "z")], kernel=True),
+]
+
+
+@st.composite
+def stretches(draw) -> list[list[dict]]:
+    """A run of parts (some empty) of rows with keys from a few values, NULL beside "" and 0, values falling,
+    rising, repeating (ties), small, at INT's ends, or NULL."""
+    trend = draw(st.sampled_from(["falling", "rising", "repeating", "small", "ends"]))
+    parts = []
+    for number in range(draw(st.integers(1, 9))):
+        rows = []
+        for k in range(draw(st.integers(0, 4))):
+            if draw(st.integers(0, 5)) == 0:
+                x = None
+            elif trend == "falling":
+                x = 1000 - 10 * number - k
+            elif trend == "rising":
+                x = 10 * number + k
+            elif trend == "repeating":
+                x = 7
+            elif trend == "small":
+                x = draw(st.integers(-3, 3))
+            else:
+                x = draw(st.sampled_from([I32, -I32 - 1, I32 - 1, 0]))
+            key = {"g": draw(st.sampled_from(["a", "", None])), "k": draw(st.sampled_from([0, -1, None]))}
+            rows.append({**key, "x": x, "z": draw(st.sampled_from([None, I32, -I32 - 1, 5]))})
+        parts.append(rows)
+    return parts
+
+
+@pytest.fixture(scope="module")
+def hypothesis_trial(local_db, calls) -> Trial:
+    return Trial(local_db, calls, "stretches", [{"g": "a", "k": 1, "x": 1}], HYPOTHESIS_VIEWS)
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(parts=stretches())
+def test_random_stretches_equal_plain_python(hypothesis_trial, parts) -> None:
+    """Each example appends its parts to one stream after more empty parts than any window holds
+    (so no group of an earlier example is in its windows), part by part, and checks them."""
+    first = max(hypothesis_trial.parts) + 9
+    for offset, rows in enumerate(parts):
+        if rows:
+            hypothesis_trial.append(first + offset, rows)
+    if any(parts):
+        hypothesis_trial.check(low=first)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "", None]), st.integers(-2, 2) | st.none(), st.booleans() | st.none()
+        ),
+        max_size=40,
+    ),
+    limit=st.integers(2, 40),
+    pieces=st.integers(1, 3),
+)
+def test_group_numbers_match_python_tuples_when_key_products_are_large(rows, limit, pieces) -> None:
+    """Rows share a group number exactly when their keys are equal as tuples (NULL equal to NULL),
+    also where the product of the key columns' cardinalities passes the kernel's limit (lowered
+    here so a few rows pass it) and the numbers are made dense between columns; keys in chunks."""
+    columns = []
+    for index, kind in enumerate((pa.string(), pa.int32(), pa.bool_())):
+        values = [row[index] for row in rows]
+        cut = [len(values) * p // pieces for p in range(pieces + 1)]
+        columns.append(pa.chunked_array([values[a:b] for a, b in pairwise(cut)], type=kind))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(window_steps, "_LIMIT", limit)
+        ids, total = window_steps.group_ids(columns)
+    first: dict[tuple, int] = {}
+    for number, row in enumerate(rows):
+        first.setdefault(row, number)
+    assert total >= len(first) and all(0 <= i < total for i in ids)
+    for number, row in enumerate(rows):
+        assert ids[number] == ids[first[row]]
+    assert len({int(ids[first[row]]) for row in first}) == len(first)
