@@ -437,9 +437,11 @@ def test_random_stretches_equal_plain_python(hypothesis_trial, parts) -> None:
 @given(
     rows=st.lists(
         st.tuples(
-            st.sampled_from(["a", "", None]), st.integers(-2, 2) | st.none(), st.booleans() | st.none()
+            st.sampled_from(["a", "", None]) | st.text(max_size=2),
+            st.integers(-60, 60) | st.none(),
+            st.booleans() | st.none(),
         ),
-        max_size=40,
+        max_size=60,
     ),
     limit=st.integers(2, 40),
     pieces=st.integers(1, 3),
@@ -463,3 +465,21 @@ def test_group_numbers_match_python_tuples_when_key_products_are_large(rows, lim
     for number, row in enumerate(rows):
         assert ids[number] == ids[first[row]]
     assert len({int(ids[first[row]]) for row in first}) == len(first)
+
+
+def test_many_groups_of_three_columns(local_db, calls) -> None:
+    """Thousands of groups of (string, int, timestamp) keys, their cardinalities' product far past
+    the rows (the kernel renumbers the groups densely), some coming back from part to part."""
+
+    def rows(number: int) -> list[dict]:
+        return [
+            {"g": f"s{(i * 7 + number) % 53}", "k": (i * 13) % 47 - number, "t": _at(i % 41), "x": i - 700}
+            for i in range(1500)
+            if (i + number) % 3
+        ]
+
+    items = [("n", "count", None), ("s", "sum", "x"), ("hi", "max", "x")]
+    trial = Trial(local_db, calls, "wide", rows(0), [View("w3", 2, ("g", "k", "t"), items, kernel=True)])
+    for number in (1, 2, 4):
+        trial.append(number, rows(number))
+    trial.check()
