@@ -483,3 +483,22 @@ def test_many_groups_of_three_columns(local_db, calls) -> None:
     for number in (1, 2, 4):
         trial.append(number, rows(number))
     trial.check()
+
+
+def test_an_arrow_error_in_the_kernel_is_a_refusal_not_a_failed_view() -> None:
+    """Where Arrow cannot do what the kernel asks of it (here a group's age one past INT's end, which
+    does not fit the stored column), the kernel refuses and the step's SQL decides; before, the
+    Arrow error left the kernel and the view's maintenance failed (as min/max of a DATE did)."""
+    from arrayviews.language.parser import parse_statement
+    from arrayviews.streams.windows import WindowTranslation
+
+    text = "CREATE VIEW q AS SELECT g, max(x) AS hi FROM s [WINDOW 3 MINUTES] GROUP BY g"
+    step = WindowTranslation(parse_statement(text), MINUTE, {"g": "string", "x": "int"}).window_step()
+    assert step is not None and step.queues
+    batch = pa.table({"g": ["a"], "x": pa.array([1], pa.int32())})
+    state = {step.age: I32, step.idle: 0, "hi": 5, step.at: None, step.queues[0].entry: 5}
+    previous = pa.table(
+        {"g": ["a"], **{name: pa.array([value], pa.int32()) for name, value in state.items()}}
+    )
+    with pytest.raises(window_steps.StepRefused, match="2147483648 not in range"):
+        window_steps.window_step(step, batch, previous, None)

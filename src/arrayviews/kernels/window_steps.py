@@ -167,7 +167,16 @@ def _bounded(*columns: np.ndarray) -> None:
 
 def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
     """Part j of the window view: its summary rows (and queue entries) as the step's SQL makes them,
-    one column per stored column (``_part`` not included). Raises StepRefused."""
+    one column per stored column (``_part`` not included). Raises StepRefused, also where Arrow
+    cannot do what the step needs (a type it does not cast, a value past its column's type): the
+    step's SQL then decides, never a failed view."""
+    try:
+        return _step(step, batch, previous, old)
+    except pa.ArrowException as error:
+        raise StepRefused(f"arrow: {str(error).splitlines()[0][:200]}") from None
+
+
+def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
     groups = list(step.groups)
     tables = [batch, previous] + ([old] if old is not None else [])
     keys = []
