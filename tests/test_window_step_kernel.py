@@ -199,12 +199,14 @@ class Trial:
         for view in views:
             db.sql(view.statement(stream))
 
-    def append(self, number: int, rows: list[dict]) -> None:
-        """Append part ``number``: each view the kernel takes is built by it (every part since the
-        view's newest), each other view by its SQL."""
+    def append(self, number: int, rows: list[dict], *more: tuple[int, list[dict]]) -> None:
+        """Append part ``number`` (and the ``more`` parts after it, in one batch): each view the
+        kernel takes is built by it (every part since the view's newest), each other by its SQL."""
         ran, refused = Counter(self.calls.ran), Counter(self.calls.refused)
-        self.parts.setdefault(number, []).extend(rows)
-        result = self.handle.append(_part_table(number, rows))
+        batch = [(number, rows), *more]
+        for part, part_rows in batch:
+            self.parts.setdefault(part, []).extend(part_rows)
+        result = self.handle.append(pa.concat_tables([_part_table(n, r) for n, r in batch]))
         assert not result.failed, result.failed
         for view in self.views:
             reason = next(m.executor_reason or "" for m in result.maintenance if m.view == view.name)
@@ -421,15 +423,19 @@ def hypothesis_trial(local_db, calls) -> Trial:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(parts=stretches())
-def test_random_stretches_equal_plain_python(hypothesis_trial, parts) -> None:
+@given(parts=stretches(), together=st.booleans())
+def test_random_stretches_equal_plain_python(hypothesis_trial, parts, together) -> None:
     """Each example appends its parts to one stream after more empty parts than any window holds
-    (so no group of an earlier example is in its windows), part by part, and checks them."""
+    (so no group of an earlier example is in its windows), part by part or all in one batch (one
+    maintenance round: each step reads the part the step before it staged), and checks them."""
     first = max(hypothesis_trial.parts) + 9
-    for offset, rows in enumerate(parts):
-        if rows:
-            hypothesis_trial.append(first + offset, rows)
-    if any(parts):
+    batch = [(first + offset, rows) for offset, rows in enumerate(parts) if rows]
+    if batch and together:
+        hypothesis_trial.append(*batch[0], *batch[1:])
+    else:
+        for number, rows in batch:
+            hypothesis_trial.append(number, rows)
+    if batch:
         hypothesis_trial.check(low=first)
 
 
