@@ -148,11 +148,20 @@ def _numbers(column: pa.ChunkedArray | pa.Array, what: str) -> tuple[np.ndarray,
 
 
 def _arrow(values: np.ndarray, valid: np.ndarray | None, kind: pa.DataType) -> pa.Array:
+    """Int64 ``values`` as a column of ``kind``, NULL where not ``valid``; a valid value ``kind``
+    cannot hold raises an Arrow error (a refusal), never wraps."""
     mask = None if valid is None or valid.all() else ~valid
-    if pa.types.is_date32(kind):  # Arrow casts a date32 from int32 only
-        return pa.array(values.astype(np.int32), type=pa.int32(), mask=mask).cast(kind)
-    array = pa.array(values, type=pa.int64(), mask=mask)
-    return array if kind == pa.int64() else array.cast(kind)
+    if kind == pa.int64():
+        return pa.array(values, type=kind, mask=mask)
+    narrow = pa.int32() if pa.types.is_date32(kind) else kind  # Arrow makes a date32 of int32 only
+    if pa.types.is_integer(narrow):
+        dtype = np.dtype(narrow.to_pandas_dtype())
+        kept = values if mask is None else np.where(mask, 0, values)
+        info = np.iinfo(dtype)
+        if not len(kept) or (info.min <= kept.min() and kept.max() <= info.max):
+            array = pa.array(kept.astype(dtype), type=narrow, mask=mask)
+            return array if narrow == kind else array.cast(kind)
+    return pa.array(values, type=pa.int64(), mask=mask).cast(kind)
 
 
 def _beats(function: str, value: np.ndarray, other: np.ndarray) -> np.ndarray:
