@@ -22,6 +22,7 @@ import arrayviews.streams.local_step as local_step
 import arrayviews.streams.maintainer as maintainer
 from arrayviews.execution.local_sql import run_sql
 from arrayviews.kernels import window_steps
+from arrayviews.storage.files import read_parquet_files
 from arrayviews.streams import exact_sums
 
 MINUTE = 60
@@ -371,11 +372,39 @@ def test_groups_leaving_and_coming_back_at_the_windows_edge_and_late_rows(local_
     for number in range(1, 19):
         trial.append(number, _returning(number))
     trial.check()
+    for view in views:
+        assert_queues(trial, view, 18)
     ran = Counter(calls.ran)
     # a value above all (the queue's new head) and one below all, in parts five and two back
     trial.append_late([(13, {"g": "g6", "x": 500}), (16, {"g": "g0", "x": -500}), (16, {"g": "new", "x": 1})])
     assert all(calls.ran[view.name] > ran[view.name] for view in views)
     trial.check()
+    for view in views:
+        assert_queues(trial, view, 18)
+
+
+def assert_queues(trial: Trial, view: View, number: int) -> None:
+    """The stored queues of max(x) and min(x) at part ``number``, per group, hold exactly the
+    window's part extremes no newer part's extreme equals or beats (a falling run: all of them)."""
+    table = trial.db.stream_view(view.name)._handle.table
+    table.refresh()
+    part = EPOCH // MINUTE + number
+    stored_rows = read_parquet_files(table.files_of_parts(part, part)).to_pylist()
+    window = range(max(0, number - view.window + 1), number + 1)
+    for function, pick in (("max", max), ("min", min)):
+        extremes: dict = {}  # group -> [(part, the part's extreme)]
+        for at in window:
+            by_group: dict = {}
+            for row in trial.parts.get(at, []):
+                if row.get("x") is not None:
+                    by_group.setdefault(tuple(row.get(c) for c in view.groups), []).append(row["x"])
+            for group, values in by_group.items():
+                extremes.setdefault(group, []).append(pick(values))
+        for group, values in extremes.items():
+            beaten = (lambda v, w: w >= v) if function == "max" else (lambda v, w: w <= v)
+            expected = [v for k, v in enumerate(values) if not any(beaten(v, w) for w in values[k + 1 :])]
+            got = [r[f"queue_{function}_x"] for r in stored_rows if tuple(r[c] for c in view.groups) == group]
+            assert sorted(v for v in got if v is not None) == sorted(expected), (view.name, group, function)
 
 
 HYPOTHESIS_VIEWS = [
@@ -437,6 +466,9 @@ def test_random_stretches_equal_plain_python(hypothesis_trial, parts, together) 
             hypothesis_trial.append(number, rows)
     if batch:
         hypothesis_trial.check(low=first)
+        for view in HYPOTHESIS_VIEWS:
+            if any(function == "max" for _, function, _ in view.items):
+                assert_queues(hypothesis_trial, view, batch[-1][0])
 
 
 @settings(max_examples=25, deadline=None)
