@@ -186,6 +186,14 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
 
 
 def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
+    for attribute, _ in step.sums:  # refused before any work: the SQL runs at every step then
+        kind = _column(batch, attribute).type
+        if not pa.types.is_integer(kind) or kind in (pa.int64(), pa.uint32(), pa.uint64()):
+            raise StepRefused(f"sum of {attribute} ({kind})")
+    for q in step.queues:
+        kind = _column(batch, q.attribute).type
+        if not (pa.types.is_integer(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind)):
+            raise StepRefused(f"{q.function} of {q.attribute} ({kind})")
     groups = list(step.groups)
     tables = [batch, previous] + ([old] if old is not None else [])
     keys = []
@@ -210,14 +218,7 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     in_batch = by_batch.present()
     batch_cumulated: dict[str, np.ndarray] = {step.count: by_batch.sizes.astype(np.int64)}
     for attribute, column in step.sums:
-        column_of = _column(batch, attribute)
-        if not pa.types.is_integer(column_of.type) or column_of.type in (
-            pa.int64(),
-            pa.uint32(),
-            pa.uint64(),
-        ):
-            raise StepRefused(f"sum of {attribute} ({column_of.type})")
-        values, _ = _numbers(column_of, f"column {attribute}")  # 0 where NULL
+        values, _ = _numbers(_column(batch, attribute), f"column {attribute}")  # 0 where NULL
         batch_cumulated[column] = by_batch.sum(values)
     for attribute, column in step.counts:
         array = _column(batch, attribute)
