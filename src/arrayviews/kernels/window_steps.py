@@ -254,13 +254,13 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
         before = np.where(has, before, 0)
         _bounded(before, batch_cumulated[column])
         cumulated[column] = before + batch_cumulated[column]
-    earlier = {}
+    earlier, queued = {}, {}  # per queue: the extreme of the entries still in the window; entries
     if step.queues:
         at_values, at_valid = _numbers(_column(previous, step.at), "at")
         made = np.where(at_valid, at_values, age_values)
         stays = age_valid & (age_values + 1 - made < step.parts)
         for q in step.queues:
-            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            queued[q.entry] = values, valid = _numbers(_column(previous, q.entry), q.entry)
             earlier[q.entry] = by_previous.extreme(values, valid & stays, q.function)
     age = np.where(has_age, previous_age + 1, 1)
     idle = np.where(in_batch, 0, previous_idle + 1)
@@ -302,7 +302,7 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
         entries = {}
         some = np.zeros(len(group_of), dtype=bool)
         for q in step.queues:
-            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            values, valid = queued[q.entry]
             batch_value, batch_has = batch_heads[q.entry]
             stays_ahead = valid & (~batch_has[group_of] | _beats(q.function, values, batch_value[group_of]))
             entries[q.entry] = (values, stays_ahead)
