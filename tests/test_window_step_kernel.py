@@ -328,7 +328,7 @@ ITEMS_EXTREMES = [
 def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> None:
     """Two and three group columns of string, int, date, boolean and timestamp with NULL keys; sums
     of values at INT's ends (exact, never wrapped), all-NULL groups, date and timestamp extremes,
-    an empty minute; beside views the kernel does not take (a BIGINT sum, HAVING) or refuses at
+    empty minutes (also steps reading no row at all); beside views the kernel does not take (a BIGINT sum, HAVING) or refuses at
     every step (a DOUBLE max), right on the SQL path."""
     views = [
         View("m_sums", 2, ("g", "k"), ITEMS_SUM, kernel=True),
@@ -348,6 +348,8 @@ def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> No
     for number, rows in enumerate(MIXED[1:], start=1):
         if rows:  # a minute without rows is built by the next append
             trial.append(number, rows)
+    # after more empty minutes than any window holds: steps without a row in any part they read
+    trial.append(len(MIXED) + 8, [{**TOP, "e": _day(1), "u": _at(1)}])
     trial.check()
     assert calls.refused["m_dmax"] >= 5 and not calls.refused["m_sums"] + calls.refused["m_ext"]
 
@@ -412,12 +414,16 @@ HYPOTHESIS_VIEWS = [
     View("h2", 2, ("g", "k"), [("s", "sum", "x"), ("nx", "count", "x"), ("a", "avg", "x")], kernel=True),
     View("h3", 3, ("k",), [("hi", "max", "x"), ("lo", "min", "x")], kernel=True),
     View("h7", 7, ("k", "g"), [("hi", "max", "x"), ("lo", "min", "x"), ("s", "sum", "z")], kernel=True),
+    View(
+        "hd", 2, ("b", "d"), [("umax", "max", "u"), ("emin", "min", "e"), ("n", "count", None)], kernel=True
+    ),
 ]
 
 
 @st.composite
 def stretches(draw) -> list[list[dict]]:
-    """A run of parts (some empty) of rows with keys from a few values, NULL beside "" and 0, values falling,
+    """A run of parts (some empty) of rows with keys from a few values (strings, ints, booleans, dates),
+    NULL beside "", 0 and False, values falling,
     rising, repeating (ties), small, at INT's ends, or NULL."""
     trend = draw(st.sampled_from(["falling", "rising", "repeating", "small", "ends"]))
     parts = []
@@ -438,6 +444,12 @@ def stretches(draw) -> list[list[dict]]:
                 x = draw(st.sampled_from([I32, -I32 - 1, I32 - 1, 0]))
             key = {"g": draw(st.sampled_from(["a", "", None])), "k": draw(st.sampled_from([0, -1, None]))}
             rows.append({**key, "x": x, "z": draw(st.sampled_from([None, I32, -I32 - 1, 5]))})
+            rows[-1].update(
+                b=draw(st.sampled_from([True, False, None])),
+                d=draw(st.sampled_from([_day(0), _day(-1), None])),
+                u=draw(st.sampled_from([_at(0), _at(-1), _at(90), None])),
+                e=draw(st.sampled_from([_day(3), _day(-400), None])),
+            )
         parts.append(rows)
     return parts
 
@@ -467,7 +479,7 @@ def test_random_stretches_equal_plain_python(hypothesis_trial, parts, together) 
     if batch:
         hypothesis_trial.check(low=first)
         for view in HYPOTHESIS_VIEWS:
-            if any(function == "max" for _, function, _ in view.items):
+            if any((function, attribute) == ("max", "x") for _, function, attribute in view.items):
                 assert_queues(hypothesis_trial, view, batch[-1][0])
 
 

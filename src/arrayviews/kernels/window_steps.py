@@ -60,6 +60,8 @@ def group_ids(columns: list[pa.ChunkedArray | pa.Array]) -> tuple[np.ndarray, in
     rows = len(columns[0]) if columns else 0
     ids = np.zeros(rows, dtype=np.int64)
     size = 1
+    if not rows:  # Arrow gives no numbers for an empty dictionary of dates or timestamps
+        return ids, size
     for column in columns:
         encoded = pc.dictionary_encode(column, null_encoding="encode")
         if isinstance(encoded, pa.ChunkedArray):
