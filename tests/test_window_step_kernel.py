@@ -100,9 +100,10 @@ def reference(
 
 
 def _normal(value: object) -> object:
-    """A value read back through Spark, comparable with the reference's."""
+    """A value read back through Spark (a naive time is the machine's local time), comparable with
+    the reference's."""
     if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.astimezone(UTC)
     if isinstance(value, float) and math.isnan(value):
         return "nan"
     return value
