@@ -24,8 +24,6 @@ and the caller runs the SQL instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,11 +55,13 @@ def _dense(ids: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def group_ids(columns: list[pa.ChunkedArray | pa.Array]) -> tuple[np.ndarray, int]:
-    """One dense group number per row of the key ``columns`` (equal keys, NULL included, share a
-    number) and the number of groups."""
+    """One group number per row of the key ``columns`` (equal keys, NULL included, share a number)
+    and a bound of the numbers (below a few times the rows, or the number of groups)."""
     rows = len(columns[0]) if columns else 0
     ids = np.zeros(rows, dtype=np.int64)
     size = 1
+    if not rows:  # Arrow gives no numbers for an empty dictionary of dates or timestamps
+        return ids, size
     for column in columns:
         encoded = pc.dictionary_encode(column, null_encoding="encode")
         if isinstance(encoded, pa.ChunkedArray):
@@ -72,57 +72,44 @@ def group_ids(columns: list[pa.ChunkedArray | pa.Array]) -> tuple[np.ndarray, in
             ids, size = _dense(ids)
         ids = ids * cardinality + codes
         size *= cardinality
-    if len(columns) == 1 or not rows:
+    if len(columns) == 1 or not rows or size <= 4 * rows + 1024:  # few numbers unused: not renumbered
         return ids, size
     return _dense(ids)
 
 
-@dataclass
-class _Grouped:
-    """Rows reduced per group: the groups present and reductions of value columns over them."""
+class _Groups:
+    """Rows' group numbers (``ids``, below ``total``) and reductions of value columns per group, as
+    arrays over every group number: scattered (np.bincount, ufunc.at), never sorted."""
 
-    order: np.ndarray
-    starts: np.ndarray
-    groups: np.ndarray
-    sizes: np.ndarray
-    total: int
-
-    @classmethod
-    def of(cls, ids: np.ndarray, total: int) -> _Grouped:
-        order = np.argsort(ids, kind="stable")
-        ordered = ids[order]
-        starts = (
-            np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ids) else np.zeros(0, np.int64)
-        )
-        sizes = np.diff(np.r_[starts, len(ids)])
-        return cls(order, starts, ordered[starts] if len(ids) else np.zeros(0, np.int64), sizes, total)
+    def __init__(self, ids: np.ndarray, total: int) -> None:
+        self.ids, self.total = ids, total
+        self.sizes = np.bincount(ids, minlength=total)
+        self.unique = not len(ids) or int(self.sizes.max()) <= 1  # one row per group at most
 
     def present(self) -> np.ndarray:
-        found = np.zeros(self.total, dtype=bool)
-        found[self.groups] = True
-        return found
+        return self.sizes > 0
 
-    def spread(self, values: np.ndarray, fill=0) -> np.ndarray:
-        """Per-group ``values`` (in ``groups`` order) as an array over every group number."""
-        out = np.full(self.total, fill, dtype=values.dtype)
-        out[self.groups] = values
-        return out
+    def count(self, valid: np.ndarray) -> np.ndarray:
+        """Rows per group where ``valid``."""
+        return self.sizes if valid.all() else np.bincount(self.ids[valid], minlength=self.total)
 
     def sum(self, values: np.ndarray) -> np.ndarray:
-        if not len(self.starts):
-            return np.zeros(self.total, dtype=np.int64)
-        return self.spread(np.add.reduceat(values[self.order], self.starts))
+        out = np.zeros(self.total, dtype=np.int64)
+        np.add.at(out, self.ids, values)
+        return out
 
     def extreme(self, values: np.ndarray, valid: np.ndarray, function: str) -> tuple[np.ndarray, np.ndarray]:
         """Per group the max (or min) of ``values`` where ``valid``; and whether there was one."""
-        has = self.sum(valid.astype(np.int64)) > 0
-        if not len(self.starts):
-            return np.zeros(self.total, dtype=values.dtype), has
+        has = self.count(valid) > 0
         info = np.iinfo(values.dtype)
         filler = info.min if function == "max" else info.max
-        masked = np.where(valid, values, filler)[self.order]
-        reduce = np.maximum if function == "max" else np.minimum
-        return self.spread(reduce.reduceat(masked, self.starts)), has
+        masked = values if valid.all() else np.where(valid, values, filler)
+        out = np.full(self.total, filler, dtype=values.dtype)
+        if self.unique:
+            out[self.ids] = masked
+        else:
+            (np.maximum if function == "max" else np.minimum).at(out, self.ids, masked)
+        return out, has
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -135,29 +122,48 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
     return table.column(index)
 
 
-def _numbers(column: pa.ChunkedArray, what: str) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(column: pa.ChunkedArray | pa.Array, what: str) -> tuple[np.ndarray, np.ndarray]:
     """An integer, date or timestamp column as int64 values (0 where NULL) and its validity."""
     kind = column.type
     if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
-        column = column.cast(pa.int64())
+        dtype = np.dtype(np.int64)
     elif pa.types.is_date32(kind):
-        column = column.cast(pa.int32())
-    elif not pa.types.is_integer(kind) or kind == pa.uint64():
+        dtype = np.dtype(np.int32)
+    elif pa.types.is_integer(kind) and kind != pa.uint64():
+        dtype = np.dtype(kind.to_pandas_dtype())
+    else:
         raise StepRefused(f"{what} is {kind}")
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    valid = (
-        np.ones(len(array), dtype=bool)
-        if array.null_count == 0
-        else array.is_valid().to_numpy(zero_copy_only=False)
-    )
-    values = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    rows = len(column)
+    data = column.buffers()[1]
+    if not rows or data is None:
+        values = np.zeros(rows, dtype=np.int64)
+    else:
+        values = np.frombuffer(data, dtype=dtype, count=rows, offset=column.offset * dtype.itemsize)
+        values = values.astype(np.int64)
+    if column.null_count == 0:
+        return values, np.ones(rows, dtype=bool)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    values[~valid] = 0
     return values, valid
 
 
 def _arrow(values: np.ndarray, valid: np.ndarray | None, kind: pa.DataType) -> pa.Array:
+    """Int64 ``values`` as a column of ``kind``, NULL where not ``valid``; a valid value ``kind``
+    cannot hold raises an Arrow error (a refusal), never wraps."""
     mask = None if valid is None or valid.all() else ~valid
-    array = pa.array(values, type=pa.int64(), mask=mask)
-    return array if kind == pa.int64() else array.cast(kind)
+    if kind == pa.int64():
+        return pa.array(values, type=kind, mask=mask)
+    narrow = pa.int32() if pa.types.is_date32(kind) else kind  # Arrow makes a date32 of int32 only
+    if pa.types.is_integer(narrow):
+        dtype = np.dtype(narrow.to_pandas_dtype())
+        kept = values if mask is None else np.where(mask, 0, values)
+        info = np.iinfo(dtype)
+        if not len(kept) or (info.min <= kept.min() and kept.max() <= info.max):
+            array = pa.array(kept.astype(dtype), type=narrow, mask=mask)
+            return array if narrow == kind else array.cast(kind)
+    return pa.array(values, type=pa.int64(), mask=mask).cast(kind)
 
 
 def _beats(function: str, value: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -172,7 +178,24 @@ def _bounded(*columns: np.ndarray) -> None:
 
 def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
     """Part j of the window view: its summary rows (and queue entries) as the step's SQL makes them,
-    one column per stored column (``_part`` not included). Raises StepRefused."""
+    one column per stored column (``_part`` not included). Raises StepRefused, also where Arrow
+    cannot do what the step needs (a type it does not cast, a value past its column's type): the
+    step's SQL then decides, never a failed view."""
+    try:
+        return _step(step, batch, previous, old)
+    except pa.ArrowException as error:
+        raise StepRefused(f"arrow: {str(error).splitlines()[0][:200]}") from None
+
+
+def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
+    for attribute, _ in step.sums:  # refused before any work: the SQL runs at every step then
+        kind = _column(batch, attribute).type
+        if not pa.types.is_integer(kind) or kind in (pa.int64(), pa.uint32(), pa.uint64()):
+            raise StepRefused(f"sum of {attribute} ({kind})")
+    for q in step.queues:
+        kind = _column(batch, q.attribute).type
+        if not (pa.types.is_integer(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind)):
+            raise StepRefused(f"{q.function} of {q.attribute} ({kind})")
     groups = list(step.groups)
     tables = [batch, previous] + ([old] if old is not None else [])
     keys = []
@@ -193,19 +216,12 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
     old_ids = ids[bounds[2] : bounds[3]] if old is not None else None
 
     # 1. the batch per group
-    by_batch = _Grouped.of(batch_ids, total)
+    by_batch = _Groups(batch_ids, total)
     in_batch = by_batch.present()
-    batch_cumulated: dict[str, np.ndarray] = {step.count: by_batch.spread(by_batch.sizes.astype(np.int64))}
+    batch_cumulated: dict[str, np.ndarray] = {step.count: by_batch.sizes.astype(np.int64)}
     for attribute, column in step.sums:
-        column_of = _column(batch, attribute)
-        if not pa.types.is_integer(column_of.type) or column_of.type in (
-            pa.int64(),
-            pa.uint32(),
-            pa.uint64(),
-        ):
-            raise StepRefused(f"sum of {attribute} ({column_of.type})")
-        values, valid = _numbers(column_of, f"column {attribute}")
-        batch_cumulated[column] = by_batch.sum(np.where(valid, values, 0))
+        values, _ = _numbers(_column(batch, attribute), f"column {attribute}")  # 0 where NULL
+        batch_cumulated[column] = by_batch.sum(values)
     for attribute, column in step.counts:
         array = _column(batch, attribute)
         valid = (
@@ -213,7 +229,7 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
             if array.null_count == 0
             else array.is_valid().to_numpy(zero_copy_only=False)
         )
-        batch_cumulated[column] = by_batch.sum(valid.astype(np.int64))
+        batch_cumulated[column] = by_batch.count(valid).astype(np.int64)
     batch_heads = {}
     value_types = {}
     for q in step.queues:
@@ -223,15 +239,15 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
         batch_heads[q.entry] = by_batch.extreme(values, valid, q.function)
 
     # 2. part j-1's state per group, joined with the batch
-    by_previous = _Grouped.of(previous_ids, total)
+    by_previous = _Groups(previous_ids, total)
     in_previous = by_previous.present()
     age_values, age_valid = _numbers(_column(previous, step.age), "age")
     previous_age, has_age = by_previous.extreme(age_values, age_valid, "max")
     idle_values, idle_valid = _numbers(_column(previous, step.idle), "idle")
     previous_idle, has_idle = by_previous.extreme(idle_values, idle_valid, "max")
-    if step.queues and len(previous_ids) and np.any(by_previous.sum(idle_valid.astype(np.int64)) > 1):
+    if step.queues and not by_previous.unique and np.any(by_previous.count(idle_valid) > 1):
         raise StepRefused("a group with two summary rows")
-    if not step.queues and len(previous_ids) and by_previous.sizes.max() > 1:
+    if not step.queues and not by_previous.unique:
         raise StepRefused("a group with two rows")
     cumulated = {}
     for column in step.cumulated():
@@ -240,13 +256,13 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
         before = np.where(has, before, 0)
         _bounded(before, batch_cumulated[column])
         cumulated[column] = before + batch_cumulated[column]
-    earlier = {}
+    earlier, queued = {}, {}  # per queue: the extreme of the entries still in the window; entries
     if step.queues:
         at_values, at_valid = _numbers(_column(previous, step.at), "at")
         made = np.where(at_valid, at_values, age_values)
         stays = age_valid & (age_values + 1 - made < step.parts)
         for q in step.queues:
-            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            queued[q.entry] = values, valid = _numbers(_column(previous, q.entry), q.entry)
             earlier[q.entry] = by_previous.extreme(values, valid & stays, q.function)
     age = np.where(has_age, previous_age + 1, 1)
     idle = np.where(in_batch, 0, previous_idle + 1)
@@ -257,17 +273,17 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
     totals = dict(cumulated)
     if old is not None and step.cumulated():
         old_age, old_age_valid = _numbers(_column(old, step.age), "age")
-        summary = old_age_valid.copy()
+        summary = old_age_valid
         if step.queues:
-            summary &= _column(old, step.idle).is_valid().to_numpy(zero_copy_only=False)
+            summary = summary & _column(old, step.idle).is_valid().to_numpy(zero_copy_only=False)
         same_epoch = summary & (old_age == age[old_ids] - step.parts) & kept[old_ids]
-        if np.bincount(old_ids[same_epoch], minlength=total).max(initial=0) > 1:
-            raise StepRefused("two rows of one epoch Wp parts back")
         rows_of = old_ids[same_epoch]
+        if len(rows_of) and np.bincount(rows_of, minlength=total).max() > 1:
+            raise StepRefused("two rows of one epoch Wp parts back")
         for column in step.cumulated():
-            values, valid = _numbers(_column(old, column), column)
+            values, _ = _numbers(_column(old, column), column)  # 0 where NULL
             subtracted = np.zeros(total, dtype=np.int64)
-            subtracted[rows_of] = np.where(valid[same_epoch], values[same_epoch], 0)
+            subtracted[rows_of] = values[same_epoch]
             _bounded(cumulated[column], subtracted)
             totals[column] = cumulated[column] - subtracted
     heads = {}
@@ -279,7 +295,6 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
 
     # 4. the summary rows, then the queue entries
     chosen = np.flatnonzero(kept)
-    columns: dict[str, pa.Array] = {}
     entry_rows = np.zeros(0, dtype=np.int64)
     entry_group = np.zeros(0, dtype=np.int64)
     if step.queues:
@@ -289,65 +304,63 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
         entries = {}
         some = np.zeros(len(group_of), dtype=bool)
         for q in step.queues:
-            values, valid = _numbers(_column(previous, q.entry), q.entry)
+            values, valid = queued[q.entry]
             batch_value, batch_has = batch_heads[q.entry]
             stays_ahead = valid & (~batch_has[group_of] | _beats(q.function, values, batch_value[group_of]))
             entries[q.entry] = (values, stays_ahead)
             some |= stays_ahead
         entry_rows = np.flatnonzero(alive & some)
         entry_group = group_of[entry_rows]
-    rows = len(chosen) + len(entry_rows)
-    summary_valid = np.r_[np.ones(len(chosen), dtype=bool), np.zeros(len(entry_rows), dtype=bool)]
-    all_groups = np.r_[chosen, entry_group]
+    summaries, rows = len(chosen), len(chosen) + len(entry_rows)
+
+    def summary_only(values: np.ndarray) -> np.ndarray:
+        """``values`` of the summary rows, then 0 (or False) for each queue entry."""
+        out = np.zeros(rows, dtype=values.dtype)
+        out[:summaries] = values
+        return out
+
+    summary_valid = summary_only(np.ones(summaries, dtype=bool))
+    all_groups = np.concatenate([chosen, entry_group])
+    columns: dict[str, pa.Array] = {}
     for name, key in zip(groups, keys, strict=True):
         columns[name] = key.take(pa.array(first[all_groups]))
     columns[step.age] = _arrow(age[all_groups], None, pa.int32())
-    columns[step.idle] = _arrow(
-        np.r_[idle[chosen], np.zeros(len(entry_rows), np.int64)], summary_valid, pa.int32()
-    )
+    columns[step.idle] = _arrow(summary_only(idle[chosen]), summary_valid, pa.int32())
     for column in step.cumulated():
-        values = np.r_[cumulated[column][chosen], np.zeros(len(entry_rows), np.int64)]
-        columns[column] = _arrow(values, summary_valid, pa.int64())
+        columns[column] = _arrow(summary_only(cumulated[column][chosen]), summary_valid, pa.int64())
     sums = dict(step.sums)
     counts = dict(step.counts)
     for item in step.items:
         if item.function == "count":
             name = step.count if item.attribute is None else counts[item.attribute]
-            columns[item.stored] = _arrow(
-                np.r_[totals[name][chosen], np.zeros(len(entry_rows), np.int64)], summary_valid, pa.int64()
-            )
+            columns[item.stored] = _arrow(summary_only(totals[name][chosen]), summary_valid, pa.int64())
         elif item.function in ("sum", "avg"):
-            some_values = totals[counts[item.attribute]][chosen] > 0
+            present = totals[counts[item.attribute]][chosen]
             total = totals[sums[item.attribute]][chosen]
-            valid = np.r_[some_values, np.zeros(len(entry_rows), dtype=bool)]
+            valid = summary_only(present > 0)
             if item.function == "sum":
-                columns[item.stored] = _arrow(
-                    np.r_[total, np.zeros(len(entry_rows), np.int64)], valid, pa.int64()
-                )
+                columns[item.stored] = _arrow(summary_only(total), valid, pa.int64())
             else:
-                divisor = np.maximum(totals[counts[item.attribute]][chosen], 1).astype(np.float64)
-                mean = np.r_[total.astype(np.float64) / divisor, np.zeros(len(entry_rows))]
+                mean = summary_only(total.astype(np.float64) / np.maximum(present, 1).astype(np.float64))
                 columns[item.stored] = pa.array(mean, type=pa.float64(), mask=~valid)
         else:
             entry = next(
                 q.entry for q in step.queues if (q.function, q.attribute) == (item.function, item.attribute)
             )
             value, has = heads[entry]
-            valid = np.r_[has[chosen], np.zeros(len(entry_rows), dtype=bool)]
             columns[item.stored] = _arrow(
-                np.r_[value[chosen], np.zeros(len(entry_rows), np.int64)], valid, value_types[entry]
+                summary_only(value[chosen]), summary_only(has[chosen]), value_types[entry]
             )
     if step.queues:
-        at_valid_out = np.r_[np.zeros(len(chosen), dtype=bool), np.ones(len(entry_rows), dtype=bool)]
         columns[step.at] = _arrow(
-            np.r_[np.zeros(len(chosen), np.int64), at_entry[entry_rows]], at_valid_out, pa.int32()
+            np.concatenate([np.zeros(summaries, np.int64), at_entry[entry_rows]]), ~summary_valid, pa.int32()
         )
         for q in step.queues:
             batch_value, batch_has = batch_heads[q.entry]
             values, stays_ahead = entries[q.entry]
             columns[q.entry] = _arrow(
-                np.r_[batch_value[chosen], values[entry_rows]],
-                np.r_[batch_has[chosen], stays_ahead[entry_rows]],
+                np.concatenate([batch_value[chosen], values[entry_rows]]),
+                np.concatenate([batch_has[chosen], stays_ahead[entry_rows]]),
                 value_types[q.entry],
             )
     assert all(len(c) == rows for c in columns.values())
