@@ -329,7 +329,7 @@ ITEMS_EXTREMES = [
 def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> None:
     """Two and three group columns of string, int, date, boolean and timestamp with NULL keys; sums
     of values at INT's ends (exact, never wrapped), all-NULL groups, date and timestamp extremes,
-    empty minutes (also steps reading no row at all); beside views the kernel does not take (a BIGINT sum, HAVING) or refuses at
+    empty minutes (also steps reading no row at all); a BIGINT sum (of NULLs only); beside views the kernel does not take (HAVING) or refuses at
     every step (a DOUBLE max), right on the SQL path."""
     views = [
         View("m_sums", 2, ("g", "k"), ITEMS_SUM, kernel=True),
@@ -341,7 +341,7 @@ def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> No
             [("sx", "sum", "x"), ("hi", "max", "z"), ("nz", "count", "z")],
             kernel=True,
         ),
-        View("m_bigint", 2, ("g",), [("sw", "sum", "w"), ("n", "count", None)], kernel=False),
+        View("m_bigint", 2, ("g",), [("sw", "sum", "w"), ("n", "count", None)], kernel=True),
         View("m_having", 2, ("g",), [("sz", "sum", "z")], kernel=False, at_least=2),
         View("m_dmax", 2, ("g", "k"), [("hi", "max", "f"), ("n", "count", None)], kernel=False),
     ]
@@ -353,6 +353,36 @@ def test_mixed_keys_and_extreme_values_equal_plain_python(local_db, calls) -> No
     trial.append(len(MIXED) + 8, [{**TOP, "e": _day(1), "u": _at(1)}])
     trial.check()
     assert calls.refused["m_dmax"] >= 5 and not calls.refused["m_sums"] + calls.refused["m_ext"]
+
+
+def test_bigint_sums_run_in_the_kernel_while_they_stay_well_inside_bigint(local_db, calls) -> None:
+    """A BIGINT column's sums are kept as DECIMAL(38,0) by the SQL; the kernel takes them while every
+    sum it forms stays below 2^62 (Python integers as the reference, avg as their quotient), and
+    refuses a view whose cumulative sums pass that (3 * 2^60 a part: the window's sum of two parts
+    still fits BIGINT, its epoch's cumulative sum does not), which the SQL keeps exact."""
+    large = 3 * 2**60
+    moderate = Trial(
+        local_db,
+        calls,
+        "bigint_sums",
+        [{"g": "a", "w": 10**15}, {"g": None, "w": -(10**15)}],
+        [View("bw", 2, ("g",), [("sw", "sum", "w"), ("aw", "avg", "w"), ("n", "count", None)], kernel=True)],
+    )
+    huge = Trial(
+        local_db,
+        calls,
+        "bigint_huge",
+        [{"g": "a", "w": large}],
+        [View("bhuge", 2, ("g",), [("sw", "sum", "w"), ("n", "count", None)], kernel=False)],
+    )
+    for number in range(1, 5):
+        moderate.append(
+            number, [{"g": "a", "w": 10**15 + number}, {"g": None, "w": -number}, {"g": "b", "w": 7}]
+        )
+        huge.append(number, [{"g": "a", "w": large - number}, {"g": None, "w": -large}])
+    moderate.check()
+    huge.check()
+    assert calls.refused["bhuge"] >= 4 and not calls.refused["bw"]
 
 
 EXTREMES_AND_SUMS = [("n", "count", None), ("s", "sum", "x"), ("hi", "max", "x"), ("lo", "min", "x")]

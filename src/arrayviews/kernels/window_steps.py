@@ -123,7 +123,8 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
 
 
 def _numbers(column: pa.ChunkedArray | pa.Array, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """An integer, date or timestamp column as int64 values (0 where NULL) and its validity."""
+    """An integer, date or timestamp column (or a DECIMAL(p, 0) one that fits int64) as int64 values
+    (0 where NULL) and its validity."""
     kind = column.type
     if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
         dtype = np.dtype(np.int64)
@@ -131,6 +132,8 @@ def _numbers(column: pa.ChunkedArray | pa.Array, what: str) -> tuple[np.ndarray,
         dtype = np.dtype(np.int32)
     elif pa.types.is_integer(kind) and kind != pa.uint64():
         dtype = np.dtype(kind.to_pandas_dtype())
+    elif pa.types.is_decimal(kind) and kind.scale == 0:  # a wide sum: an int64 or an Arrow error
+        column, dtype = column.cast(pa.int64()), np.dtype(np.int64)
     else:
         raise StepRefused(f"{what} is {kind}")
     if isinstance(column, pa.ChunkedArray):
@@ -188,9 +191,10 @@ def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.T
 
 
 def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
-    for attribute, _ in step.sums:  # refused before any work: the SQL runs at every step then
+    for attribute, column in step.sums:  # refused before any work: the SQL runs at every step then
         kind = _column(batch, attribute).type
-        if not pa.types.is_integer(kind) or kind in (pa.int64(), pa.uint32(), pa.uint64()):
+        wide = column in step.wide  # a BIGINT column's sums, kept as DECIMAL(38,0)
+        if not pa.types.is_integer(kind) or kind in (pa.uint32(), pa.uint64()) or (kind == pa.int64()) != wide:
             raise StepRefused(f"sum of {attribute} ({kind})")
     for q in step.queues:
         kind = _column(batch, q.attribute).type
@@ -221,6 +225,10 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     batch_cumulated: dict[str, np.ndarray] = {step.count: by_batch.sizes.astype(np.int64)}
     for attribute, column in step.sums:
         values, _ = _numbers(_column(batch, attribute), f"column {attribute}")  # 0 where NULL
+        if column in step.wide and len(values):  # BIGINT values: their sums must stay in int64
+            largest = max(abs(int(values.max())), abs(int(values.min())))
+            if largest * int(by_batch.sizes.max()) >= _LIMIT:
+                raise StepRefused(f"sums of {attribute} near the end of BIGINT")
         batch_cumulated[column] = by_batch.sum(values)
     for attribute, column in step.counts:
         array = _column(batch, attribute)
