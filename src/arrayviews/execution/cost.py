@@ -144,19 +144,19 @@ class StreamStepCost:
     reading its file; less when this process wrote it lately) and each input row a query cost; a
     window's incremental plan, which joins the view's earlier parts, pays ``per_helper`` more per
     step, and ``per_queue`` with a min/max queue (streams/windows.py). Defaults from
-    ``db.calibrate()`` on a 2-core machine with 10^4-row parts, round 27, where integer windows'
-    incremental steps run as the numpy kernel (kernels/window_steps.py): 4.9-5.0 ms a view, 1.0-1.4
-    ms more for a sum window's incremental step and 1.1 ms for a max window's queue (with the SQL
-    run instead, in the same runs: 1.5 and 2.0-2.5 ms), 8-20 ns a row; the cost of a part read
-    from its file is kept from round 10 (the calibration's parts were all in this process's
-    memory). Views the kernel refuses (HAVING, BIGINT or DECIMAL sums, float extremes) are priced
-    as if it ran: their incremental step is 0.5-1.3 ms dearer than predicted."""
+    ``db.calibrate()`` on a quiet 2-core machine with 10^4-row parts, round 27, where integer
+    windows' incremental steps run as the numpy kernel (kernels/window_steps.py): 3.1-3.5 ms a
+    view, 0.17-0.38 ms more for a sum window's incremental step and 0.26-0.41 ms for a max window's
+    queue (with the SQL run instead, in the same runs: 1.3-1.4 and 2.0-2.2 ms), 10-15 ns a row; the
+    cost of a part read from its file is kept from round 10 (the calibration's parts were all in
+    this process's memory). Views the kernel refuses (HAVING, DECIMAL or float sums, float
+    extremes) are priced as if it ran: their incremental step is 1-2 ms dearer than predicted."""
 
-    per_view: float = 0.005
+    per_view: float = 0.0035
     per_part: float = 2.0e-4
-    per_row: float = 2.0e-8
-    per_helper: float = 0.0012
-    per_queue: float = 0.0012
+    per_row: float = 1.5e-8
+    per_helper: float = 0.0003
+    per_queue: float = 0.0004
 
 
 @dataclass(frozen=True)
