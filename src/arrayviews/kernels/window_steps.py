@@ -194,7 +194,11 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     for attribute, column in step.sums:  # refused before any work: the SQL runs at every step then
         kind = _column(batch, attribute).type
         wide = column in step.wide  # a BIGINT column's sums, kept as DECIMAL(38,0)
-        if not pa.types.is_integer(kind) or kind in (pa.uint32(), pa.uint64()) or (kind == pa.int64()) != wide:
+        if (
+            not pa.types.is_integer(kind)
+            or kind in (pa.uint32(), pa.uint64())
+            or (kind == pa.int64()) != wide
+        ):
             raise StepRefused(f"sum of {attribute} ({kind})")
     for q in step.queues:
         kind = _column(batch, q.attribute).type

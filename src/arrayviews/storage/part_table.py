@@ -627,10 +627,13 @@ class PartTable(VersionedTable):
         return (min(parts), max(parts)) if parts else None
 
     # -- writing ----------------------------------------------------------------------------------
-    def stage_local(self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES) -> list[StagedFile]:
+    def stage_local(
+        self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES, statistics: list[str] | None = None
+    ) -> list[StagedFile]:
         """Write rows held by the driver (user columns in storage types and ``_part``) as Parquet
         files, one part per file, in this process: no Spark job for a small batch. Same files,
-        checks and cleanup as staging by Spark (``execution.part_jobs``)."""
+        checks and cleanup as staging by Spark (``execution.part_jobs``). ``statistics``: for one
+        part's rows in one file, the only columns given Parquet statistics (storage/files.py)."""
         token = uuid.uuid4().hex[:12]
         run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes, keep_rows=True)
         parts = rows.column(PART)
@@ -638,7 +641,10 @@ class PartTable(VersionedTable):
         if parts.null_count == 0 and bounds["min"] == bounds["max"]:
             ordered = rows  # one part (a stream view's step): already in part order
             if 0 < rows.nbytes < target_bytes:  # one file: written here, as part_writer would
-                return [self._stage_one_file(conform(rows, self.arrow_schema), token, bounds["min"].as_py())]
+                one = self._stage_one_file(
+                    conform(rows, self.arrow_schema), token, bounds["min"].as_py(), statistics
+                )
+                return [one]
         else:
             ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
         try:
@@ -648,12 +654,14 @@ class PartTable(VersionedTable):
             raise
         return self.staged_from(reports.to_pylist())
 
-    def _stage_one_file(self, rows: pa.Table, token: str, part: int) -> StagedFile:
+    def _stage_one_file(
+        self, rows: pa.Table, token: str, part: int, statistics: list[str] | None
+    ) -> StagedFile:
         """``rows`` of one part as one staged file (what ``part_writer`` makes of them, without its
         run-splitting and its reports)."""
         uri = new_data_file_uri(self.data_directory, prefix=f"{token}-")
         try:
-            size = write_parquet(rows, uri)
+            size = write_parquet(rows, uri, statistics=statistics)
         except BaseException:
             delete_token_files(self.data_directory, token)
             raise
