@@ -635,18 +635,18 @@ class PartTable(VersionedTable):
         checks and cleanup as staging by Spark (``execution.part_jobs``). ``statistics``: for one
         part's rows in one file, the only columns given Parquet statistics (storage/files.py)."""
         token = uuid.uuid4().hex[:12]
-        run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes, keep_rows=True)
         parts = rows.column(PART)
         bounds = pc.min_max(parts)
-        if parts.null_count == 0 and bounds["min"] == bounds["max"]:
-            ordered = rows  # one part (a stream view's step): already in part order
-            if 0 < rows.nbytes < target_bytes:  # one file: written here, as part_writer would
-                one = self._stage_one_file(
+        one_part = parts.null_count == 0 and bounds["min"] == bounds["max"]
+        if one_part and 0 < rows.nbytes < target_bytes:  # one file: written here, as part_writer would
+            return [
+                self._stage_one_file(
                     conform(rows, self.arrow_schema), token, bounds["min"].as_py(), statistics
                 )
-                return [one]
-        else:
-            ordered = rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
+            ]
+        # one part (a stream view's step) is already in part order
+        ordered = rows if one_part else rows.take(pc.sort_indices(rows, [(PART, "ascending")]))
+        run = part_writer(self.data_directory, self.arrow_schema, token, target_bytes, keep_rows=True)
         try:
             reports = pa.Table.from_batches(list(run(iter(ordered.to_batches()))), schema=STAGED_SCHEMA)
         except BaseException:
