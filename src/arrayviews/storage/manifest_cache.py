@@ -173,6 +173,8 @@ class _EncodedWriter:
     """Writes records already encoded (bytes) as they are: pyiceberg's block writer then adds the
     block's count, length, compression and sync marker around them."""
 
+    writes_encoded = True  # storage/avro_blocks.py passes such records on as they are
+
     @staticmethod
     def write(encoder: BinaryEncoder, encoded: bytes) -> None:
         encoder.write(encoded)
