@@ -347,27 +347,41 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
     ``viewdf_local_s`` is the step of the plan AUTO picks (streams/window_plans.py ``choose_plan``, from
     the stream as it is when the view is created). Each step time: the median of the last
     ``WINDOW_STEPS_MEASURED`` steps of ``W + WINDOW_STEPS_MEASURED + 5`` (bursts of slow file
-    creation on a shared machine last a few steps, as for the pattern's steps)."""
+    creation on a shared machine last a few steps, as for the pattern's steps).
+
+    Naive is measured two ways. Interleaved (``naive_*_median_s``, the ratios ``*_median_over_*``):
+    right after each measured step of AUTO's plan, naive recomputes the same new part, bare and
+    committed, so both meet the same machine at the same moment and both are medians over the same
+    parts. After the steps (``naive_local_s``, ``naive_committed_s``, as before round 28): the best
+    of three runs over the newest part, against the steps' median."""
     rows = []
     for aggregate in ("sum", "max"):
+        sql = naive_window_sql(aggregate)
         for window in windows:
-            steps, chosen = {}, None
+            steps, chosen, interleaved = {}, None, None
             for plan in ("incremental", "recompute"):
                 bench.reset()
                 _set_execution(bench.db, "local")
                 try:
-                    stream, times, chosen = _run_window_steps(
-                        bench, tuples, window, aggregate, window + WINDOW_STEPS_MEASURED + 6, plan
+                    stream, times, chosen, naive_times = _run_window_steps(
+                        bench, tuples, window, aggregate, window + WINDOW_STEPS_MEASURED + 6, plan, sql
                     )
                 finally:
                     _set_execution(bench.db, "auto")
                 steps[plan] = float(np.median(times[-WINDOW_STEPS_MEASURED:]))
+                if naive_times is not None:
+                    interleaved = (times[-WINDOW_STEPS_MEASURED:], *naive_times)
             step = steps[chosen.plan]
             newest = stream.part_range()[1]
             kept = naive_result_table(stream, f"naive_w_{uuid.uuid4().hex[:8]}", ("value",))
-            sql = naive_window_sql(aggregate)
             naive = min(naive_local(bench, stream, newest, window, sql=sql) for _ in range(3))
             committed = min(naive_local(bench, stream, newest, window, into=kept, sql=sql) for _ in range(3))
+            viewdf_steps, naive_bare, naive_kept = (np.array(t) for t in interleaved)
+            median = {
+                "viewdf": float(np.median(viewdf_steps)),
+                "naive": float(np.median(naive_bare)),
+                "committed": float(np.median(naive_kept)),
+            }
             row = {
                 "aggregate": aggregate,
                 "window": window,
@@ -381,19 +395,32 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
                 "naive_local_over_viewdf_local": naive / step,
                 "naive_committed_over_viewdf_local": committed / step,
                 "naive_local_over_incremental": naive / steps["incremental"],
+                "interleaved_viewdf_median_s": median["viewdf"],
+                "naive_local_median_s": median["naive"],
+                "naive_committed_median_s": median["committed"],
+                "naive_local_median_over_viewdf_local": median["naive"] / median["viewdf"],
+                "naive_committed_median_over_viewdf_local": median["committed"] / median["viewdf"],
+                "per_part_naive_over_viewdf_low": float(np.min(naive_bare / viewdf_steps)),
             }
             rows.append(row)
             print(
                 f"window {aggregate} W={window:>3}: incremental {steps['incremental']:.4f} s, recompute "
-                f"{steps['recompute']:.4f} s, AUTO picks {chosen.plan}; naive in-process {naive:.4f} s "
-                f"({naive / step:.2f}x), committed {committed:.4f} s ({committed / step:.2f}x)"
+                f"{steps['recompute']:.4f} s, AUTO picks {chosen.plan}; interleaved medians: ViewDF "
+                f"{median['viewdf']:.4f} s, naive {median['naive']:.4f} s "
+                f"({median['naive'] / median['viewdf']:.2f}x), committed {median['committed']:.4f} s "
+                f"({median['committed'] / median['viewdf']:.2f}x); after the steps, best of 3: naive "
+                f"{naive:.4f} s ({naive / step:.2f}x), committed {committed:.4f} s ({committed / step:.2f}x)"
             )
     return rows
 
 
-def _run_window_steps(bench: Bench, tuples: int, window: int, aggregate: str, parts: int, plan: str):
+def _run_window_steps(
+    bench: Bench, tuples: int, window: int, aggregate: str, parts: int, plan: str, naive_sql: str
+):
     """A stream and one generated window view over it maintained by ``plan``; the time of every
-    maintenance step, and the plan AUTO would have picked when the view was created."""
+    maintenance step, the plan AUTO would have picked when the view was created, and, when ``plan``
+    is that plan, the times of naive recomputation (bare, committed) of the part each of the last
+    ``WINDOW_STEPS_MEASURED`` steps built, each run right after its step (else None)."""
     from arrayviews.language.parser import parse_statement
     from arrayviews.streams import window_plans, windows
 
@@ -409,11 +436,17 @@ def _run_window_steps(bench: Bench, tuples: int, window: int, aggregate: str, pa
     translation = windows.WindowTranslation(statement, 60, types)
     sizes = window_plans.part_sizes(stream.table, statement.query.group_by)
     chosen = window_plans.choose_plan(translation, sizes, db.executors.costs.stream_step)
-    times = []
+    interleave = plan == chosen.plan
+    kept = naive_result_table(stream, f"naive_i_{uuid.uuid4().hex[:8]}", ("value",)) if interleave else None
+    times, bare, committed = [], [], []
     for minute in range(1, parts):
         bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))
         times.append(bench.maintain())
-    return stream, times, chosen
+        if interleave and minute >= parts - WINDOW_STEPS_MEASURED:
+            newest = stream.part_range()[1]
+            bare.append(naive_local(bench, stream, newest, window, sql=naive_sql))
+            committed.append(naive_local(bench, stream, newest, window, into=kept, sql=naive_sql))
+    return stream, times, chosen, ((bare, committed) if interleave else None)
 
 
 def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> list[dict]:

@@ -26,8 +26,10 @@ WINDOW_SERIES = (
     ("times", "recompute_s", "^", "recompute plan"),
     ("times", "naive_local_s", "x", "naive"),
     ("times", "naive_committed_s", "s", "naive committed"),
-    ("ratios", "naive_local_over_viewdf_local", "o", "naive / ViewDF"),
-    ("ratios", "naive_committed_over_viewdf_local", "s", "naive committed / ViewDF"),
+    ("ratios", "naive_local_median_over_viewdf_local", "D", "naive / ViewDF, interleaved medians"),
+    ("ratios", "naive_committed_median_over_viewdf_local", "P", "naive committed / ViewDF, interleaved"),
+    ("ratios", "naive_local_over_viewdf_local", "o", "naive best of 3 after / ViewDF"),
+    ("ratios", "naive_committed_over_viewdf_local", "s", "naive committed best of 3 after / ViewDF"),
 )
 
 
