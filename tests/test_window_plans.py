@@ -66,6 +66,38 @@ def test_the_predicted_steps_follow_the_window_rows_and_groups() -> None:
     assert choose_plan(mixed, sizes, per_part).predicted["incremental"] == pytest.approx(0.023085, rel=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("text", "types", "kernel"),
+    [
+        (SUM_WINDOW, {"g": "string", "v": "int"}, True),
+        (SUM_WINDOW, {"g": "string", "v": "decimal(10,2)"}, False),  # DECIMAL sums: the SQL
+        (SUM_WINDOW + " HAVING count(*) > 1", {"g": "string", "v": "int"}, False),
+        (SUM_WINDOW, {"g": "double", "v": "int"}, False),  # float keys
+        (MAX_WINDOW, {"g": "string", "v": "timestamp"}, True),
+        (MAX_WINDOW, {"g": "date", "v": "double"}, False),  # float extremes
+    ],
+)
+def test_steps_that_run_their_sql_are_priced_with_the_sql_terms(text, types, kernel) -> None:
+    """1 ms for a sum window's incremental step and 2 ms for a queue by the kernel, 5 and 7 ms by
+    the SQL: the prediction moves by exactly the difference, and the reason says so."""
+    cost = StreamStepCost(
+        per_view=0.01,
+        per_part=0.0,
+        per_row=0.0,
+        per_helper=0.001,
+        per_queue=0.002,
+        per_helper_sql=0.005,
+        per_queue_sql=0.007,
+    )
+    translation = _translation(text.format(minutes=10), types)
+    assert translation.kernel == kernel
+    choice = choose_plan(translation, PartSizes(rows=1000, groups=100), cost)
+    queue = "max" in text
+    by_kernel, by_sql = (0.002, 0.007) if queue else (0.001, 0.005)
+    assert choice.predicted["incremental"] == pytest.approx(0.01 + (by_kernel if kernel else by_sql))
+    assert ("run their SQL" in choice.reason) == (not kernel)
+
+
 def test_the_choice_flips_once_as_the_window_grows() -> None:
     sizes = PartSizes(rows=10_000, groups=1_000)
     plans = [
@@ -194,31 +226,64 @@ def test_recomputing_float_sums_is_refused_and_creates_nothing(spark, tmp_path) 
 # -- calibration -------------------------------------------------------------------------------------
 def test_the_fit_recovers_known_step_costs() -> None:
     """Samples made from known terms (with the incremental plan's extra cost) give those terms back."""
-    truth = StreamStepCost(per_view=0.007, per_part=3e-4, per_row=8e-8, per_helper=0.0025, per_queue=0.0041)
+    truth = StreamStepCost(
+        per_view=0.007,
+        per_part=3e-4,
+        per_row=8e-8,
+        per_helper=0.0025,
+        per_queue=0.0041,
+        per_helper_sql=0.0061,
+        per_queue_sql=0.0093,
+        per_group=1.3e-6,
+    )
     samples = []
     for rows in (1000, 10_000):
         groups = rows // 10
-        for window in (2, 8):
-            seconds = truth.per_view + truth.per_part * window + truth.per_row * window * rows
+        written = truth.per_group * groups  # one row a group
+        for window in (2, 8, 32):
+            seconds = truth.per_view + truth.per_part * window + truth.per_row * window * rows + written
             samples.append(
                 {"plan": "recompute", "window": window, "rows": rows, "groups": groups, "seconds": seconds}
             )
         one_table = (
-            truth.per_view + truth.per_helper + 3 * truth.per_part + truth.per_row * (rows + 2 * groups)
+            truth.per_view
+            + truth.per_helper
+            + 3 * truth.per_part
+            + truth.per_row * (rows + 2 * groups)
+            + written
         )
         samples.append(
             {"plan": "incremental", "window": 4, "rows": rows, "groups": groups, "seconds": one_table}
         )
         # a max window's queue: 4 parts; the stream part's rows and 3 x (groups + H(4) groups)
+        # read, groups + H(4) groups written
+        stored = groups + groups * (1 + 1 / 2 + 1 / 3 + 1 / 4)
         queued = (
             truth.per_view
             + truth.per_queue
             + 4 * truth.per_part
-            + truth.per_row * (rows + 3 * (groups + groups * (1 + 1 / 2 + 1 / 3 + 1 / 4)))
+            + truth.per_row * (rows + 3 * stored)
+            + truth.per_group * stored
         )
         samples.append({"plan": "queue", "window": 4, "rows": rows, "groups": groups, "seconds": queued})
+        # the same two views run by their SQL
+        sql = {"incremental_sql": one_table - truth.per_helper + truth.per_helper_sql}
+        sql["queue_sql"] = queued - truth.per_queue + truth.per_queue_sql
+        samples += [
+            {"plan": plan, "window": 4, "rows": rows, "groups": groups, "seconds": seconds}
+            for plan, seconds in sql.items()
+        ]
     fitted = fit_stream_steps(samples)
-    for name in ("per_view", "per_part", "per_row", "per_helper", "per_queue"):
+    for name in (
+        "per_view",
+        "per_part",
+        "per_row",
+        "per_helper",
+        "per_queue",
+        "per_helper_sql",
+        "per_queue_sql",
+        "per_group",
+    ):
         assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-6), name
 
 
@@ -234,12 +299,20 @@ def test_calibration_stores_the_step_costs_and_leaves_other_streams_alone(spark,
     assert _stored(db, "w") == _window_totals(frames, 2)  # the user's view is as it was
     assert db.streams() == ["S"] and db.stream_views(helpers=True) == ["w"]  # scratch relations dropped
     assert fitted.per_view > 0 and fitted.per_row >= 0 and fitted.per_part >= 0 and fitted.per_helper >= 0
-    assert fitted.per_queue >= 0
+    assert fitted.per_queue >= 0 and fitted.per_helper_sql >= 0 and fitted.per_queue_sql >= 0
     samples = db.executors.costs.notes["stream_step"]
     assert sorted((s["plan"], s["window"], s["rows"]) for s in samples) == sorted(
         (plan, window, rows)
         for rows in (200, 2000)
-        for plan, window in (("recompute", 2), ("recompute", 8), ("incremental", 4), ("queue", 4))
+        for plan, window in (
+            ("recompute", 2),
+            ("recompute", 8),
+            ("recompute", 32),
+            ("incremental", 4),
+            ("queue", 4),
+            ("incremental_sql", 4),
+            ("queue_sql", 4),
+        )
     )
     assert fit_stream_steps(samples) == fitted  # what is stored is the fit of what was measured
     assert arrayviews.connect(warehouse, spark=spark).executors.costs.stream_step == fitted

@@ -141,22 +141,27 @@ class RefreshCost:
 class StreamStepCost:
     """An in-process stream view step: each view built pays a fixed cost (planning, its query's
     set-up, one Parquet file and one Iceberg commit), each part it reads a cost (finding and
-    reading its file; less when this process wrote it lately) and each input row a query cost; a
+    reading its file; less when this process wrote it lately), each input row a query cost and
+    each row it writes (a group's row; with a queue, its entries too) ``per_group``; a
     window's incremental plan, which joins the view's earlier parts, pays ``per_helper`` more per
-    step, and ``per_queue`` with a min/max queue (streams/windows.py). Defaults from
-    ``db.calibrate()`` on a quiet 2-core machine with 10^4-row parts, round 27, where integer
-    windows' incremental steps run as the numpy kernel (kernels/window_steps.py): 3.1-3.5 ms a
+    step, and ``per_queue`` with a min/max queue (streams/windows.py), when its steps run as the
+    numpy kernel (kernels/window_steps.py); ``per_helper_sql`` and ``per_queue_sql`` instead when
+    they run the step's SQL (HAVING, DECIMAL or float sums, float keys or extremes). Defaults from
+    ``db.calibrate()`` on a quiet 2-core machine with 10^4-row parts, rounds 27-28: 3.1-3.5 ms a
     view, 0.17-0.38 ms more for a sum window's incremental step and 0.26-0.41 ms for a max window's
-    queue (with the SQL run instead, in the same runs: 1.3-1.4 and 2.0-2.2 ms), 10-15 ns a row; the
-    cost of a part read from its file is kept from round 10 (the calibration's parts were all in
-    this process's memory). Views the kernel refuses (HAVING, DECIMAL or float sums, float
-    extremes) are priced as if it ran: their incremental step is 1-2 ms dearer than predicted."""
+    queue by the kernel, 0.9-1.6 and 1.8-4.8 ms by the SQL, 7-15 ns a row; the cost of a part read
+    from its file is kept from round 10 (the calibration's parts were all in this process's memory).
+    ``per_group`` is 0 by default (the defaults were fitted without it; calibrations since round 28
+    fit it, 0-1 us a row written on the machine of round 28)."""
 
     per_view: float = 0.0035
     per_part: float = 2.0e-4
     per_row: float = 1.5e-8
     per_helper: float = 0.0003
     per_queue: float = 0.0004
+    per_helper_sql: float = 0.0013
+    per_queue_sql: float = 0.0030
+    per_group: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Calibrating the in-process stream step costs (``execution.cost.StreamStepCost``) on the running
 machine: window views of both plans stepped over scratch streams of two part sizes, fitted to
-``per_view + per_part * parts read + per_row * rows read`` and the incremental plans' extra costs
-(a sum window's, and a max window's monotonic queue's)."""
+``per_view + per_part * parts read + per_row * rows read + per_group * rows written`` and the
+incremental plans' extra costs
+(a sum window's, and a max window's monotonic queue's), each as the window kernel runs it and as
+the step's SQL runs it (a view the kernel does not take: a HAVING, a float column's maximum)."""
 
 from __future__ import annotations
 
@@ -20,11 +22,14 @@ from arrayviews.streams.world import StreamWorld
 
 #: Rows per part of the two scratch streams (a tenth as many groups).
 ROWS = (1000, 10000)
-#: Windows (parts) of the recompute views, and of the incremental view.
-RECOMPUTE_WINDOWS = (2, 8)
+#: Windows (parts) of the recompute views, and of the incremental view. The widest recompute
+#: window reads 32 parts: the rows-read term must stand out of a step's noise (0.5-1 ms on a busy
+#: machine), which windows of 2 to 8 parts did not (round 28: the fit's per-row cost came out 0).
+RECOMPUTE_WINDOWS = (2, 8, 32)
 INCREMENTAL_WINDOW = 4
-#: Parts appended before the steps are timed, and the steps timed (their median is kept).
-WARM_PARTS, TIMED_PARTS = 9, 5
+#: Parts appended before the steps are timed (every window full), and the steps timed (their
+#: median is kept).
+WARM_PARTS, TIMED_PARTS = max(RECOMPUTE_WINDOWS), 5
 _START = 1_600_000_020  # a minute boundary
 
 
@@ -34,8 +39,29 @@ def _part(minute: int, rows: int, rng: np.random.Generator) -> pd.DataFrame:
             "ts": pd.to_datetime(_START + 60 * minute + rng.integers(0, 60, rows), unit="s", utc=True),
             "g": [f"g{k}" for k in rng.integers(0, max(1, rows // 10), rows)],
             "v": rng.integers(-1000, 1000, rows),
+            "f": rng.uniform(-1000.0, 1000.0, rows),
         }
     )
+
+
+#: Per kind of calibration view: its plan, what it selects and its HAVING. The ``_sql`` views are
+#: the same windows in a form the kernel does not take (a HAVING; a float column's maximum), so
+#: their steps run their SQL.
+_USING = {
+    "recompute": "RECOMPUTE",
+    "incremental": "INCREMENTAL",
+    "queue": "INCREMENTAL",
+    "incremental_sql": "INCREMENTAL",
+    "queue_sql": "INCREMENTAL",
+}
+_SELECTED = {
+    "recompute": "sum(v)",
+    "incremental": "sum(v)",
+    "queue": "max(v)",
+    "incremental_sql": "sum(v)",
+    "queue_sql": "max(f)",
+}
+_HAVING = {"incremental_sql": " HAVING count(*) > 0"}
 
 
 def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
@@ -45,20 +71,24 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
     views = {f"calibration_r{w}_{tag}": ("recompute", w) for w in RECOMPUTE_WINDOWS}
     views[f"calibration_i{INCREMENTAL_WINDOW}_{tag}"] = ("incremental", INCREMENTAL_WINDOW)
     views[f"calibration_q{INCREMENTAL_WINDOW}_{tag}"] = ("queue", INCREMENTAL_WINDOW)
-    stream = db.create_stream(stream_name, "ts timestamp, g string, v int", 60, "ts")
+    views[f"calibration_is{INCREMENTAL_WINDOW}_{tag}"] = ("incremental_sql", INCREMENTAL_WINDOW)
+    views[f"calibration_qs{INCREMENTAL_WINDOW}_{tag}"] = ("queue_sql", INCREMENTAL_WINDOW)
+    stream = db.create_stream(stream_name, "ts timestamp, g string, v int, f double", 60, "ts")
     try:
         stream.append(_part(0, rows, rng), maintain=False)
         for name, (plan, window) in views.items():
-            using, aggregate = ("INCREMENTAL", "max") if plan == "queue" else (plan.upper(), "sum")
             db.sql(
-                f"CREATE VIEW {name} USING {using} AS SELECT g, {aggregate}(v) AS total "
-                f"FROM {stream_name} [WINDOW {window} MINUTES] GROUP BY g"
+                f"CREATE VIEW {name} USING {_USING[plan]} AS SELECT g, {_SELECTED[plan]} AS total "
+                f"FROM {stream_name} [WINDOW {window} MINUTES] GROUP BY g{_HAVING.get(plan, '')}"
             )
         order = list(views)
         timed: dict[str, list[float]] = {}
         for minute in range(1, WARM_PARTS + TIMED_PARTS + 1):
             stream.append(_part(minute, rows, rng), maintain=False)
             world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
+            # the first view stepped after an append also reads the stream's new snapshot: each
+            # view takes that turn in rotation, and the median of its steps leaves it out
+            order = order[1:] + order[:1]
             for name in order:
                 result = maintain_view(db.spark, world, name)
                 if minute > WARM_PARTS and result is not None:
@@ -79,31 +109,47 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
 
 def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
     """Non-negative least squares over the recompute views' steps (a view, W parts, W x rows
-    rows), then the incremental plan's extra cost: the median of its one-table view's steps less
+    rows read, a row written per group), then the incremental plan's extra cost: the median of its one-table view's steps less
     what a view, three parts and their rows (the stream part's, and the groups of its own previous
     part and of the part one window back) predict; and the same for a max window's queue
-    (``queue`` samples, less what ``window_plans.queue_step`` predicts without the extra)."""
+    (``queue`` samples, less what ``window_plans.queue_step`` predicts without the extra). Each
+    extra is fitted twice: from views the window kernel runs and from views whose SQL runs
+    (``incremental_sql``, ``queue_sql``); a kind without samples keeps its default."""
     recompute = [s for s in samples if s["plan"] == "recompute"]
-    matrix = np.array([[1.0, s["window"], s["window"] * s["rows"]] for s in recompute])
-    (per_view, per_part, per_row), _ = nnls(matrix, np.array([s["seconds"] for s in recompute]))
-    extra = [
-        s["seconds"] - (per_view + 3 * per_part + per_row * (s["rows"] + 2 * s["groups"]))
-        for s in samples
-        if s["plan"] == "incremental"
-    ]
-    known = StreamStepCost(float(per_view), float(per_part), float(per_row), 0.0, 0.0)
-    queued = [
-        s["seconds"] - queue_step(known, s["rows"], s["groups"], s["window"], cumulates=False)
-        for s in samples
-        if s["plan"] == "queue"
-    ]
+    matrix = np.array([[1.0, s["window"], s["window"] * s["rows"], s["groups"]] for s in recompute])
+    seconds = np.array([s["seconds"] for s in recompute])
+    (per_view, per_part, per_row, per_group), _ = nnls(matrix, seconds)
+    known = StreamStepCost(
+        float(per_view), float(per_part), float(per_row), 0.0, 0.0, 0.0, 0.0, per_group=float(per_group)
+    )
+
+    def extra(plan: str) -> list[float]:
+        """What the ``plan`` samples took beyond what the fitted terms predict."""
+        found = []
+        for s in (s for s in samples if s["plan"] == plan):
+            if plan.startswith("queue"):
+                predicted = queue_step(known, s["rows"], s["groups"], s["window"], False, plan == "queue")
+            else:
+                read = s["rows"] + 2 * s["groups"]
+                predicted = per_view + 3 * per_part + per_row * read + per_group * s["groups"]
+            found.append(s["seconds"] - predicted)
+        return found
+
     defaults = StreamStepCost()
+
+    def term(plan: str, default: float) -> float:
+        found = extra(plan)
+        return max(0.0, float(statistics.median(found))) if found else default
+
     return StreamStepCost(
         per_view=float(per_view),
         per_part=float(per_part),
         per_row=float(per_row),
-        per_helper=max(0.0, float(statistics.median(extra))) if extra else defaults.per_helper,
-        per_queue=max(0.0, float(statistics.median(queued))) if queued else defaults.per_queue,
+        per_helper=term("incremental", defaults.per_helper),
+        per_queue=term("queue", defaults.per_queue),
+        per_helper_sql=term("incremental_sql", defaults.per_helper_sql),
+        per_queue_sql=term("queue_sql", defaults.per_queue_sql),
+        per_group=float(per_group),
     )
 
 

@@ -33,6 +33,7 @@ class WindowShape:
     subtractable: bool
     float_sums: bool = False
     cumulates: bool = True  # counts or sums beside min/max (the part one window back is read)
+    kernel: bool = False  # incremental steps run as the window kernel (views stored before it: no)
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,22 @@ def part_sizes(table: PartTable, group_by: tuple[str, ...]) -> PartSizes | None:
     return PartSizes(float(np.median(list(rows_by_part.values()))), float(groups))
 
 
-def queue_step(cost: StreamStepCost, rows: float, groups: float, window: int, cumulates: bool) -> float:
+def queue_step(
+    cost: StreamStepCost, rows: float, groups: float, window: int, cumulates: bool, kernel: bool = True
+) -> float:
     """The predicted incremental step of a window with min or max (its monotonic queues; with
-    ``cumulates``, counts or sums beside them, subtracted from the part one window back)."""
+    ``cumulates``, counts or sums beside them, subtracted from the part one window back), run as
+    the window kernel or, without ``kernel``, as the step's SQL."""
     stored = groups + groups * float(np.sum(1.0 / np.arange(1, window + 1)))
     read = rows + 3 * stored + (groups if cumulates else 0.0)
-    return cost.per_view + cost.per_queue + cost.per_part * (4 + cumulates) + cost.per_row * read
+    queue = cost.per_queue if kernel else cost.per_queue_sql
+    return (
+        cost.per_view
+        + queue
+        + cost.per_part * (4 + cumulates)
+        + cost.per_row * read
+        + cost.per_group * stored
+    )
 
 
 def choose_plan(
@@ -111,17 +122,25 @@ def choose_plan(
         if shape.subtractable:
             # one view reading the stream's part and two of its own (the previous one and the
             # one Wp back), of about ``groups`` rows each
+            helper = cost.per_helper if shape.kernel else cost.per_helper_sql
             incremental = (
-                cost.per_view + cost.per_helper + cost.per_part * 3 + cost.per_row * (rows + 2 * groups)
+                cost.per_view
+                + helper
+                + cost.per_part * 3
+                + cost.per_row * (rows + 2 * groups)
+                + cost.per_group * groups
             )
         else:
             # one view with a queue of min/max entries per group: it reads the stream's part,
             # its previous part three times (grouped, as entries, as places of the new rows) and,
             # with counts or sums, the part Wp back; a queue over values in random order holds
             # about H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
-            incremental = queue_step(cost, rows, groups, window, shape.cumulates)
+            incremental = queue_step(cost, rows, groups, window, shape.cumulates, shape.kernel)
         predicted = {
-            RECOMPUTE: cost.per_view + cost.per_part * window + cost.per_row * window * rows,
+            RECOMPUTE: cost.per_view
+            + cost.per_part * window
+            + cost.per_row * window * rows
+            + cost.per_group * groups,
             INCREMENTAL: incremental,
         }
     if requested != AUTO:
@@ -140,6 +159,7 @@ def choose_plan(
         f"{sizes.rows:,.0f} rows and {sizes.groups:,.0f} groups per part, window of {window} parts: "
         f"predicted step {predicted[RECOMPUTE] * 1000:.1f} ms recomputed, "
         f"{predicted[INCREMENTAL] * 1000:.1f} ms incremental"
+        f"{'' if shape.kernel else ' (its steps run their SQL, not the window kernel)'}"
     )
     return PlanChoice(plan, reason, predicted)
 

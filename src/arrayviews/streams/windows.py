@@ -84,6 +84,10 @@ from arrayviews.streams.query_building import (
 )
 
 _SUBTRACTABLE = frozenset({"count", "sum", "avg"})
+#: Spark type names of group keys and of min/max columns the window kernel takes
+#: (kernels/window_steps.py ``_key_type_ok`` and its queue check).
+_KERNEL_EXTREMES = frozenset(("tinyint", "smallint", "int", "bigint", "date", "timestamp", "timestamp_ntz"))
+_KERNEL_KEYS = _KERNEL_EXTREMES | {"string", "boolean"}
 _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 #: The type integer sums are formed in: an epoch's cumulative sums grow without bound, and a
 #: window's total of BIGINT values may pass through more than BIGINT holds on its way.
@@ -173,6 +177,7 @@ class WindowTranslation:
         self.partition_length = partition_length
         types = {name.lower(): kind.lower() for name, kind in (column_types or {}).items()}
         self.typed = bool(types)
+        self.types = types
         query = self.query
         if query.window_seconds % partition_length:
             where = query.window_position
@@ -288,10 +293,7 @@ class WindowTranslation:
         what the SQL does: sums of integer columns (a BIGINT column's kept as DECIMAL(38,0), which
         the kernel takes while its sums stay well inside BIGINT), no DECIMAL or exact float sums,
         no HAVING. None leaves every step to the SQL."""
-        decimals = [column for column, (_, shown) in self.wide.items() if shown != "BIGINT"]
-        if self.plan != INCREMENTAL or decimals or self.exact or self.shown is not None or not self.typed:
-            return None
-        if not self.query.group_by:  # the SQL's batch is then one row even for an empty part
+        if self.plan != INCREMENTAL or not self._kernel_shaped():
             return None
         items = tuple(
             ItemColumn(stored, item.function, item.attribute)
@@ -308,11 +310,30 @@ class WindowTranslation:
             keeps_count=self.keeps_count,
             sums=tuple(self.sums.items()),
             counts=tuple(self.counts.items()),
-            queues=tuple(QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head) for q in self.queues),
+            queues=tuple(
+                QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head) for q in self.queues
+            ),
             at=self.at,
             items=items,
             wide=tuple(self.wide),
         )
+
+    def _kernel_shaped(self) -> bool:
+        """Whether the incremental step's columns are what the kernel takes (see window_step)."""
+        decimals = [column for column, (_, shown) in self.wide.items() if shown != "BIGINT"]
+        if decimals or self.exact or self.shown is not None or not self.typed:
+            return False
+        return bool(self.query.group_by)  # without, the SQL's batch is one row even for an empty part
+
+    @property
+    def kernel(self) -> bool:
+        """Whether the incremental plan's in-process steps run as the window kernel: its shape
+        (``window_step``) and, from the stream's column types, group keys and min/max columns the
+        kernel takes (no float keys, no float extremes; those steps run their SQL)."""
+        if not self._kernel_shaped():
+            return False
+        keys = all(self.types.get(g.lower(), "") in _KERNEL_KEYS for g in self.query.group_by)
+        return keys and all(self.types.get(q.attribute.lower(), "") in _KERNEL_EXTREMES for q in self.queues)
 
     def groups(self, table: str | None = None) -> list[exp.Expression]:
         return [_column(g, table) for g in self.query.group_by]
