@@ -80,16 +80,16 @@ PARTITION LENGTH 60"""
     bad = network([2]).assign(loss=lambda f: f["loss"].where(f["src"] != "10.0.0.4", 500))
     result = stream.append(truth.add(bad))
     assert result.version == 2 and result.rows == 4  # committed, and nothing raised
-    assert set(result.failed) == {"fragile", "afterfragile"}
-    assert "assert_true" in result.failed["fragile"] or "loss < 100" in result.failed["fragile"]
-    assert "fragile" in result.failed["afterfragile"]
+    assert set(result.failed) == {"Fragile", "AfterFragile"}
+    assert "assert_true" in result.failed["Fragile"] or "loss < 100" in result.failed["Fragile"]
+    assert "Fragile" in result.failed["AfterFragile"]
     # the other views were maintained
     assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 2)
     assert contents(db, "View2") == at_least(run_lengths(truth.rows(), M0 + 1, M0 + 2))
     assert db.stream_view("Fragile").status()["failed"]
     # later appends keep maintaining the healthy views and keep reporting the failed one
     later = stream.append(truth.add(network([3])))
-    assert set(later.failed) == {"fragile", "afterfragile"}
+    assert set(later.failed) == {"Fragile", "AfterFragile"}
     assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 3)
     # once the cause is gone (here: the view is dropped and defined again), everything works
     db.drop_stream_view("AfterFragile")
@@ -104,10 +104,10 @@ def test_a_retry_without_failures_clears_the_mark(db) -> None:
     view = db.stream_view("Helper")
     view._handle.mark_failed("disk was full")
     result = stream.append(network([2]))
-    assert result.failed == {"helper": "failed earlier: disk was full"}
+    assert result.failed == {"Helper": "failed earlier: disk was full"}
     assert view.status()["next"] == M0 + 2
     results = db.maintain_streams(retry_failed=True)
-    assert [(r.view, r.built, r.error) for r in results] == [("helper", [M0 + 2], None)]
+    assert [(r.view, r.built, r.error) for r in results] == [("Helper", [M0 + 2], None)]
     assert view.status()["failed"] is None
 
 
@@ -128,9 +128,9 @@ def test_consumer_reads_what_it_needs_after_a_rebuild_beyond_the_allowance(db) -
     assert retained > M0 + 6
     result = stream.append(truth.add(late_c(6)))
     assert not result.failed, result.failed
-    helper = next(r for r in result.maintenance if r.view == "p")
+    helper = next(r for r in result.maintenance if r.view == "P")
     assert helper.rebuilt and helper.restored == [M0 + 4, M0 + 5]
-    final = next(r for r in result.maintenance if r.view == "w")
+    final = next(r for r in result.maintenance if r.view == "W")
     assert final.recomputed == [M0 + 6, M0 + 7, M0 + 8]
     rows = truth.rows()
     seen = rows[rows["part"] >= M0 + 2]

@@ -71,8 +71,8 @@ def test_a_helper_and_its_reader_are_one_spark_job_a_step_with_contents_of_both_
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         local_stream.append(rows)
         assert [(r.view, r.built, r.executor) for r in result.maintenance] == [
-            ("helper", [M0 + minute], "spark"),
-            ("view2", [M0 + minute], "spark"),
+            ("Helper", [M0 + minute], "spark"),
+            ("View2", [M0 + minute], "spark"),
         ]
         assert (FUSED in result.maintenance[1].executor_reason) == fuse
         assert _persisted(spark) == cached  # the helper's rows shared by the fused job are uncached
@@ -112,7 +112,7 @@ def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(spark, tmp
     assert folder_files(view2._handle.table) == files_before  # its part staged in the fused job is gone
     assert M0 + 6 not in contents(db, "View2")
     results = db.maintain_streams()
-    assert [(r.view, r.built, r.error) for r in results] == [("view2", [M0 + 6], None)]
+    assert [(r.view, r.built, r.error) for r in results] == [("View2", [M0 + 6], None)]
     assert contents(db, "View2") == at_least(reference)
     assert M0 + 6 in contents(db, "View2")
 
@@ -131,8 +131,8 @@ def test_a_failing_reader_does_not_block_the_helper_it_is_fused_with(spark, tmp_
     for minute in range(2, 8):
         result = stream.append(truth.add(network([minute])))
         by_view = {r.view: r for r in result.maintenance}
-        assert by_view["helper"].built == [M0 + minute] and by_view["helper"].error is None
-        if by_view["fragile"].error is not None and failed is None:
+        assert by_view["Helper"].built == [M0 + minute] and by_view["Helper"].error is None
+        if by_view["Fragile"].error is not None and failed is None:
             failed = minute
     assert failed is not None, "the reader never failed: the test does not test anything"
     assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 7)

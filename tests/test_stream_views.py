@@ -280,12 +280,12 @@ def test_helper_and_view2_equal_run_lengths_from_the_newest_part_at_creation(pap
     assert (helper_created["first"], helper_created["next"]) == (M0 + 2, M0 + 3)
     assert (view2_created["first"], view2_created["next"]) == (M0 + 2, M0 + 3)
     assert [(r.view, r.built, r.recomputed) for r in appended[0].maintenance] == [
-        ("helper", [M0 + 3, M0 + 4, M0 + 5], []),
-        ("view2", [M0 + 3, M0 + 4, M0 + 5], []),
+        ("Helper", [M0 + 3, M0 + 4, M0 + 5], []),
+        ("View2", [M0 + 3, M0 + 4, M0 + 5], []),
     ]
     assert [(r.view, r.built) for r in appended[1].maintenance] == [
-        ("helper", [M0 + 6]),
-        ("view2", [M0 + 6]),
+        ("Helper", [M0 + 6]),
+        ("View2", [M0 + 6]),
     ]
     reference = run_lengths(truth.rows(), M0 + 2, M0 + 6)
     assert contents(db, "Helper") == reference
@@ -295,7 +295,7 @@ def test_helper_and_view2_equal_run_lengths_from_the_newest_part_at_creation(pap
     assert contents(db, "View2")  # the reference is not trivially empty
     status = db.stream_view("View2").status()
     assert (status["first"], status["next"], status["retained"]) == (M0 + 2, M0 + 7, M0 + 2)
-    assert status["seen"] == {"helper": db.stream_view("Helper").status()["version"]}
+    assert status["seen"] == {"Helper": db.stream_view("Helper").status()["version"]}
     assert list(db.stream_view("Helper").parts()) == list(range(M0 + 2, M0 + 7))
     assert db.stream_views() == ["Helper", "View2"]  # as created (lower case before round 27)
 
@@ -344,8 +344,8 @@ def test_late_rows_recompute_dependent_parts_downstream(paper) -> None:
     assert result.late_parts == [M0 + 4]
     late = [M0 + 4, M0 + 5, M0 + 6]
     assert [(r.view, r.built, r.recomputed, r.rebuilt) for r in result.maintenance] == [
-        ("helper", [], late, False),
-        ("view2", [], late, False),
+        ("Helper", [], late, False),
+        ("View2", [], late, False),
     ]
     reference = run_lengths(truth.rows(), M0 + 2, M0 + 6)
     assert contents(db, "Helper") == reference
@@ -371,7 +371,7 @@ def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
     view = db.sql(RECENT)
     assert (view.status()["first"], view.status()["next"]) == (M0 + 2, M0 + 3)
     result = stream.append(truth.add(network(range(3, 6), missing=(4,))))
-    assert [(r.view, r.built) for r in result.maintenance] == [("recent", [M0 + 3, M0 + 4, M0 + 5])]
+    assert [(r.view, r.built) for r in result.maintenance] == [("Recent", [M0 + 3, M0 + 4, M0 + 5])]
     assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, M0 + 5)
     rows_before_late = truth.rows()
 
@@ -380,7 +380,7 @@ def test_sliding_window_over_a_part_range_with_late_rows(db_on) -> None:
     before = view.last_updated().set_index("part")["updated"]
     result = stream.append(truth.add(late_c(1)))
     assert result.late_parts == [M0 + 1]
-    assert [(r.view, r.built, r.recomputed) for r in result.maintenance] == [("recent", [], [M0 + 2, M0 + 3])]
+    assert [(r.view, r.built, r.recomputed) for r in result.maintenance] == [("Recent", [], [M0 + 2, M0 + 3])]
     assert [r.executor for r in result.maintenance] == [executor]
     assert contents(db, "Recent", RECENT_COLUMNS) == windows(truth.rows(), M0 + 2, M0 + 5)
     after = view.last_updated().set_index("part")["updated"]
@@ -418,11 +418,11 @@ def test_hourly_view_is_built_once_its_minutes_are_complete(db) -> None:
 
     # minutes 0 and 30 of hour 1: hour 1 is not complete, so it is not built
     result = stream.append(truth.add(batch([(60, "A", 3), (90, "B", 4)])))
-    assert "hourly" not in [r.view for r in result.maintenance]
+    assert "Hourly" not in [r.view for r in result.maintenance]
     assert list(aligned.parts()) == [H0]
     # the last minute of hour 1 completes it
     result = stream.append(truth.add(batch([(119, "A", 5)])))
-    assert [(r.view, r.built) for r in result.maintenance if r.view == "hourly"] == [("hourly", [H0 + 1])]
+    assert [(r.view, r.built) for r in result.maintenance if r.view == "Hourly"] == [("Hourly", [H0 + 1])]
     assert contents(db, "Hourly", HOURLY_COLUMNS, 3600) == hours(truth.rows(), H0, H0 + 1, 0, 59)
     held = paper_form.parts()
     assert contents(db, "Hourly3", HOURLY_COLUMNS, 3600) == hours(
@@ -432,8 +432,8 @@ def test_hourly_view_is_built_once_its_minutes_are_complete(db) -> None:
     # a late reading of minute 30 changes hour 0 of Hourly and hour 1 of the paper's form
     result = stream.append(truth.add(batch([(30, "B", 9)])))
     assert sorted((r.view, r.built, r.recomputed) for r in result.maintenance) == [
-        ("hourly", [], [H0]),
-        ("hourly3", [], [H0 + 1]),
+        ("Hourly", [], [H0]),
+        ("Hourly3", [], [H0 + 1]),
     ]
     assert contents(db, "Hourly", HOURLY_COLUMNS, 3600) == hours(truth.rows(), H0, H0 + 1, 0, 59)
     assert contents(db, "Hourly3", HOURLY_COLUMNS, 3600) == hours(
@@ -464,7 +464,7 @@ def test_helper_retention_and_rows_later_than_the_allowance(db) -> None:
     seen.append(retained())
     assert seen[0] == seen[1] == M0 + 1
     assert M0 + 1 < seen[2] <= M0 + 3  # parts 4 and 5 and the Helper[j-1] they read are kept
-    assert [r.dropped_below for r in result.maintenance if r.view == "helper"] == [seen[2]]
+    assert [r.dropped_below for r in result.maintenance if r.view == "Helper"] == [seen[2]]
     assert db.stream_view("View2").status()["retained"] == M0 + 1  # a final view keeps every part
 
     with pytest.raises(NotFoundError) as error:
@@ -477,8 +477,8 @@ def test_helper_retention_and_rows_later_than_the_allowance(db) -> None:
     # C's minute 4 arrives one part late: within the allowance, recomputed from the kept parts
     result = stream.append(truth.add(late_c(4)))
     assert [(r.view, r.recomputed, r.rebuilt) for r in result.maintenance] == [
-        ("helper", [M0 + 4, M0 + 5], False),
-        ("view2", [M0 + 4, M0 + 5], False),
+        ("Helper", [M0 + 4, M0 + 5], False),
+        ("View2", [M0 + 4, M0 + 5], False),
     ]
     reference = run_lengths(truth.rows(), M0 + 1, M0 + 5)
     assert contents(db, "Helper") == restricted(reference, retained())
@@ -490,8 +490,8 @@ def test_helper_retention_and_rows_later_than_the_allowance(db) -> None:
     result = stream.append(truth.add(late_c(2)))
     everything = list(range(M0 + 1, M0 + 6))
     assert [(r.view, r.recomputed, r.rebuilt, r.restored) for r in result.maintenance] == [
-        ("helper", everything, True, [M0 + 1]),
-        ("view2", everything[1:], False, []),
+        ("Helper", everything, True, [M0 + 1]),
+        ("View2", everything[1:], False, []),
     ]
     reference = run_lengths(truth.rows(), M0 + 1, M0 + 5)
     assert (*PAIRS["C"], 5, 12 + 50 + 11 + 50 + 13) in reference[M0 + 5]
@@ -522,8 +522,8 @@ def test_late_rows_in_the_first_part_of_a_helper_after_retention(db) -> None:
     result = stream.append(truth.add(late_c(1)))
     everything = [M0 + 1, M0 + 2, M0 + 3]
     assert [(r.view, r.recomputed, r.rebuilt) for r in result.maintenance] == [
-        ("helper", everything, True),
-        ("view2", everything, False),
+        ("Helper", everything, True),
+        ("View2", everything, False),
     ]
     reference = run_lengths(truth.rows(), M0 + 1, M0 + 3)
     assert contents(db, "View2") == at_least(reference)
@@ -778,7 +778,7 @@ def test_crashes_during_appends_and_maintenance(db) -> None:
         assert stream.version == stream_version + 1  # the append itself is committed
         assert view_state(db, "helper") == before  # no new version, no new (or leftover) files
         results = db.maintain_streams()
-        assert [(r.view, r.built, r.recomputed) for r in results] == [("helper", built, recomputed)]
+        assert [(r.view, r.built, r.recomputed) for r in results] == [("Helper", built, recomputed)]
         assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 2)
     assert db.maintain_streams() == []
 

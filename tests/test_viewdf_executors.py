@@ -67,7 +67,7 @@ def test_integer_sum_overflow_fails_the_view_on_both_executors(db_on) -> None:
     assert contents(db, "Totals", (["g", "total"], ["total"])) == {M0: [("a", 5)], M0 + 1: [("a", 2**63 - 5)]}
     before = db.stream_view("Totals").status()
     result = stream.append(minute(2, 100))  # parts 1..2: 2**63 + 90 does not
-    assert "ARITHMETIC_OVERFLOW" in result.failed.get("totals", ""), result.failed
+    assert "ARITHMETIC_OVERFLOW" in result.failed.get("Totals", ""), result.failed
     after = db.stream_view("Totals").status()
     assert {k: v for k, v in after.items() if k != "failed"} == {
         k: v for k, v in before.items() if k != "failed"

@@ -459,11 +459,11 @@ def test_show_status_of_a_stream_view_says_what_it_reflects_and_its_plan(spark, 
     version = stream.version
     status = db.sql("SHOW STATUS OF w")
     assert status.to_dict("records") == [
-        {"base": "s", "reflected": version, "current": version, "pending": False}
+        {"base": "S", "reflected": version, "current": version, "pending": False}
     ]
     stream.append(_batch(range(2, 3), seed=14), maintain=False)
     status = db.sql("SHOW STATUS OF w")
     assert status.to_dict("records") == [
-        {"base": "s", "reflected": version, "current": stream.version, "pending": True}
+        {"base": "S", "reflected": version, "current": stream.version, "pending": True}
     ]
     assert "plan       recompute (200 rows and 20 groups per part" in repr(db.stream_view("w"))

@@ -421,9 +421,18 @@ class StreamView:
         state = self.state()
         world = StreamWorld(self.spark, self.catalog)
         return [
-            (source, 0 if state is None else state.seen.get(source, 0), world.table(source).current_version())
+            (
+                world.spelled(source),
+                0 if state is None else state.seen.get(source, 0),
+                world.table(source).current_version(),
+            )
             for source in sorted(self._handle.definition.sources())
         ]
+
+    def _spelled_keys(self, seen: dict[str, int]) -> dict[str, int]:
+        """``seen`` (relation keys, lower case) keyed by the relations' names as created."""
+        world = StreamWorld(self.spark, self.catalog)
+        return {world.spelled(relation): version for relation, version in seen.items()}
 
     def status(self) -> dict[str, object]:
         state = self.state()
@@ -433,7 +442,7 @@ class StreamView:
             "first": None if state is None else state.first,
             "next": None if state is None else state.next,
             "retained": None if state is None else state.retained,
-            "seen": {} if state is None else dict(state.seen),
+            "seen": {} if state is None else self._spelled_keys(state.seen),
             "failed": self._handle.failure(),
             # a sliding-window view's plan and why (streams/windows.py); None for other views
             "plan": json.loads(self._handle.table.properties.get(rel.WINDOW_PLAN, "null")),

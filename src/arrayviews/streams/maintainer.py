@@ -113,7 +113,7 @@ class _Round:
                 found.extend(PartFile(s.uri, s.part, s.rows, s.nbytes) for s in self.staged[part])
             elif part in committed:
                 if retained is not None and part < retained:
-                    raise MaintenanceError(f"view {self.view.name}: part {part} was dropped by retention")
+                    raise MaintenanceError(f"view {self.view.spelled}: part {part} was dropped by retention")
                 found.extend(committed[part])
         return found
 
@@ -224,7 +224,7 @@ class _Round:
                 raise
             start = dt.datetime.fromtimestamp(part * self.view.definition.partition_length, dt.UTC)
             raise MaintenanceError(
-                f"view {self.view.name}, part {part} (from {start:%Y-%m-%d %H:%M:%S}): {data}"
+                f"view {self.view.spelled}, part {part} (from {start:%Y-%m-%d %H:%M:%S}): {data}"
             ) from None
         self._record("spark", reason)
         return choice, "spark"
@@ -239,7 +239,7 @@ class _Round:
     def _raised(self, raised: str, part: int) -> str:
         """The error of a query's ``raise_error(...)``: its own text for the view's marked messages."""
         own = raised.removeprefix(OVERFLOW_MARK) if raised.startswith(OVERFLOW_MARK) else None
-        return own or f"view {self.view.name}, part {part}: {raised}"
+        return own or f"view {self.view.spelled}, part {part}: {raised}"
 
     def all_staged(self) -> list:
         return [s for files in self.staged.values() for s in files]
@@ -368,7 +368,7 @@ def maintain_view(
     finally:
         drop_temporary_views(spark, round_.registered)
     return MaintenanceResult(
-        name,
+        view.spelled,
         version,
         built=new_parts,
         recomputed=sorted(recompute),
@@ -549,12 +549,12 @@ def _maintain_in_order(
         version = handle.table.current_version()
         if failure is not None and not retry_failed:
             blocked[name] = failure
-            results.append(MaintenanceResult(name, version, error=f"failed earlier: {failure}"))
+            results.append(MaintenanceResult(handle.spelled, version, error=f"failed earlier: {failure}"))
             continue
         upstream = sorted(s for s in handle.definition.sources() if s in blocked)
         if upstream:
-            blocked[name] = f"reads {upstream[0]}, whose maintenance failed"
-            results.append(MaintenanceResult(name, version, error=f"skipped: {blocked[name]}"))
+            blocked[name] = f"reads {world.spelled(upstream[0])}, whose maintenance failed"
+            results.append(MaintenanceResult(handle.spelled, version, error=f"skipped: {blocked[name]}"))
             continue
         fusion = next((f for f in fusions if f.consumer == name), None)
         if fusion is None:
@@ -572,7 +572,7 @@ def _maintain_in_order(
                 blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
             else:
                 blocked[name] = "the catalog was busy"
-            results.append(MaintenanceResult(name, version, error=f"not maintained this time: {error}"))
+            results.append(MaintenanceResult(handle.spelled, version, error=f"not maintained this time: {error}"))
             _quietly(world.refresh)
             continue
         except Exception as error:
@@ -580,12 +580,12 @@ def _maintain_in_order(
                 raise  # noqa: BLE001 - isolated: recorded on the view, reported, not raised
             if isinstance(error, NotFoundError) and _dropped(handle):
                 # another process dropped the view during its step: nothing to maintain or mark
-                blocked[name] = f"view {name} was dropped by another process"
+                blocked[name] = f"view {handle.spelled} was dropped by another process"
                 continue
             message = f"{type(error).__name__}: {error}".strip()
             _quietly(handle.mark_failed, message)
             blocked[name] = message
-            results.append(MaintenanceResult(name, version, error=message))
+            results.append(MaintenanceResult(handle.spelled, version, error=message))
             _quietly(world.forget, name)
             continue
         if failure is not None:

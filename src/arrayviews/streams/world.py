@@ -50,6 +50,11 @@ class ViewHandle:
         self.table = table
 
     @property
+    def spelled(self) -> str:
+        """The view's name as it was created (``name`` is its lower-case key)."""
+        return self.table.properties.get(NAME_PROPERTY) or self.name
+
+    @property
     def lateness_parts(self) -> int:
         properties = self.table.properties
         return int(properties.get(rel.LATENESS, rel.DEFAULT_LATENESS_PARTS))
@@ -134,6 +139,13 @@ class StreamWorld:
             found[key] = kind
             self._tables.setdefault(key, table)
         return dict(sorted(found.items()))
+
+    def spelled(self, name: str) -> str:
+        """The name of stream or view ``name`` as it was created (keys are lower case)."""
+        key = name.lower()
+        if key not in self.kinds:
+            return name
+        return self.table(key).properties.get(NAME_PROPERTY) or name
 
     def key(self, name: str) -> str:
         key = name.lower()
