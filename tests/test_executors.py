@@ -428,15 +428,15 @@ def test_viewdf_steps_of_a_pattern_view_and_a_window_view(spark, tmp_path, mode)
     built = {r.view: (r.built, r.recomputed) for r in steps.maintenance}
     assert {r.executor for r in steps.maintenance} == {mode}, [r.executor_reason for r in steps.maintenance]
     new_parts = [M0 + 3, M0 + 4, M0 + 5]
-    assert built == {name: (new_parts, []) for name in ("helper", "view2", "recent")}
+    assert built == {name: (new_parts, []) for name in ("Helper", "View2", "Recent")}
     check(M0 + 5)
     assert contents(db, "View2")  # the pattern is found: the reference is not trivially empty
     late = stream.append(truth.add(late_c(1, 4)))
     assert late.late_parts == [M0 + 1, M0 + 4]
     recomputed = {r.view: r.recomputed for r in late.maintenance}
     assert {r.executor for r in late.maintenance} == {mode}
-    assert recomputed["recent"] == [M0 + 2, M0 + 3, M0 + 4, M0 + 5]
-    assert M0 + 4 in recomputed["helper"]
+    assert recomputed["Recent"] == [M0 + 2, M0 + 3, M0 + 4, M0 + 5]
+    assert M0 + 4 in recomputed["Helper"]
     check(M0 + 5)
 
 

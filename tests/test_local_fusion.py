@@ -89,8 +89,8 @@ def test_the_reader_is_built_in_process_while_the_helper_commits(spark, tmp_path
         unfused = plain_stream.append(rows)
         for found, fused in ((result, True), (unfused, False)):
             assert [(r.view, r.built, r.executor, r.error) for r in found.maintenance] == [
-                ("helper", [M0 + minute], "local", None),
-                ("view2", [M0 + minute], "local", None),
+                ("Helper", [M0 + minute], "local", None),
+                ("View2", [M0 + minute], "local", None),
             ]
             assert (FUSED_LOCAL in found.maintenance[1].executor_reason) == fused
             assert FUSED_LOCAL not in found.maintenance[0].executor_reason
@@ -110,9 +110,9 @@ def _failing_run(spark, path, truth: Truth) -> tuple[int | None, str | None]:
     for minute in range(2, 9):
         result = stream.append(truth.add(network([minute])))
         by_view = {r.view: r for r in result.maintenance}
-        assert by_view["helper"].built == [M0 + minute] and by_view["helper"].error is None
-        if by_view["fragile"].error is not None and failed is None:
-            failed, error = minute, by_view["fragile"].error
+        assert by_view["Helper"].built == [M0 + minute] and by_view["Helper"].error is None
+        if by_view["Fragile"].error is not None and failed is None:
+            failed, error = minute, by_view["Fragile"].error
     assert contents(db, "Helper") == run_lengths(truth.rows(), M0 + 1, M0 + 8)
     _no_staged_file_left(db, "Helper", "Fragile")
     return failed, error
@@ -151,8 +151,8 @@ def test_a_part_not_taken_leaves_no_staged_file(spark, tmp_path, monkeypatch) ->
     for minute in range(2, 6):
         result = stream.append(truth.add(network([minute])))
         assert [(r.view, r.built, r.error) for r in result.maintenance] == [
-            ("helper", [M0 + minute], None),
-            ("view2", [M0 + minute], None),
+            ("Helper", [M0 + minute], None),
+            ("View2", [M0 + minute], None),
         ]
         assert FUSED_LOCAL not in result.maintenance[1].executor_reason
         _no_staged_file_left(db, "Helper", "View2")
@@ -197,7 +197,7 @@ def test_a_crash_between_the_two_commits_is_repaired_by_the_next_pass(
     assert db.stream_view("View2").status() == before  # View2 is as it was
     assert folder_files(view2._handle.table) == files_before  # the worker's staged part is gone
     results = db.maintain_streams()
-    assert [(r.view, r.built, r.error) for r in results] == [("view2", [M0 + 5], None)]
+    assert [(r.view, r.built, r.error) for r in results] == [("View2", [M0 + 5], None)]
     assert contents(db, "View2") == at_least(reference)
     assert M0 + 5 in contents(db, "View2")
     _no_staged_file_left(db, "Helper", "View2")
@@ -226,8 +226,8 @@ def test_a_crash_of_the_helper_while_the_worker_builds_is_repaired_by_the_next_p
     assert [folder_files(db.stream_view(v)._handle.table) for v in ("Helper", "View2")] == files
     results = db.maintain_streams()
     assert [(r.view, r.built, r.error) for r in results] == [
-        ("helper", [M0 + 5], None),
-        ("view2", [M0 + 5], None),
+        ("Helper", [M0 + 5], None),
+        ("View2", [M0 + 5], None),
     ]
     assert FUSED_LOCAL in results[1].executor_reason
     reference = run_lengths(truth.rows(), M0 + 1, M0 + 5)

@@ -318,7 +318,7 @@ def test_a_busy_catalog_during_maintenance_after_an_append_neither_raises_nor_fa
         if holder.in_transaction:
             holder.execute("ROLLBACK")
         holder.close()
-    assert result.rows == 3 and "recent" in result.failed and "busy" in result.failed["recent"]
+    assert result.rows == 3 and "Recent" in result.failed and "busy" in result.failed["Recent"]
     db = arrayviews.connect(location, spark=spark, execution="local")
     assert db.stream_view("Recent").status()["failed"] is None
     assert [r.error for r in db.maintain_streams() if r.error] == []
