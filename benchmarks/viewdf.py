@@ -86,17 +86,28 @@ PARTITION LENGTH 60"""
 
 
 class Bench:
-    """A fresh warehouse area per scenario, and the timing of one maintenance step."""
+    """A fresh warehouse per scenario, and the timing of one maintenance step."""
 
     def __init__(self, db) -> None:
-        self.db = db
+        self.db = self.first = db
         self.scratch = scratch_dir("viewdf-naive-")
+        self.warehouses: list[str] = []
 
     def reset(self) -> None:
-        for view in self.db.stream_views():
-            self.db.drop_stream_view(view)
-        for stream in self.db.streams():
-            self.db.drop_stream(stream)
+        """Go on in a new, empty warehouse (its own folder; the Spark session, the execution mode
+        and the cost model are the first warehouse's). The last scenario's streams and views are
+        not dropped now: dropping them deletes thousands of files, and on a file system without a
+        journal (ext4 so mounted, as on the benchmark machine) every file created in the next
+        minute or so then takes up to 50 times as long (the kernel passes over each inode freed in
+        the last 60 s), which a ViewDF step (four new files) would pay and naive recomputation
+        (one file, rewritten) would not. The folders go when the benchmark ends (``close``)."""
+        import arrayviews
+
+        folder = scratch_dir("viewdf-scenario-")
+        self.warehouses.append(folder)
+        fresh = arrayviews.connect(folder, spark=self.first.spark, execution=self.first.executors.mode)
+        fresh.executors.store_costs(self.first.executors.costs)
+        self.db = fresh
 
     def append(self, stream, batch) -> float:
         start = time.perf_counter()
@@ -114,7 +125,13 @@ class Bench:
         return time.perf_counter() - start
 
     def close(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        """Drop the first warehouse's streams and views; delete the scenarios' warehouses."""
+        for view in self.first.stream_views():
+            self.first.drop_stream_view(view)
+        for stream in self.first.streams():
+            self.first.drop_stream(stream)
+        for folder in [self.scratch, *self.warehouses]:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def naive_pattern(stream, newest: int, scope: int) -> DataFrame:
@@ -559,7 +576,6 @@ def run(db, quick: bool = False) -> dict:
             "window_length": window_length(bench, 10_000, [5, 10, 25, 50]),
         }
     finally:
-        bench.reset()
         bench.close()
 
 
@@ -573,15 +589,14 @@ def run_scope(db, quick: bool = False) -> dict:
                 "pattern_scope": pattern_scope(bench, 1_000, [5, 10]),
                 "window_scope": window_scope(bench, 1_000, [5, 10]),
             }
-        # the window views first: they run in-process only, and right after the pattern's Spark
-        # jobs the same process's steps took 1.5-2x as long for a while (round 28); Spark is
-        # started (the streams' code builds its schemas) and left to settle before, not during them
+        # the window views first (in-process only); Spark is started (the streams' code builds its
+        # schemas) and left to settle before, not during them. Round 28 saw steps take 1.5-2x as
+        # long right after the pattern's phase: that was its scenarios' drops (``Bench.reset``)
         db.spark.range(1).collect()
         time.sleep(SETTLE_SECONDS)
         windows = window_scope(bench, 10_000, [5, 10, 25, 50, 100])
         return {"pattern_scope": pattern_scope(bench, 10_000, [5, 10, 25, 50, 100]), "window_scope": windows}
     finally:
-        bench.reset()
         bench.close()
 
 

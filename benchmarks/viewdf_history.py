@@ -65,7 +65,6 @@ def run(db, quick: bool = False) -> dict:
             )
     finally:
         _set_execution(db, "auto")
-        bench.reset()
         bench.close()
     first = rows[0]
     for row in rows:

@@ -78,6 +78,18 @@ def in_folder(fs: pafs.FileSystem, path: str, write) -> None:
         write()
 
 
+#: Tables up to this many bytes are encoded in memory and written to their file in one call:
+#: Parquet's writer otherwise makes two system calls per column chunk (a write and a seek), and
+#: on a busy machine each call on a new file costs more than encoding a small part.
+BUFFERED_BYTES = 8 * 1024 * 1024
+
+
+def write_bytes(fs: pafs.FileSystem, path: str, data: pa.Buffer | bytes) -> None:
+    """Create the file ``path`` holding ``data`` (replacing any file of that name)."""
+    with fs.open_output_stream(path, compression=None) as out:
+        out.write(data)
+
+
 def write_parquet(table: pa.Table, uri: str, statistics: list[str] | None = None) -> int:
     """Write ``table`` as one Parquet file at ``uri`` (creating folders); returns its size in bytes.
     ``statistics``: the only columns given min/max statistics and dictionaries beside the text
@@ -99,14 +111,18 @@ def write_parquet(table: pa.Table, uri: str, statistics: list[str] | None = None
         small, dictionary = list(statistics), [*texts, *(c for c in statistics if c not in texts)]
     footer: list[pq.FileMetaData] = []
     options = dict(
-        filesystem=fs,
         row_group_size=rows_per_group,
         compression="snappy",
         use_dictionary=dictionary,
         write_statistics=small,
         metadata_collector=footer,
     )
-    in_folder(fs, path, lambda: pq.write_table(table, path, **options))
+    if table.nbytes > BUFFERED_BYTES:
+        in_folder(fs, path, lambda: pq.write_table(table, path, filesystem=fs, **options))
+    else:
+        encoded = pa.BufferOutputStream()
+        pq.write_table(table, encoded, **options)
+        in_folder(fs, path, lambda: write_bytes(fs, path, encoded.getvalue()))
     size = fs.get_file_info(path).size
     if size is None:  # gone as soon as written: another process dropped the table's folder
         raise FileNotFoundError(f"data file {uri} is gone")
