@@ -43,3 +43,36 @@ def test_a_failing_query_on_a_users_dataframe_logs_no_java_trace(db):
     finally:
         session._query_context_logs("OFF")
         logger.removeHandler(kept)
+
+
+def test_inside_an_arrayviews_call_the_error_loggers_stay_silent_at_any_level(spark) -> None:
+    """Inside an arrayviews call (any thread, nested calls) PySpark's error loggers print nothing,
+    also when a log level asks for their records; outside, they print at that level."""
+    import threading
+
+    from pyspark.logger import PySparkLogger
+
+    from arrayviews.execution.failures import PYSPARK_ERROR_LOGGERS, translated_errors
+
+    kept = _Kept()
+    loggers = [PySparkLogger.getLogger(name) for name in PYSPARK_ERROR_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(kept)
+    try:
+        session._query_context_logs("ERROR")
+        with translated_errors():
+            with translated_errors():
+                loggers[0].error("inside, nested")
+            loggers[1].error("inside")
+            other = threading.Thread(target=lambda: loggers[0].error("another thread, during the call"))
+            other.start()
+            other.join()
+        loggers[0].error("outside")
+        assert [r.getMessage() for r in kept.records] == ["outside"]
+        session._query_context_logs("OFF")
+        loggers[1].error("outside, level OFF")
+        assert [r.getMessage() for r in kept.records] == ["outside"]
+    finally:
+        session._query_context_logs("OFF")
+        for logger in loggers:
+            logger.removeHandler(kept)

@@ -164,7 +164,29 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _quiet_lock = threading.Lock()
 _quiet_depth = 0
-_quiet_saved: dict[str, int] = {}
+_quiet_installed = False
+
+
+class _SilentWhileArrayviewsRuns(logging.Filter):
+    """Drops the records of PySpark's error loggers while any arrayviews call runs, in any thread.
+    A filter, not a level: setting a logger's level clears the level cache of every logger of the
+    process, which each public call (an append, a maintenance pass) paid twice on entry and twice
+    on exit."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _quiet_depth == 0
+
+
+def _install_quiet_filter() -> None:
+    global _quiet_installed
+    from pyspark.logger import PySparkLogger  # its own logger class: a plain one breaks its calls
+
+    with _quiet_lock:
+        if not _quiet_installed:
+            silent = _SilentWhileArrayviewsRuns()
+            for name in PYSPARK_ERROR_LOGGERS:
+                PySparkLogger.getLogger(name).addFilter(silent)
+            _quiet_installed = True
 
 
 @contextmanager
@@ -172,36 +194,24 @@ def _pyspark_errors_unlogged() -> Iterator[None]:
     """While arrayviews runs (any thread, nested calls), PySpark's error loggers stay silent: the
     error reaches the user once, translated, instead of also as a Java stack trace on stderr."""
     global _quiet_depth
-    from pyspark.logger import PySparkLogger  # its own logger class: a plain one breaks its calls
-
+    if not _quiet_installed:
+        _install_quiet_filter()
     with _quiet_lock:
-        if _quiet_depth == 0:
-            for name in PYSPARK_ERROR_LOGGERS:
-                logger = PySparkLogger.getLogger(name)
-                _quiet_saved[name] = logger.level
-                logger.setLevel(logging.CRITICAL + 1)
         _quiet_depth += 1
     try:
         yield
     finally:
         with _quiet_lock:
             _quiet_depth -= 1
-            if _quiet_depth == 0:
-                for name in PYSPARK_ERROR_LOGGERS:
-                    PySparkLogger.getLogger(name).setLevel(_quiet_saved.pop(name, logging.NOTSET))
 
 
 def set_pyspark_error_log_level(level: int) -> None:
     """The level of PySpark's error loggers outside arrayviews' own calls (inside them they stay
-    silent); set when the Spark session starts, often inside such a call."""
+    silent, whatever their level)."""
     from pyspark.logger import PySparkLogger
 
-    with _quiet_lock:
-        for name in PYSPARK_ERROR_LOGGERS:
-            if _quiet_depth:
-                _quiet_saved[name] = level
-            else:
-                PySparkLogger.getLogger(name).setLevel(level)
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(level)
 
 
 @contextmanager
