@@ -155,7 +155,8 @@ def test_bad_text_times_in_parquet_are_refused_as_in_a_csv(dbs, name, column, te
     ]
     assert errors[0] == errors[1]
     count = 2 if name == "off_grid" else 1
-    assert errors[0].startswith(f"array bad_{name}, column {column}: {value!r} in {path} is not ")
+    row = texts.index(value) + 1  # the file's row of the first bad value, named since round 29
+    assert errors[0].startswith(f"array bad_{name}, column {column}: {value!r} in {path} (data row {row}) is not ")
     assert errors[0].endswith(f"({count} such value(s))")
 
 

@@ -86,6 +86,23 @@ class CellRows:
                 raise NotCertain(f"files of equal size ({file.size} bytes) both hold the first bad value")
         return row
 
+    def place(self, row: int) -> tuple[str, int]:
+        """The name of the file holding row ``row`` (an index into all rows) and the row's data row
+        there, from 1."""
+        ends = np.cumsum(self.rows)
+        index = int(np.searchsorted(ends, row, side="right"))
+        start = int(ends[index]) - self.rows[index]
+        return self.files[index].path.rsplit("/", 1)[-1], row - start + 1
+
+
+def field_place(path: str, file_name: str, row: int) -> str:
+    """Where a field of a loaded file is: the file (``path`` itself, or its file ``file_name`` when
+    ``path`` is a folder) and the data row (from 1; a CSV's header is not counted)."""
+    fs, inner = filesystem(path)
+    folder = fs.get_file_info(inner).type.name == "Directory"
+    file = f"{path.rstrip('/')}/{file_name}" if folder else path
+    return f"{file} (data row {row})"
+
 
 def format_of(path: str, file_format: str | None) -> str:
     """The format Spark is asked to read: as given, else from the extension (csv, else parquet)."""
@@ -561,13 +578,15 @@ def _converted(rows: CellRows, path: str, schema: ArraySchema, names: list[str] 
         count = int(problems[name].sum())
         if not count:
             continue
-        bad = raw.column(name)[rows.first(problems[name])].as_py()
-        raise unreadable_field(schema, name, bad, path, count)
+        first = rows.first(problems[name])
+        bad = raw.column(name)[first].as_py()
+        raise unreadable_field(schema, name, bad, field_place(path, *rows.place(first)), count)
     return pa.table(columns)
 
 
-def unreadable_field(schema, name: str, bad: object, path: str, count: int) -> ValidationError:
-    """The error of a cell file's field that column ``name`` cannot read (both readers raise it)."""
+def unreadable_field(schema, name: str, bad: object, place: str, count: int) -> ValidationError:
+    """The error of a cell file's field that column ``name`` cannot read (both readers raise it);
+    ``place`` names its file and row (:func:`field_place`)."""
     scale = schema.dimension(name).scale if schema.has_dimension(name) else None
     kind = (
         f"an integer coordinate or a time labelling a cell ({scale.to_text()})"
@@ -577,7 +596,7 @@ def unreadable_field(schema, name: str, bad: object, path: str, count: int) -> V
         else f"{'an' if schema.attribute(name).type.startswith('int') else 'a'} {schema.attribute(name).type} value"
     )
     return ValidationError(
-        f"array {schema.name}, column {name}: {bad!r} in {path} is not {kind} ({count} such value(s))",
+        f"array {schema.name}, column {name}: {bad!r} in {place} is not {kind} ({count} such value(s))",
         array=schema.name,
         column=name,
         value=bad,

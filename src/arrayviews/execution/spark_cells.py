@@ -10,6 +10,7 @@ writing, conflict checks) is engine-neutral and lives in operators/writes.py.
 from __future__ import annotations
 
 import decimal
+from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
@@ -17,7 +18,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from arrayviews.execution.cell_file_checks import check_cell_files
-from arrayviews.execution.local_cells import text_times, unreadable_field
+from arrayviews.execution.local_cells import field_place, text_times, unreadable_field
 from arrayviews.model.cell_checks import check_columns, spelled_columns
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.schema import ArraySchema, CoordinateScale
@@ -278,47 +279,84 @@ def read_cell_files(
         frame = frame.toDF(*spelled_columns(frame.columns, schema))
         texts = [isinstance(f.dataType, T.StringType) for f in frame.schema.fields]
         names = text_times(frame.columns, texts, schema)
-        return _converted(frame, path, schema, names) if names else frame
+        return _converted(frame, path, schema, names, lambda: spark.read.parquet(path)) if names else frame
     if file_format != "csv":
         raise ValidationError(
             f"array {schema.name}: unknown file format {file_format!r} (use parquet or csv)"
         )
-    raw = csv_reader(spark).option("inferSchema", False).csv(path)
+
+    def read_csv() -> DataFrame:
+        return csv_reader(spark).option("inferSchema", False).csv(path)
+
+    raw = read_csv()
     raw = raw.toDF(*spelled_columns(raw.columns, schema))
     check_columns(raw.columns, schema)
-    return _converted(raw, path, schema, raw.columns)
+    return _converted(raw, path, schema, raw.columns, read_csv)
 
 
-def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str]) -> DataFrame:
+def _conversion(name: str, schema: ArraySchema) -> tuple[Column, Column]:
+    """The text of column ``name`` as read (trimmed unless the column holds text) and that text
+    converted to the column's type (NULL where it cannot be)."""
+    target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
+    # spaces around a number are no part of it; around a text they are the text's own
+    text = F.col(f"`{name}`") if isinstance(target, T.StringType) else F.trim(F.col(f"`{name}`"))
+    # a datetime64 attribute reads times as a time dimension does
+    converted = stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
+    scale = schema.dimension(name).scale if schema.has_dimension(name) else None
+    if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
+        times = time_cells(stamped(text).try_cast(T.TimestampType()), scale)[0]
+        converted = F.coalesce(converted, times)
+    return text, converted
+
+
+def _unreadable(text: Column, converted: Column) -> Column:
+    return text.isNotNull() & (text != "") & converted.isNull()
+
+
+def _converted(raw: DataFrame, path: str, schema: ArraySchema, names: list[str], read) -> DataFrame:
     """The text columns ``names`` of ``raw`` converted to the columns' types by name (the others
-    kept); the first bad value of the first column with any is refused, naming the file."""
+    kept); the first bad value of the first column with any is refused, naming the file and the
+    row (``read()`` reads the files again, as ``raw`` was read, to find them)."""
     converted, problems = {name: F.col(f"`{name}`") for name in raw.columns}, []
     for name in names:
-        target = T.LongType() if schema.has_dimension(name) else _spark_type(schema.attribute(name).type)
-        # spaces around a number are no part of it; around a text they are the text's own
-        text = F.col(name) if isinstance(target, T.StringType) else F.trim(F.col(name))
-        # a datetime64 attribute reads times as a time dimension does
-        converted[name] = (
-            stamped(text).try_cast(target) if target == T.TimestampType() else text.try_cast(target)
-        )
-        scale = schema.dimension(name).scale if schema.has_dimension(name) else None
-        if isinstance(scale, TimeScale):  # a cell number or a time labelling a cell
-            times = time_cells(stamped(text).try_cast(T.TimestampType()), scale)[0]
-            converted[name] = F.coalesce(converted[name], times)
-        problems.append(
-            F.sum((text.isNotNull() & (text != "") & converted[name].isNull()).cast("long")).alias(name)
-        )
+        text, converted[name] = _conversion(name, schema)
+        problems.append(F.sum(_unreadable(text, converted[name]).cast("long")).alias(name))
     counts = raw.agg(*problems).first()
     for name in names:
         if counts[name]:
-            text = F.trim(F.col(name))
-            bad = (
-                raw.where(text.isNotNull() & (text != "") & converted[name].isNull())
-                .select(name)
-                .first()[name]
-            )
-            raise unreadable_field(schema, name, bad, path, counts[name])
+            bad, file, row = _first_unreadable(read(), schema, name)
+            raise unreadable_field(schema, name, bad, field_place(path, file, row), counts[name])
     return raw.select(*[converted[name].alias(name) for name in raw.columns])
+
+
+def _first_unreadable(frame: DataFrame, schema: ArraySchema, name: str) -> tuple[object, str, int]:
+    """The first field of column ``name`` that cannot be read, in Spark's order of the rows (what
+    ``first()`` returns), with the name of its file and its data row there (from 1). A CSV file is
+    never cut into pieces (its fields may hold line ends), so its rows are numbered by their
+    position in the one task that reads it; a Parquet file's by Spark's row index."""
+    parquet = "row_index" in frame.select("_metadata.*").columns
+    located = frame.select(
+        *[
+            F.col(f"`{c}`").alias(s)
+            for c, s in zip(frame.columns, spelled_columns(frame.columns, schema), strict=True)
+        ],
+        F.col("_metadata.file_path").alias("__file"),
+        (F.col("_metadata.row_index") if parquet else F.lit(None).cast("long")).alias("__row"),
+        F.monotonically_increasing_id().alias("__order"),
+    )
+    text, converted = _conversion(name, schema)
+    first = (
+        located.where(_unreadable(text, converted))
+        .orderBy("__order")
+        .select(name, "__file", "__row", "__order")
+        .first()
+    )
+    if parquet:
+        row = first["__row"]
+    else:
+        start = located.where(F.col("__file") == first["__file"]).agg(F.min("__order")).first()[0]
+        row = first["__order"] - start
+    return first[name], unquote(first["__file"].rsplit("/", 1)[-1]), row + 1
 
 
 def stamped(text: Column) -> Column:
