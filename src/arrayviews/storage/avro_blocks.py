@@ -39,8 +39,10 @@ _tell = avro_file.AvroOutputFile.tell
 _PLAIN = frozenset((int, str, bytes, bool, float, type(None)))
 
 
-class _AsEncoded:
-    """A record writer for records that are already their bytes."""
+class EncodedWriter:
+    """A record writer for records that are already their bytes (storage/manifest_cache.py writes
+    a manifest list's kept records through it): written as they are, and passed on as they are by
+    this module's blocks (``writes_encoded``)."""
 
     writes_encoded = True
 
@@ -137,7 +139,7 @@ def flush(self: avro_file.AvroOutputFile) -> None:
     if not pending:
         return
     writer = self.writer
-    self.writer = _AsEncoded
+    self.writer = EncodedWriter
     try:
         _write_block(self, pending)
     finally:

@@ -56,6 +56,8 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.typedef import Record
 
+from arrayviews.storage.avro_blocks import EncodedWriter
+
 #: Manifests whose entries are kept (a part table's manifest holds a few hundred small entries).
 MANIFESTS_KEPT = 512
 #: Manifest lists kept (one per snapshot read lately).
@@ -169,17 +171,6 @@ def _encoded(writer, record: ManifestFile) -> bytes:
     return encoded
 
 
-class _EncodedWriter:
-    """Writes records already encoded (bytes) as they are: pyiceberg's block writer then adds the
-    block's count, length, compression and sync marker around them."""
-
-    writes_encoded = True  # storage/avro_blocks.py passes such records on as they are
-
-    @staticmethod
-    def write(encoder: BinaryEncoder, encoded: bytes) -> None:
-        encoder.write(encoded)
-
-
 def _add_manifests(self: ManifestListWriter, manifest_files: list[ManifestFile]) -> ManifestListWriter:
     """pyiceberg's ``ManifestListWriter.add_manifests`` (one block of the prepared records),
     with each record's bytes kept across lists, remembering the records it writes."""
@@ -187,7 +178,7 @@ def _add_manifests(self: ManifestListWriter, manifest_files: list[ManifestFile])
     avro = self._writer
     writer = avro.writer
     encoded = [_encoded(writer, record) for record in prepared]
-    avro.writer = _EncodedWriter
+    avro.writer = EncodedWriter  # the block adds count, length, codec, marker
     try:
         avro.write_block(encoded)
     finally:
