@@ -29,6 +29,7 @@ BENCHMARKS = (
     "query_through_view",
     "view_chain",
     "cold_start",
+    "idle_views",
 )
 
 
