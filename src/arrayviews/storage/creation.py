@@ -160,6 +160,8 @@ def _refuse_name_of_another_kind(catalog: Catalog, namespace: str, name: str) ->
         try:
             table = catalog.load_table((other, name.lower()))
             kind = kinds.kind_of_stored(other, table.metadata.properties.get(KIND_PROPERTY))
+        except NoSuchTableError:
+            continue  # dropped by another process since the look above: it holds the name no more
         except Exception:  # noqa: BLE001 - a broken table still holds the name
             kind = None
         holder = kinds.with_article(kind) if kind else "a relation"
