@@ -11,9 +11,12 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Where benchmarks keep their warehouses and scratch files unless ARRAYVIEWS_BENCH_DIR says: beside
 #: the results, not the system's temporary folder. Creating a file in /tmp on the machine these
-#: figures come from costs 0.31 ms against 0.02 ms elsewhere on the same disk (a sandbox hook), which
-#: would charge every Iceberg commit (3-4 new files) for the folder rather than for its work. The
-#: embedded default keeps its warehouse under the working directory too (./warehouse).
+#: figures come from was once measured at 0.31 ms against 0.02 ms elsewhere on the same disk, which
+#: would charge every Iceberg commit (4 new files) for the folder rather than for its work. Round 29
+#: found why (not a sandbox hook, as first thought): the disk is ext4 without a journal, where a file
+#: created within a minute of a mass deletion nearby takes 20-50 times as long, and test runs delete
+#: thousands of files in /tmp (docs/performance.md, round 29; /tmp measured 0.012 ms when quiet).
+#: The embedded default keeps its warehouse under the working directory too (./warehouse).
 SCRATCH = Path(__file__).resolve().parent / "results" / "tmp"
 
 
