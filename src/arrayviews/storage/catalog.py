@@ -11,6 +11,7 @@ import re
 import sqlite3
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
@@ -225,9 +226,11 @@ class _Catalog(SqlCatalog):
         identifier with its table, or the error that loading it raised (a broken table). The
         statement is built once, run on a plain connection (no ORM session), and the namespace
         is looked up only when it holds no table (every maintenance pass lists its namespace)."""
-        statement = self._rows_statement(by_name=False)
-        with self.engine.connect() as connection:
-            rows = connection.execute(statement, {"catalog": self.name, "namespace": namespace}).all()
+        parameters = {"catalog": self.name, "namespace": namespace}
+        rows = _sqlite_namespace_rows(self, parameters)
+        if rows is None:
+            with self.engine.connect() as connection:
+                rows = connection.execute(self._rows_statement(by_name=False), parameters).all()
         if not rows and not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"Namespace does not exist: {namespace}")
         found: list[tuple[tuple[str, ...], Table | Exception]] = []
@@ -651,6 +654,42 @@ def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> 
             raise
         raise busy_error(catalog.engine.url.database, "a table lookup", parameters["name"]) from None
     return None if row is None else row[2]
+
+
+class _TableRow(NamedTuple):
+    """A row of the catalog's table list, as the SQLAlchemy query returns it."""
+
+    table_namespace: str
+    table_name: str
+    metadata_location: str | None
+
+
+def _sqlite_namespace_rows(catalog: _Catalog, parameters: dict[str, str]) -> list[_TableRow] | None:
+    """The rows of every table of ``parameters["namespace"]`` (``load_tables``' query) on this
+    thread's plain ``sqlite3`` connection (autocommit: every commit made before it is seen);
+    None for another database. A maintenance pass lists its namespace each time, and
+    SQLAlchemy's pooled connection and result cost several times the query."""
+    reader = _sqlite_reader(catalog)
+    if reader is None:
+        return None
+    connection = reader[0]
+    local = catalog.__dict__["_sqlite_readers"]
+    listing = getattr(local, "listing", None)
+    if listing is None or listing[0] is not connection:
+        compiled = catalog._rows_statement(by_name=False).compile(dialect=catalog.engine.dialect)
+        names = list(compiled.positiontup or ())
+        fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace")}
+        listing = local.listing = (connection, str(compiled), names, fixed)
+    _, sql, names, fixed = listing
+    try:
+        rows = connection.execute(
+            sql, [parameters[n] if n in parameters else fixed[n] for n in names]
+        ).fetchall()
+    except sqlite3.OperationalError as error:
+        if not is_busy(error):
+            raise
+        raise busy_error(catalog.engine.url.database, "a table listing") from None
+    return [_TableRow(*row) for row in rows]
 
 
 def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:

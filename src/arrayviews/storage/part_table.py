@@ -16,10 +16,8 @@ import functools
 import json
 import logging
 import re
-import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +40,7 @@ from pyspark.sql import types as T
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
-from arrayviews.storage import recent_parts
+from arrayviews.storage import part_index, recent_parts
 from arrayviews.storage.catalog import ensure_namespace, load_failure, load_tables
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.expiry import ExpireResult
@@ -83,14 +81,6 @@ PART_TABLE_PROPERTIES = {
     "write.metadata.metrics.default": "none",
     f"write.metadata.metrics.column.{PART}": "full",
 }
-
-#: Snapshots whose files sorted by part are kept (all part tables together; ``_files_of_range``).
-BY_PART_KEPT = 256
-_by_part: OrderedDict[tuple[str, int], tuple[list[int], list]] = OrderedDict()
-_by_part_lock = threading.Lock()
-#: The part of each data file seen (a file holds one part for good), and how many are kept.
-PARTS_BY_PATH_KEPT = 1 << 16
-_part_by_path: dict[str, int] = {}
 
 #: Files bigger than this are split (each still holding one part).
 TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -212,8 +202,7 @@ def _caller_properties(properties: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _part_of(data_file: StoredFile) -> int:
-    return int(data_file.partition[0])
+_part_of = part_index.part_of
 
 
 # -- results ----------------------------------------------------------------------------------------
@@ -556,27 +545,24 @@ class PartTable(VersionedTable):
         snapshot_id = self.snapshot_of(self.current_version() if version is None else version)
         if snapshot_id is None:
             return [], []
-        key = (str(self.table.metadata.table_uuid), snapshot_id)
-        with _by_part_lock:
-            found = _by_part.get(key)
-            if found is not None:
-                _by_part.move_to_end(key)
+        table_uuid = str(self.table.metadata.table_uuid)
+        found = part_index.kept_index(table_uuid, snapshot_id)
         if found is None:
-            listing = self._listed(snapshot_id)
-            parts = [_part_by_path.get(path) for path in listing]
-            files = list(listing.values())
-            for number, part in enumerate(parts):
-                if part is None:  # a file not seen yet (its part never changes: paths are not reused)
-                    parts[number] = _part_by_path[files[number].file_path] = _part_of(files[number])
-            if len(_part_by_path) > PARTS_BY_PATH_KEPT:
-                _part_by_path.clear()
-            order = sorted(range(len(files)), key=parts.__getitem__)  # stable: listing order within a part
-            found = ([parts[i] for i in order], [files[i] for i in order])
-            with _by_part_lock:
-                _by_part[key] = found
-                while len(_by_part) > BY_PART_KEPT:
-                    _by_part.popitem(last=False)
+            found = part_index.index_of_listing(table_uuid, snapshot_id, self._listed(snapshot_id))
         return found
+
+    def _note_commit(
+        self, base_snapshot_id: int | None, added: list[StoredFile], removed: Sequence[StoredFile]
+    ) -> None:
+        """Also carry the base snapshot's files sorted by part forward to the snapshot just
+        committed (storage/part_index.py): sorting every file again made a stream's step cost
+        grow with the stream's length."""
+        super()._note_commit(base_snapshot_id, added, removed)
+        snapshot_id = self.table.metadata.current_snapshot_id
+        if base_snapshot_id is not None and snapshot_id in self._listing:
+            part_index.carry_forward(
+                str(self.table.metadata.table_uuid), base_snapshot_id, snapshot_id, added, removed
+            )
 
     def files_of_parts(self, low: int, high: int, version: int | None = None) -> list[str]:
         """URIs of the data files of parts ``low`` to ``high`` (inclusive) in a version (current by
