@@ -1,5 +1,6 @@
 """The files of a part table's snapshot sorted by part, carried forward from each commit to the
-next snapshot (storage/part_index.py), equal a fresh plan of that snapshot sorted in plain Python:
+next snapshot (storage/part_index.py), and its lowest and highest part, from manifest bounds kept
+per manifest, equal a fresh plan of that snapshot sorted in plain Python:
 over appends, parts out of order, several files of one part, replacements and drops, made through
 two catalogs (two processes) so that some snapshots are carried and others listed afresh. The
 namespace listing a maintenance pass makes (the catalog's rows, on SQLite through a plain
@@ -74,6 +75,8 @@ def test_carried_indexes_equal_a_fresh_plan_over_mixed_commits() -> None:
             assert _indexed(reader) == _reference(reader)
             parts, _ = reader._part_index(None)
             assert parts == sorted(parts)
+            reference = _reference(reader)[0]
+            assert reader.part_range() == ((reference[0], reference[-1]) if reference else None)
     assert carried >= 40  # most snapshots were carried forward, not listed and sorted again
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from arrayviews.model.names import PART
-from arrayviews.storage import part_table as part_table_module
+from arrayviews.storage import part_index
 from arrayviews.storage.part_table import PartTable
 
 SCHEMA = T.StructType([T.StructField("x", T.LongType())])
@@ -117,8 +117,8 @@ def test_files_of_a_range_equal_a_filter_of_the_scan_in_every_version(db, steps,
 def test_small_caches_give_the_same_files(db, monkeypatch, kept, paths_kept) -> None:
     """With room for one or two snapshot indexes and a few file parts (dropped and cleared as they
     overflow) old and current versions asked in turn still give the scan's files."""
-    monkeypatch.setattr(part_table_module, "BY_PART_KEPT", kept)
-    monkeypatch.setattr(part_table_module, "PARTS_BY_PATH_KEPT", paths_kept)
+    monkeypatch.setattr(part_index, "BY_PART_KEPT", kept)
+    monkeypatch.setattr(part_index, "PARTS_BY_PATH_KEPT", paths_kept)
     steps = [("append", [1, 2, 3]), ("append", [3, 4]), ("replace", [2]), ("drop", 2), ("append", [5, 1])]
     table, part_of = _build(db, steps, [(0, 10), (3, 3)])
     for _ in range(2):

@@ -1,26 +1,34 @@
-"""The data files of a part table's snapshot sorted by part, kept per snapshot and carried forward
-from each commit this process makes to the next snapshot, so finding a step's files never sorts
-every file of a long stream again."""
+"""Which parts a part table's snapshot holds, kept per snapshot: its data files sorted by part,
+carried forward from each commit this process makes to the next snapshot (finding a step's files
+never sorts every file of a long stream again), and its lowest and highest part, from each
+manifest's bounds kept per manifest (a manifest is never rewritten: a new snapshot reads the
+bounds of its new manifests only)."""
 
 from __future__ import annotations
 
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pyiceberg.manifest import DataFile as StoredFile
+from pyiceberg.manifest import ManifestFile
 
 #: Snapshots whose files sorted by part are kept (all part tables together).
 BY_PART_KEPT = 256
 #: How many data files' parts are remembered (a file holds one part for good).
 PARTS_BY_PATH_KEPT = 1 << 16
+#: Snapshots whose part range, and manifests whose bounds, are kept.
+RANGES_KEPT = 1024
+BOUNDS_KEPT = 1 << 14
 
 PartIndex = tuple[list[int], list[StoredFile]]
 
 _by_part: OrderedDict[tuple[str, int], PartIndex] = OrderedDict()
 _lock = threading.Lock()
 _part_by_path: dict[str, int] = {}
+_ranges: OrderedDict[tuple[str, int], tuple[int, int] | None] = OrderedDict()
+_bounds: dict[tuple, tuple[int, int] | None] = {}
 
 
 def part_of(data_file: StoredFile) -> int:
@@ -91,3 +99,40 @@ def carry_forward(
         parts.insert(at, part)
         files.insert(at, data_file)
     _keep((table_uuid, snapshot_id), (parts, files))
+
+
+def part_range(
+    table_uuid: str, snapshot, io, bounds_of: Callable[[ManifestFile], tuple[int, int] | None]
+) -> tuple[int, int] | None:
+    """The lowest and highest part of ``snapshot``'s live files (None when it has none): the
+    bounds ``bounds_of`` gives for each of its manifests, each manifest's kept by its path and
+    the counts of its record (the same file listed with other counts is asked again)."""
+    key = (table_uuid, snapshot.snapshot_id)
+    with _lock:
+        if key in _ranges:
+            _ranges.move_to_end(key)
+            return _ranges[key]
+    low = high = None
+    for manifest in snapshot.manifests(io):
+        manifest_key = (
+            manifest.manifest_path,
+            manifest.content,
+            manifest.added_files_count,
+            manifest.existing_files_count,
+            manifest.deleted_files_count,
+        )
+        if manifest_key in _bounds:
+            bounds = _bounds[manifest_key]
+        else:
+            bounds = _bounds[manifest_key] = bounds_of(manifest)
+            if len(_bounds) > BOUNDS_KEPT:
+                _bounds.clear()
+        if bounds is not None:
+            low = bounds[0] if low is None else min(low, bounds[0])
+            high = bounds[1] if high is None else max(high, bounds[1])
+    found = None if low is None else (low, high)
+    with _lock:
+        _ranges[key] = found
+        while len(_ranges) > RANGES_KEPT:
+            _ranges.popitem(last=False)
+    return found

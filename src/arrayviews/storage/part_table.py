@@ -585,17 +585,14 @@ class PartTable(VersionedTable):
         return dict(sorted(found.items()))
 
     def part_range(self) -> tuple[int, int] | None:
-        """Lowest and highest part holding data now, from manifest metadata only (no data is read)."""
+        """Lowest and highest part holding data now, from manifest metadata only (no data is read;
+        kept per snapshot, and each manifest's bounds per manifest: storage/part_index.py)."""
         snapshot = self.table.current_snapshot()
         if snapshot is None:
             return None
-        lows, highs = [], []
-        for manifest in snapshot.manifests(self.table.io):
-            bounds = self._manifest_bounds(manifest)
-            if bounds is not None:
-                lows.append(bounds[0])
-                highs.append(bounds[1])
-        return (min(lows), max(highs)) if lows else None
+        return part_index.part_range(
+            str(self.table.metadata.table_uuid), snapshot, self.table.io, self._manifest_bounds
+        )
 
     def _manifest_bounds(self, manifest: ManifestFile) -> tuple[int, int] | None:
         if manifest.content != ManifestContent.DATA:
