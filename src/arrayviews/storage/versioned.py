@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -181,11 +181,19 @@ class VersionedTable:
 
     def current_summary(self) -> dict[str, str]:
         """The summary of the current snapshot ({} for an empty table)."""
-        current = self.current_snapshot()
-        return {} if current is None else current.summary
+        return dict(self._current_properties())
 
     def current_version(self) -> int:
-        return int(self.current_summary().get(VERSION_KEY, 0))
+        return int(self._current_properties().get(VERSION_KEY, 0))
+
+    def _current_properties(self) -> Mapping[str, str]:
+        """The current snapshot's summary properties as held (not copied: read only), without
+        the snapshot record's time conversion: a maintenance pass asks for versions dozens of
+        times."""
+        snapshot = self.table.current_snapshot()
+        if snapshot is None or snapshot.summary is None:
+            return {}
+        return snapshot.summary.additional_properties
 
     def versioned(self, record: Callable[[SnapshotRecord], V | None], after: int = 0) -> list[V]:
         """``record`` of every versioned snapshot still held (only those after version ``after``),
