@@ -62,7 +62,9 @@ def test_carried_indexes_equal_a_fresh_plan_over_mixed_commits() -> None:
         handle._part_index(None)  # the base's index is kept, as a step's planning leaves it
         choice = rng.random()
         if choice < 0.1 and version:
-            handle.commit([], drop_below=rng.randrange(0, step + 1), operation="drop", expected_version=version)
+            handle.commit(
+                [], drop_below=rng.randrange(0, step + 1), operation="drop", expected_version=version
+            )
         else:
             part = rng.choice([step, step, rng.randrange(0, step + 1)])  # mostly new, some older parts
             staged = handle.stage_local(_rows(part, step))
@@ -95,7 +97,9 @@ def test_the_namespace_listing_sees_another_catalog_s_changes_at_once() -> None:
     first = _create(namespace)
 
     def listed(catalog) -> dict[str, str]:
-        return {identifier[-1]: table.metadata_location for identifier, table in load_tables(catalog, namespace)}
+        return {
+            identifier[-1]: table.metadata_location for identifier, table in load_tables(catalog, namespace)
+        }
 
     assert set(listed(CATALOGS[1])) == {first.name}
     second = PartTable.create(CATALOGS[1], namespace, "second", SCHEMA, 60, "stream", {})

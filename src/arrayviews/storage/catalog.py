@@ -644,16 +644,25 @@ def current_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> 
         with catalog.engine.connect() as connection:
             row = connection.execute(statement, parameters).first()
         return None if row is None else row.metadata_location
-    connection, sql, names, fixed = reader
+    rows = _run_compiled(catalog, reader, parameters, "a table lookup", parameters["name"])
+    return rows[0][2] if rows else None
+
+
+def _run_compiled(
+    catalog: _Catalog, compiled: tuple, parameters: dict[str, str], what: str, table: str | None = None
+) -> list[tuple]:
+    """The rows of a compiled query (connection, SQL, parameter names in order, fixed values) run
+    with ``parameters`` on the plain ``sqlite3`` connection; a lock held past the busy timeout is
+    CatalogBusyError naming ``what`` (and ``table``)."""
+    connection, sql, names, fixed = compiled
     try:
-        row = connection.execute(
+        return connection.execute(
             sql, [parameters[n] if n in parameters else fixed[n] for n in names]
-        ).fetchone()
+        ).fetchall()
     except sqlite3.OperationalError as error:
         if not is_busy(error):
             raise
-        raise busy_error(catalog.engine.url.database, "a table lookup", parameters["name"]) from None
-    return None if row is None else row[2]
+        raise busy_error(catalog.engine.url.database, what, table) from None
 
 
 class _TableRow(NamedTuple):
@@ -672,24 +681,20 @@ def _sqlite_namespace_rows(catalog: _Catalog, parameters: dict[str, str]) -> lis
     reader = _sqlite_reader(catalog)
     if reader is None:
         return None
-    connection = reader[0]
+    listing = _compiled_on(catalog, reader[0], "listing", catalog._rows_statement(by_name=False))
+    return [_TableRow(*row) for row in _run_compiled(catalog, listing, parameters, "a table listing")]
+
+
+def _compiled_on(catalog: _Catalog, connection: sqlite3.Connection, name: str, statement) -> tuple:
+    """(connection, SQL, parameter names in order, fixed parameter values) of ``statement``
+    compiled once for this thread's plain connection and kept under ``name``."""
     local = catalog.__dict__["_sqlite_readers"]
-    listing = getattr(local, "listing", None)
-    if listing is None or listing[0] is not connection:
-        compiled = catalog._rows_statement(by_name=False).compile(dialect=catalog.engine.dialect)
-        names = list(compiled.positiontup or ())
-        fixed = {n: v for n, v in compiled.params.items() if n not in ("catalog", "namespace")}
-        listing = local.listing = (connection, str(compiled), names, fixed)
-    _, sql, names, fixed = listing
-    try:
-        rows = connection.execute(
-            sql, [parameters[n] if n in parameters else fixed[n] for n in names]
-        ).fetchall()
-    except sqlite3.OperationalError as error:
-        if not is_busy(error):
-            raise
-        raise busy_error(catalog.engine.url.database, "a table listing") from None
-    return [_TableRow(*row) for row in rows]
+    kept = getattr(local, name, None)
+    if kept is None or kept[0] is not connection:
+        compiled = statement.compile(dialect=catalog.engine.dialect)
+        kept = (connection, str(compiled), list(compiled.positiontup or ()), dict(compiled.params))
+        setattr(local, name, kept)
+    return kept
 
 
 def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:
@@ -701,14 +706,9 @@ def _swap_on_sqlite(catalog: _Catalog, values: dict[str, str]) -> int | None:
     reader = _sqlite_reader(catalog)
     if reader is None:
         return None
-    connection = reader[0]
-    local = catalog.__dict__["_sqlite_readers"]
-    swap = getattr(local, "swap", None)
-    if swap is None or swap[0] is not connection:
-        compiled = catalog._swap_statement().compile(dialect=catalog.engine.dialect)
-        swap = local.swap = (connection, str(compiled), list(compiled.positiontup or ()))
+    connection, sql, names, _ = _compiled_on(catalog, reader[0], "swap", catalog._swap_statement())
     try:
-        return connection.execute(swap[1], [values[n] for n in swap[2]]).rowcount
+        return connection.execute(sql, [values[n] for n in names]).rowcount
     except sqlite3.OperationalError as error:
         if not is_busy(error):
             raise
