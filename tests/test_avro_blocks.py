@@ -19,6 +19,7 @@ from pyiceberg.avro.writer import OptionWriter
 from pyiceberg.manifest import DATA_FILE_TYPE, DataFile
 from pyiceberg.typedef import Record
 from pyspark.sql import types as T
+from tests.commit_history import thirty_mixed_commits
 
 from arrayviews.model.names import PART
 from arrayviews.storage import avro_blocks, avro_schemas, manifest_cache
@@ -42,15 +43,7 @@ def _rows(parts: list[int], tag: int) -> pa.Table:
 
 
 def _thirty_commits(table: PartTable) -> None:
-    version = 0
-    for step in range(30):
-        version = table.commit(
-            table.stage_local(_rows([step % 4, step], step)),
-            replace_parts=[step % 4] if step % 3 == 0 else [],
-            drop_below=step - 6 if step % 5 == 4 else None,
-            operation="add",
-            expected_version=version,
-        )
+    thirty_mixed_commits([table], _rows)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from pyiceberg.avro.encoder import BinaryEncoder
 from pyiceberg.avro.writer import OptionWriter
 from pyiceberg.manifest import ManifestListWriter, write_manifest_list
 from pyspark.sql import types as T
+from tests.commit_history import thirty_mixed_commits
 
 from arrayviews.model.names import PART
 from arrayviews.storage import avro_schemas, manifest_cache
@@ -305,16 +306,7 @@ def test_entries_kept_as_written_equal_pyiceberg_s_decode_of_the_file(monkeypatc
     manifest (the manifest that added the file was kept as written)."""
     table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
     other = PartTable.open(open_catalog(WAREHOUSE), "views", table.name)
-    version = 0
-    for step in range(30):
-        handle = (table, other)[step % 2].refresh()
-        version = handle.commit(
-            handle.stage_local(_rows([step % 4, step], step)),
-            replace_parts=[step % 4] if step % 3 == 0 else [],
-            drop_below=step - 6 if step % 5 == 4 else None,
-            operation="add",
-            expected_version=version,
-        )
+    version = thirty_mixed_commits([table, other], _rows)
     decodes = []
     monkeypatch.setattr(manifest_cache, "_decode", lambda *a, **k: decodes.append(a) or [])
     handle = table.refresh()
