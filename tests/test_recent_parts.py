@@ -158,3 +158,97 @@ def test_the_kept_rows_stay_within_their_byte_budget(monkeypatch) -> None:
     assert kept == staged[-len(kept) :]  # the newest are kept, the oldest dropped first
     recent_parts.forget()
     table.discard(staged)
+
+
+def _part_rows(part: int, n: int = 300) -> pa.Table:
+    return pa.table(
+        {
+            "ts": pa.array([None] * n, pa.timestamp("us", tz="UTC")),
+            "k": pa.array(range(n), pa.int32()),
+            "v": pa.array([float(part)] * n, pa.float64()),
+            "s": pa.array(["x"] * n, pa.string()),
+            PART: pa.array([part] * n, pa.int64()),
+        }
+    )
+
+
+def test_a_table_read_back_keeps_its_newest_parts_past_the_recent_budget(monkeypatch) -> None:
+    """A table read ``depth`` parts back holds its newest ``depth + 1`` parts while other files
+    churn through a recent pool too small for them (as a window view's part j-Wp once left it)."""
+    monkeypatch.setattr(recent_parts, "KEPT_BYTES", 12_000)
+    monkeypatch.setattr(recent_parts, "LARGEST_KEPT", 12_000)
+    recent_parts.forget()
+    held, other = _create(), _create()
+    held.hold_recent(3)
+    staged, churn = [], []
+    for part in range(10):
+        staged.extend(held.stage_local(_part_rows(part)))
+        churn.extend(other.stage_local(_part_rows(part)))  # fills the recent pool after each part
+        newest = [s for s in staged if s.part > part - 4]
+        for file in newest:  # the reference: the file as pyarrow reads it back
+            rows = recent_parts.recall([file.uri], held.arrow_schema)
+            assert rows is not None, (part, file.part)
+            assert _cells(rows) == _cells(_from_file(file.uri, held.arrow_schema))
+        # exactly those are held; the older ones went to the recent pool, which let them go
+        assert set(recent_parts._held) == {s.uri for s in newest}
+        released = [s for s in staged if s.part <= part - 4]
+        assert all(recent_parts.recall([s.uri], held.arrow_schema) is None for s in released[:-2])
+    # a table nobody reads back keeps only what the recent pool holds
+    assert recent_parts.recall([churn[0].uri], other.arrow_schema) is None
+    recent_parts.forget()
+    held.discard(staged)
+    other.discard(churn)
+
+
+def test_held_parts_stay_within_their_byte_budget(monkeypatch) -> None:
+    monkeypatch.setattr(recent_parts, "KEPT_BYTES", 0)
+    monkeypatch.setattr(recent_parts, "LARGEST_KEPT", 0)
+    size = _part_rows(0).nbytes
+    monkeypatch.setattr(recent_parts, "HELD_BYTES", 3 * size)
+    monkeypatch.setattr(recent_parts, "LARGEST_HELD", 3 * size)
+    recent_parts.forget()
+    table = _create()
+    table.hold_recent(100)
+    staged = []
+    for part in range(8):
+        staged.extend(table.stage_local(_part_rows(part)))
+        assert recent_parts._held_bytes <= 3 * size
+    kept = [s for s in staged if recent_parts.recall([s.uri], table.arrow_schema) is not None]
+    assert kept == staged[-3:]  # the newest held, the oldest released first (and not kept)
+    recent_parts.forget()
+    table.discard(staged)
+
+
+def test_a_window_views_steps_read_its_own_parts_from_memory(db, monkeypatch) -> None:
+    """A sum over a 3-minute window reads its own parts j-1 and j-3 at each step: both come from
+    memory even when the recent pool keeps nothing (before, part j-3 was the first to leave it),
+    and the sums equal plain Python's over the last three minutes."""
+    import pandas as pd
+
+    monkeypatch.setattr(recent_parts, "KEPT_BYTES", 0)
+    monkeypatch.setattr(recent_parts, "LARGEST_KEPT", 0)
+    recent_parts.forget()
+    db.executors.mode = "local"
+    epoch = 1_700_000_040  # a minute boundary
+    stream = db.create_stream("held_probes", "ts timestamp, g string, v int", 60, "ts")
+    db.sql("CREATE VIEW held_sums AS SELECT g, sum(v) AS t FROM held_probes [WINDOW 3 MINUTES] GROUP BY g")
+    values = {}
+    view_misses = []
+    for minute in range(8):
+        rows = {"g": ["a", "b", "a"], "v": [minute, 10 * minute, minute * minute]}
+        values[minute] = rows
+        before = recent_parts.misses
+        stream.append(
+            pd.DataFrame({"ts": pd.to_datetime([epoch + 60 * minute] * 3, unit="s", utc=True), **rows})
+        )
+        view_misses.append(recent_parts.misses - before)
+        newest = epoch // 60 + minute
+        got = db.sql(f"SELECT g, t FROM held_sums WHERE PART_TIMESTAMP = timestamp_seconds({newest * 60})")
+        expected: dict[str, int] = {}
+        for earlier in range(max(0, minute - 2), minute + 1):
+            for g, v in zip(values[earlier]["g"], values[earlier]["v"], strict=True):
+                expected[g] = expected.get(g, 0) + v
+        assert dict(map(tuple, got.toPandas().itertuples(index=False))) == expected
+    # from the fifth minute on, a step reads from files only the stream's new part (no pool keeps it)
+    assert view_misses[4:] == [1] * 4, view_misses
+    recent_parts.forget()

@@ -267,7 +267,7 @@ def part_writer(
             uri = new_data_file_uri(directory, prefix=f"{token}-")
             reports.append((uri, pending_part, table.num_rows, write_parquet(table, uri)))
             if keep_rows:
-                recent_parts.remember(uri, table)
+                recent_parts.remember(uri, table, directory, pending_part)
 
         for batch in batches:
             table = conform(batch, arrow_schema)
@@ -610,6 +610,13 @@ class PartTable(VersionedTable):
         return (min(parts), max(parts)) if parts else None
 
     # -- writing ----------------------------------------------------------------------------------
+    def hold_recent(self, depth: int) -> None:
+        """This process reads parts of this table again up to ``depth`` parts after writing them
+        (a view reading its own part j-depth, a query over the parts j-depth .. j): the rows of the
+        newest ``depth + 1`` parts it stages are held in memory for those reads
+        (``storage.recent_parts``)."""
+        recent_parts.hold(self.data_directory, depth)
+
     def stage_local(
         self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES, statistics: list[str] | None = None
     ) -> list[StagedFile]:
@@ -648,7 +655,7 @@ class PartTable(VersionedTable):
         except BaseException:
             delete_token_files(self.data_directory, token)
             raise
-        recent_parts.remember(uri, rows)
+        recent_parts.remember(uri, rows, self.data_directory, part)
         return StagedFile(uri, part, rows.num_rows, size)
 
     def staged_from(self, reports: Iterable) -> list[StagedFile]:

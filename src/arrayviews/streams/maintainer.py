@@ -160,6 +160,7 @@ class _Round:
             relation = reference.relation
             files = self.files(relation, reference.low.at(part), reference.high.at(part))
             table = self.view.table if relation == self.view.name else self.world.table(relation)
+            table.hold_recent(part - reference.low.at(part))  # read again that many parts later
             inputs.append((relation, table, files))
         estimate = Estimate(
             cells=sum(f.rows * (len(t.arrow_schema) - 1) for _, t, files in inputs for f in files),
