@@ -203,7 +203,7 @@ def test_a_table_read_back_keeps_its_newest_parts_past_the_recent_budget(monkeyp
 def test_held_parts_stay_within_their_byte_budget(monkeypatch) -> None:
     monkeypatch.setattr(recent_parts, "KEPT_BYTES", 0)
     monkeypatch.setattr(recent_parts, "LARGEST_KEPT", 0)
-    size = _part_rows(0).nbytes
+    size = _part_rows(0).get_total_buffer_size()
     monkeypatch.setattr(recent_parts, "HELD_BYTES", 3 * size)
     monkeypatch.setattr(recent_parts, "LARGEST_HELD", 3 * size)
     recent_parts.forget()

@@ -628,7 +628,7 @@ class PartTable(VersionedTable):
         parts = rows.column(PART)
         bounds = pc.min_max(parts)
         one_part = parts.null_count == 0 and bounds["min"] == bounds["max"]
-        if one_part and 0 < rows.nbytes < target_bytes:  # one file: written here, as part_writer would
+        if one_part and 0 < rows.get_total_buffer_size() < target_bytes:  # one file, as part_writer would
             return [
                 self._stage_one_file(
                     conform(rows, self.arrow_schema), token, bounds["min"].as_py(), statistics
