@@ -13,6 +13,7 @@ not maintain); the naive time computes the same part from the stream's last part
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import uuid
@@ -391,7 +392,8 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
                     _set_execution(bench.db, "auto")
                 steps[plan] = float(np.median(times[-WINDOW_STEPS_MEASURED:]))
                 if naive_times is not None:
-                    interleaved = (times[-WINDOW_STEPS_MEASURED:], *naive_times)
+                    interleaved = (times[-WINDOW_STEPS_MEASURED:], *naive_times[:2])
+                    creations = naive_times[2]
             step = steps[chosen.plan]
             newest = stream.part_range()[1]
             kept = naive_result_table(stream, f"naive_w_{uuid.uuid4().hex[:8]}", ("value",))
@@ -422,6 +424,7 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
                 "naive_local_median_over_viewdf_local": median["naive"] / median["viewdf"],
                 "naive_committed_median_over_viewdf_local": median["committed"] / median["viewdf"],
                 "per_part_naive_over_viewdf_low": float(np.min(naive_bare / viewdf_steps)),
+                "file_creation_median_s": float(np.median(creations)),
             }
             rows.append(row)
             print(
@@ -430,7 +433,8 @@ def window_scope(bench: Bench, tuples: int, windows: list[int]) -> list[dict]:
                 f"{median['viewdf']:.4f} s, naive {median['naive']:.4f} s "
                 f"({median['naive'] / median['viewdf']:.2f}x), committed {median['committed']:.4f} s "
                 f"({median['committed'] / median['viewdf']:.2f}x); after the steps, best of 3: naive "
-                f"{naive:.4f} s ({naive / step:.2f}x), committed {committed:.4f} s ({committed / step:.2f}x)"
+                f"{naive:.4f} s ({naive / step:.2f}x), committed {committed:.4f} s ({committed / step:.2f}x); "
+                f"one new file {np.median(creations) * 1e6:.0f} us (a step makes four, naive bare none)"
             )
     return rows
 
@@ -459,7 +463,12 @@ def _run_window_steps(
     chosen = window_plans.choose_plan(translation, sizes, db.executors.costs.stream_step)
     interleave = plan == chosen.plan
     kept = naive_result_table(stream, f"naive_i_{uuid.uuid4().hex[:8]}", ("value",)) if interleave else None
-    times, bare, committed = [], [], []
+    times, bare, committed, creations = [], [], [], []
+    from arrayviews.storage.part_table import PartTable
+
+    # new files are probed where the view's step makes its part: the kernel takes an inode from
+    # the folder's block group, and the cost depends on that group's recent deletions
+    probes = PartTable.open(db.warehouse.catalog, "streams", name).data_directory.removeprefix("file://")
     for minute in range(1, parts):
         bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))
         times.append(bench.maintain())
@@ -467,7 +476,21 @@ def _run_window_steps(
             newest = stream.part_range()[1]
             bare.append(naive_local(bench, stream, newest, window, sql=naive_sql))
             committed.append(naive_local(bench, stream, newest, window, into=kept, sql=naive_sql))
-    return stream, times, chosen, ((bare, committed) if interleave else None)
+            creations.append(file_creation_seconds(probes, minute))
+    return stream, times, chosen, ((bare, committed, creations) if interleave else None)
+
+
+def file_creation_seconds(folder: str, number: int) -> float:
+    """The time to create one empty file in ``folder`` (kept until the benchmark ends: deleting it
+    would slow the next creations; the view's data folder holds it, which no step reads). On ext4 mounted without a journal, as on the benchmark machine,
+    the kernel passes over every inode freed in the last minute or so before it uses one, so the
+    commits' deletions around the measured steps (old metadata files) make each new file cost up
+    to 300 us instead of about 15: a ViewDF step creates four (its part, a manifest, a manifest
+    list, a metadata file), naive recomputation written bare none (it rewrites one file)."""
+    start = time.perf_counter()
+    path = os.path.join(folder, f"creation-probe-{number}")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    return time.perf_counter() - start
 
 
 def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> list[dict]:
