@@ -30,6 +30,54 @@ def scratch_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=prefix, dir=root)
 
 
+#: How fast a new file must be made in the scratch folder for the run to start (see SCRATCH): about
+#: 15 us when no deletion is recent, up to 300 us within minutes of one.
+QUIET_CREATION_SECONDS = 50e-6
+#: The longest wait for that: the kernel skips an inode freed in the last 60 s, or the last 360 s
+#: while its inode table block is still dirty (which new files in the same block keep it).
+QUIET_WAIT_SECONDS = 420.0
+#: What the run's start found (``wait_for_quiet_files``), written into every result file.
+START_CONDITIONS: dict = {}
+
+
+def file_creation_seconds(folder: str, count: int = 12) -> float:
+    """The median time to create one empty file in ``folder`` (``count`` new files, left in place:
+    deleting them would slow the next creations)."""
+    import os
+    import statistics
+    import uuid
+
+    times = []
+    for _ in range(count):
+        path = os.path.join(folder, f"probe-{uuid.uuid4().hex}")
+        start = time.perf_counter()
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def wait_for_quiet_files(
+    folder: str, limit: float = QUIET_CREATION_SECONDS, timeout: float = QUIET_WAIT_SECONDS
+) -> dict:
+    """Wait (at most ``timeout`` seconds) until creating a file in ``folder`` takes under ``limit``:
+    a run started minutes after another run (or a test suite) deleted its thousands of files pays
+    20 times as much for each file its commits create, which a baseline that rewrites one file does
+    not. Returns, and records in START_CONDITIONS, the seconds waited and the creation time found."""
+    started = time.perf_counter()
+    creation = file_creation_seconds(folder)
+    while creation > limit and time.perf_counter() - started < timeout:
+        time.sleep(10)
+        creation = file_creation_seconds(folder)
+    waited = time.perf_counter() - started
+    START_CONDITIONS.update(
+        {"waited_for_quiet_files_s": round(waited, 1), "file_creation_at_start_s": creation}
+    )
+    print(
+        f"file creation at start: {creation * 1e6:.0f} us (waited {waited:.0f} s for under {limit * 1e6:.0f} us)"
+    )
+    return dict(START_CONDITIONS)
+
+
 def timed(function: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
     """Best wall time of ``repeat`` runs of ``function`` and the last result."""
     best, result = float("inf"), None
@@ -53,6 +101,7 @@ def write_results(name: str, results: dict) -> Path:
         "benchmark": name,
         "machine": machine(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **({"start": START_CONDITIONS} if START_CONDITIONS else {}),
         **results,
     }
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import shutil
 
-from benchmarks.common import scratch_dir
+from benchmarks.common import scratch_dir, wait_for_quiet_files
 
 BENCHMARKS = (
     "ingest",
@@ -38,8 +38,17 @@ def main() -> None:
     parser.add_argument("name", choices=BENCHMARKS)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check the benchmark itself")
     parser.add_argument("--warehouse", default=None, help="warehouse folder (default: a temporary one)")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="start at once, without waiting for new files to be quick to create (benchmarks/common.py)",
+    )
     arguments = parser.parse_args()
     import arrayviews
+
+    probes = scratch_dir("creation-probes-")
+    if not arguments.no_wait:
+        wait_for_quiet_files(probes)
 
     module = importlib.import_module(f"benchmarks.{arguments.name}")
     folder = arguments.warehouse or scratch_dir("arrayviews-warehouse-")
@@ -51,6 +60,7 @@ def main() -> None:
         db.spark.stop()
         if arguments.warehouse is None:
             shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(probes, ignore_errors=True)
 
 
 if __name__ == "__main__":

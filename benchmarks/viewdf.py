@@ -13,7 +13,6 @@ not maintain); the naive time computes the same part from the stream's last part
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import uuid
@@ -23,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from arrayviews.datasets.network import minute_batch
-from benchmarks.common import RESULTS, scratch_dir, write_results
+from benchmarks.common import RESULTS, file_creation_seconds, scratch_dir, write_results
 
 SCHEMA = "ts timestamp, src string, dest string, loss int"
 
@@ -447,6 +446,7 @@ def _run_window_steps(
     is that plan, the times of naive recomputation (bare, committed) of the part each of the last
     ``WINDOW_STEPS_MEASURED`` steps built, each run right after its step (else None)."""
     from arrayviews.language.parser import parse_statement
+    from arrayviews.storage.part_table import PartTable
     from arrayviews.streams import window_plans, windows
 
     db = bench.db
@@ -464,10 +464,11 @@ def _run_window_steps(
     interleave = plan == chosen.plan
     kept = naive_result_table(stream, f"naive_i_{uuid.uuid4().hex[:8]}", ("value",)) if interleave else None
     times, bare, committed, creations = [], [], [], []
-    from arrayviews.storage.part_table import PartTable
-
-    # new files are probed where the view's step makes its part: the kernel takes an inode from
-    # the folder's block group, and the cost depends on that group's recent deletions
+    # new files are probed where the view's step makes its part (the probes stay until the end):
+    # the kernel takes an inode from the folder's block group, and on ext4 without a journal, as
+    # on the benchmark machine, it passes over each inode freed there in the last minute or more
+    # (benchmarks/common.py), which a ViewDF step pays four times (its part, a manifest, a
+    # manifest list, a metadata file) and naive recomputation written bare not at all
     probes = PartTable.open(db.warehouse.catalog, "streams", name).data_directory.removeprefix("file://")
     for minute in range(1, parts):
         bench.append(stream, minute_batch(minute, pairs, readings_per_pair=10))
@@ -476,21 +477,8 @@ def _run_window_steps(
             newest = stream.part_range()[1]
             bare.append(naive_local(bench, stream, newest, window, sql=naive_sql))
             committed.append(naive_local(bench, stream, newest, window, into=kept, sql=naive_sql))
-            creations.append(file_creation_seconds(probes, minute))
+            creations.append(file_creation_seconds(probes, count=1))
     return stream, times, chosen, ((bare, committed, creations) if interleave else None)
-
-
-def file_creation_seconds(folder: str, number: int) -> float:
-    """The time to create one empty file in ``folder`` (kept until the benchmark ends: deleting it
-    would slow the next creations; the view's data folder holds it, which no step reads). On ext4 mounted without a journal, as on the benchmark machine,
-    the kernel passes over every inode freed in the last minute or so before it uses one, so the
-    commits' deletions around the measured steps (old metadata files) make each new file cost up
-    to 300 us instead of about 15: a ViewDF step creates four (its part, a manifest, a manifest
-    list, a metadata file), naive recomputation written bare none (it rewrites one file)."""
-    start = time.perf_counter()
-    path = os.path.join(folder, f"creation-probe-{number}")
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    return time.perf_counter() - start
 
 
 def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> list[dict]:
