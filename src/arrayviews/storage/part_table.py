@@ -628,7 +628,9 @@ class PartTable(VersionedTable):
         parts = rows.column(PART)
         bounds = pc.min_max(parts)
         one_part = parts.null_count == 0 and bounds["min"] == bounds["max"]
-        if one_part and 0 < rows.get_total_buffer_size() < target_bytes:  # one file, as part_writer would
+        # one file, as part_writer would (the buffers' total bounds Table.nbytes, at a fraction of its
+        # cost; an empty table still has buffers, and makes no file)
+        if one_part and rows.num_rows and rows.get_total_buffer_size() < target_bytes:
             return [
                 self._stage_one_file(
                     conform(rows, self.arrow_schema), token, bounds["min"].as_py(), statistics
