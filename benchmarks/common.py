@@ -22,10 +22,9 @@ SCRATCH = Path(__file__).resolve().parent / "results" / "tmp"
 
 def scratch_dir(prefix: str) -> str:
     """A new empty folder for one benchmark's warehouse or files (the caller removes it)."""
-    import os
     import tempfile
 
-    root = Path(os.environ.get("ARRAYVIEWS_BENCH_DIR") or SCRATCH)
+    root = scratch_root()
     root.mkdir(parents=True, exist_ok=True)
     return tempfile.mkdtemp(prefix=prefix, dir=root)
 
@@ -56,14 +55,44 @@ def file_creation_seconds(folder: str, count: int = 12) -> float:
     return statistics.median(times)
 
 
+#: A file in the scratch root whose time is that of the last benchmark cleanup (deleting a run's
+#: warehouses): a new folder may well take its inodes from the block groups that cleanup freed,
+#: which a probe in another folder does not see, so the wait also counts from it.
+CLEANUP_MARK = ".last-cleanup"
+
+
+def scratch_root() -> Path:
+    import os
+
+    return Path(os.environ.get("ARRAYVIEWS_BENCH_DIR") or SCRATCH)
+
+
+def note_cleanup() -> None:
+    """Record that a benchmark deleted its folders now (see CLEANUP_MARK)."""
+    root = scratch_root()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / CLEANUP_MARK).write_text(f"{time.time():.0f}\n")
+
+
 def wait_for_quiet_files(
     folder: str, limit: float = QUIET_CREATION_SECONDS, timeout: float = QUIET_WAIT_SECONDS
 ) -> dict:
-    """Wait (at most ``timeout`` seconds) until creating a file in ``folder`` takes under ``limit``:
-    a run started minutes after another run (or a test suite) deleted its thousands of files pays
-    20 times as much for each file its commits create, which a baseline that rewrites one file does
-    not. Returns, and records in START_CONDITIONS, the seconds waited and the creation time found."""
+    """Wait (at most ``timeout`` seconds in all) until the last benchmark cleanup is ``timeout``
+    seconds old and creating a file in ``folder`` takes under ``limit``: a run started minutes after
+    another run (or a test suite) deleted its thousands of files pays up to 20 times as much for each
+    file its commits create, which a baseline that rewrites one file does not. Returns, and records
+    in START_CONDITIONS, the seconds waited and the creation time found."""
     started = time.perf_counter()
+    mark = scratch_root() / CLEANUP_MARK
+    try:
+        since_cleanup = time.time() - float(mark.read_text().strip())
+    except (OSError, ValueError):
+        since_cleanup = None
+    if since_cleanup is not None and 0 <= since_cleanup < timeout:
+        print(
+            f"the last benchmark cleanup was {since_cleanup:.0f} s ago: waiting {timeout - since_cleanup:.0f} s"
+        )
+        time.sleep(timeout - since_cleanup)
     creation = file_creation_seconds(folder)
     while creation > limit and time.perf_counter() - started < timeout:
         time.sleep(10)

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import shutil
 
-from benchmarks.common import scratch_dir, wait_for_quiet_files
+from benchmarks.common import note_cleanup, scratch_dir, wait_for_quiet_files
 
 BENCHMARKS = (
     "ingest",
@@ -61,6 +61,7 @@ def main() -> None:
         if arguments.warehouse is None:
             shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(probes, ignore_errors=True)
+        note_cleanup()
 
 
 if __name__ == "__main__":
