@@ -129,6 +129,23 @@ SEMANTICS: list[tuple[str, str, list | Raises]] = [
     ("nanvl(v, 1 / w)", "float64", DIVIDE),
     ("nanvl(f, 1 / (w - 1))", "float64", [0.5, -1.5, 2.5, INF, -0.0, 1 / (I32_MAX - 1)]),
     ("nullif(n, w * w)", "int32", OVERFLOW),
+    # -- except the operand Spark shares in BETWEEN and nullif: computed for every row unless cheap
+    # -- or in a branch Spark may skip (RewriteWithExpression)
+    ("w < 0 AND (w + 2147483647 BETWEEN 0 AND 1)", "bool", OVERFLOW),
+    ("try_divide(if(w + 2147483647 NOT BETWEEN 0 AND 1, 1, 2), n - n)", "float64", OVERFLOW),
+    ("w < 0 AND nullif(w + 2147483647, 0) > 0", "bool", OVERFLOW),
+    ("w < 0 AND (if(w + 2147483647 BETWEEN 0 AND 1, 1, 2) BETWEEN 0 AND 1)", "bool", OVERFLOW),
+    ("w < 0 AND (if(w > 0, 1, if(w + 2147483647 BETWEEN 0 AND 1, 2, 3)) BETWEEN 0 AND 1)", "bool", _all(F)),
+    ("if(w < 0, w + 2147483647 BETWEEN 0 AND 1, false)", "bool", _all(F)),
+    ("coalesce(b, w + 2147483647 BETWEEN 0 AND 1)", "bool", [T, F, T, F, T, F]),
+    ("CASE WHEN w > -10 THEN false WHEN w + 2147483647 BETWEEN 0 AND 1 THEN true END", "bool", _all(F)),
+    (
+        "nanvl(v, if(w + 2147483647 BETWEEN 0 AND 1, 1.0D, 2.0D))",
+        "float64",
+        [0.25, 4.0, 2.0, -1.0, 0.0, -2.5],
+    ),
+    ("w < 0 AND (w BETWEEN 0 AND w + 2147483647)", "bool", _all(F)),
+    ("w = 5 AND (2147483647 + 1 BETWEEN 0 AND 1)", "bool", _all(F)),
     # -- floating point
     ("f + f", "float32", [1.0, -3.0, 5.0, INF, -0.0, NAN]),
     ("f + 1", "float64", [1.5, -0.5, 3.5, INF, 1.0, NAN]),

@@ -308,6 +308,7 @@ class Reference:
         self.expr = expr
         self.columns = columns
         self.types: dict[int, str] = {}
+        self.projected: dict[int, object] = {}  # this row's values of the operands computed first
         for node in expr.walk():
             self.types[id(node)] = type_of(node, columns)
 
@@ -316,7 +317,7 @@ class Reference:
 
     def of(self, node: Expr, row: dict, target: str | None = None):
         """The value of ``node`` for one cell (None for NULL), widened to ``target`` if given."""
-        value = self._value(node, row)
+        value = self.projected[id(node)] if id(node) in self.projected else self._value(node, row)
         return value if target is None else convert(value, self.kind(node), target)
 
     def _value(self, node: Expr, row: dict):  # noqa: C901 - one branch per node kind, as in Spark
@@ -553,12 +554,54 @@ class Reference:
         return _math({"exp": math.exp, "sin": math.sin, "cos": math.cos, "tan": math.tan}[name], value)
 
 
+def _always_evaluated(node: Expr) -> tuple[Expr, ...]:
+    """Spark's ``alwaysEvaluatedInputs`` of a conditional expression; every child of any other node."""
+    if isinstance(node, Case):
+        return (node.branches[0][0],)
+    if isinstance(node, Call) and node.function in ("if", "coalesce", "nanvl"):
+        return node.args[:1]
+    return tuple(node.children())
+
+
+def projected_first(expr: Expr) -> list[Expr]:
+    """Operands Spark 4.1 computes in a projection below the expression, in the order it computes them.
+
+    ``x BETWEEN l AND h`` and ``nullif(x, y)`` hold ``x`` as a common expression (``With``). The
+    optimizer rule RewriteWithExpression turns each one it reaches through always-evaluated inputs
+    into a column of a projection below, unless ``x`` is cheap (a column, or has no column at all);
+    one reached through an input a conditional may skip is written back in place. A nested one is
+    rewritten by the rule's next pass, so it is computed before the one holding it.
+    """
+    order: list[Expr] = []
+
+    def reach(node: Expr, always: bool) -> None:
+        if isinstance(node, Between) or (isinstance(node, Call) and node.function == "nullif"):
+            shared = node.children()[0]
+            cheap = isinstance(shared, Name) or not any(isinstance(n, Name) for n in shared.walk())
+            if always and not cheap:
+                reach(shared, True)  # a projection of its own: every row evaluates it
+                for other in node.children()[1:]:
+                    reach(other, True)
+                order.append(shared)
+                return
+        firm = {id(child) for child in _always_evaluated(node)}
+        for child in node.children():
+            reach(child, always and id(child) in firm)
+
+    reach(expr, True)
+    return order
+
+
 def evaluate_rows(expr: Expr, columns: dict[str, str], rows: list[dict]) -> list:
     """The value of ``expr`` for every row (None for NULL), or the SparkError that row raises."""
     reference = Reference(expr, columns)
+    first = projected_first(expr)
     out = []
     for row in rows:
+        reference.projected = {}
         try:
+            for shared in first:
+                reference.projected[id(shared)] = reference.of(shared, row)
             out.append(reference.of(expr, row))
         except SparkError as error:
             out.append(error)

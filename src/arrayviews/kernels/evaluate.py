@@ -39,6 +39,14 @@ Errors (which cells are evaluated)
     branch only where it is chosen, a later WHEN only where the earlier ones were not true;
     ``coalesce`` arguments until the first non-NULL; an IN list item until one matched;
     ``nanvl(a, b)`` evaluates ``b`` only where ``a`` is NaN; BETWEEN is ``x >= low AND x <= high``.
+  * Except for one operand Spark shares: ``x`` of ``x BETWEEN low AND high`` and ``a`` of
+    ``nullif(a, b)`` are a common expression (Spark's ``With``), which the optimizer rule
+    RewriteWithExpression (not optional) computes in a projection of its own, for every row, unless
+    it is cheap (a column or a constant) or the BETWEEN/nullif sits in a branch Spark may skip: an
+    ``if`` branch, a CASE part after the first condition, a ``coalesce`` argument after the first,
+    ``b`` of ``nanvl(a, b)``. So ``false AND (a + b BETWEEN 0 AND 1)`` raises where ``a + b``
+    overflows on any row, and so does a ``try_divide`` by NULL of an expression holding one (checked
+    against Spark 4.1.1). Such operands are evaluated first, for every cell.
   * These are Spark's evaluation rules. Spark's optimizer may in addition rewrite constant parts
     (``x * 2 * 0`` becomes ``x * 0``, ``(x + 1 > 0) AND false`` becomes ``false``) and so skip or move
     some errors; this evaluator does not rewrite: it may raise where optimised Spark would not.
@@ -147,6 +155,8 @@ class _Evaluator:
         self.nulls = nulls
         self.types: dict[int, tuple[str, tuple[str, ...]]] = {}
         self._type(self.root, types)
+        # operands Spark computes for every row, by the id of their BETWEEN/nullif; filled by run()
+        self.shared: dict[int, Value] = {}
 
     # -- typing ------------------------------------------------------------------------------
     def _type(self, node: Expr, names: Mapping[str, str]) -> str:
@@ -172,6 +182,8 @@ class _Evaluator:
     def run(self) -> Value:
         """Values and validity of the whole expression, as fresh arrays of ``length``."""
         with np.errstate(all="ignore"):
+            for node in _shared_operands_computed_first(self.root):
+                self.shared[id(node)] = self.eval(node.children()[0], _ALL)
             values, valid = self.eval(self.root, _ALL)
         if values.ndim == 0:
             values = np.full(self.length, values, dtype=values.dtype)
@@ -370,7 +382,7 @@ class _Evaluator:
 
     def between(self, node: Between, active: np.ndarray) -> Value:
         operand, low, high = node.children()
-        value, value_ok = self.eval(operand, active)
+        value, value_ok = self.shared.get(id(node)) or self.eval(operand, active)
         source = self.kind(operand)
         first = self.operand_kinds(node)[0]
         second = self.operand_kinds(node)[2]
@@ -430,7 +442,7 @@ class _Evaluator:
         if name in ("least", "greatest"):
             return self.extreme(node, active, name)
         if name == "nullif":
-            first, first_ok = self.eval(node.args[0], active)
+            first, first_ok = self.shared.get(id(node)) or self.eval(node.args[0], active)
             left = self.convert(first, self.kind(node.args[0]), self.operand_kinds(node)[0])
             right, right_ok = self.child(node, 1, _both(active, first_ok))
             same = right_ok & sa.equal(left, right)
@@ -519,6 +531,44 @@ class _Evaluator:
             "filter those cells first, or cast to a wider type",
         )
         return result, valid
+
+
+def _shared_operands_computed_first(root: Expr) -> list[Expr]:
+    """The BETWEEN and nullif nodes whose first operand Spark computes for every row, inner ones first.
+
+    Spark 4.1 replaces ``x BETWEEN l AND h`` and ``nullif(x, y)`` by expressions that share ``x``
+    (``With``); RewriteWithExpression moves a shared ``x`` that is not a column or a constant into a
+    projection below, unless the node lies in an input of If, CaseWhen, Coalesce or NaNvl that is not
+    always evaluated (there it is inlined). A moved ``x`` is a projection of its own, so nodes inside
+    it are judged afresh.
+    """
+    found: list[Expr] = []
+
+    def visit(node: Expr, in_branch: bool) -> None:
+        shares = isinstance(node, Between) or (isinstance(node, Call) and node.function == "nullif")
+        moved = (
+            shares
+            and not in_branch
+            and referenced_names(node.children()[0])
+            and not isinstance(node.children()[0], Name)
+        )
+        for index, child in enumerate(node.children()):
+            if moved and index == 0:
+                visit(child, False)
+            else:
+                visit(child, in_branch or _maybe_skipped(node, index))
+        if moved:
+            found.append(node)
+
+    visit(root, False)
+    return found
+
+
+def _maybe_skipped(node: Expr, index: int) -> bool:
+    """Whether child ``index`` of ``node`` is an input Spark's conditional expressions may skip."""
+    if isinstance(node, Case):  # the first WHEN condition is always evaluated
+        return index > 0
+    return isinstance(node, Call) and node.function in ("if", "coalesce", "nanvl") and index > 0
 
 
 def _item(value: object) -> object:
