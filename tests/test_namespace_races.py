@@ -10,8 +10,10 @@ creations of a forced race succeeded (two relations called ``n0``)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import multiprocessing
+import os
 
 import numpy as np
 import pandas as pd
@@ -172,7 +174,9 @@ def test_a_creation_killed_before_its_catalog_row_leaves_the_name_usable(spark, 
     assert outcome.killed, outcome
     assert _holders(db, name) == []
     stream = db.create_stream(name, STREAM_SCHEMA, 60, "ts")
-    stream.append(pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:10"], utc=True), "src": ["a"], "loss": [3]}))
+    stream.append(
+        pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:10"], utc=True), "src": ["a"], "loss": [3]})
+    )
     assert _holders(db, name) == ["stream"]
     with pytest.raises(AlreadyExistsError, match=f"a stream named {name}"):
         db.create_array(f"{name}<v:float64>[i=0:9:5]")
@@ -322,3 +326,85 @@ def test_an_array_view_created_over_an_array_while_it_is_dropped_keeps_its_array
     got = {(int(r.i), int(r.j)): int(r.c) for r in db.view("V_over").to_pandas().itertuples()}
     assert got == expected
     assert db.array("Base").to_pandas().v.sort_values().tolist() == [1.0, 2.0, 4.0]
+
+
+def test_a_drop_killed_before_its_put_back_is_undone_by_repair(spark, tmp_path) -> None:
+    """kill -9 of a drop of array Base after its catalog row went and before the put-back that the
+    view V_late, created over Base meanwhile, calls for: Base's row is gone, its folder stays, and
+    V_late reads a relation that is no longer listed. ``check(repair=True)`` registers Base again
+    from its newest intact metadata (a view reads it) instead of deleting its folder as an orphan,
+    and Base and V_late read as before. Before, repair deleted the folder: V_late was lost."""
+    db, opened, results = _place(spark, tmp_path, {})
+
+    def drop_killed() -> None:
+        other = arrayviews.connect(spark=spark, **opened)
+
+        def view_meanwhile() -> None:
+            arrayviews.connect(spark=spark, **opened).create_view(
+                "V_late", similarity("Base", "Base", L1(1), ["count(*) as c"])
+            )
+            os.environ[faults.KILL_ENVIRONMENT] = "1:drop.row-deleted"
+
+        with faults.interleave("drop.before-commit", view_meanwhile):
+            other.drop_array("Base")
+
+    outcome = fork(spark, results, drop_killed, label="drop").wait()
+    assert outcome.killed, outcome.error
+    after = arrayviews.connect(spark=spark, **opened)
+    assert not after.warehouse.exists("Base")
+    # before the repair: listed without Base, named by the check, refreshing V_late says what to do
+    assert after.relations().name.tolist() == ["V_late"]
+    seen = after.check(orphans_older_than=dt.timedelta(0))
+    assert not seen.healthy and [(p.relation, p.repaired) for p in seen.problems] == [("Base", False)]
+    with pytest.raises(NotFoundError, match=r"view V_late reads array Base.*check --repair"):
+        after.view("V_late").refresh()
+    report = after.check(repair=True, orphans_older_than=dt.timedelta(0))
+    restored = [p for p in report.problems if p.relation == "Base"]
+    assert len(restored) == 1 and restored[0].repaired and "V_late" in restored[0].problem, str(report)
+    again = arrayviews.connect(spark=spark, **opened)
+    assert sorted(zip(again.relations().name, again.relations().kind, strict=True)) == [
+        ("Base", "array"),
+        ("V_late", "array view"),
+    ]
+    assert again.array("Base").to_pandas().v.sort_values().tolist() == [1.0, 2.0, 4.0]
+    cells = {(1, 3): 1.0, (2, 3): 2.0, (7, 8): 4.0}  # Base's cells: count of cells within L1 distance 1
+    expected = {c: sum(abs(c[0] - o[0]) + abs(c[1] - o[1]) <= 1 for o in cells) for c in cells}
+    got = {(int(r.i), int(r.j)): int(r.c) for r in again.view("V_late").to_pandas().itertuples()}
+    assert got == expected
+    assert again.check().healthy
+
+
+def test_a_stream_drop_killed_before_its_put_back_is_undone_by_repair(spark, tmp_path) -> None:
+    """As for arrays, for a stream (named by its table's properties, not its schema): the drop of
+    S_gone is killed after its catalog row went, with stream view R_late created over it meanwhile;
+    repair registers S_gone again, and R_late reads S_gone's row."""
+    db, opened, results = _place(spark, tmp_path, {})
+    row = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:05"], utc=True), "src": ["a"], "loss": [7]})
+    db.create_stream("S_gone", STREAM_SCHEMA, 60, "ts").append(row)
+
+    def drop_killed() -> None:
+        other = arrayviews.connect(spark=spark, **opened)
+
+        def view_meanwhile() -> None:
+            arrayviews.connect(spark=spark, **opened).sql(VIEW_OVER.format(view="R_late", stream="S_gone"))
+            os.environ[faults.KILL_ENVIRONMENT] = "1:drop.row-deleted"
+
+        with faults.interleave("drop.before-commit", view_meanwhile):
+            other.drop_stream("S_gone")
+
+    outcome = fork(spark, results, drop_killed, label="drop-stream").wait()
+    assert outcome.killed, outcome.error
+    after = arrayviews.connect(spark=spark, **opened)
+    assert sorted(after.relations().name.str.lower()) == ["base", "r_late"]  # listed without S_gone
+    report = after.check(repair=True, orphans_older_than=dt.timedelta(0))
+    assert [(p.relation, p.kind, p.repaired) for p in report.problems] == [("S_gone", "stream", True)], str(
+        report
+    )
+    again = arrayviews.connect(spark=spark, **opened)
+    assert sorted(zip(again.relations().name.str.lower(), again.relations().kind, strict=True)) == [
+        ("base", "array"),
+        ("r_late", "stream view"),
+        ("s_gone", "stream"),
+    ]
+    assert again.stream_view("R_late").to_pandas().n.tolist() == [1]
+    assert again.check().healthy

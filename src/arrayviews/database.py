@@ -225,10 +225,13 @@ class Database:
         rows = []
         for entry in self.catalog.entries(helpers):
             pending = None
-            if entry.kind == kinds.ARRAY_VIEW:
-                pending = bool(self.view(entry.name).status()["pending"])
-            elif entry.kind == kinds.STREAM_VIEW:
-                pending = bool(self.stream_view(entry.name).pending())
+            try:
+                if entry.kind == kinds.ARRAY_VIEW:
+                    pending = bool(self.view(entry.name).status()["pending"])
+                elif entry.kind == kinds.STREAM_VIEW:
+                    pending = bool(self.stream_view(entry.name).pending())
+            except NotFoundError:  # a source without a catalog entry (``check`` says what to do)
+                pending = None
             rows.append(
                 {"name": entry.name, "kind": entry.kind, "version": entry.version, "pending": pending}
             )
@@ -261,6 +264,7 @@ class Database:
         else:
             identity = self.warehouse.open(entry.name).identity
         catalog.refuse_if_read(entry)
+
         def refuse() -> None:  # again as the drop commits: a view created meanwhile keeps it
             self.catalog.refuse_if_read(entry)
 
@@ -268,7 +272,9 @@ class Database:
             streams_api.drop_stream(self, entry.name, identity, refuse)
             return [entry.name]
         if entry.kind == kinds.STREAM_VIEW:
-            return stream_views_api.drop_view(self.spark, self.warehouse.catalog, entry.name, identity, refuse)
+            return stream_views_api.drop_view(
+                self.spark, self.warehouse.catalog, entry.name, identity, refuse
+            )
         drop_table_as_checked(
             self.warehouse.catalog,
             (kinds.ARRAYS_NAMESPACE, entry.name.lower()),
@@ -465,8 +471,10 @@ class Database:
     def check(self, repair: bool = False, orphans_older_than: dt.timedelta = dt.timedelta(hours=1)):
         """Find relations that cannot be read (metadata or data files missing) and files nothing
         refers to; with ``repair``, restore a relation to its newest intact metadata or version, or
-        drop it when nothing intact is left (never while other relations depend on it), and delete
-        orphans older than ``orphans_older_than`` (younger ones may belong to a write in progress).
+        drop it when nothing intact is left (never while other relations depend on it), register
+        again a relation a killed drop left without its catalog entry while views read it, and
+        delete orphans older than ``orphans_older_than`` (younger ones may belong to a write in
+        progress).
         Returns a CheckReport (``healthy``, ``problems``, printable)."""
         catalog = self.catalog
 

@@ -1,6 +1,7 @@
 """The warehouse check: find tables that cannot be read (metadata or data files missing) and files
 nothing refers to (left by crashes), and repair what can be repaired: restore a table to its newest
-intact metadata or version, drop what cannot be restored, delete orphans."""
+intact metadata or version, drop what cannot be restored, register again a relation whose drop
+was killed while a view still reads it, delete orphans."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pyarrow.fs import FileSelector, FileType
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError
+from pyiceberg.exceptions import NoSuchNamespaceError, TableAlreadyExistsError
 from pyiceberg.table import StaticTable, Table, Transaction
 from pyiceberg.table.update.snapshot import ExpireSnapshots, ManageSnapshots
 from sqlalchemy import select, update
@@ -148,6 +149,57 @@ def _restore_metadata(catalog: SqlCatalog, namespace: str, name: str, location: 
     return None
 
 
+@dataclass(frozen=True)
+class _StillRead:
+    """A relation in a folder no table owns that views still read."""
+
+    name: str
+    kind: str
+    metadata: str  # its newest intact metadata file
+    updated: int  # when that metadata was written (ms)
+    readers: str  # which views read it
+
+
+def _still_read(
+    catalog: SqlCatalog, namespaces, folder: str, refuse_drop: Callable[[str, str], str | None]
+) -> _StillRead | None:
+    """The relation in a folder no table owns when views read a relation of its name and no table
+    holds the name: a drop killed between deleting its catalog row and putting it back for a view
+    created meanwhile (storage/creation.py). None otherwise (the folder is an orphan)."""
+    metadata = _restore_metadata(catalog, "", "", f"{folder}/metadata/")
+    if metadata is None:
+        return None
+    try:
+        loaded = StaticTable.from_metadata(metadata).metadata
+    except Exception:  # noqa: BLE001 - _restore_metadata loaded it; a failure now leaves an orphan
+        return None
+    properties = loaded.properties
+    if not any(key in properties for key in (KIND_PROPERTY, SCHEMA_PROPERTY, *NAME_PROPERTIES)):
+        return None
+    kind, name = _label(properties, "")
+    if not name or any(catalog.table_exists((other, name.lower())) for other in namespaces):
+        return None
+    readers = refuse_drop(kind, name)
+    if readers is None:
+        return None
+    return _StillRead(name, kind, metadata, loaded.last_updated_ms, readers)
+
+
+def _register_again(catalog: SqlCatalog, namespace: str, relation: _StillRead, repair: bool) -> Problem:
+    """Register ``relation`` again under its name (with ``repair``), as the drop would have put it back."""
+    problem = f"no catalog entry (a drop killed before it could put it back) while {relation.readers}"
+    action = "register it again from its newest intact metadata"
+    if not repair:
+        return Problem(relation.name, relation.kind, problem, action)
+    try:
+        catalog.register_table((namespace, relation.name.lower()), relation.metadata)
+    except TableAlreadyExistsError:  # created again by another process since the look above
+        return Problem(
+            relation.name, relation.kind, problem, "none: the name is held again; the folder stays"
+        )
+    return Problem(relation.name, relation.kind, problem, action, True)
+
+
 def _roll_back(table: Table) -> int | None:
     """Make the newest intact snapshot current and forget the newer ones, in one commit; returns
     its id (None if no snapshot is intact)."""
@@ -216,7 +268,9 @@ def check_warehouse(
                 report.problems.append(
                     Problem(label, kind, f"{len(orphans)} file(s) nothing refers to", "delete them", repair)
                 )
-    report.problems.extend(_orphan_folders(warehouse, namespaces, owned, cutoff, repair))
+    report.problems.extend(
+        _orphan_folders(catalog, warehouse, namespaces, owned, cutoff, repair, refuse_drop)
+    )
     return report
 
 
@@ -259,13 +313,22 @@ def _repair_missing_data(catalog, table, kind, label, missing, total, repair, re
 
 
 def _orphan_folders(
-    warehouse: str, namespaces, owned: set[str], cutoff: float, repair: bool
+    catalog: SqlCatalog,
+    warehouse: str,
+    namespaces,
+    owned: set[str],
+    cutoff: float,
+    repair: bool,
+    refuse_drop: Callable[[str, str], str | None],
 ) -> list[Problem]:
     """Folders under the namespaces' folders that no table owns (a creation that crashed), and old
-    scratch files."""
+    scratch files. A folder holding a relation that views still read (a drop killed before it put
+    the catalog row back) is registered again instead of deleted."""
     problems = []
-    roots = [f"{warehouse.rstrip('/')}/{namespace}.db" for namespace in namespaces]
-    for root in roots:
+    orphans: list[tuple[str, str]] = []  # (folder, its name)
+    read: dict[str, list[tuple[int, str, str, _StillRead]]] = {}  # by relation name
+    for namespace in namespaces:
+        root = f"{warehouse.rstrip('/')}/{namespace}.db"
         fs, path = filesystem(root)
         for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
             uri = f"{root}/{info.base_name}"
@@ -281,11 +344,25 @@ def _orphan_folders(
             )
             if newest >= cutoff:
                 continue  # perhaps a table being created right now
-            if repair:
-                delete_folder(uri)
-            problems.append(
-                Problem(info.base_name, "folder", "no table owns it (left by a crash)", "delete it", repair)
-            )
+            still_read = _still_read(catalog, namespaces, uri, refuse_drop)
+            if still_read is None:
+                orphans.append((uri, info.base_name))
+            else:
+                read.setdefault(still_read.name.lower(), []).append(
+                    (namespace, uri, info.base_name, still_read)
+                )
+    for candidates in read.values():
+        # the newest (the one dropped last); older folders of the name are orphans
+        candidates.sort(key=lambda c: c[3].updated)
+        orphans.extend((uri, base_name) for _, uri, base_name, _ in candidates[:-1])
+        namespace, _, _, newest = candidates[-1]
+        problems.append(_register_again(catalog, namespace, newest, repair))
+    for uri, base_name in orphans:
+        if repair:
+            delete_folder(uri)
+        problems.append(
+            Problem(base_name, "folder", "no table owns it (left by a crash)", "delete it", repair)
+        )
     scratch = f"{warehouse.rstrip('/')}/_scratch"
     fs, path = filesystem(scratch)
     old = [

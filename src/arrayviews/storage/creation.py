@@ -100,7 +100,9 @@ def drop_table_as_checked(
     ``refuse`` (the check that no view reads the table, which raises when one does) runs again once
     the row is gone: a view another process created meanwhile, after the caller's check, makes the
     drop put the row back as it was (the folder is still there) and fail with that error. A view
-    created after this second check no longer finds its source, and is refused."""
+    created after this second check no longer finds its source, and is refused. A drop killed
+    before its put-back leaves the folder without a row while the view reads it: ``check --repair``
+    registers the table again (storage/check.py)."""
     for _ in range(DROP_ATTEMPTS):
         try:
             table = catalog.load_table(identifier)
@@ -113,6 +115,9 @@ def drop_table_as_checked(
             )
         checkpoint("drop.before-commit")
         if catalog.drop_table_if_at(identifier, table.metadata_location):
+            # a kill -9 from here to the put-back leaves the folder but no row, perhaps with a view
+            # reading the table: ``check --repair`` registers it again then (storage/check.py)
+            checkpoint("drop.row-deleted")
             if refuse is not None:
                 try:
                     refuse()
@@ -122,7 +127,9 @@ def drop_table_as_checked(
             checkpoint("drop.committed")
             delete_folder(table.location())
             return
-    raise CommitConflictError(f"{label}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped")
+    raise CommitConflictError(
+        f"{label}: the drop lost to other commits {DROP_ATTEMPTS} times; nothing was dropped"
+    )
 
 
 def _put_back(catalog: Catalog, identifier: tuple[str, str], metadata_location: str, label: str) -> None:

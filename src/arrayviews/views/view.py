@@ -268,7 +268,7 @@ def _pinned_bases(
     and records exactly these versions; ``view_name`` names the view in errors."""
     pinned = {}
     for base in definition.bases:
-        table = db.warehouse.open(base)
+        table = open_base(db, base, view_name)
         stays = advance is not None and base not in advance and reflected and base in reflected
         if stays and not _held(table, reflected[base], (recorded or {}).get(base)):
             raise NotFoundError(
@@ -293,6 +293,20 @@ def _held(table: ArrayTable, version: int, snapshot: int | None = None) -> bool:
     return snapshot is None or found == snapshot
 
 
+def open_base(db: Database, base: str, view_name: str | None = None) -> ArrayTable:
+    """The table of base array ``base``; NotFoundError naming the view and what to do when it is gone
+    (only a drop killed between its catalog delete and its put-back leaves a view over no array)."""
+    try:
+        return db.warehouse.open(base)
+    except NotFoundError:
+        who = "a view" if view_name is None else f"view {view_name}"
+        raise NotFoundError(
+            f"{who} reads array {base}, which has no catalog entry: a drop of {base} was killed before it "
+            f"could put it back for the view; `arrayviews check --repair` registers {base} again (or "
+            "drop the view)"
+        ) from None
+
+
 def expired_bases(db: Database, view) -> tuple[str, ...]:
     """The bases of ``view`` whose version the view reflects has expired: no refresh that leaves
     one of them behind can run (a refresh of every base, in full, still can)."""
@@ -301,7 +315,7 @@ def expired_bases(db: Database, view) -> tuple[str, ...]:
     return tuple(
         base
         for base in view.definition.bases
-        if not _held(db.warehouse.open(base), reflected.get(base, 0), recorded.get(base))
+        if not _held(open_base(db, base, view.name), reflected.get(base, 0), recorded.get(base))
     )
 
 
@@ -313,9 +327,15 @@ def replaced_bases(db: Database, view) -> tuple[str, ...]:
     reflected, recorded = reflected_versions(table), reflected_snapshots(table)
     out = []
     for base in view.definition.bases:
-        source = db.warehouse.open(base)
+        source = open_base(db, base, view.name)
         version = reflected.get(base, 0)
-        if version > source.current_version() or base in recorded and version and _held(source, version) and not _held(source, version, recorded[base]):
+        if (
+            version > source.current_version()
+            or base in recorded
+            and version
+            and _held(source, version)
+            and not _held(source, version, recorded[base])
+        ):
             out.append(base)
     return tuple(out)
 
