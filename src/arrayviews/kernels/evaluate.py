@@ -18,7 +18,8 @@ Numbers
     even evaluate its left operand where the divisor is 0).
   * ``/`` is DOUBLE division. ``%`` is Java's remainder (sign of the dividend; ``fmod`` for floats).
     ``DIV`` truncates toward zero. FLOAT arithmetic is 32-bit IEEE; mixing an integer and a FLOAT
-    gives DOUBLE. ``sqrt`` of a negative number is NaN. ``pow`` is Java's: ``pow(1, NaN)`` and
+    gives DOUBLE. ``sqrt`` of a negative number is NaN. ``pow`` is Java's: ``pow(-inf, 0.5)`` is
+    Infinity (not NaN, as sqrt would give), ``pow(1, NaN)`` and
     ``pow(-1, Infinity)`` are NaN. ``log(b, x)`` is ``ln(x) / ln(b)`` and ``log2(x)`` is
     ``ln(x) / ln(2)`` (so not always exact).
   * ``floor``/``ceil`` give BIGINT: NaN becomes 0, values beyond the range saturate (no error).

@@ -196,7 +196,13 @@ def round_half_up(a: np.ndarray, kind: str) -> np.ndarray:
 def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Java's ``Math.pow``: as C's ``pow`` except that a NaN exponent gives NaN (even for base 1) and
     a base of magnitude 1 to an infinite exponent gives NaN."""
-    result = np.power(a, b)
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    # numpy takes x ** 0.5 as sqrt(x) when the exponent is one number (a scalar, or an array of
+    # stride 0), so (-inf) ** 0.5 is NaN and (-0.0) ** 0.5 is -0.0 there; C's pow (and Java's) give
+    # inf and 0.0. An exponent written out in full takes pow's path for every element.
+    flat = shape or (1,)
+    exponent = np.array(np.broadcast_to(b, flat))
+    result = np.power(np.broadcast_to(a, flat), exponent).reshape(shape)
     undefined = np.isnan(b) | ((np.abs(a) == 1) & np.isinf(b))
     return np.where(undefined, np.nan, result)
 
