@@ -328,6 +328,25 @@ def test_an_array_view_created_over_an_array_while_it_is_dropped_keeps_its_array
     assert db.array("Base").to_pandas().v.sort_values().tolist() == [1.0, 2.0, 4.0]
 
 
+def _kill_a_drop_racing_a_view(spark, opened: dict, results, create_view, drop) -> None:
+    """In a forked process: ``drop(db)``, during which (at its last check of the readers)
+    ``create_view(db)`` runs on another connection, and the process is killed (SIGKILL) right after
+    the drop deleted the catalog row, before it can put the row back for the new view."""
+
+    def drop_killed() -> None:
+        other = arrayviews.connect(spark=spark, **opened)
+
+        def view_meanwhile() -> None:
+            create_view(arrayviews.connect(spark=spark, **opened))
+            os.environ[faults.KILL_ENVIRONMENT] = "1:drop.row-deleted"
+
+        with faults.interleave("drop.before-commit", view_meanwhile):
+            drop(other)
+
+    outcome = fork(spark, results, drop_killed, label="killed-drop").wait()
+    assert outcome.killed, outcome.error
+
+
 def test_a_drop_killed_before_its_put_back_is_undone_by_repair(spark, tmp_path) -> None:
     """kill -9 of a drop of array Base after its catalog row went and before the put-back that the
     view V_late, created over Base meanwhile, calls for: Base's row is gone, its folder stays, and
@@ -336,20 +355,13 @@ def test_a_drop_killed_before_its_put_back_is_undone_by_repair(spark, tmp_path) 
     and Base and V_late read as before. Before, repair deleted the folder: V_late was lost."""
     db, opened, results = _place(spark, tmp_path, {})
 
-    def drop_killed() -> None:
-        other = arrayviews.connect(spark=spark, **opened)
-
-        def view_meanwhile() -> None:
-            arrayviews.connect(spark=spark, **opened).create_view(
-                "V_late", similarity("Base", "Base", L1(1), ["count(*) as c"])
-            )
-            os.environ[faults.KILL_ENVIRONMENT] = "1:drop.row-deleted"
-
-        with faults.interleave("drop.before-commit", view_meanwhile):
-            other.drop_array("Base")
-
-    outcome = fork(spark, results, drop_killed, label="drop").wait()
-    assert outcome.killed, outcome.error
+    _kill_a_drop_racing_a_view(
+        spark,
+        opened,
+        results,
+        lambda db: db.create_view("V_late", similarity("Base", "Base", L1(1), ["count(*) as c"])),
+        lambda db: db.drop_array("Base"),
+    )
     after = arrayviews.connect(spark=spark, **opened)
     assert not after.warehouse.exists("Base")
     # before the repair: listed without Base, named by the check, refreshing V_late says what to do
@@ -382,18 +394,13 @@ def test_a_stream_drop_killed_before_its_put_back_is_undone_by_repair(spark, tmp
     row = pd.DataFrame({"ts": pd.to_datetime(["2026-01-01T00:00:05"], utc=True), "src": ["a"], "loss": [7]})
     db.create_stream("S_gone", STREAM_SCHEMA, 60, "ts").append(row)
 
-    def drop_killed() -> None:
-        other = arrayviews.connect(spark=spark, **opened)
-
-        def view_meanwhile() -> None:
-            arrayviews.connect(spark=spark, **opened).sql(VIEW_OVER.format(view="R_late", stream="S_gone"))
-            os.environ[faults.KILL_ENVIRONMENT] = "1:drop.row-deleted"
-
-        with faults.interleave("drop.before-commit", view_meanwhile):
-            other.drop_stream("S_gone")
-
-    outcome = fork(spark, results, drop_killed, label="drop-stream").wait()
-    assert outcome.killed, outcome.error
+    _kill_a_drop_racing_a_view(
+        spark,
+        opened,
+        results,
+        lambda db: db.sql(VIEW_OVER.format(view="R_late", stream="S_gone")),
+        lambda db: db.drop_stream("S_gone"),
+    )
     after = arrayviews.connect(spark=spark, **opened)
     assert sorted(after.relations().name.str.lower()) == ["base", "r_late"]  # listed without S_gone
     report = after.check(repair=True, orphans_older_than=dt.timedelta(0))
