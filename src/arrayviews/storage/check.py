@@ -326,7 +326,8 @@ def _orphan_folders(
     the catalog row back) is registered again instead of deleted."""
     problems = []
     orphans: list[tuple[str, str]] = []  # (folder, its name)
-    read: dict[str, list[tuple[int, str, str, _StillRead]]] = {}  # by relation name
+    # by relation name: (namespace, folder, the folder's name, what it holds)
+    read: dict[str, list[tuple[str, str, str, _StillRead]]] = {}
     for namespace in namespaces:
         root = f"{warehouse.rstrip('/')}/{namespace}.db"
         fs, path = filesystem(root)
