@@ -151,17 +151,20 @@ class StreamStepCost:
     view, 0.17-0.38 ms more for a sum window's incremental step and 0.26-0.41 ms for a max window's
     queue by the kernel, 0.9-1.6 and 1.8-4.8 ms by the SQL, 7-15 ns a row; the cost of a part read
     from its file is kept from round 10 (the calibration's parts were all in this process's memory).
-    ``per_group`` is 0 by default (the defaults were fitted without it; calibrations since round 28
-    fit it, 0-1 us a row written on the machine of round 28)."""
+    ``per_group`` (a row written) and ``per_queue`` from round 33's calibrations, the first whose
+    scratch streams vary the rows written apart from the rows read (``streams.calibration``): 0.28-0.34
+    us a row written, and nothing left for the queue beyond its entries written. Until then
+    ``per_group`` was 0 and ``per_queue`` 0.4 ms, which priced a max window's queue the same at any
+    window and took its incremental plan at 5 parts, where recomputing is 1.2x faster."""
 
     per_view: float = 0.0035
     per_part: float = 2.0e-4
     per_row: float = 1.5e-8
     per_helper: float = 0.0003
-    per_queue: float = 0.0004
+    per_queue: float = 0.0
     per_helper_sql: float = 0.0013
     per_queue_sql: float = 0.0030
-    per_group: float = 0.0
+    per_group: float = 3.0e-7
 
 
 @dataclass(frozen=True)

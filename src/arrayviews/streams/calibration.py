@@ -1,5 +1,6 @@
 """Calibrating the in-process stream step costs (``execution.cost.StreamStepCost``) on the running
-machine: window views of both plans stepped over scratch streams of two part sizes, fitted to
+machine: window views of both plans stepped over scratch streams of three part shapes (two sizes,
+and the larger one with a group per row), fitted to
 ``per_view + per_part * parts read + per_row * rows read + per_group * rows written`` and the
 incremental plans' extra costs
 (a sum window's, and a max window's monotonic queue's), each as the window kernel runs it and as
@@ -20,7 +21,7 @@ from arrayviews.streams.maintainer import maintain_view
 from arrayviews.streams.window_plans import queue_step
 from arrayviews.streams.world import StreamWorld
 
-#: Rows per part of the two scratch streams (a tenth as many groups).
+#: Rows per part of the scratch streams (see :func:`stream_shapes`).
 ROWS = (1000, 10000)
 #: Windows (parts) of the recompute views, and of the incremental view. The widest recompute
 #: window reads 32 parts: the rows-read term must stand out of a step's noise (0.5-1 ms on a busy
@@ -33,11 +34,11 @@ WARM_PARTS, TIMED_PARTS = max(RECOMPUTE_WINDOWS), 5
 _START = 1_600_000_020  # a minute boundary
 
 
-def _part(minute: int, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+def _part(minute: int, rows: int, groups: int, rng: np.random.Generator) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "ts": pd.to_datetime(_START + 60 * minute + rng.integers(0, 60, rows), unit="s", utc=True),
-            "g": [f"g{k}" for k in rng.integers(0, max(1, rows // 10), rows)],
+            "g": [f"g{k}" for k in rng.integers(0, groups, rows)],
             "v": rng.integers(-1000, 1000, rows),
             "f": rng.uniform(-1000.0, 1000.0, rows),
         }
@@ -64,8 +65,9 @@ _SELECTED = {
 _HAVING = {"incremental_sql": " HAVING count(*) > 0"}
 
 
-def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
-    """Per view of the scratch stream, the median step time with what it read."""
+def _steps(db, rows: int, groups: int, rng: np.random.Generator) -> list[dict]:
+    """Per view of a scratch stream of ``rows`` rows a part over ``groups`` groups, the median step
+    time with what it read."""
     tag = uuid.uuid4().hex[:8]
     stream_name = f"calibration_stream_{tag}"
     views = {f"calibration_r{w}_{tag}": ("recompute", w) for w in RECOMPUTE_WINDOWS}
@@ -75,7 +77,7 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
     views[f"calibration_qs{INCREMENTAL_WINDOW}_{tag}"] = ("queue_sql", INCREMENTAL_WINDOW)
     stream = db.create_stream(stream_name, "ts timestamp, g string, v int, f double", 60, "ts")
     try:
-        stream.append(_part(0, rows, rng), maintain=False)
+        stream.append(_part(0, rows, groups, rng), maintain=False)
         for name, (plan, window) in views.items():
             db.sql(
                 f"CREATE VIEW {name} USING {_USING[plan]} AS SELECT g, {_SELECTED[plan]} AS total "
@@ -84,7 +86,7 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
         order = list(views)
         timed: dict[str, list[float]] = {}
         for minute in range(1, WARM_PARTS + TIMED_PARTS + 1):
-            stream.append(_part(minute, rows, rng), maintain=False)
+            stream.append(_part(minute, rows, groups, rng), maintain=False)
             world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
             # the first view stepped after an append also reads the stream's new snapshot: each
             # view takes that turn in rotation, and the median of its steps leaves it out
@@ -93,10 +95,10 @@ def _steps(db, rows: int, rng: np.random.Generator) -> list[dict]:
                 result = maintain_view(db.spark, world, name)
                 if minute > WARM_PARTS and result is not None:
                     timed.setdefault(name, []).append(result.seconds)
-        groups = len(_part(0, rows, np.random.default_rng(0)).g.unique())
+        present = len(_part(0, rows, groups, np.random.default_rng(0)).g.unique())
         samples = []
         for name, (plan, window) in views.items():
-            sample = {"plan": plan, "window": window, "rows": rows, "groups": groups}
+            sample = {"plan": plan, "window": window, "rows": rows, "groups": present}
             sample["seconds"] = statistics.median(timed[name])
             samples.append(sample)
         return samples
@@ -153,13 +155,28 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
     )
 
 
+def stream_shapes(rows: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The scratch streams' rows per part and the groups their rows are drawn from: a tenth as many
+    groups as rows for each of ``rows``, and as many groups as rows for the largest (about 63% of
+    its rows are then groups of their own), so that the rows a step writes (one a group; a queue's
+    entries too) vary apart from the rows it reads.
+
+    With groups always a tenth of the rows, the cost of a row written (``per_group``) could only be
+    told from the larger part's other costs by a few hundred rows, below a step's noise: fits on
+    one machine gave 1.0-1.6 us a row (round 33), which priced a max window's queue (1 + H(W) rows
+    a group) far above its measured steps, so that a calibrated AUTO took the recompute plan for
+    max windows of 10-50 parts, which the incremental plan steps 1.15-2.7x faster
+    (``benchmarks.run viewdf_scope``). With the third stream four fits gave 0.28-0.34 us a row."""
+    return [(size, max(1, size // 10)) for size in rows] + [(max(rows), max(rows))]
+
+
 def calibrate_stream_steps(db, rows: tuple[int, ...] = ROWS, seed: int = 0) -> StreamStepCost:
     """Measure the in-process stream step costs here and store them with the database's calibrated
     costs (``execution.json``): what ``CREATE VIEW ... [WINDOW ...]`` prices its plans with. The
     scratch streams and views are dropped. Their steps are run view by view; creating them brings
     the warehouse's pending stream views up to date first, as any CREATE VIEW does."""
     rng = np.random.default_rng(seed)
-    samples = [sample for size in rows for sample in _steps(db, size, rng)]
+    samples = [sample for size, groups in stream_shapes(rows) for sample in _steps(db, size, groups, rng)]
     fitted = fit_stream_steps(samples)
     model = db.executors.costs
     db.executors.store_costs(
@@ -168,4 +185,4 @@ def calibrate_stream_steps(db, rows: tuple[int, ...] = ROWS, seed: int = 0) -> S
     return fitted
 
 
-__all__ = ["calibrate_stream_steps", "fit_stream_steps"]
+__all__ = ["calibrate_stream_steps", "fit_stream_steps", "stream_shapes"]
