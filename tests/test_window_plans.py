@@ -149,6 +149,28 @@ def test_the_stream_step_costs_are_stored_with_the_calibration() -> None:
     assert CostModel.from_json(json.dumps(older)).stream_step == StreamStepCost()
 
 
+def test_stream_step_terms_fitted_without_rows_written_apart_are_not_used() -> None:
+    """A calibration before round 33 stepped scratch streams whose groups were always a tenth of
+    their rows: its cost of a row written is a step's noise (1-1.6 us where 0.3 us was measured
+    apart), so a warehouse holding such a fit prices its windows with the defaults until
+    calibrated again. Terms set by hand (no samples) and fits with rows written varied apart
+    (the calibration since round 33) are used as stored."""
+    confounded = StreamStepCost(per_view=0.004, per_queue=0.0, per_group=1.4e-6)
+
+    def stored(shapes: list[tuple[int, int]]) -> CostModel:
+        samples = [
+            {"plan": "recompute", "window": 2, "rows": rows, "groups": groups, "seconds": 0.005}
+            for rows, groups in shapes
+        ]
+        model = CostModel(stream_step=confounded).stamped({"stream_step": samples})
+        return CostModel.from_json(model.to_json())
+
+    assert stored([(1000, 100), (10_000, 1000)]).stream_step == StreamStepCost()
+    assert stored([(1000, 100), (10_000, 1000), (10_000, 6328)]).stream_step == confounded
+    by_hand = CostModel(stream_step=confounded)
+    assert CostModel.from_json(by_hand.to_json()).stream_step == confounded
+
+
 # -- on a warehouse ----------------------------------------------------------------------------------
 def _batch(minutes, seed: int) -> pd.DataFrame:
     """20 groups, 10 readings each a minute (values -50..50)."""

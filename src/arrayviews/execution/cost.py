@@ -209,7 +209,7 @@ class CostModel:
             dict(data.get("notes", {})),
             _costs(RefreshCost, data.get("refresh_local", {}), "refresh_local"),
             _costs(RefreshCost, data.get("refresh_spark", {}), "refresh_spark"),
-            _costs(StreamStepCost, data.get("stream_step", {}), "stream_step"),
+            _stream_step(data.get("stream_step", {}), data.get("notes", {}).get("stream_step")),
         )
 
     def stamped(self, notes: dict) -> CostModel:
@@ -221,6 +221,22 @@ def _cost(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} is {value!r}, not a finite number of seconds (or count) >= 0")
     return value
+
+
+def _stream_step(values: dict, samples: object) -> StreamStepCost:
+    """The stored stream step terms, or the defaults when they were fitted from steps whose rows
+    written never varied apart from their rows read (``samples``: the steps the calibration
+    measured, kept in the model's notes): calibrations before round 33 drew every scratch stream's
+    groups from a tenth of its rows, and their cost of a row written is the noise of a step
+    (streams/calibration.py ``stream_shapes``). ``db.calibrate()`` measures the terms again."""
+    terms = _costs(StreamStepCost, values, "stream_step")
+    if not isinstance(samples, list) or not samples:
+        return terms  # set by hand, or never calibrated: kept as stored
+    try:
+        ratios = {round(float(s["groups"]) / float(s["rows"]), 1) for s in samples}
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return terms
+    return terms if len(ratios) > 1 else StreamStepCost()
 
 
 def _costs(cls: type, values: dict, where: str):
