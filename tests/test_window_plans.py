@@ -169,6 +169,10 @@ def test_stream_step_terms_fitted_without_rows_written_apart_are_not_used() -> N
     assert stored([(1000, 100), (10_000, 1000), (10_000, 6328)]).stream_step == confounded
     by_hand = CostModel(stream_step=confounded)
     assert CostModel.from_json(by_hand.to_json()).stream_step == confounded
+    for damaged in ("x", [1, 2], [{"rows": 0, "groups": 1}], [{"rows": "a"}]):  # samples no one can read
+        text = json.loads(by_hand.to_json())
+        text["notes"] = [["stream_step", damaged]]  # a list of pairs, as dict() takes it
+        assert CostModel.from_json(json.dumps(text)).stream_step == confounded
 
 
 # -- on a warehouse ----------------------------------------------------------------------------------

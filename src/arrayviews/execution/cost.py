@@ -200,16 +200,17 @@ class CostModel:
         string, null, NaN or a negative cost would break or mislead every later choice)."""
         data = json.loads(text)
         default = CostModel()  # files written before the uncertain terms existed get their defaults
+        notes = dict(data.get("notes", {}))
         return CostModel(
             _costs(EngineCost, {**asdict(default.local), **data["local"]}, "local"),
             _costs(EngineCost, {**asdict(default.spark), **data["spark"]}, "spark"),
             int(_cost("max_local_cells", data["max_local_cells"])),
             int(_cost("max_local_bytes", data["max_local_bytes"])),
             data.get("calibrated"),
-            dict(data.get("notes", {})),
+            notes,
             _costs(RefreshCost, data.get("refresh_local", {}), "refresh_local"),
             _costs(RefreshCost, data.get("refresh_spark", {}), "refresh_spark"),
-            _stream_step(data.get("stream_step", {}), data.get("notes", {}).get("stream_step")),
+            _stream_step(data.get("stream_step", {}), notes.get("stream_step")),
         )
 
     def stamped(self, notes: dict) -> CostModel:
