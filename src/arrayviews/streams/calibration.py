@@ -166,7 +166,7 @@ def stream_shapes(rows: tuple[int, ...]) -> list[tuple[int, int]]:
     one machine gave 1.0-1.6 us a row (round 33), which priced a max window's queue (1 + H(W) rows
     a group) far above its measured steps, so that a calibrated AUTO took the recompute plan for
     max windows of 10-50 parts, which the incremental plan steps 1.15-2.7x faster
-    (``benchmarks.run viewdf_scope``). With the third stream seven fits gave 0.28-0.58 us a row."""
+    (``benchmarks.run viewdf_scope``). With the third stream thirteen fits gave 0.28-0.58 us a row."""
     return [(size, max(1, size // 10)) for size in rows] + [(max(rows), max(rows))]
 
 
