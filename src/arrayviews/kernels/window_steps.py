@@ -57,24 +57,37 @@ def _dense(ids: np.ndarray) -> tuple[np.ndarray, int]:
 def group_ids(columns: list[pa.ChunkedArray | pa.Array]) -> tuple[np.ndarray, int]:
     """One group number per row of the key ``columns`` (equal keys, NULL included, share a number)
     and a bound of the numbers (below a few times the rows, or the number of groups)."""
+    ids, size, _ = encoded_groups(columns)
+    return ids, size
+
+
+def encoded_groups(
+    columns: list[pa.ChunkedArray | pa.Array],
+) -> tuple[np.ndarray, int, list[tuple[pa.Array, np.ndarray]] | None]:
+    """:func:`group_ids`, and each key column as its dictionary (NULL a member) with every row's
+    place in it (None without rows), from which rows' keys are taken without touching the long
+    column: taking from a column of several chunks copies them all into one first."""
     rows = len(columns[0]) if columns else 0
     ids = np.zeros(rows, dtype=np.int64)
     size = 1
     if not rows:  # Arrow gives no numbers for an empty dictionary of dates or timestamps
-        return ids, size
+        return ids, size, None
+    dictionaries = []
     for column in columns:
         encoded = pc.dictionary_encode(column, null_encoding="encode")
         if isinstance(encoded, pa.ChunkedArray):
             encoded = encoded.combine_chunks()
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        dictionaries.append((encoded.dictionary, codes))
         cardinality = max(1, len(encoded.dictionary))
         if size * cardinality >= _LIMIT:
             ids, size = _dense(ids)
         ids = ids * cardinality + codes
         size *= cardinality
     if len(columns) == 1 or not rows or size <= 4 * rows + 1024:  # few numbers unused: not renumbered
-        return ids, size
-    return _dense(ids)
+        return ids, size, dictionaries
+    ids, size = _dense(ids)
+    return ids, size, dictionaries
 
 
 class _Groups:
@@ -214,8 +227,9 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
             raise StepRefused(f"group column {name} of type {kind}")
         keys.append(pa.chunked_array([c for p in pieces for c in p.chunks], type=kind))
     bounds = np.cumsum([0] + [t.num_rows for t in tables])
+    dictionaries = None
     if groups:
-        ids, total = group_ids(keys)
+        ids, total, dictionaries = encoded_groups(keys)
     else:  # one group: the whole window
         ids, total = np.zeros(int(bounds[-1]), dtype=np.int64), 1
     first = np.full(total, -1, dtype=np.int64)
@@ -334,8 +348,13 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     summary_valid = summary_only(np.ones(summaries, dtype=bool))
     all_groups = np.concatenate([chosen, entry_group])
     columns: dict[str, pa.Array] = {}
-    for name, key in zip(groups, keys, strict=True):
-        columns[name] = key.take(pa.array(first[all_groups]))
+    taken = first[all_groups]
+    for number, (name, key) in enumerate(zip(groups, keys, strict=True)):
+        if dictionaries is None:
+            columns[name] = key.take(pa.array(taken))
+        else:  # from the key's dictionary (NULL included), by the rows' places in it
+            dictionary, codes = dictionaries[number]
+            columns[name] = dictionary.take(pa.array(codes[taken]))
     columns[step.age] = _arrow(age[all_groups], None, pa.int32())
     columns[step.idle] = _arrow(summary_only(idle[chosen]), summary_valid, pa.int32())
     for column in step.cumulated():
