@@ -167,6 +167,14 @@ class StreamStepCost:
     per_queue_sql: float = 0.0030
     per_group: float = 3.0e-7
 
+    def part_seconds(self, parts: int, rows: float, written: float, extra: float = 0.0) -> float:
+        """Predicted seconds of building one part in this process (its files read, its query or
+        kernel run, its Parquet file written), without the view's fixed cost (``per_view``: the
+        planning and the commit, paid once per step on either executor): ``parts`` files of
+        ``rows`` rows read, ``written`` rows written, and a plan's ``extra`` (``per_helper`` or
+        ``per_queue`` of a window's incremental step)."""
+        return self.per_part * parts + self.per_row * rows + self.per_group * written + extra
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -275,12 +283,21 @@ class Choice:
 
 
 def choose(
-    model: CostModel, estimate: Estimate, mode: str = "auto", local_estimate: Estimate | None = None
+    model: CostModel,
+    estimate: Estimate,
+    mode: str = "auto",
+    local_estimate: Estimate | None = None,
+    local_seconds: float | None = None,
 ) -> Choice:
     """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local);
-    ``local_estimate`` prices the in-process engine when its plan differs from Spark's."""
+    ``local_estimate`` prices the in-process engine when its plan differs from Spark's, and
+    ``local_seconds`` is its prediction when a model of its own prices the operation (a stream
+    view's part: ``StreamStepCost.part_seconds``)."""
     local = estimate if local_estimate is None else local_estimate
-    predicted = {"local": model.seconds("local", local), "spark": model.seconds("spark", estimate)}
+    predicted = {
+        "local": model.seconds("local", local) if local_seconds is None else local_seconds,
+        "spark": model.seconds("spark", estimate),
+    }
     if mode not in MODES:
         raise ValidationError(f"execution must be one of {', '.join(MODES)}, got {mode!r}")
     if mode != "auto":
@@ -295,10 +312,11 @@ def choose(
         )
     executor = "local" if predicted["local"] <= predicted["spark"] else "spark"
     source = "calibrated" if model.calibrated else "default"
+    by_steps = "" if local_seconds is None else " by the stream step costs"
     return Choice(
         executor,
-        f"{estimate.text()}: predicted in-process {predicted['local']:.3f} s, Spark {predicted['spark']:.3f} s "
-        f"({source} costs)",
+        f"{estimate.text()}: predicted in-process {predicted['local']:.4f} s{by_steps}, "
+        f"Spark {predicted['spark']:.3f} s ({source} costs)",
         estimate,
         predicted,
     )

@@ -19,13 +19,14 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arrayviews.execution.cost import Choice, Estimate, choose
+from arrayviews.execution.cost import Choice, Estimate, StreamStepCost, choose
 from arrayviews.execution.failures import file_gone
 from arrayviews.execution.local_sql import CannotRunLocally, RaisedByQuery
 from arrayviews.model.errors import ArrayViewsError, CatalogBusyError, NotFoundError
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
+from arrayviews.model.window_step import WindowStep
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import fusion as fusion_module
 from arrayviews.streams import history, planning
@@ -168,7 +169,15 @@ class _Round:
             chunks=sum(len(files) for _, _, files in inputs),
             jobs=2,
         )
-        choice = choose(self.world.costs, estimate, self.world.execution)
+        step = definition.window_step if not initialize else None
+        # a window kernel's part is priced by the stream step costs, fitted to such steps; other
+        # parts (a query's SQL) by the engines' per-cell costs
+        local_seconds = (
+            None
+            if step is None
+            else _kernel_part_seconds(self.world.costs.stream_step, inputs, self.view.name, step)
+        )
+        choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
         reason = choice.reason
         if choice.executor == "local":
             sources = [
@@ -177,7 +186,6 @@ class _Round:
                 else Input(table, tuple(f.uri for f in files), presentation=self.world.presentation(relation))
                 for relation, table, files in inputs
             ]
-            step = definition.window_step if not initialize else None
             staged = (
                 build_window_part(query, step, part, sources, self.view.table, self.view.name)
                 if step is not None
@@ -244,6 +252,23 @@ class _Round:
 
     def all_staged(self) -> list:
         return [s for files in self.staged.values() for s in files]
+
+
+def _kernel_part_seconds(cost: StreamStepCost, inputs: list, view: str, step: WindowStep) -> float:
+    """The predicted seconds of the window kernel building a part of ``view`` in this process from
+    ``inputs`` ((relation, table, files) per part reference), by the stream step costs that
+    ``db.calibrate()`` fits to window steps: the files and rows read, the rows written (as many as
+    the earlier parts of the view it reads hold, on average) and the extra of the incremental step
+    (its queue with min or max, else its running totals). The engines' per-cell cost, fitted to
+    array operators, priced these parts at 8-13 times their measured time and sent parts of 2.5M
+    rows to Spark, which built them 4-6 times slower (docs/streams.md)."""
+    own = [sum(f.rows for f in files) for relation, _, files in inputs if relation == view and files]
+    return cost.part_seconds(
+        sum(len(files) for _, _, files in inputs),
+        sum(f.rows for _, _, files in inputs for f in files),
+        sum(own) / len(own) if own else 0.0,
+        cost.per_queue if step.queues else cost.per_helper,
+    )
 
 
 def _raised_by_query(error: PySparkException) -> str | None:
@@ -589,7 +614,9 @@ def _maintain_in_order(
                 blocked[name] = f"lost the commit to other processes {MAX_ATTEMPTS} times"
             else:
                 blocked[name] = "the catalog was busy"
-            results.append(MaintenanceResult(handle.spelled, version, error=f"not maintained this time: {error}"))
+            results.append(
+                MaintenanceResult(handle.spelled, version, error=f"not maintained this time: {error}")
+            )
             _quietly(world.refresh)
             continue
         except Exception as error:
