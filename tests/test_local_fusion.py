@@ -246,9 +246,9 @@ def test_a_fused_readers_estimate_counts_the_helpers_new_part(spark, tmp_path, m
     for fuse in (True, False):
         monkeypatch.setattr(fusion, "FUSE_READER_PARTS", fuse)
 
-        def recording(model, estimate, mode="auto", local_estimate=None, fuse=fuse):
+        def recording(model, estimate, mode="auto", local_estimate=None, local_seconds=None, fuse=fuse):
             estimates[fuse].append((estimate.cells, estimate.bytes, estimate.chunks))
-            return real_choose(model, estimate, mode, local_estimate)
+            return real_choose(model, estimate, mode, local_estimate, local_seconds)
 
         monkeypatch.setattr(maintainer, "choose", recording)
         truth = Truth()
