@@ -17,6 +17,7 @@ BENCHMARKS = (
     "viewdf",
     "viewdf_scope",
     "viewdf_history",
+    "viewdf_large_parts",
     "halo",
     "history",
     "uncertain",
