@@ -166,14 +166,21 @@ class StreamStepCost:
     per_helper_sql: float = 0.0013
     per_queue_sql: float = 0.0030
     per_group: float = 3.0e-7
+    #: One part built by the window kernel in this process (what the executor choice and the
+    #: part's report predict; the commit is not in it): a fixed cost (reading set-up, the kernel's
+    #: own, one Parquet file), each row it reads (its stream part, the view's earlier parts) and each
+    #: row it writes. Fitted by ``db.calibrate()`` to the builds of its kernel views, one of them over
+    #: parts of 10^5 rows (``streams.calibration``); defaults from builds measured on a 2-core
+    #: machine in round 34, 10^4 to 2.5 * 10^6 rows a part: 1.4 ms at 1.2 * 10^4 rows read,
+    #: 68 ms at 1.02 * 10^6, 187 ms at 2.55 * 10^6 (parts that large are read from their files).
+    kernel_fixed: float = 5.0e-4
+    kernel_per_row: float = 7.0e-8
+    kernel_per_written: float = 2.0e-7
 
-    def part_seconds(self, parts: int, rows: float, written: float, extra: float = 0.0) -> float:
-        """Predicted seconds of building one part in this process (its files read, its query or
-        kernel run, its Parquet file written), without the view's fixed cost (``per_view``: the
-        planning and the commit, paid once per step on either executor): ``parts`` files of
-        ``rows`` rows read, ``written`` rows written, and a plan's ``extra`` (``per_helper`` or
-        ``per_queue`` of a window's incremental step)."""
-        return self.per_part * parts + self.per_row * rows + self.per_group * written + extra
+    def kernel_build_seconds(self, rows: float, written: float) -> float:
+        """Predicted seconds of the window kernel building one part in this process from ``rows``
+        rows read and writing ``written`` rows."""
+        return self.kernel_fixed + self.kernel_per_row * rows + self.kernel_per_written * written
 
 
 @dataclass(frozen=True)
@@ -291,8 +298,8 @@ def choose(
 ) -> Choice:
     """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local);
     ``local_estimate`` prices the in-process engine when its plan differs from Spark's, and
-    ``local_seconds`` is its prediction when a model of its own prices the operation (a stream
-    view's part: ``StreamStepCost.part_seconds``)."""
+    ``local_seconds`` is its prediction when a model of its own prices the operation (a window
+    kernel's part: ``StreamStepCost.kernel_build_seconds``)."""
     local = estimate if local_estimate is None else local_estimate
     predicted = {
         "local": model.seconds("local", local) if local_seconds is None else local_seconds,

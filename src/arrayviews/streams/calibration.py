@@ -4,7 +4,9 @@ and the larger one with a group per row), fitted to
 ``per_view + per_part * parts read + per_row * rows read + per_group * rows written`` and the
 incremental plans' extra costs
 (a sum window's, and a max window's monotonic queue's), each as the window kernel runs it and as
-the step's SQL runs it (a view the kernel does not take: a HAVING, a float column's maximum)."""
+the step's SQL runs it (a view the kernel does not take: a HAVING, a float column's maximum); and
+the window kernel's own build of a part (what picks its executor), fitted to the kernel's builds in
+those steps and over a stream of 10^6 rows a part."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from arrayviews.execution.cost import StreamStepCost
-from arrayviews.streams.maintainer import maintain_view
+from arrayviews.streams.maintainer import WINDOW_KERNEL, maintain_view
 from arrayviews.streams.window_plans import queue_step
 from arrayviews.streams.world import StreamWorld
 
@@ -100,6 +102,8 @@ def _steps(db, rows: int, groups: int, rng: np.random.Generator) -> list[dict]:
         for name, (plan, window) in views.items():
             sample = {"plan": plan, "window": window, "rows": rows, "groups": present}
             sample["seconds"] = statistics.median(timed[name])
+            if plan in ("incremental", "queue"):
+                sample["builds"] = _kernel_builds(db, name, TIMED_PARTS)
             samples.append(sample)
         return samples
     finally:
@@ -107,6 +111,62 @@ def _steps(db, rows: int, groups: int, rng: np.random.Generator) -> list[dict]:
             if name in db.stream_views():
                 db.drop_stream_view(name)
         db.drop_stream(stream_name)
+
+
+def _kernel_builds(db, view: str, steps: int) -> list[dict]:
+    """The parts the window kernel built in ``view``'s last ``steps`` steps: rows read and
+    written and the seconds of each build, from the reports kept with the view's versions."""
+    history = db.stream_view(view).maintenance_history().tail(steps)
+    return [
+        {"rows_read": p["rows_read"], "rows_written": p["rows_written"], "seconds": p["seconds"]}
+        for reason, parts in zip(history["reason"], history["parts"], strict=True)
+        if WINDOW_KERNEL in reason
+        for p in parts
+        if p["executor"] == "local" and "rows_read" in p
+    ]
+
+
+#: Rows a part of the stream whose window kernel builds pin the cost of a row read: parts that large
+#: are not kept in memory (``storage.recent_parts``), so each build reads its stream part from its
+#: file, as a user's steps over parts that large do; the window and the steps timed.
+LARGE_ROWS, LARGE_WINDOW, LARGE_TIMED = 1_000_000, 2, 3
+
+
+def _large_kernel_builds(db, rows: int, rng: np.random.Generator) -> list[dict]:
+    """The window kernel's builds over a scratch stream of ``rows`` rows a part (a sum window of
+    ``LARGE_WINDOW`` parts, stepped ``LARGE_TIMED`` times once full): its rows read stand out of a
+    build's noise, which those of the other streams' parts do not (10^4 rows are 1 ms or less)."""
+    tag = uuid.uuid4().hex[:8]
+    stream_name, view = f"calibration_stream_{tag}", f"calibration_k{LARGE_WINDOW}_{tag}"
+    stream = db.create_stream(stream_name, "ts timestamp, g string, v int, f double", 60, "ts")
+    try:
+        stream.append(_part(0, rows, rows // 100, rng), maintain=False)
+        db.sql(
+            f"CREATE VIEW {view} USING INCREMENTAL AS SELECT g, sum(v) AS total "
+            f"FROM {stream_name} [WINDOW {LARGE_WINDOW} MINUTES] GROUP BY g"
+        )
+        for minute in range(1, LARGE_WINDOW + LARGE_TIMED + 1):
+            stream.append(_part(minute, rows, rows // 100, rng), maintain=False)
+            world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
+            maintain_view(db.spark, world, view)
+        return _kernel_builds(db, view, LARGE_TIMED)
+    finally:
+        if view in db.stream_views():
+            db.drop_stream_view(view)
+        db.drop_stream(stream_name)
+
+
+def fit_kernel_builds(builds: list[dict]) -> tuple[float, float, float]:
+    """Non-negative least squares of the window kernel's build seconds over a fixed cost, the rows
+    read and the rows written: ``(kernel_fixed, kernel_per_row, kernel_per_written)``; the
+    defaults without builds."""
+    if not builds:
+        defaults = StreamStepCost()
+        return defaults.kernel_fixed, defaults.kernel_per_row, defaults.kernel_per_written
+    matrix = np.array([[1.0, b["rows_read"], b["rows_written"]] for b in builds], dtype=float)
+    seconds = np.array([b["seconds"] for b in builds], dtype=float)
+    fixed, per_row, per_written = nnls(matrix, seconds)[0]
+    return float(fixed), float(per_row), float(per_written)
 
 
 def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
@@ -143,6 +203,9 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
         found = extra(plan)
         return max(0.0, float(statistics.median(found))) if found else default
 
+    kernel_fixed, kernel_per_row, kernel_per_written = fit_kernel_builds(
+        [build for s in samples for build in s.get("builds", ())]
+    )
     return StreamStepCost(
         per_view=float(per_view),
         per_part=float(per_part),
@@ -152,6 +215,9 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
         per_helper_sql=term("incremental_sql", defaults.per_helper_sql),
         per_queue_sql=term("queue_sql", defaults.per_queue_sql),
         per_group=float(per_group),
+        kernel_fixed=kernel_fixed,
+        kernel_per_row=kernel_per_row,
+        kernel_per_written=kernel_per_written,
     )
 
 
@@ -170,13 +236,24 @@ def stream_shapes(rows: tuple[int, ...]) -> list[tuple[int, int]]:
     return [(size, max(1, size // 10)) for size in rows] + [(max(rows), max(rows))]
 
 
-def calibrate_stream_steps(db, rows: tuple[int, ...] = ROWS, seed: int = 0) -> StreamStepCost:
+def calibrate_stream_steps(
+    db, rows: tuple[int, ...] = ROWS, seed: int = 0, large_rows: int = LARGE_ROWS
+) -> StreamStepCost:
     """Measure the in-process stream step costs here and store them with the database's calibrated
     costs (``execution.json``): what ``CREATE VIEW ... [WINDOW ...]`` prices its plans with. The
     scratch streams and views are dropped. Their steps are run view by view; creating them brings
     the warehouse's pending stream views up to date first, as any CREATE VIEW does."""
     rng = np.random.default_rng(seed)
     samples = [sample for size, groups in stream_shapes(rows) for sample in _steps(db, size, groups, rng)]
+    samples.append(
+        {
+            "plan": "kernel",
+            "window": LARGE_WINDOW,
+            "rows": large_rows,
+            "groups": large_rows // 100,
+            "builds": _large_kernel_builds(db, large_rows, rng),
+        }
+    )
     fitted = fit_stream_steps(samples)
     model = db.executors.costs
     db.executors.store_costs(

@@ -26,7 +26,6 @@ from arrayviews.model.errors import ArrayViewsError, CatalogBusyError, NotFoundE
 from arrayviews.model.faults import InjectedFault, checkpoint
 from arrayviews.model.names import PART
 from arrayviews.model.viewdf import OVERFLOW_MARK, ViewDFDefinition
-from arrayviews.model.window_step import WindowStep
 from arrayviews.storage.snapshots import BaseMovedError, may_have_committed
 from arrayviews.streams import fusion as fusion_module
 from arrayviews.streams import history, planning
@@ -97,8 +96,10 @@ class _Round:
         self.registered: list[str] = []
         #: executor -> (parts built there, the reason given for the last of them)
         self.executors: dict[str, tuple[int, str]] = {}
-        #: per part built: where, the estimate, the predicted and the measured seconds (the report)
+        #: per part built: where, the estimate, the predicted and the measured seconds, the rows read
+        #: and written (the report)
         self.reports: list[dict] = []
+        self._rows_read: int | None = None
 
     def files(self, relation: str, low: int, high: int) -> list[PartFile]:
         if relation != self.view.name:
@@ -134,17 +135,21 @@ class _Round:
 
     def build(self, part: int, initialize: bool) -> None:
         started = time.perf_counter()
+        self._rows_read = None
         choice, executor = self._build(part, initialize)
-        self.reports.append(
-            {
-                "part": part,
-                "executor": executor,
-                "cells": choice.estimate.cells,
-                "bytes": choice.estimate.bytes,
-                "predicted_seconds": round(choice.predicted[executor], 6),
-                "seconds": round(time.perf_counter() - started, 6),
-            }
-        )
+        seconds = time.perf_counter() - started
+        report = {
+            "part": part,
+            "executor": executor,
+            "cells": choice.estimate.cells,
+            "bytes": choice.estimate.bytes,
+            "predicted_seconds": round(choice.predicted[executor], 6),
+            "seconds": round(seconds, 6),
+            "rows_written": sum(s.rows for s in self.staged.get(part, ())),
+        }
+        if self._rows_read is not None:  # the rows of the files read, each file once
+            report["rows_read"] = self._rows_read
+        self.reports.append(report)
 
     def _build(self, part: int, initialize: bool) -> tuple[Choice, str]:
         """Build one part where the cost model says; returns the choice (estimate and predictions)
@@ -163,6 +168,7 @@ class _Round:
             table = self.view.table if relation == self.view.name else self.world.table(relation)
             table.hold_recent(part - reference.low.at(part))  # read again that many parts later
             inputs.append((relation, table, files))
+        self._rows_read = sum({f.uri: f.rows for _, _, files in inputs for f in files}.values())
         estimate = Estimate(
             cells=sum(f.rows * (len(t.arrow_schema) - 1) for _, t, files in inputs for f in files),
             bytes=sum(f.nbytes for _, _, files in inputs for f in files),
@@ -170,12 +176,12 @@ class _Round:
             jobs=2,
         )
         step = definition.window_step if not initialize else None
-        # a window kernel's part is priced by the stream step costs, fitted to such steps; other
+        # a window kernel's part is priced by the kernel build terms, fitted to such builds; other
         # parts (a query's SQL) by the engines' per-cell costs
         local_seconds = (
             None
             if step is None
-            else _kernel_part_seconds(self.world.costs.stream_step, inputs, self.view.name, step)
+            else _kernel_part_seconds(self.world.costs.stream_step, inputs, self.view.name)
         )
         choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
         reason = choice.reason
@@ -254,21 +260,17 @@ class _Round:
         return [s for files in self.staged.values() for s in files]
 
 
-def _kernel_part_seconds(cost: StreamStepCost, inputs: list, view: str, step: WindowStep) -> float:
+def _kernel_part_seconds(cost: StreamStepCost, inputs: list, view: str) -> float:
     """The predicted seconds of the window kernel building a part of ``view`` in this process from
-    ``inputs`` ((relation, table, files) per part reference), by the stream step costs that
-    ``db.calibrate()`` fits to window steps: the files and rows read, the rows written (as many as
-    the earlier parts of the view it reads hold, on average) and the extra of the incremental step
-    (its queue with min or max, else its running totals). The engines' per-cell cost, fitted to
-    array operators, priced these parts at 8-13 times their measured time and sent parts of 2.5M
-    rows to Spark, which built them 4-6 times slower (docs/streams.md)."""
+    ``inputs`` ((relation, table, files) per part reference), by the kernel build terms that
+    ``db.calibrate()`` fits to such builds: the rows of the files it reads (each file once) and
+    the rows it writes (as many as the earlier parts of the view it reads hold, on average). The
+    engines' per-cell cost, fitted to array operators, priced these parts at 8-13 times their
+    measured time and sent parts of 2.5M rows to Spark, which built them 4-6 times slower
+    (docs/streams.md)."""
+    read = {f.uri: f.rows for _, _, files in inputs for f in files}
     own = [sum(f.rows for f in files) for relation, _, files in inputs if relation == view and files]
-    return cost.part_seconds(
-        sum(len(files) for _, _, files in inputs),
-        sum(f.rows for _, _, files in inputs for f in files),
-        sum(own) / len(own) if own else 0.0,
-        cost.per_queue if step.queues else cost.per_helper,
-    )
+    return cost.kernel_build_seconds(sum(read.values()), sum(own) / len(own) if own else 0.0)
 
 
 def _raised_by_query(error: PySparkException) -> str | None:
