@@ -18,6 +18,7 @@ from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.streams.calibration import (
     calibrate_stream_steps,
     fit_kernel_builds,
+    fit_sql_builds,
     fit_stream_steps,
     stream_shapes,
 )
@@ -375,6 +376,7 @@ def test_the_kernel_build_fit_recovers_known_terms_through_noise() -> None:
         defaults.kernel_per_row,
         defaults.kernel_per_written,
     )
+    assert fit_sql_builds([]) == (defaults.sql_fixed, defaults.sql_per_row, defaults.sql_per_written)
 
 
 def _noisy_steps(truth: StreamStepCost, noise: np.random.Generator):
@@ -426,7 +428,7 @@ def test_a_calibration_tells_rows_written_from_rows_read_through_a_steps_noise(m
     sizes = PartSizes(rows=10_000, groups=1000)
     for seed in range(12):
         monkeypatch.setattr(calibration, "_steps", _noisy_steps(MEASURED_LIKE, np.random.default_rng(seed)))
-        monkeypatch.setattr(calibration, "_large_kernel_builds", lambda *arguments: [])
+        monkeypatch.setattr(calibration, "_large_builds", lambda *arguments: ([], []))
         database = type("Database", (), {"executors": _CostsKept()})()
         fitted = calibrate_stream_steps(database)
         assert fitted.per_group == pytest.approx(MEASURED_LIKE.per_group, rel=1 / 3), seed
@@ -468,8 +470,17 @@ def test_calibration_stores_the_step_costs_and_leaves_other_streams_alone(spark,
     assert sorted((s["plan"], s["window"], s["rows"]) for s in samples) == sorted(
         expected + [("kernel", 2, 20_000)]
     )
-    # the kernel's builds of the incremental views' timed steps, each with the rows it read
+    # the kernel's builds of the incremental views' timed steps, each with the rows it read, and
+    # the SQL's builds of the others (the large stream's recompute window too)
     assert {s["plan"] for s in samples if s.get("builds")} == {"incremental", "queue", "kernel"}
+    assert {s["plan"] for s in samples if s.get("sql_builds")} == {
+        "recompute",
+        "incremental_sql",
+        "queue_sql",
+        "kernel",
+    }
+    by_sql = [b for s in samples for b in s.get("sql_builds", ())]
+    assert (fitted.sql_fixed, fitted.sql_per_row, fitted.sql_per_written) == fit_sql_builds(by_sql)
     large = next(s["builds"] for s in samples if s["plan"] == "kernel")
     assert len(large) == 3 and all(b["rows_read"] > 20_000 and b["seconds"] > 0 for b in large)
     every = [b for s in samples for b in s.get("builds", ())]
@@ -630,7 +641,8 @@ def test_show_status_of_a_stream_view_says_what_it_reflects_and_its_plan(spark, 
 
 
 #: Priced by hand: the engines' per-cell cost would put any part on Spark (10 ms a cell in
-#: process against Spark's defaults), the kernel build terms price a window kernel's part in ms.
+#: process against Spark's defaults), the build terms of the window kernel and of a query's SQL
+#: price a part in ms.
 KERNEL_PRICED = CostModel(
     local=replace(CostModel().local, fixed=0.0, per_cell=1.0e-2),
     stream_step=StreamStepCost(
@@ -643,17 +655,22 @@ KERNEL_PRICED = CostModel(
         kernel_fixed=2.0e-3,
         kernel_per_row=1.0e-6,
         kernel_per_written=3.0e-6,
+        sql_fixed=3.0e-3,
+        sql_per_row=2.0e-6,
+        sql_per_written=4.0e-6,
     ),
 )
 
 
 @pytest.mark.slow
-def test_a_window_kernels_part_is_priced_by_the_stream_step_costs(spark, tmp_path) -> None:
-    """The engines' per-cell cost (fitted to array operators) priced window kernel parts at 8-13
-    times their time and sent parts of 2.5M rows to Spark, 4-6 times slower. Each update part
-    is now priced by the kernel build terms, worked here from the appended rows: the stream's part
-    j (200 rows) and the view's parts j-1 and j-3 (one row per group in their windows) read, and
-    as many rows written as those two parts hold on average."""
+def test_a_stream_views_part_is_priced_by_the_build_terms(spark, tmp_path) -> None:
+    """The engines' per-cell cost (fitted to array operators) priced stream views' parts at 8-14
+    times their time and sent parts of 2.5M rows to Spark, 3.6-5 times slower. A window kernel's
+    part is now priced by the kernel build terms, worked here from the appended rows: the stream's
+    part j (200 rows) and the view's parts j-1 and j-3 (one row per group in their windows) read,
+    and as many rows written as those two parts hold on average; a part built by its query's SQL
+    (a recompute window, a pattern view) by the SQL build terms: the recompute window reads the
+    stream's parts j-2..j and no part of its own."""
     db = arrayviews.connect(str(tmp_path / "warehouse"), spark=spark, execution="auto")
     db.executors.store_costs(KERNEL_PRICED)
     stream = db.create_stream("S", "ts timestamp, g string, v int", 60, "ts")
@@ -661,6 +678,10 @@ def test_a_window_kernels_part_is_priced_by_the_stream_step_costs(spark, tmp_pat
     stream.append(frames[0])
     db.sql("CREATE VIEW w USING INCREMENTAL AS " + SUM_WINDOW.format(minutes=3).split(" AS ", 1)[1])
     db.sql("CREATE VIEW top USING INCREMENTAL AS " + MAX_WINDOW.format(minutes=3).split(" AS ", 1)[1])
+    db.sql("CREATE VIEW again USING RECOMPUTE AS " + SUM_WINDOW.format(minutes=3).split(" AS ", 1)[1])
+    db.sql(
+        "CREATE VIEW runs AS SELECT g, count(*) AS n FROM S PATTERN [a, b+] WHERE a.v > 0 AND b.v < 0 GROUP BY g"
+    )
     for minute in range(3, 7):
         frames.append(_batch([minute], seed=10 + minute))
         stream.append(frames[-1])
@@ -693,9 +714,19 @@ def test_a_window_kernels_part_is_priced_by_the_stream_step_costs(spark, tmp_pat
                 checked += 1
         assert "by the stream step costs" in history["reason"].iloc[-1]
     assert checked == 4
+    for reports in db.stream_view("again").maintenance_history()["parts"]:
+        for report in reports:
+            read = int(minutes.between(report["part"] - 2, report["part"]).sum())
+            assert (report["executor"], report["rows_read"]) == ("local", read)
+            assert report["predicted_seconds"] == pytest.approx(
+                cost.sql_fixed + cost.sql_per_row * read, abs=1e-6
+            )
+    assert _stored(db, "again") == _window_totals(frames, 3)
+    runs = db.stream_view("runs").maintenance_history()
+    assert set(runs["executor"]) == {"local"} and "by the stream step costs" in runs["reason"].iloc[-1]
     # the in-process limit still holds whatever the prediction: parts past it go to Spark
     db.executors.store_costs(replace(KERNEL_PRICED, max_local_cells=100))
     stream.append(_batch([7], seed=17))
-    for name in ("w", "top"):
+    for name in ("w", "top", "again", "runs"):
         last = db.stream_view(name).maintenance_history().iloc[-1]
         assert last["executor"] == "spark" and "exceed the in-process limit" in last["reason"]

@@ -177,10 +177,25 @@ class StreamStepCost:
     kernel_per_row: float = 7.0e-8
     kernel_per_written: float = 2.0e-7
 
+    #: The same three terms for a part whose query runs as SQL in this process (Acero or DuckDB:
+    #: pattern views, hand-written ViewDFs, the recompute plan, windows the kernel does not take),
+    #: fitted by ``db.calibrate()`` to its recompute and SQL views' builds and to a recompute window
+    #: over the stream of 10^6 rows a part. Defaults from round 34's builds: a pattern part 1.3-2.2 ms
+    #: at 10^4 rows read and 0.14-0.22 s at 2.5 * 10^6 (from its file), a recompute window's 0.22-0.25 s
+    #: at 5 * 10^6.
+    sql_fixed: float = 1.0e-3
+    sql_per_row: float = 6.0e-8
+    sql_per_written: float = 2.0e-7
+
     def kernel_build_seconds(self, rows: float, written: float) -> float:
         """Predicted seconds of the window kernel building one part in this process from ``rows``
         rows read and writing ``written`` rows."""
         return self.kernel_fixed + self.kernel_per_row * rows + self.kernel_per_written * written
+
+    def sql_build_seconds(self, rows: float, written: float) -> float:
+        """Predicted seconds of a part's query run as SQL in this process over ``rows`` rows read,
+        writing ``written`` rows."""
+        return self.sql_fixed + self.sql_per_row * rows + self.sql_per_written * written
 
 
 @dataclass(frozen=True)
@@ -298,8 +313,8 @@ def choose(
 ) -> Choice:
     """The executor for an operation reading ``estimate`` under ``mode`` (auto, spark or local);
     ``local_estimate`` prices the in-process engine when its plan differs from Spark's, and
-    ``local_seconds`` is its prediction when a model of its own prices the operation (a window
-    kernel's part: ``StreamStepCost.kernel_build_seconds``)."""
+    ``local_seconds`` is its prediction when a model of its own prices the operation (a stream
+    view's part: ``StreamStepCost.kernel_build_seconds`` or ``sql_build_seconds``)."""
     local = estimate if local_estimate is None else local_estimate
     predicted = {
         "local": model.seconds("local", local) if local_seconds is None else local_seconds,

@@ -5,8 +5,8 @@ and the larger one with a group per row), fitted to
 incremental plans' extra costs
 (a sum window's, and a max window's monotonic queue's), each as the window kernel runs it and as
 the step's SQL runs it (a view the kernel does not take: a HAVING, a float column's maximum); and
-the window kernel's own build of a part (what picks its executor), fitted to the kernel's builds in
-those steps and over a stream of 10^6 rows a part."""
+the in-process build of a part by the window kernel and by a query's SQL (what picks its executor),
+fitted to those steps' builds and to builds over a stream of 10^6 rows a part."""
 
 from __future__ import annotations
 
@@ -103,7 +103,9 @@ def _steps(db, rows: int, groups: int, rng: np.random.Generator) -> list[dict]:
             sample = {"plan": plan, "window": window, "rows": rows, "groups": present}
             sample["seconds"] = statistics.median(timed[name])
             if plan in ("incremental", "queue"):
-                sample["builds"] = _kernel_builds(db, name, TIMED_PARTS)
+                sample["builds"] = _builds(db, name, TIMED_PARTS, kernel=True)
+            else:
+                sample["sql_builds"] = _builds(db, name, TIMED_PARTS, kernel=False)
             samples.append(sample)
         return samples
     finally:
@@ -113,60 +115,80 @@ def _steps(db, rows: int, groups: int, rng: np.random.Generator) -> list[dict]:
         db.drop_stream(stream_name)
 
 
-def _kernel_builds(db, view: str, steps: int) -> list[dict]:
-    """The parts the window kernel built in ``view``'s last ``steps`` steps: rows read and
-    written and the seconds of each build, from the reports kept with the view's versions."""
+def _builds(db, view: str, steps: int, kernel: bool) -> list[dict]:
+    """The parts built in this process in ``view``'s last ``steps`` steps, by the window kernel
+    (``kernel``) or by their query's SQL: rows read and written and the seconds of each build, from
+    the reports kept with the view's versions."""
     history = db.stream_view(view).maintenance_history().tail(steps)
     return [
         {"rows_read": p["rows_read"], "rows_written": p["rows_written"], "seconds": p["seconds"]}
         for reason, parts in zip(history["reason"], history["parts"], strict=True)
-        if WINDOW_KERNEL in reason
+        if (WINDOW_KERNEL in reason) == kernel
         for p in parts
         if p["executor"] == "local" and "rows_read" in p
     ]
 
 
-#: Rows a part of the stream whose window kernel builds pin the cost of a row read: parts that large
+#: Rows a part of the stream whose builds pin the cost of a row read: parts that large
 #: are not kept in memory (``storage.recent_parts``), so each build reads its stream part from its
 #: file, as a user's steps over parts that large do; the window and the steps timed.
 LARGE_ROWS, LARGE_WINDOW, LARGE_TIMED = 1_000_000, 2, 3
 
 
-def _large_kernel_builds(db, rows: int, rng: np.random.Generator) -> list[dict]:
-    """The window kernel's builds over a scratch stream of ``rows`` rows a part (a sum window of
-    ``LARGE_WINDOW`` parts, stepped ``LARGE_TIMED`` times once full): its rows read stand out of a
-    build's noise, which those of the other streams' parts do not (10^4 rows are 1 ms or less)."""
+def _large_builds(db, rows: int, rng: np.random.Generator) -> tuple[list[dict], list[dict]]:
+    """The builds over a scratch stream of ``rows`` rows a part of a sum window of ``LARGE_WINDOW``
+    parts by the window kernel and by its recompute plan (SQL), each stepped ``LARGE_TIMED``
+    times once full: their rows read stand out of a build's noise, which those of the other
+    streams' parts do not (10^4 rows are 1 ms or less). Returns (kernel builds, SQL builds)."""
     tag = uuid.uuid4().hex[:8]
-    stream_name, view = f"calibration_stream_{tag}", f"calibration_k{LARGE_WINDOW}_{tag}"
+    stream_name = f"calibration_stream_{tag}"
+    kernel_view, sql_view = f"calibration_k{LARGE_WINDOW}_{tag}", f"calibration_r{LARGE_WINDOW}_{tag}"
+    views = {kernel_view: "INCREMENTAL", sql_view: "RECOMPUTE"}
     stream = db.create_stream(stream_name, "ts timestamp, g string, v int, f double", 60, "ts")
     try:
         stream.append(_part(0, rows, rows // 100, rng), maintain=False)
-        db.sql(
-            f"CREATE VIEW {view} USING INCREMENTAL AS SELECT g, sum(v) AS total "
-            f"FROM {stream_name} [WINDOW {LARGE_WINDOW} MINUTES] GROUP BY g"
-        )
+        for view, plan in views.items():
+            db.sql(
+                f"CREATE VIEW {view} USING {plan} AS SELECT g, sum(v) AS total "
+                f"FROM {stream_name} [WINDOW {LARGE_WINDOW} MINUTES] GROUP BY g"
+            )
         for minute in range(1, LARGE_WINDOW + LARGE_TIMED + 1):
             stream.append(_part(minute, rows, rows // 100, rng), maintain=False)
             world = StreamWorld(db.spark, db.warehouse.catalog, "local", db.executors.costs)
-            maintain_view(db.spark, world, view)
-        return _kernel_builds(db, view, LARGE_TIMED)
+            for view in views:
+                maintain_view(db.spark, world, view)
+        return (
+            _builds(db, kernel_view, LARGE_TIMED, kernel=True),
+            _builds(db, sql_view, LARGE_TIMED, kernel=False),
+        )
     finally:
-        if view in db.stream_views():
-            db.drop_stream_view(view)
+        for view in views:
+            if view in db.stream_views():
+                db.drop_stream_view(view)
         db.drop_stream(stream_name)
 
 
-def fit_kernel_builds(builds: list[dict]) -> tuple[float, float, float]:
-    """Non-negative least squares of the window kernel's build seconds over a fixed cost, the rows
-    read and the rows written: ``(kernel_fixed, kernel_per_row, kernel_per_written)``; the
-    defaults without builds."""
+def fit_builds(builds: list[dict], defaults: tuple[float, float, float]) -> tuple[float, float, float]:
+    """Non-negative least squares of part builds' seconds over a fixed cost, the rows read and the
+    rows written: ``(fixed, per row read, per row written)``; ``defaults`` without builds."""
     if not builds:
-        defaults = StreamStepCost()
-        return defaults.kernel_fixed, defaults.kernel_per_row, defaults.kernel_per_written
+        return defaults
     matrix = np.array([[1.0, b["rows_read"], b["rows_written"]] for b in builds], dtype=float)
     seconds = np.array([b["seconds"] for b in builds], dtype=float)
     fixed, per_row, per_written = nnls(matrix, seconds)[0]
     return float(fixed), float(per_row), float(per_written)
+
+
+def fit_kernel_builds(builds: list[dict]) -> tuple[float, float, float]:
+    """:func:`fit_builds` of the window kernel's builds: ``StreamStepCost``'s ``kernel_*`` terms."""
+    d = StreamStepCost()
+    return fit_builds(builds, (d.kernel_fixed, d.kernel_per_row, d.kernel_per_written))
+
+
+def fit_sql_builds(builds: list[dict]) -> tuple[float, float, float]:
+    """:func:`fit_builds` of builds by a query's SQL: ``StreamStepCost``'s ``sql_*`` terms."""
+    d = StreamStepCost()
+    return fit_builds(builds, (d.sql_fixed, d.sql_per_row, d.sql_per_written))
 
 
 def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
@@ -206,6 +228,9 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
     kernel_fixed, kernel_per_row, kernel_per_written = fit_kernel_builds(
         [build for s in samples for build in s.get("builds", ())]
     )
+    sql_fixed, sql_per_row, sql_per_written = fit_sql_builds(
+        [build for s in samples for build in s.get("sql_builds", ())]
+    )
     return StreamStepCost(
         per_view=float(per_view),
         per_part=float(per_part),
@@ -218,6 +243,9 @@ def fit_stream_steps(samples: list[dict]) -> StreamStepCost:
         kernel_fixed=kernel_fixed,
         kernel_per_row=kernel_per_row,
         kernel_per_written=kernel_per_written,
+        sql_fixed=sql_fixed,
+        sql_per_row=sql_per_row,
+        sql_per_written=sql_per_written,
     )
 
 
@@ -245,13 +273,15 @@ def calibrate_stream_steps(
     the warehouse's pending stream views up to date first, as any CREATE VIEW does."""
     rng = np.random.default_rng(seed)
     samples = [sample for size, groups in stream_shapes(rows) for sample in _steps(db, size, groups, rng)]
+    kernel_builds, sql_builds = _large_builds(db, large_rows, rng)
     samples.append(
         {
             "plan": "kernel",
             "window": LARGE_WINDOW,
             "rows": large_rows,
             "groups": large_rows // 100,
-            "builds": _large_kernel_builds(db, large_rows, rng),
+            "builds": kernel_builds,
+            "sql_builds": sql_builds,
         }
     )
     fitted = fit_stream_steps(samples)
@@ -262,4 +292,11 @@ def calibrate_stream_steps(
     return fitted
 
 
-__all__ = ["calibrate_stream_steps", "fit_stream_steps", "stream_shapes"]
+__all__ = [
+    "calibrate_stream_steps",
+    "fit_builds",
+    "fit_kernel_builds",
+    "fit_sql_builds",
+    "fit_stream_steps",
+    "stream_shapes",
+]

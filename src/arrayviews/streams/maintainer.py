@@ -176,13 +176,9 @@ class _Round:
             jobs=2,
         )
         step = definition.window_step if not initialize else None
-        # a window kernel's part is priced by the kernel build terms, fitted to such builds; other
-        # parts (a query's SQL) by the engines' per-cell costs
-        local_seconds = (
-            None
-            if step is None
-            else _kernel_part_seconds(self.world.costs.stream_step, inputs, self.view.name)
-        )
+        # priced in process by the build terms of the window kernel or of a query's SQL, fitted to
+        # such builds (not by the engines' per-cell cost, fitted to array operators)
+        local_seconds = _part_seconds(self.world.costs.stream_step, inputs, self.view.name, step is not None)
         choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
         reason = choice.reason
         if choice.executor == "local":
@@ -260,17 +256,18 @@ class _Round:
         return [s for files in self.staged.values() for s in files]
 
 
-def _kernel_part_seconds(cost: StreamStepCost, inputs: list, view: str) -> float:
-    """The predicted seconds of the window kernel building a part of ``view`` in this process from
-    ``inputs`` ((relation, table, files) per part reference), by the kernel build terms that
-    ``db.calibrate()`` fits to such builds: the rows of the files it reads (each file once) and
-    the rows it writes (as many as the earlier parts of the view it reads hold, on average). The
-    engines' per-cell cost, fitted to array operators, priced these parts at 8-13 times their
-    measured time and sent parts of 2.5M rows to Spark, which built them 4-6 times slower
-    (docs/streams.md)."""
+def _part_seconds(cost: StreamStepCost, inputs: list, view: str, kernel: bool) -> float:
+    """The predicted seconds of building a part of ``view`` in this process from ``inputs``
+    ((relation, table, files) per part reference), by the build terms that ``db.calibrate()`` fits
+    to such builds, the window kernel's (``kernel``) or a query's SQL: the rows of the files it
+    reads (each file once) and the rows it writes (as many as the earlier parts of the view it reads
+    hold, on average; none counted when it reads none). The engines' per-cell cost, fitted to
+    array operators, priced these parts at 8-14 times their measured time and sent parts of 2.5M
+    rows to Spark, which built them 3.6-5 times slower (docs/streams.md)."""
     read = {f.uri: f.rows for _, _, files in inputs for f in files}
     own = [sum(f.rows for f in files) for relation, _, files in inputs if relation == view and files]
-    return cost.kernel_build_seconds(sum(read.values()), sum(own) / len(own) if own else 0.0)
+    rows, written = sum(read.values()), sum(own) / len(own) if own else 0.0
+    return cost.kernel_build_seconds(rows, written) if kernel else cost.sql_build_seconds(rows, written)
 
 
 def _raised_by_query(error: PySparkException) -> str | None:
