@@ -170,7 +170,7 @@ class StreamStepCost:
     #: part's report predict; the commit is not in it): a fixed cost (reading set-up, the kernel's
     #: own, one Parquet file), each row it reads (its stream part, the view's earlier parts) and each
     #: row it writes. Fitted by ``db.calibrate()`` to the builds of its kernel views, one of them over
-    #: parts of 10^5 rows (``streams.calibration``); defaults from builds measured on a 2-core
+    #: parts of 10^6 rows (``streams.calibration``); defaults from builds measured on a 2-core
     #: machine in round 34, 10^4 to 2.5 * 10^6 rows a part: 1.4 ms at 1.2 * 10^4 rows read,
     #: 68 ms at 1.02 * 10^6, 187 ms at 2.55 * 10^6 (parts that large are read from their files).
     kernel_fixed: float = 5.0e-4

@@ -181,14 +181,14 @@ def fit_builds(builds: list[dict], defaults: tuple[float, float, float]) -> tupl
 
 def fit_kernel_builds(builds: list[dict]) -> tuple[float, float, float]:
     """:func:`fit_builds` of the window kernel's builds: ``StreamStepCost``'s ``kernel_*`` terms."""
-    d = StreamStepCost()
-    return fit_builds(builds, (d.kernel_fixed, d.kernel_per_row, d.kernel_per_written))
+    defaults = StreamStepCost()
+    return fit_builds(builds, (defaults.kernel_fixed, defaults.kernel_per_row, defaults.kernel_per_written))
 
 
 def fit_sql_builds(builds: list[dict]) -> tuple[float, float, float]:
     """:func:`fit_builds` of builds by a query's SQL: ``StreamStepCost``'s ``sql_*`` terms."""
-    d = StreamStepCost()
-    return fit_builds(builds, (d.sql_fixed, d.sql_per_row, d.sql_per_written))
+    defaults = StreamStepCost()
+    return fit_builds(builds, (defaults.sql_fixed, defaults.sql_per_row, defaults.sql_per_written))
 
 
 def fit_stream_steps(samples: list[dict]) -> StreamStepCost:

@@ -178,7 +178,9 @@ class _Round:
         step = definition.window_step if not initialize else None
         # priced in process by the build terms of the window kernel or of a query's SQL, fitted to
         # such builds (not by the engines' per-cell cost, fitted to array operators)
-        local_seconds = _part_seconds(self.world.costs.stream_step, inputs, self.view.name, step is not None)
+        local_seconds = _part_seconds(
+            self.world.costs.stream_step, self._rows_read, inputs, self.view.name, step is not None
+        )
         choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
         reason = choice.reason
         if choice.executor == "local":
@@ -256,17 +258,16 @@ class _Round:
         return [s for files in self.staged.values() for s in files]
 
 
-def _part_seconds(cost: StreamStepCost, inputs: list, view: str, kernel: bool) -> float:
+def _part_seconds(cost: StreamStepCost, rows: int, inputs: list, view: str, kernel: bool) -> float:
     """The predicted seconds of building a part of ``view`` in this process from ``inputs``
     ((relation, table, files) per part reference), by the build terms that ``db.calibrate()`` fits
-    to such builds, the window kernel's (``kernel``) or a query's SQL: the rows of the files it
+    to such builds, the window kernel's (``kernel``) or a query's SQL: the ``rows`` of the files it
     reads (each file once) and the rows it writes (as many as the earlier parts of the view it reads
     hold, on average; none counted when it reads none). The engines' per-cell cost, fitted to
     array operators, priced these parts at 8-14 times their measured time and sent parts of 2.5M
     rows to Spark, which built them 3.6-5 times slower (docs/streams.md)."""
-    read = {f.uri: f.rows for _, _, files in inputs for f in files}
     own = [sum(f.rows for f in files) for relation, _, files in inputs if relation == view and files]
-    rows, written = sum(read.values()), sum(own) / len(own) if own else 0.0
+    written = sum(own) / len(own) if own else 0.0
     return cost.kernel_build_seconds(rows, written) if kernel else cost.sql_build_seconds(rows, written)
 
 
