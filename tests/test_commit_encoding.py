@@ -362,7 +362,7 @@ def test_data_file_records_from_the_measured_columns_equal_pyiceberg_s(modes) ->
     import pyarrow.parquet as pq
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
-    from arrayviews.storage.snapshots import _data_file
+    from arrayviews.storage.snapshots import data_file_record
 
     table = PartTable.create(CATALOG, "views", f"enc_{next(NAMES)}", SCHEMA, 60, "viewdf", {})
     if modes:
@@ -381,7 +381,7 @@ def test_data_file_records_from_the_measured_columns_equal_pyiceberg_s(modes) ->
     pq.write_table(rows, path.removeprefix("file://"), row_group_size=700)
     metadata, io_ = table.table.metadata, table.table.io
     for _ in range(2):  # the positions found, then kept
-        ours = _data_file(io_, metadata, path)
+        ours = data_file_record(io_, metadata, path)
         theirs = parquet_file_to_data_file(io_, metadata, path)
         schema = metadata.schema()
         measured = {schema.find_field(PART).field_id} | {schema.find_field(c).field_id for c in modes}

@@ -25,7 +25,7 @@ from arrayviews.storage import avro_schemas, manifest_cache
 from arrayviews.storage.catalog import open_catalog
 from arrayviews.storage.files import filesystem, written_footer
 from arrayviews.storage.part_table import PartTable
-from arrayviews.storage.snapshots import BaseMovedError, _data_file
+from arrayviews.storage.snapshots import BaseMovedError, data_file_record
 
 WAREHOUSE = tempfile.mkdtemp(prefix="commit-path-")
 CATALOGS = (open_catalog(WAREHOUSE), open_catalog(WAREHOUSE))  # two processes' catalog objects
@@ -165,7 +165,7 @@ def test_a_file_record_from_the_kept_footer_equals_the_record_read_from_the_file
     )
     (staged,) = table.stage_local(rows_table)
     metadata, io = table.table.metadata, table.table.io
-    kept = _data_file(io, metadata, staged.uri)  # takes the footer this process kept
+    kept = data_file_record(io, metadata, staged.uri)  # takes the footer this process kept
     assert written_footer(staged.uri) is None  # ... and forgets it
     read = parquet_file_to_data_file(io, metadata, staged.uri)
     part_field = table.table.schema().find_field(PART).field_id
@@ -187,7 +187,7 @@ def test_a_file_record_from_the_kept_footer_equals_the_record_read_from_the_file
     assert kept.partition == read.partition
     assert kept.record_count == len(rows)
     # a file written elsewhere (its footer not kept here) gets the same record from the file
-    from_file = _data_file(io, metadata, staged.uri)
+    from_file = data_file_record(io, metadata, staged.uri)
     for field in ("column_sizes", "value_counts", "lower_bounds", "upper_bounds", "file_size_in_bytes"):
         assert getattr(from_file, field) == getattr(kept, field), field
     assert from_file.partition == kept.partition

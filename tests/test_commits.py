@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 import pytest
-from pyiceberg.table import Transaction
+from pyiceberg.table import StagedTable, Table
 
 import arrayviews
 from arrayviews.model.errors import CommitConflictError, ConflictError
@@ -38,22 +38,24 @@ def cells(pairs: list[tuple[int, int]], value: int) -> pd.DataFrame:
 
 @contextlib.contextmanager
 def inside_next_iceberg_commit(action: Callable[[], None]) -> Iterator[None]:
-    """The next Iceberg transaction commit of this thread first runs ``action`` (another writer
-    committing after arrayviews checked the table but before the catalog swap)."""
-    original = Transaction.commit_transaction
+    """The next Iceberg commit of an existing table by this thread first runs ``action`` (another
+    writer committing after arrayviews checked the table but before the catalog swap). Both commit
+    paths, pyiceberg's transaction and storage/append_commit.py, hand their updates to the catalog
+    through ``Table._do_commit``; a table being created is a StagedTable and is passed over."""
+    original = Table._do_commit
     pending = {threading.get_ident(): action}
 
-    def patched(self):
-        run = pending.pop(threading.get_ident(), None)
+    def patched(self, updates, requirements):
+        run = None if isinstance(self, StagedTable) else pending.pop(threading.get_ident(), None)
         if run is not None:
             run()
-        return original(self)
+        return original(self, updates, requirements)
 
-    Transaction.commit_transaction = patched
+    Table._do_commit = patched
     try:
         yield
     finally:
-        Transaction.commit_transaction = original
+        Table._do_commit = original
 
 
 def stored_cells(array) -> list[tuple[int, int, int]]:
@@ -144,19 +146,19 @@ def test_a_writer_that_keeps_losing_gives_up_naming_the_array(db, monkeypatch) -
     def rival() -> None:
         db.array("A").insert(cells([(10, next(counter) % 16)], 9))
 
-    original = Transaction.commit_transaction
+    original = Table._do_commit
 
-    def always_beaten(self):
-        if threading.current_thread().name != "rival":
+    def always_beaten(self, updates, requirements):
+        if threading.current_thread().name != "rival" and not isinstance(self, StagedTable):
             thread = threading.Thread(target=rival, name="rival")
             thread.start()
             thread.join()
-        return original(self)
+        return original(self, updates, requirements)
 
-    monkeypatch.setattr(Transaction, "commit_transaction", always_beaten)
+    monkeypatch.setattr(Table, "_do_commit", always_beaten)
     with pytest.raises(CommitConflictError, match="array A"):
         array.insert(cells([(0, 0)], 1))
-    monkeypatch.setattr(Transaction, "commit_transaction", original)
+    monkeypatch.setattr(Table, "_do_commit", original)
     assert (0, 0, 1) not in stored_cells(array)
     assert_versions_sound(array, 3)
 

@@ -340,7 +340,7 @@ class _Transaction(Transaction):
         return cached[1]
 
 
-def _data_file(io, metadata, uri: str) -> DataFile:
+def data_file_record(io, metadata, uri: str) -> DataFile:
     """The Iceberg data file record of Parquet file ``uri``: from the footer this process kept
     when it wrote the file, or (a file written elsewhere, a Spark task say) read from the file.
 
@@ -483,7 +483,7 @@ def stage_snapshot(
     ``removed``, with summary ``properties``; a snapshot with nothing to add or remove is still made.
     Returns the data files added (with the statistics read from their footers)."""
     metadata = transaction.table_metadata
-    data_files = [_data_file(transaction._table.io, metadata, uri) for uri in added]
+    data_files = [data_file_record(transaction._table.io, metadata, uri) for uri in added]
     update = transaction.update_snapshot(snapshot_properties=properties)
     if removed:
         producer = update.overwrite()

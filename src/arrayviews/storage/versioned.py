@@ -23,6 +23,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from arrayviews.model.errors import NotFoundError
+from arrayviews.storage.append_commit import commit_append
 from arrayviews.storage.catalog import kept_listing, kept_plans
 from arrayviews.storage.expiry import ExpireResult, expire_table
 from arrayviews.storage.snapshot_index import snapshots_after
@@ -320,7 +321,10 @@ class VersionedTable:
         """Commit added Parquet files and removed data files as **one** snapshot carrying
         ``summary``, on top of ``base_snapshot_id`` (validated by the catalog as it swaps the
         metadata: BaseMovedError, nothing committed, if another writer committed first)."""
-        self.table, data_files = commit_snapshot(
+        committed = (
+            None if removed else commit_append(self.table, base_snapshot_id, added, summary, self.label)
+        )
+        self.table, data_files = committed or commit_snapshot(
             self.table, base_snapshot_id, added, removed, summary, self.label
         )
         self._note_commit(base_snapshot_id, data_files, removed)
