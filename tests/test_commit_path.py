@@ -417,3 +417,66 @@ def _commit_and_check(table, check, extended) -> None:
             table.stage_local(_rows([step], step)), operation="add", expected_version=version
         )
         check(table)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.integers(1, 400),
+    group=st.integers(1, 150),
+    part_first=st.booleans(),
+    dictionary=st.booleans(),
+    part=st.integers(-(2**63), 2**63 - 1),
+)
+def test_a_part_files_record_read_from_two_columns_equals_pyiceberg_s(rows, group, part_first, dictionary, part):
+    """The short cut for a part table's files (``snapshots._part_statistics``: the first column
+    and ``_part`` only) against pyiceberg's record read from the file, over row groups, column
+    orders, dictionary pages and any BIGINT part number; it must have been taken."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from arrayviews.storage import snapshots
+
+    table = _create()
+    columns = {
+        "k": pa.array([i % 5 if i % 3 else None for i in range(rows)], pa.int32()),
+        "v": pa.array([float(i) for i in range(rows)], pa.float64()),
+        "s": pa.array([f"s{i % 4}" for i in range(rows)], pa.string()),
+    }
+    parts = pa.array([part] * rows, pa.int64())
+    ordered = {PART: parts, **columns} if part_first else {**columns, PART: parts}
+    path = f"{table.data_directory}/quick-{next(NAMES)}.parquet".removeprefix("file://")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.table(ordered), path, row_group_size=group, use_dictionary=dictionary)
+    metadata, io = table.table.metadata, table.table.io
+    taken = []
+    original = snapshots._part_statistics
+
+    def recorded(*args):
+        taken.append(original(*args))
+        return taken[-1]
+
+    snapshots._part_statistics = recorded
+    try:
+        ours = data_file_record(io, metadata, "file://" + path)
+    finally:
+        snapshots._part_statistics = original
+    theirs = parquet_file_to_data_file(io, metadata, "file://" + path)
+    assert taken and taken[0] is not None
+    part_field = table.table.schema().find_field(PART).field_id
+    assert ours.column_sizes == {f: s for f, s in theirs.column_sizes.items() if f == part_field}
+    for field in (
+        "file_path",
+        "record_count",
+        "file_size_in_bytes",
+        "value_counts",
+        "null_value_counts",
+        "nan_value_counts",
+        "lower_bounds",
+        "upper_bounds",
+        "split_offsets",
+        "partition",
+        "content",
+        "file_format",
+    ):
+        assert getattr(ours, field) == getattr(theirs, field), field

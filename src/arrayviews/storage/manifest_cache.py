@@ -192,13 +192,23 @@ def _close_and_keep(self: ManifestListWriter, exc_type, exc_value, traceback) ->
     the entries of the manifests this process wrote that it names for the first time too."""
     _close_list_writer(self, exc_type, exc_value, traceback)
     if exc_type is None:
-        listed = tuple(self.__dict__.get("_arrayviews_written", ()))
-        _keep_list(self._output_file.location, listed)
-        for manifest in listed:
-            with _lock:
-                entries = _written.pop(manifest.manifest_path, None)
-            if entries is not None:
-                _keep_entries(manifest, entries)
+        list_written(self._output_file.location, tuple(self.__dict__.get("_arrayviews_written", ())))
+
+
+def list_written(location: str, listed: tuple[ManifestFile, ...]) -> None:
+    """Keep the manifest list just written whole at ``location`` (its records as written), and the
+    entries of the manifests this process wrote that it names for the first time."""
+    _keep_list(location, listed)
+    for manifest in listed:
+        with _lock:
+            entries = _written.pop(manifest.manifest_path, None)
+        if entries is not None:
+            _keep_entries(manifest, entries)
+
+
+def encoded_record(writer, record: ManifestFile) -> bytes:
+    """What ``writer`` (a manifest list's record writer) encodes for ``record``, kept across lists."""
+    return _encoded(writer, record)
 
 
 def _keep_entries(manifest: ManifestFile, written: tuple[ManifestEntry, ...]) -> None:
@@ -271,10 +281,21 @@ def _close_and_remember(self: ManifestWriter, exc_type, exc_value, traceback) ->
     _close_manifest_writer(self, exc_type, exc_value, traceback)
     entries = self.__dict__.get("_arrayviews_entries")
     if exc_type is None and entries:
-        with _lock:
-            _written[self._output_file.location] = tuple(entries)
-            while len(_written) > MANIFESTS_KEPT:
-                _written.popitem(last=False)
+        _remember_written(self._output_file.location, tuple(entries))
+
+
+def manifest_written(location: str, entries: tuple[ManifestEntry, ...], version: int) -> None:
+    """Remember the entries of the manifest just written whole at ``location`` until a manifest
+    list names it (format version 2 manifests whose entries all read back as written)."""
+    if version == DEFAULT_READ_VERSION and entries and all(_reads_back_as_written(e) for e in entries):
+        _remember_written(location, entries)
+
+
+def _remember_written(location: str, entries: tuple[ManifestEntry, ...]) -> None:
+    with _lock:
+        _written[location] = entries
+        while len(_written) > MANIFESTS_KEPT:
+            _written.popitem(last=False)
 
 
 def forget() -> None:
@@ -299,6 +320,9 @@ def install() -> None:
 
 __all__ = [
     "LISTS_KEPT",
+    "encoded_record",
+    "list_written",
+    "manifest_written",
     "MANIFESTS_KEPT",
     "RECORDS_KEPT",
     "fetch_manifest_entry",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow.parquet as pq
 import pyiceberg.table.update.snapshot as snapshot_producers
+from pyiceberg.conversions import to_bytes
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions.visitors import _ManifestEvalVisitor
 from pyiceberg.io.pyarrow import (
@@ -56,6 +57,9 @@ from pyiceberg.table.snapshots import (
     Summary,
 )
 from pyiceberg.table.update.snapshot import _ManifestMergeManager
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.typedef import Record
+from pyiceberg.types import IntegerType, LongType
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from arrayviews.model.errors import CatalogBusyError, CommitConflictError
@@ -360,6 +364,20 @@ def data_file_record(io, metadata, uri: str) -> DataFile:
     _check_schema(
         metadata.table_uuid, metadata.current_schema_id, metadata.format_version, written.arrow_schema, schema
     )
+    spec = metadata.spec()
+    quick = _part_statistics(written, plan, mapping, spec)
+    if quick is not None:
+        return DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=uri,
+            file_format=FileFormat.PARQUET,
+            file_size_in_bytes=written.size,
+            sort_order_id=None,
+            spec_id=metadata.default_spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **quick,
+        )
     footer = _measured_columns(written.footer, written.arrow_schema, plan, mapping)
     statistics = data_file_statistics_from_parquet_metadata(
         parquet_metadata=footer, stats_columns=plan, parquet_column_mapping=mapping
@@ -369,7 +387,7 @@ def data_file_record(io, metadata, uri: str) -> DataFile:
         content=DataFileContent.DATA,
         file_path=uri,
         file_format=FileFormat.PARQUET,
-        partition=statistics.partition(metadata.spec(), schema),
+        partition=statistics.partition(spec, schema),
         file_size_in_bytes=written.size,
         sort_order_id=None,
         spec_id=metadata.default_spec_id,
@@ -377,6 +395,104 @@ def data_file_record(io, metadata, uri: str) -> DataFile:
         key_metadata=None,
         **statistics.to_serialized_dict(),
     )
+
+
+#: Per statistics plan and partition spec: the one measured column's field id and Parquet path
+#: when :func:`_part_statistics` applies, else None.
+_part_columns: dict[tuple, tuple] = {}
+_PART_TYPES = (LongType(), IntegerType())
+
+
+def _part_column(plan: dict, mapping: dict[str, int], spec) -> tuple[int, str] | None:
+    key = (id(plan), id(spec))
+    found = _part_columns.get(key)
+    if found is None or found[1] is not plan or found[2] is not spec:
+        measured = [(field_id, c) for field_id, c in plan.items() if c.mode != _NO_METRICS]
+        column = None
+        if (
+            len(measured) == 1
+            and measured[0][1].mode == _FULL_METRICS
+            and measured[0][1].iceberg_type in _PART_TYPES
+            and len(spec.fields) == 1
+            and spec.fields[0].source_id == measured[0][0]
+            and isinstance(spec.fields[0].transform, IdentityTransform)
+        ):
+            paths = [path for path, field_id in mapping.items() if field_id == measured[0][0]]
+            column = (measured[0][0], paths[0]) if len(paths) == 1 else None
+        found = (column, plan, spec)  # holds plan and spec: their ids are not reused meanwhile
+        if len(_part_columns) > 256:
+            _part_columns.clear()
+        _part_columns[key] = found
+    return found[0]
+
+
+def _part_statistics(written: WrittenFooter, plan: dict, mapping: dict[str, int], spec) -> dict | None:
+    """The statistics and partition pyiceberg derives from a file's footer (``record_count`` ..
+    ``split_offsets`` and ``partition``, as ``DataFile.from_args`` takes them) for a table whose one
+    measured column, an integer column with full metrics, is the source of its one identity
+    partition field (a part table's ``_part``), read from that column and the first in a few calls
+    per row group: pyiceberg's aggregators, bound serializers and partition inference took a
+    seventh of a stream view's commit. None where another table or file needs pyiceberg's path (a
+    column without statistics, values of several partitions, no row group)."""
+    column = _part_column(plan, mapping, spec)
+    footer = written.footer
+    if column is None or footer.num_row_groups == 0:
+        return None
+    field_id, path = column
+    size = values = nulls = 0
+    has_nulls = False
+    low = high = None
+    offsets = []
+    for number in range(footer.num_row_groups):
+        group = footer.row_group(number)
+        first = group.column(0)
+        data_offset, dictionary_offset = first.data_page_offset, first.dictionary_page_offset
+        offsets.append(
+            dictionary_offset
+            if first.has_dictionary_page and dictionary_offset < data_offset
+            else data_offset
+        )
+        position = 0 if first.path_in_schema == path else _position_of(group, path)
+        if position is None:
+            return None
+        chunk = group.column(position)
+        size += chunk.total_compressed_size
+        values += chunk.num_values
+        statistics = chunk.statistics if chunk.is_stats_set else None
+        if (
+            statistics is None
+            or not statistics.has_min_max
+            or statistics.physical_type not in ("INT32", "INT64")
+        ):
+            return None
+        if statistics.has_null_count:
+            has_nulls = True
+            nulls += statistics.null_count
+        smallest, largest = statistics.min, statistics.max
+        low = smallest if low is None or smallest < low else low
+        high = largest if high is None or largest > high else high
+    if low != high:
+        return None  # pyiceberg's inference names the partitions
+    kind = plan[field_id].iceberg_type
+    offsets.sort()
+    return {
+        "partition": Record(low),
+        "record_count": footer.num_rows,
+        "column_sizes": {field_id: size},
+        "value_counts": {field_id: values},
+        "null_value_counts": {field_id: nulls} if has_nulls else {},
+        "nan_value_counts": {},
+        "lower_bounds": {field_id: to_bytes(kind, low)},
+        "upper_bounds": {field_id: to_bytes(kind, high)},
+        "split_offsets": offsets,
+    }
+
+
+def _position_of(group, path: str) -> int | None:
+    for position in range(group.num_columns):
+        if group.column(position).path_in_schema == path:
+            return position
+    return None
 
 
 class _SomeColumns:
@@ -449,6 +565,7 @@ def _measured_sizes(sizes: dict[int, int], plan: dict) -> dict[int, int]:
 
 
 _NO_METRICS = MetricsMode(MetricModeTypes.NONE)
+_FULL_METRICS = MetricsMode(MetricModeTypes.FULL)
 _checked_schemas: set[tuple] = set()
 _plans: dict[tuple, tuple] = {}
 
