@@ -210,7 +210,9 @@ def test_the_manifest_and_list_files_are_pyiceberg_s_bytes() -> None:
     ours = append_commit._write_manifest(io, ours_path, spec, schema, "gzip", 77, files)
     with write_manifest(2, spec, schema, io.new_output(theirs_path), 77, "gzip") as writer:
         for data_file in files:
-            writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=77, data_file=data_file))
+            writer.add(
+                ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=77, data_file=data_file)
+            )
     theirs = writer.to_manifest_file()
     # pyiceberg writes each entry as a block of its own; this package writes one block (both
     # paths here): pyiceberg's framing is compared through this package's writer below
@@ -244,7 +246,8 @@ def test_the_summary_is_pyiceberg_s_collector_s_in_its_order(parts) -> None:
     for data_file in files:
         collector.add_file(data_file=data_file, partition_spec=metadata.spec(), schema=metadata.schema())
     theirs = snapshots.PYICEBERG_UPDATE_SUMMARIES(
-        Summary(operation=Operation.APPEND, **collector.build(), **{"arrayviews.version": "2"}), parent.summary
+        Summary(operation=Operation.APPEND, **collector.build(), **{"arrayviews.version": "2"}),
+        parent.summary,
     )
     assert ours.operation == theirs.operation
     assert list(ours.additional_properties.items()) == list(theirs.additional_properties.items())

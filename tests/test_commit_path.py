@@ -427,7 +427,9 @@ def _commit_and_check(table, check, extended) -> None:
     dictionary=st.booleans(),
     part=st.integers(-(2**63), 2**63 - 1),
 )
-def test_a_part_files_record_read_from_two_columns_equals_pyiceberg_s(rows, group, part_first, dictionary, part):
+def test_a_part_files_record_read_from_two_columns_equals_pyiceberg_s(
+    rows, group, part_first, dictionary, part
+):
     """The short cut for a part table's files (``snapshots._part_statistics``: the first column
     and ``_part`` only) against pyiceberg's record read from the file, over row groups, column
     orders, dictionary pages and any BIGINT part number; it must have been taken."""
