@@ -261,6 +261,47 @@ def test_a_fused_readers_estimate_counts_the_helpers_new_part(spark, tmp_path, m
     assert readers[True] == readers[False]
 
 
+def test_a_fused_reader_is_priced_in_process_by_the_stream_step_terms_as_without_fusion(
+    spark, tmp_path, monkeypatch
+) -> None:
+    """The reader's part, fused or not, is chosen and reported with the same in-process prediction,
+    the stream step's SQL build terms over the rows it reads (the helper's new part included; the
+    terms themselves are checked against the appended rows in test_window_plans.py). Fused, it was
+    priced by the engines' per-cell cost (no prediction given to ``choose``), both in
+    ``Fusion.start_local`` and in the step that takes the part."""
+    import arrayviews.streams.fusion as fusion_module
+    import arrayviews.streams.maintainer as maintainer
+
+    seen = {True: [], False: []}
+    for fuse in (True, False):
+        monkeypatch.setattr(fusion, "FUSE_READER_PARTS", fuse)
+        for module in (maintainer, fusion_module):
+            real = module.choose
+
+            def recording(
+                model, estimate, mode="auto", local_estimate=None, local_seconds=None, fuse=fuse, real=real
+            ):
+                seen[fuse].append(local_seconds)
+                return real(model, estimate, mode, local_estimate, local_seconds)
+
+            monkeypatch.setattr(module, "choose", recording)
+        truth = Truth()
+        db, stream = helper_and_reader(spark, tmp_path / f"p{fuse}", truth)
+        seen[fuse].clear()
+        results = [stream.append(truth.add(network([minute]))) for minute in range(2, 5)]
+        monkeypatch.undo()  # the recorders off before the next connection
+        monkeypatch.setattr(fusion, "FUSE_IN_PROCESS", True)
+        assert all(r.maintenance[1].error is None for r in results)
+        assert (FUSED_LOCAL in results[-1].maintenance[1].executor_reason) == fuse
+    assert seen[False] and None not in seen[False]
+    assert None not in seen[True]
+    # helper and reader per step; fused, the reader is priced twice (before the helper commits and
+    # as its step takes the part), both times as its own step prices it without fusion
+    unfused_readers = seen[False][1::2]
+    fused_readers = [p for n, p in enumerate(seen[True]) if n % 3 != 0]
+    assert fused_readers == [p for p in unfused_readers for _ in range(2)]
+
+
 WINDOW = """CREATE VIEW Window4 AS
 INITIALIZE Window4[i] AS SELECT src, dest, ct, sum_loss FROM Helper[i]
 UPDATE Window4[j] AS SELECT src, dest, ct, sum_loss FROM Helper[j-3 .. j]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from arrayviews.model.errors import ValidationError
@@ -196,6 +197,14 @@ class StreamStepCost:
         """Predicted seconds of a part's query run as SQL in this process over ``rows`` rows read,
         writing ``written`` rows."""
         return self.sql_fixed + self.sql_per_row * rows + self.sql_per_written * written
+
+    def part_build_seconds(self, rows: float, own_parts: Sequence[float], kernel: bool) -> float:
+        """Predicted seconds of building a stream view's part in this process, by the window
+        kernel (``kernel``) or as SQL, reading ``rows`` rows (each file once) and writing as many
+        rows as the view's own earlier parts it reads hold on average (``own_parts``: their rows;
+        none read, none counted)."""
+        written = sum(own_parts) / len(own_parts) if own_parts else 0.0
+        return self.kernel_build_seconds(rows, written) if kernel else self.sql_build_seconds(rows, written)
 
 
 @dataclass(frozen=True)

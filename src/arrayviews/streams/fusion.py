@@ -93,7 +93,7 @@ class Fusion:
     def __init__(self, spark: SparkSession, world, helper: str, consumer: str) -> None:
         self.spark, self.world, self.helper, self.consumer = spark, world, helper, consumer
         #: (part, staged files or the future of the in-process build, estimate, executor, versions read,
-        #: the helper's staged files it read)
+        #: the helper's staged files it read, predicted seconds in this process)
         self.pending: tuple | None = None
         self.helper_version: int | None = None  # the helper's commit holding the fused part
         self.registered: list[str] = []
@@ -114,10 +114,12 @@ class Fusion:
         newest[self.helper] = part
         return planning.newest_buildable(definition.update, newest, definition.name) == part
 
-    def _inputs(self, part: int, helper_new: Sequence = ()) -> tuple[list[tuple], Estimate]:
+    def _inputs(self, part: int, helper_new: Sequence = ()) -> tuple[list[tuple], Estimate, float]:
         """What the consumer's part reads: (relation, table, committed files, reads the helper's new
-        part) per reference of its query, and the estimate of that input, the helper's new part
-        (``helper_new``: its staged files, with their rows and bytes) counted where it is read."""
+        part) per reference of its query, the estimate of that input, the helper's new part
+        (``helper_new``: its staged files, with their rows and bytes) counted where it is read, and
+        the predicted seconds of building it in this process (its query as SQL, by the stream step
+        build terms, as the consumer's own step prices it: streams/maintainer.py)."""
         consumer = self.world.view(self.consumer)
         inputs = []
         for reference in consumer.definition.update.references:
@@ -137,13 +139,19 @@ class Fusion:
             chunks=sum(len(files) for _, files in read),
             jobs=2,
         )
-        return inputs, estimate
+        rows = sum({f.uri: f.rows for _, files in read for f in files}.values())  # each file once
+        own = [
+            sum(f.rows for f in files)
+            for relation, _, files, _ in inputs
+            if relation == self.consumer and files
+        ]
+        return inputs, estimate, self.world.costs.stream_step.part_build_seconds(rows, own, kernel=False)
 
     def stage(self, helper_frame: DataFrame, part: int, helper_estimate: Estimate) -> list | None:
         """Stage the helper's part and the consumer's part in one Spark job; the helper's staged
         files, or None when the two are better built apart (large inputs, or the job failed)."""
         consumer = self.world.view(self.consumer)
-        inputs, estimate = self._inputs(part)
+        inputs, estimate, _ = self._inputs(part)
         if max(estimate.bytes, helper_estimate.bytes) >= TARGET_FILE_BYTES:
             return None  # one task writes a fused job: only for small parts
 
@@ -174,8 +182,16 @@ class Fusion:
             )
         except (PySparkException, ArrayViewsError):
             return None  # each view is built on its own: a failing consumer fails only its step
-        _, estimate = self._inputs(part, staged_helper)  # the helper's new part, now its size is known
-        self.pending = (part, staged_consumer, estimate, "spark", versions, _uris(staged_helper))
+        _, estimate, local_seconds = self._inputs(part, staged_helper)  # the helper's part, now sized
+        self.pending = (
+            part,
+            staged_consumer,
+            estimate,
+            "spark",
+            versions,
+            _uris(staged_helper),
+            local_seconds,
+        )
         return staged_helper
 
     def start_local(self, part: int, helper_staged: Sequence) -> None:
@@ -183,8 +199,9 @@ class Fusion:
         helper's staged (not yet committed) part ``part``; only when the cost model would build
         the consumer's part in-process too."""
         consumer = self.world.view(self.consumer)
-        inputs, estimate = self._inputs(part, helper_staged)
-        if choose(self.world.costs, estimate, self.world.execution).executor != "local":
+        inputs, estimate, local_seconds = self._inputs(part, helper_staged)
+        choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
+        if choice.executor != "local":
             return
         sources = []
         for relation, table, files, reads_new in inputs:
@@ -195,7 +212,7 @@ class Fusion:
         versions = self._versions()
         query, table, name = consumer.definition.update, consumer.table, consumer.name
         future = _background().submit(build_part, query, part, sources, table, name)
-        self.pending = (part, future, estimate, "local", versions, _uris(helper_staged))
+        self.pending = (part, future, estimate, "local", versions, _uris(helper_staged), local_seconds)
 
     def _versions(self) -> dict[str, int]:
         """The versions of what the consumer reads besides the helper, and of the consumer itself."""
@@ -205,9 +222,9 @@ class Fusion:
         found[self.consumer] = self.world.view(self.consumer).table.current_version()
         return found
 
-    def take(self, view: str, part: int) -> tuple[list, Estimate, str] | None:
-        """The consumer's pre-staged part (staged files, estimate, executor), when it is still what
-        its step would build."""
+    def take(self, view: str, part: int) -> tuple[list, Estimate, str, float] | None:
+        """The consumer's pre-staged part (staged files, estimate, executor, predicted seconds in
+        this process), when it is still what its step would build."""
         if view != self.consumer or self.pending is None or self.pending[0] != part:
             return None
         fresh = (
@@ -220,14 +237,14 @@ class Fusion:
         # losing its commit to another process stages another part, perhaps from other rows)
         if _uris(self.world.table(self.helper).files_of_parts(part, part)) != self.pending[5]:
             return None
-        _, staged, estimate, executor, _, _ = self.pending
+        _, staged, estimate, executor, _, _, local_seconds = self.pending
         self.pending = None
         if isinstance(staged, concurrent.futures.Future):
             try:
                 staged = staged.result()
             except Exception:  # noqa: BLE001 - built again by the consumer's own step, which reports it
                 return None
-        return staged, estimate, executor
+        return staged, estimate, executor, local_seconds
 
     def discard(self) -> None:
         """Delete pre-staged files no step took."""

@@ -158,9 +158,10 @@ class _Round:
         query = definition.initialize if initialize else definition.update
         fused = self.fusion.take(self.view.name, part) if self.fusion is not None else None
         if fused is not None:  # staged with the new part of the helper this view reads (streams/fusion.py)
-            self.staged[part], estimate, executor = fused
+            self.staged[part], estimate, executor, local_seconds = fused
             self._record(executor, FUSED_REASONS[executor])
-            return choose(self.world.costs, estimate, self.world.execution), executor
+            choice = choose(self.world.costs, estimate, self.world.execution, local_seconds=local_seconds)
+            return choice, executor
         inputs = []
         for reference in query.references:
             relation = reference.relation
@@ -267,8 +268,7 @@ def _part_seconds(cost: StreamStepCost, rows: int, inputs: list, view: str, kern
     array operators, priced these parts at 8-14 times their measured time and sent parts of 2.5M
     rows to Spark, which built them 3.6-5 times slower (docs/streams.md)."""
     own = [sum(f.rows for f in files) for relation, _, files in inputs if relation == view and files]
-    written = sum(own) / len(own) if own else 0.0
-    return cost.kernel_build_seconds(rows, written) if kernel else cost.sql_build_seconds(rows, written)
+    return cost.part_build_seconds(rows, own, kernel)
 
 
 def _raised_by_query(error: PySparkException) -> str | None:
