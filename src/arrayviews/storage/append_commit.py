@@ -4,15 +4,22 @@ producer: the same manifest, manifest list, snapshot and catalog swap, made dire
 A stream view's maintenance step commits one such snapshot per part (one new Parquet file, nothing
 removed). pyiceberg's path builds a transaction, a merging-append producer (its table metadata
 with the updates applied, its manifest merge manager, three futures for the added, deleted and
-existing manifests) and then the same files this module writes: 0.25 ms of a 1.7 ms commit went
-to that machinery. Here the snapshot is made as Iceberg's fast append makes it (section "Snapshots"
-and "Manifest Lists" of the table spec): one new manifest holding the added files as ADDED entries
-of the new snapshot, a manifest list naming it before every live manifest of the parent snapshot,
-the summary pyiceberg's collector makes (plus arrayviews' properties and the parent's totals), and
-the ``add-snapshot`` and ``set-snapshot-ref`` updates under ``assert-ref-snapshot-id`` and
-``assert-table-uuid``, handed to the catalog's compare-and-swap as pyiceberg's commit would. The
-manifest and list writers are pyiceberg's own (with this package's cached encoders), so the files
-are byte for byte what pyiceberg writes.
+existing manifests), manifest and list writer objects and the summary collector around the few
+bytes it writes. Here the snapshot is made as Iceberg's fast append makes it (the table spec's
+"Snapshots" and "Manifest Lists"): one new manifest holding the added files as ADDED entries of
+the new snapshot, a manifest list naming it before every live manifest of the parent snapshot, the
+summary pyiceberg's collector makes (plus arrayviews' properties and the parent's totals), and the
+``add-snapshot`` and ``set-snapshot-ref`` updates under ``assert-ref-snapshot-id`` and
+``assert-table-uuid``, handed to the catalog's compare-and-swap as pyiceberg's commit hands them.
+
+The two Avro files are framed here: the manifest's header, made once per table schema, partition
+spec and compression by pyiceberg's own writer (up to its sync marker), and the list's header made
+by pyiceberg's header writer; records encoded by pyiceberg's record writers, kept per record
+(storage/avro_blocks.py, storage/manifest_cache.py), as one block, as every file this package
+writes. ``tests/test_append_commit.py`` checks both files byte for byte (but for the random sync
+marker) against pyiceberg's writers, and twin tables committed through both paths snapshot by
+snapshot. On this machine the commit of a stream view's step took 1.34-1.49 ms against
+1.57-1.63 ms through pyiceberg (medians of 150 steps, alternating runs; docs/performance.md).
 
 Only the common case takes this path: a format-version-2 table carrying arrayviews' commit
 properties, files added and none removed, and no manifest merge due (the merge happens once in a
