@@ -143,6 +143,29 @@ def test_kept_manifests_equal_a_fresh_decode_through_merges_and_drops(monkeypatc
     assert len(manifests) < 16  # merged as commits went (every table merges from 16 manifests)
 
 
+RECORD_FIELDS = (
+    "file_path",
+    "record_count",
+    "file_size_in_bytes",
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+    "split_offsets",
+)
+
+
+def _assert_same_part_record(table: PartTable, ours, read, more: tuple[str, ...] = ()) -> None:
+    """A part file's record against pyiceberg's read from the file. pyiceberg's reader keeps every
+    column's size; Iceberg keeps none where a column's metrics mode is "none", which in a part
+    table is every column but _part."""
+    part_field = table.table.schema().find_field(PART).field_id
+    assert ours.column_sizes == {f: size for f, size in read.column_sizes.items() if f == part_field}
+    for field in (*RECORD_FIELDS, *more):
+        assert getattr(ours, field) == getattr(read, field), field
+
+
 values = st.one_of(
     st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, -0.0])
 )
@@ -168,22 +191,7 @@ def test_a_file_record_from_the_kept_footer_equals_the_record_read_from_the_file
     kept = data_file_record(io, metadata, staged.uri)  # takes the footer this process kept
     assert written_footer(staged.uri) is None  # ... and forgets it
     read = parquet_file_to_data_file(io, metadata, staged.uri)
-    part_field = table.table.schema().find_field(PART).field_id
-    # pyiceberg's reader keeps every column's size; Iceberg keeps none where a column's metrics
-    # mode is "none", which in a part table is every column but _part
-    assert kept.column_sizes == {f: size for f, size in read.column_sizes.items() if f == part_field}
-    for field in (
-        "file_path",
-        "record_count",
-        "file_size_in_bytes",
-        "value_counts",
-        "null_value_counts",
-        "nan_value_counts",
-        "lower_bounds",
-        "upper_bounds",
-        "split_offsets",
-    ):
-        assert getattr(kept, field) == getattr(read, field), field
+    _assert_same_part_record(table, kept, read)
     assert kept.partition == read.partition
     assert kept.record_count == len(rows)
     # a file written elsewhere (its footer not kept here) gets the same record from the file
@@ -465,20 +473,4 @@ def test_a_part_files_record_read_from_two_columns_equals_pyiceberg_s(
         snapshots._part_statistics = original
     theirs = parquet_file_to_data_file(io, metadata, "file://" + path)
     assert taken and taken[0] is not None
-    part_field = table.table.schema().find_field(PART).field_id
-    assert ours.column_sizes == {f: s for f, s in theirs.column_sizes.items() if f == part_field}
-    for field in (
-        "file_path",
-        "record_count",
-        "file_size_in_bytes",
-        "value_counts",
-        "null_value_counts",
-        "nan_value_counts",
-        "lower_bounds",
-        "upper_bounds",
-        "split_offsets",
-        "partition",
-        "content",
-        "file_format",
-    ):
-        assert getattr(ours, field) == getattr(theirs, field), field
+    _assert_same_part_record(table, ours, theirs, ("partition", "content", "file_format"))

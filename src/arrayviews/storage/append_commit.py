@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pyiceberg.avro.codecs.codec import Codec
 from pyiceberg.avro.encoder import BinaryEncoder
 from pyiceberg.avro.file import AVRO_CODEC_KEY, SYNC_SIZE, AvroOutputFile
-from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.manifest import (
     DEFAULT_READ_VERSION,
     MANIFEST_LIST_FILE_SCHEMAS,
@@ -77,17 +76,15 @@ from pyiceberg.table.update import (
 from pyiceberg.table.update.snapshot import _new_manifest_file_name, _new_manifest_list_file_name
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
-from arrayviews.model.errors import CatalogBusyError
-from arrayviews.model.faults import checkpoint
 from arrayviews.storage.avro_blocks import encode_record
 from arrayviews.storage.avro_schemas import write_whole
 from arrayviews.storage.manifest_cache import encoded_record, list_written, manifest_written
 from arrayviews.storage.snapshots import (
     BaseMovedError,
     data_file_record,
-    mark_maybe_committed,
     merge_keeps,
     missing_properties,
+    swap,
     update_snapshot_summaries,
 )
 
@@ -181,22 +178,11 @@ def commit_append(
         AssertRefSnapshotId(snapshot_id=None if main is None else main.snapshot_id, ref=MAIN_BRANCH),
         AssertTableUUID(uuid=metadata.table_uuid),
     )
-    checkpoint("commit.staged")
-    try:
-        table._do_commit(updates=updates, requirements=requirements)
-    except CommitFailedException as error:  # the swap did not happen: the two files are nobody's
-        _delete_quietly(file_io, [manifest_path, list_path])
-        raise BaseMovedError(label, f"another writer committed first: {error}") from None
-    except CatalogBusyError:  # the catalog stayed locked: its statement changed nothing
-        raise
-    except BaseException as error:  # the catalog may have swapped the metadata before it failed
-        mark_maybe_committed(error)
-        raise
-    try:
-        checkpoint("commit.done")
-    except BaseException as error:
-        mark_maybe_committed(error)
-        raise
+    swap(
+        lambda: table._do_commit(updates=updates, requirements=requirements),
+        label,
+        refused=lambda: _delete_quietly(file_io, [manifest_path, list_path]),  # files nobody reads
+    )
     return table, data_files
 
 

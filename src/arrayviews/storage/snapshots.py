@@ -17,6 +17,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import pyarrow.parquet as pq
 import pyiceberg.table.update.snapshot as snapshot_producers
@@ -66,6 +67,8 @@ from arrayviews.model.errors import CatalogBusyError, CommitConflictError
 from arrayviews.model.faults import checkpoint
 from arrayviews.storage.files import WrittenFooter, delete_files, written_footer
 from arrayviews.storage.metadata_updates import apply_updates
+
+T = TypeVar("T")
 
 #: Table properties every arrayviews table carries (set at creation; older tables get them on
 #: their first commit).
@@ -640,11 +643,20 @@ def commit_snapshot(
             raise BaseMovedError(label, "another writer committed meanwhile")
     transaction = _Transaction(table)
     data_files = stage_snapshot(transaction, added, removed, properties)
+    # the snapshot's own requirement asserts that ``main`` still points at the base snapshot
+    return swap(transaction.commit_transaction, label), data_files
+
+
+def swap(commit: Callable[[], T], label: str, refused: Callable[[], None] = lambda: None) -> T:
+    """Run ``commit`` (the catalog's swap of a staged snapshot) between the ``commit.staged`` and
+    ``commit.done`` checkpoints: BaseMovedError naming ``label`` when the catalog refused it
+    (after ``refused``, which deletes what nobody will read), CatalogBusyError as raised (its
+    statement changed nothing), and any other error marked as maybe committed."""
     checkpoint("commit.staged")
     try:
-        # The snapshot's own requirement asserts that ``main`` still points at the base snapshot.
-        committed = transaction.commit_transaction()
+        committed = commit()
     except CommitFailedException as error:
+        refused()
         raise BaseMovedError(label, f"another writer committed first: {error}") from None
     except CatalogBusyError:  # the catalog stayed locked: its statement changed nothing
         raise
@@ -656,7 +668,7 @@ def commit_snapshot(
     except BaseException as error:
         mark_maybe_committed(error)
         raise
-    return committed, data_files
+    return committed
 
 
 #: pyiceberg's own totals of a snapshot summary (the reference of the one below).
