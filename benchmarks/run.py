@@ -18,6 +18,7 @@ BENCHMARKS = (
     "viewdf_scope",
     "viewdf_history",
     "viewdf_large_parts",
+    "viewdf_commit",
     "halo",
     "history",
     "uncertain",
