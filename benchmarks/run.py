@@ -19,6 +19,7 @@ BENCHMARKS = (
     "viewdf_history",
     "viewdf_large_parts",
     "viewdf_commit",
+    "viewdf_queue_layout",
     "halo",
     "history",
     "uncertain",

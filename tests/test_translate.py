@@ -203,20 +203,18 @@ def test_distributive_window_structure_is_one_table_with_a_queue() -> None:
         "CREATE VIEW W AS SELECT g, max(x), sum(y) FROM S [WINDOW 120 SECONDS] GROUP BY g HAVING max(x) > 1"
     )
     (view,) = translate(statement, 30)  # one table: a queue of maxima and the cumulative sums
-    # the stream's part, the previous part (grouped, as entries, as places) and the part Wp back
-    assert sorted(r.text("j") for r in view.update.references) == [
-        "S[j]",
-        "W[j-1]",
-        "W[j-1]",
-        "W[j-1]",
-        "W[j-4]",
-    ]
+    # the stream's part, the previous part (a row per group, its queue a list) and the part Wp back
+    assert sorted(r.text("j") for r in view.update.references) == ["S[j]", "W[j-1]", "W[j-4]"]
     assert [r.text("i") for r in view.initialize.references] == ["S[i]"]
+    text = " ".join(view.update.text.split())
+    # the earlier entries still in the window: the kept list, then the newest entry (made at age)
     assert (
-        "MAX(CASE WHEN age + 1 - COALESCE(at, age) < 4 THEN queue_max_x END) AS prev_max_x"
-        in view.update.text
+        "CASE WHEN Prev.earlier_max_x IS NULL THEN ARRAY(STRUCT(Prev.queue_max_x AS v, Prev.age AS at))"
+        in text
     )
-    assert "Q.queue_max_x > W.batch_max_x" in view.update.text  # a newer equal value pops an entry
+    assert "Prev.age + 1 - e.at < 4" in text
+    assert "ARRAY_MAX(TRANSFORM(candidates_max_x, e -> e.v)) AS prev_max_x" in text
+    assert "e.v > W.batch_max_x" in text  # a newer equal value pops an entry
     assert view.presentation.when_set == "shown"
     assert view.presentation.columns == (("g", "g"), ("max_x_1", "max_x"), ("sum_y_1", "sum_y"))
 

@@ -168,9 +168,14 @@ def test_queued_extremes_on_each_executor(spark, tmp_path, execution: str) -> No
     table.refresh()
     part = EPOCH // 60 + 4
     queued = read_parquet_files(table.files_of_parts(part, part))
-    entries = [row for row in queued.to_pylist() if row["g"] == "a" and row["idle"] is None]
-    assert sorted(row["queue_min_x"] for row in entries if row["queue_min_x"] is not None) == []
-    assert sorted(row["queue_max_x"] for row in entries) == [6, 7, 8, 9]
+    (row,) = [row for row in queued.to_pylist() if row["g"] == "a"]  # a row per group
+    assert row["earlier_min_x"] == []
+    assert row["earlier_max_x"] == [
+        {"v": 9, "at": 1},
+        {"v": 8, "at": 2},
+        {"v": 7, "at": 3},
+        {"v": 6, "at": 4},
+    ]
 
 
 def _spark_order(value: float) -> tuple:

@@ -430,6 +430,29 @@ def test_groups_leaving_and_coming_back_at_the_windows_edge_and_late_rows(local_
         assert_queues(trial, view, 18)
 
 
+def test_views_made_before_queue_lists_keep_their_layout_and_kernel(local_db, calls) -> None:
+    """A min/max window made before round 36, whose stored definition keeps each earlier queue
+    entry as a row of its own (the translation's ``nested=False``), is still stepped by the window
+    kernel in that layout: each step checked against its stored SQL (``calls``), every part
+    against plain Python, late rows included."""
+    defaults = WindowTranslation.__init__.__defaults__
+    views = [View(f"before{w}", w, ("g",), EXTREMES_AND_SUMS, kernel=True) for w in (2, 7)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WindowTranslation.__init__, "__defaults__", (*defaults[:-1], False))
+        trial = Trial(local_db, calls, "before_lists", _returning(0), views)
+    for number in range(1, 12):
+        trial.append(number, _returning(number))
+    trial.append_late([(9, {"g": "g6", "x": 500}), (10, {"g": "g0", "x": -500})])
+    trial.check()
+    for view in views:
+        table = trial.db.stream_view(view.name)._handle.table
+        table.refresh()
+        part = EPOCH // MINUTE + 11
+        rows = read_parquet_files(table.files_of_parts(part, part)).to_pylist()
+        assert not any(name.startswith("earlier_") for name in rows[0])
+        assert any(row["idle"] is None for row in rows)  # an earlier entry, a row of its own
+
+
 def assert_queues(trial: Trial, view: View, number: int) -> None:
     """The stored queues of max(x) and min(x) at part ``number``, per group, hold exactly the
     window's part extremes no newer part's extreme equals or beats (a falling run: all of them)."""
@@ -450,8 +473,10 @@ def assert_queues(trial: Trial, view: View, number: int) -> None:
         for group, values in extremes.items():
             beaten = (lambda v, w: w >= v) if function == "max" else (lambda v, w: w <= v)
             expected = [v for k, v in enumerate(values) if not any(beaten(v, w) for w in values[k + 1 :])]
-            got = [r[f"queue_{function}_x"] for r in stored_rows if tuple(r[c] for c in view.groups) == group]
-            assert sorted(v for v in got if v is not None) == sorted(expected), (view.name, group, function)
+            (row,) = [r for r in stored_rows if tuple(r[c] for c in view.groups) == group]
+            # the list of earlier entries, oldest first, then the newest (the batch's extreme)
+            got = [e["v"] for e in row[f"earlier_{function}_x"]] + [row[f"queue_{function}_x"]]
+            assert [v for v in got if v is not None] == expected, (view.name, group, function)
 
 
 HYPOTHESIS_VIEWS = [
@@ -593,9 +618,14 @@ def test_an_arrow_error_in_the_kernel_is_a_refusal_not_a_failed_view() -> None:
     step = WindowTranslation(parse_statement(text), MINUTE, {"g": "string", "x": "int"}).window_step()
     assert step is not None and step.queues
     batch = pa.table({"g": ["a"], "x": pa.array([1], pa.int32())})
-    state = {step.age: I32, step.idle: 0, "hi": 5, step.at: None, step.queues[0].entry: 5}
+    state = {step.age: I32, step.idle: 0, "hi": 5, step.queues[0].entry: 5}
+    entries = pa.list_(pa.struct([pa.field("v", pa.int32()), pa.field("at", pa.int32())]))
     previous = pa.table(
-        {"g": ["a"], **{name: pa.array([value], pa.int32()) for name, value in state.items()}}
+        {
+            "g": ["a"],
+            **{name: pa.array([value], pa.int32()) for name, value in state.items()},
+            step.queues[0].entries: pa.array([[]], entries),
+        }
     )
     with pytest.raises(window_steps.StepRefused, match="2147483648 not in range"):
         window_steps.window_step(step, batch, previous, None)

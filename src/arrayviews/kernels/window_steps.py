@@ -13,8 +13,10 @@ the step (paper 004, sections 5.2.1 and 5.2.2, as streams/windows.py spells them
    exactly ``age - Wp``) to get the window's totals, and each queue's head (the batch's extreme or
    the earlier entries', whichever is kept ahead);
 4. writes one summary row per group (the state, the query's values, the batch's extreme as the
-   newest queue entry) and, with queues, every row of part j-1 as an entry made at
-   ``coalesce(at, age)`` while it is in the window and beats the batch's extreme.
+   newest queue entry) and each queue's earlier entries still in the window that the batch's
+   extreme does not beat: as a list in the row, oldest first (views made since round 36:
+   :class:`_Candidates`), or, for earlier views, every row of part j-1 as an entry row made at
+   ``coalesce(at, age)`` (streams/entry_rows.py).
 
 Group keys match as SQL's ``IS NOT DISTINCT FROM`` (NULL is a key). Anything the kernel cannot
 compute exactly as Spark does (float or nested keys, non-integer sums, float extremes, a sum that
@@ -192,6 +194,64 @@ def _bounded(*columns: np.ndarray) -> None:
         raise StepRefused("a cumulative sum near the end of BIGINT")
 
 
+class _Candidates:
+    """(Queues as lists, round 36.) One queue's entries made before part j, in the order the step's
+    SQL lists them: per row of part j-1, its kept entries (oldest first), then its batch's extreme
+    (made at the row's age); each with its value, the age it was made at, the row it came from, and
+    whether it is still in the window at j (``age + 1 - at < Wp``)."""
+
+    def __init__(self, values: np.ndarray, made: np.ndarray, row: np.ndarray, stays: np.ndarray) -> None:
+        self.values, self.made, self.row, self.stays = values, made, row, stays
+
+    @classmethod
+    def of(cls, previous: pa.Table, queue, age: np.ndarray, age_valid: np.ndarray, parts: int) -> _Candidates:
+        rows = previous.num_rows
+        lists = _column(previous, queue.entries)
+        lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+        if not pa.types.is_list(lists.type) or not pa.types.is_struct(lists.type.value_type):
+            raise StepRefused(f"{queue.entries} is {lists.type}")
+        # a NULL list has no entries (as the SQL's CASE); flatten() skips what a NULL slot covers
+        lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat = lists.flatten()
+        fields = dict(zip([f.name for f in flat.type], flat.flatten(), strict=True))
+        if set(fields) != {"v", "at"}:
+            raise StepRefused(f"{queue.entries} is {lists.type}")
+        listed, listed_valid = _numbers(fields["v"], queue.entries)
+        listed_made, listed_made_valid = _numbers(fields["at"], queue.entries)
+        newest, newest_valid = _numbers(_column(previous, queue.entry), queue.entry)
+        parent = np.repeat(np.arange(rows, dtype=np.int64), lengths)
+        ends = np.cumsum(lengths)
+        at_listed = np.arange(len(parent), dtype=np.int64) + parent  # after the rows before it
+        at_newest = ends + np.arange(rows, dtype=np.int64)  # after its row's list
+        size = len(parent) + rows
+        values = np.zeros(size, dtype=newest.dtype)
+        made = np.zeros(size, dtype=np.int64)
+        row = np.zeros(size, dtype=np.int64)
+        valid = np.zeros(size, dtype=bool)
+        values[at_listed], values[at_newest] = listed, newest
+        made[at_listed], made[at_newest] = listed_made, age
+        row[at_listed], row[at_newest] = parent, np.arange(rows)
+        valid[at_listed] = listed_valid & listed_made_valid
+        valid[at_newest] = newest_valid & age_valid
+        stays = valid & age_valid[row] & (age[row] + 1 - made < parts)
+        return cls(values, made, row, stays)
+
+    def listed(self, keep: np.ndarray, place: np.ndarray, kind: pa.DataType, rows: int) -> pa.Array:
+        """The entries where ``keep`` as one list for each of ``rows`` output rows (``place``: each
+        entry's row there; a kept entry has one), in this order within a row."""
+        taken = np.flatnonzero(keep)
+        places = place[taken]
+        order = np.argsort(places, kind="stable")
+        taken, places = taken[order], places[order]
+        counts = np.bincount(places, minlength=rows)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        entries = pa.StructArray.from_arrays(
+            [_arrow(self.values[taken], None, kind), _arrow(self.made[taken], None, pa.int32())],
+            names=["v", "at"],
+        )
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), entries)
+
+
 def window_step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table | None) -> pa.Table:
     """Part j of the window view: its summary rows (and queue entries) as the step's SQL makes them,
     one column per stored column (``_part`` not included). Raises StepRefused, also where Arrow
@@ -271,9 +331,12 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     previous_age, has_age = by_previous.extreme(age_values, age_valid, "max")
     idle_values, idle_valid = _numbers(_column(previous, step.idle), "idle")
     previous_idle, has_idle = by_previous.extreme(idle_values, idle_valid, "max")
-    if step.queues and not by_previous.unique and np.any(by_previous.count(idle_valid) > 1):
+    nested = bool(step.queues) and all(q.entries for q in step.queues)
+    if step.queues and not nested and any(q.entries for q in step.queues):
+        raise StepRefused("queues of two layouts")
+    if step.queues and not nested and not by_previous.unique and np.any(by_previous.count(idle_valid) > 1):
         raise StepRefused("a group with two summary rows")
-    if not step.queues and not by_previous.unique:
+    if (nested or not step.queues) and not by_previous.unique:
         raise StepRefused("a group with two rows")
     cumulated = {}
     for column in step.cumulated():
@@ -283,7 +346,13 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
         _bounded(before, batch_cumulated[column])
         cumulated[column] = before + batch_cumulated[column]
     earlier, queued = {}, {}  # per queue: the extreme of the entries still in the window; entries
-    if step.queues:
+    candidates: dict[str, _Candidates] = {}
+    if nested:
+        for q in step.queues:
+            found = candidates[q.entry] = _Candidates.of(previous, q, age_values, age_valid, step.parts)
+            group = previous_ids[found.row]
+            earlier[q.entry] = _Groups(group, total).extreme(found.values, found.stays, q.function)
+    elif step.queues:
         at_values, at_valid = _numbers(_column(previous, step.at), "at")
         made = np.where(at_valid, at_values, age_values)
         stays = age_valid & (age_values + 1 - made < step.parts)
@@ -323,7 +392,7 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
     chosen = np.flatnonzero(kept)
     entry_rows = np.zeros(0, dtype=np.int64)
     entry_group = np.zeros(0, dtype=np.int64)
-    if step.queues:
+    if step.queues and not nested:
         at_entry = made
         group_of = previous_ids
         alive = kept[group_of] & (at_valid | age_valid) & (age[group_of] - at_entry < step.parts)
@@ -382,7 +451,18 @@ def _step(step: WindowStep, batch: pa.Table, previous: pa.Table, old: pa.Table |
             columns[item.stored] = _arrow(
                 summary_only(value[chosen]), summary_only(has[chosen]), value_types[entry]
             )
-    if step.queues:
+    if nested:
+        place = np.full(len(kept), -1, dtype=np.int64)  # per group number: its output row
+        place[chosen] = np.arange(len(chosen))
+        for q in step.queues:
+            batch_value, batch_has = batch_heads[q.entry]
+            columns[q.entry] = _arrow(batch_value[chosen], batch_has[chosen], value_types[q.entry])
+            found = candidates[q.entry]
+            group = previous_ids[found.row]
+            ahead = ~batch_has[group] | _beats(q.function, found.values, batch_value[group])
+            keep = found.stays & kept[group] & ahead
+            columns[q.entries] = found.listed(keep, place[group], value_types[q.entry], len(chosen))
+    elif step.queues:
         columns[step.at] = _arrow(
             np.concatenate([np.zeros(summaries, np.int64), at_entry[entry_rows]]), ~summary_valid, pa.int32()
         )

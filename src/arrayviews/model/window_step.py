@@ -12,13 +12,17 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class QueueColumns:
     """One ``min`` or ``max`` of a column, kept as a monotonic queue: the batch's extreme per group
-    (``batch``, not stored), the stored entries (``entry``) and the window's extreme (``head``)."""
+    (``batch``, not stored), the stored entries (``entry``) and the window's extreme (``head``).
+    ``entries`` names the list column of the earlier entries (``STRUCT(v, at)``) in the group's
+    one row (views made since round 36); None: each earlier entry is a row of its own, ``entry``
+    holding its value and the step's ``at`` column the age it was made at (earlier views)."""
 
     function: str
     attribute: str
     batch: str
     entry: str
     head: str
+    entries: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,10 @@ class WindowStep:
             "keeps_count": self.keeps_count,
             "sums": [list(pair) for pair in self.sums],
             "counts": [list(pair) for pair in self.counts],
-            "queues": [[q.function, q.attribute, q.batch, q.entry, q.head] for q in self.queues],
+            "queues": [
+                [q.function, q.attribute, q.batch, q.entry, q.head, *([q.entries] if q.entries else [])]
+                for q in self.queues
+            ],
             "at": self.at,
             "items": [[i.stored, i.function, i.attribute] for i in self.items],
             "wide": list(self.wide),

@@ -33,15 +33,20 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.manifest import ManifestContent, ManifestFile
 from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyspark.sql import types as T
 
 from arrayviews.model.errors import NotFoundError, ValidationError
 from arrayviews.model.names import PART
-from arrayviews.storage import part_index, recent_parts
+from arrayviews.storage import kinds, part_index, recent_parts
 from arrayviews.storage.catalog import ensure_namespace, load_failure, load_tables
+from arrayviews.storage.column_types import (
+    arrow_schema_of,
+    check_storable,
+    iceberg_schema_of,
+    with_part,
+)
 from arrayviews.storage.creation import create_table, delete_folder
 from arrayviews.storage.expiry import ExpireResult
 from arrayviews.storage.files import conform, delete_files, filesystem, new_data_file_uri, write_parquet
@@ -85,20 +90,6 @@ PART_TABLE_PROPERTIES = {
 #: Files bigger than this are split (each still holding one part).
 TARGET_FILE_BYTES = 128 * 1024 * 1024
 
-_SIMPLE_TYPES: dict[type, tuple[pa.DataType, iceberg.IcebergType]] = {
-    T.BooleanType: (pa.bool_(), iceberg.BooleanType()),
-    T.IntegerType: (pa.int32(), iceberg.IntegerType()),
-    T.LongType: (pa.int64(), iceberg.LongType()),
-    T.FloatType: (pa.float32(), iceberg.FloatType()),
-    T.DoubleType: (pa.float64(), iceberg.DoubleType()),
-    T.StringType: (pa.string(), iceberg.StringType()),
-    # Spark timestamps are instants: microseconds, UTC-adjusted (Iceberg timestamptz).
-    T.TimestampType: (pa.timestamp("us", tz="UTC"), iceberg.TimestamptzType()),
-    T.TimestampNTZType: (pa.timestamp("us"), iceberg.TimestampType()),
-    T.DateType: (pa.date32(), iceberg.DateType()),
-}
-SUPPORTED_TYPES = "boolean, int, bigint, float, double, string, timestamp, timestamp_ntz, date, decimal"
-
 
 # -- part sets as text ------------------------------------------------------------------------------
 def format_parts(parts: Iterable[int]) -> str:
@@ -129,44 +120,6 @@ def parse_parts(text: str) -> list[int]:
 
 
 # -- types ------------------------------------------------------------------------------------------
-def storage_types(data_type: T.DataType) -> tuple[pa.DataType, iceberg.IcebergType] | None:
-    """The Arrow type files are written with and the Iceberg type of a Spark column type (None if
-    the type cannot be stored)."""
-    if isinstance(data_type, T.DecimalType):
-        return pa.decimal128(data_type.precision, data_type.scale), iceberg.DecimalType(
-            data_type.precision, data_type.scale
-        )
-    return _SIMPLE_TYPES.get(type(data_type))
-
-
-def check_storable(schema: T.StructType, label: str) -> None:
-    """Raise ValidationError naming the first column whose type cannot be stored, or ``_part``."""
-    for column in schema.fields:
-        if column.name == PART:
-            raise ValidationError(
-                f"{label}: column name {PART} is reserved for the part number", array=label, column=PART
-            )
-        if storage_types(column.dataType) is None:
-            raise ValidationError(
-                f"{label}, column {column.name}: type {column.dataType.simpleString()} cannot be stored "
-                f"(supported: {SUPPORTED_TYPES})",
-                array=label,
-                column=column.name,
-                value=column.dataType.simpleString(),
-            )
-
-
-def with_part(schema: T.StructType) -> T.StructType:
-    """The user columns followed by the long ``_part`` column."""
-    return T.StructType([*schema.fields, T.StructField(PART, T.LongType(), True)])
-
-
-def arrow_schema_of(schema: T.StructType) -> pa.Schema:
-    """The Arrow schema of stored rows: user columns (storage types) plus ``_part``."""
-    fields = [pa.field(c.name, storage_types(c.dataType)[0]) for c in schema.fields]
-    return pa.schema([*fields, pa.field(PART, pa.int64())])
-
-
 @functools.lru_cache(maxsize=256)
 def _schema_of(text: str) -> T.StructType:
     """A table's Spark schema from its property text (parsed once per text: schemas are read for
@@ -177,16 +130,6 @@ def _schema_of(text: str) -> T.StructType:
 @functools.lru_cache(maxsize=256)
 def _arrow_schema_of_text(text: str) -> pa.Schema:
     return arrow_schema_of(_schema_of(text))
-
-
-def iceberg_schema_of(schema: T.StructType) -> Schema:
-    """The Iceberg schema of stored rows (all columns optional, ``_part`` last)."""
-    fields = [
-        iceberg.NestedField(number, c.name, storage_types(c.dataType)[1], required=False)
-        for number, c in enumerate(schema.fields, start=1)
-    ]
-    fields.append(iceberg.NestedField(len(fields) + 1, PART, iceberg.LongType(), required=False))
-    return Schema(*fields)
 
 
 def _prefixed(key: str) -> str:
@@ -352,7 +295,7 @@ class PartTable(VersionedTable):
                 array=name,
                 value=partition_length,
             )
-        check_storable(spark_schema, label)
+        check_storable(spark_schema, label, nested=kind == kinds.STORED_STREAM_VIEW)
         schema = iceberg_schema_of(spark_schema)
         part_field = schema.find_field(PART)
         spec = PartitionSpec(

@@ -87,14 +87,16 @@ def queue_step(
 ) -> float:
     """The predicted incremental step of a window with min or max (its monotonic queues; with
     ``cumulates``, counts or sums beside them, subtracted from the part one window back), run as
-    the window kernel or, without ``kernel``, as the step's SQL."""
+    the window kernel or, without ``kernel``, as the step's SQL. Each entry kept is priced as a row
+    written (since round 36 a group's earlier entries are a list in its one row, read once; before,
+    each was a row of its own and the previous part was read three times)."""
     stored = groups + groups * float(np.sum(1.0 / np.arange(1, window + 1)))
-    read = rows + 3 * stored + (groups if cumulates else 0.0)
+    read = rows + stored + (groups if cumulates else 0.0)
     queue = cost.per_queue if kernel else cost.per_queue_sql
     return (
         cost.per_view
         + queue
-        + cost.per_part * (4 + cumulates)
+        + cost.per_part * (2 + cumulates)
         + cost.per_row * read
         + cost.per_group * stored
     )
@@ -131,10 +133,10 @@ def choose_plan(
                 + cost.per_group * groups
             )
         else:
-            # one view with a queue of min/max entries per group: it reads the stream's part,
-            # its previous part three times (grouped, as entries, as places of the new rows) and,
-            # with counts or sums, the part Wp back; a queue over values in random order holds
-            # about H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
+            # one view with a queue of min/max entries per group: it reads the stream's part, its
+            # previous part (a row per group, the earlier entries a list in it) and, with counts
+            # or sums, the part Wp back; a queue over values in random order holds about
+            # H(Wp) = 1 + 1/2 + ... + 1/Wp entries (all Wp if every part's value is smaller)
             incremental = queue_step(cost, rows, groups, window, shape.cumulates, shape.kernel)
         predicted = {
             RECOMPUTE: cost.per_view

@@ -17,16 +17,16 @@ A window of ``Wp`` stream parts has two plans (streams/window_plans.py chooses b
   with a row in the window is kept, so membership never depends on a sum's sign;
 * **incremental** with min or max (distributive, section 5.2.1), also one table: per group and
   per ``min``/``max``, a monotonic queue of the values no newer value in the window beats (a newer
-  equal value beats an older one). The summary row (the only row with ``idle``) holds the batch's
-  extreme as the newest entry; older entries are rows of their own with the ``age`` they were made
-  at (``at``). Part j reads S[j] once and part j-1 three times: grouped (each group's state and the
-  extreme of the entries still in the window), as entries, and as the places of the new summary
-  rows. An entry stays while ``age - at < Wp`` and no value of S[j] beats it; the window's extreme
-  is the batch's or the earliest entry's. Over values in random order a queue holds about
-  H(Wp) = 1 + 1/2 + ... + 1/Wp entries (5.2 at Wp = 100), at most Wp over a falling run, so a step
-  reads a few rows per group instead of the window's Wp parts. Counts and sums beside them are
-  the cumulative sums above, read from the summary rows. (Before round 14 this form was a helper
-  of per-part partial aggregates and a view combining Helper[j-Wp+1 .. j]: Wp parts a step.)
+  equal value beats an older one), kept in the group's one row: the batch's extreme as the newest
+  entry and a list of the earlier entries, each ``STRUCT(v, at)`` with the ``age`` it was made at,
+  oldest first. Part j reads S[j] once and part j-1 once: the entries of j-1 still in the window
+  (``age - at < Wp``) are its list and its newest entry; the window's extreme is the batch's or
+  theirs; the new list keeps those the batch does not beat. Over values in random order a queue
+  holds about H(Wp) = 1 + 1/2 + ... + 1/Wp entries (5.2 at Wp = 100), at most Wp over a falling
+  run. Counts and sums beside them are the cumulative sums above. (Views made before round 36
+  keep their layout, as their stored definitions do: each earlier entry a row of its own, part
+  j-1 read three times; the translation makes it with ``nested=False``. Before round 14 this form
+  was a helper of per-part partial aggregates and a view combining Helper[j-Wp+1 .. j].)
 * **recompute** (one view): View[j] aggregates S[j-Wp+1 .. j] directly.
 
 Over a stream without rows a window is incremental at once (its one table cannot become the
@@ -58,6 +58,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from arrayviews.model import text_lines
@@ -65,7 +66,7 @@ from arrayviews.model.errors import ParseError, ValidationError
 from arrayviews.model.names import HELPER_SUFFIX
 from arrayviews.model.viewdf import OVERFLOW_MARK, Presentation, ViewDFDefinition
 from arrayviews.model.window_step import ItemColumn, QueueColumns, WindowStep
-from arrayviews.streams import exact_sums
+from arrayviews.streams import entry_rows, exact_sums
 from arrayviews.streams.fsm import PREVIOUS
 from arrayviews.streams.queries import AGGREGATE_TYPES, WindowQuery, aggregate_call
 from arrayviews.streams.query_building import (
@@ -127,6 +128,18 @@ def _check_columns(statement, calls, types: Mapping[str, str]) -> None:
         raise ParseError(f"view {statement.name}: {problem}", text=statement.text, line=line, column=column)
 
 
+def _spark(template: str, **columns: exp.Expression) -> exp.Expression:
+    """The Spark SQL expression ``template`` with each bare column named in ``columns`` replaced
+    by its expression (lambda parameters such as ``e.v`` are qualified, so never replaced)."""
+
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name in columns:
+            return columns[node.name].copy()
+        return node
+
+    return sqlglot.parse_one(template, read="spark").transform(put)
+
+
 @dataclass(frozen=True)
 class _Queue:
     """The monotonic queue of one ``min`` or ``max`` of a window: the column of its stored entries
@@ -139,9 +152,18 @@ class _Queue:
     entry: str
     earlier: str
     head: str
+    #: (``nested``) the stored list of the earlier entries still kept, each ``STRUCT(v, at)``, and
+    #: the step's column of the entries made before this part that are still in the window
+    entries: str = ""
+    candidates: str = ""
 
     def extreme(self, values: exp.Expression) -> exp.Expression:
         return (exp.Max if self.function == "max" else exp.Min)(this=values)
+
+    def list_extreme(self, entries: exp.Expression) -> exp.Expression:
+        """The extreme of the values of a list of entries (NULL when it is empty)."""
+        function = "ARRAY_MAX" if self.function == "max" else "ARRAY_MIN"
+        return _spark(f"{function}(TRANSFORM(entries, e -> e.v))", entries=entries)
 
     def beats(self, value: exp.Expression, other: exp.Expression) -> exp.Expression:
         """``value`` is kept ahead of ``other``: strictly greater (max) or smaller (min), in the
@@ -167,12 +189,16 @@ class WindowTranslation:
         partition_length: int,
         column_types: Mapping[str, str] | None = None,
         plan: str = INCREMENTAL,
+        nested: bool = True,
     ) -> None:
         if plan not in (INCREMENTAL, RECOMPUTE):
             raise ValueError(f"a window view's plan is {INCREMENTAL} or {RECOMPUTE}, got {plan!r}")
         self.statement = statement
         self.view = statement.name
         self.plan = plan
+        #: min/max queues keep their earlier entries as a list in the group's one row (round 36);
+        #: False makes the layout of earlier views (an entry a row), which those views keep
+        self.nested = nested
         self.query: WindowQuery = statement.query
         self.partition_length = partition_length
         types = {name.lower(): kind.lower() for name, kind in (column_types or {}).items()}
@@ -243,6 +269,8 @@ class WindowTranslation:
                 names.fresh(f"queue_{function}_{attribute}"),
                 names.fresh(f"prev_{function}_{attribute}"),
                 (self.maxima if function == "max" else self.minima)[attribute],
+                names.fresh(f"earlier_{function}_{attribute}") if nested else "",
+                names.fresh(f"candidates_{function}_{attribute}") if nested else "",
             )
             for function, attribute in dict.fromkeys((f, a) for f, a in self.calls if f in ("min", "max"))
         ]
@@ -311,7 +339,8 @@ class WindowTranslation:
             sums=tuple(self.sums.items()),
             counts=tuple(self.counts.items()),
             queues=tuple(
-                QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head) for q in self.queues
+                QueueColumns(q.function, q.attribute, q.batch, q.entry, q.head, q.entries or None)
+                for q in self.queues
             ),
             at=self.at,
             items=items,
@@ -462,6 +491,14 @@ class WindowTranslation:
                 step_columns.append(_alias(added, state))
                 outputs += self.unpacked(_column(state), attribute)
         for q in self.queues:
+            if self.nested:
+                step_columns += [
+                    _alias(_column(q.batch, "Batch"), q.batch),
+                    _alias(self.candidates(q), q.candidates),
+                ]
+                earlier = _alias(q.list_extreme(_column(q.candidates)), q.earlier)
+                outputs += [_column(q.batch), _column(q.candidates), earlier]
+                continue
             step_columns += [
                 _alias(_column(q.batch, "Batch"), q.batch),
                 _alias(_column(q.earlier, PREVIOUS), q.earlier),
@@ -469,8 +506,8 @@ class WindowTranslation:
             outputs += [_column(q.batch), _column(q.earlier)]
         previous = (
             exp.alias_(references.part(self.state, -1), PREVIOUS, table=True)
-            if not self.queues
-            else self.previous_groups(references).subquery(PREVIOUS)
+            if not self.queues or self.nested
+            else entry_rows.previous_groups(self, references).subquery(PREVIOUS)
         )
         step = (
             exp.select(*step_columns)
@@ -485,28 +522,19 @@ class WindowTranslation:
         return exp.select(*outputs).from_(step.subquery("Step")).where(in_window)
 
     # -- monotonic queues of min/max (one table) ----------------------------------------------
-    def previous_groups(self, references: _References) -> exp.Select:
-        """Part j-1 per group: its summary row's state (the only row with ``idle`` and the sums;
-        queue entries share its ``age``) and, per queue, the extreme of the entries still in the
-        window at part j (an entry made at age ``at`` stays while ``age - at < Wp``; the summary row
-        holds the newest entry, made at its own age)."""
-        age = _column(self.age)
-        made = _coalesce(_column(self.at), age.copy())
-        stays = exp.LT(
-            this=exp.Sub(this=exp.Add(this=age.copy(), expression=_number(1)), expression=made),
-            expression=_number(self.parts),
+    def candidates(self, queue: _Queue) -> exp.Expression:
+        """(``nested``) The entries of ``queue`` made before part j that are still in the window
+        at j, oldest first: part j-1's kept entries, then its batch's extreme (made at its age).
+        An entry made at age ``at`` stays while ``age - at < Wp``, the group's age at j being
+        one more than at j-1 (a group without a row at j-1 has none)."""
+        return _spark(
+            "FILTER(CASE WHEN kept IS NULL THEN ARRAY(STRUCT(newest AS v, made AS at))"
+            " ELSE CONCAT(kept, ARRAY(STRUCT(newest AS v, made AS at))) END,"
+            f" e -> e.v IS NOT NULL AND made + 1 - e.at < {self.parts})",
+            kept=_column(queue.entries, PREVIOUS),
+            newest=_column(queue.entry, PREVIOUS),
+            made=_column(self.age, PREVIOUS),
         )
-        state = [self.age, self.idle, *self.cumulated()]
-        outputs = [*self.groups(), *(_alias(exp.Max(this=_column(c)), c) for c in state)]
-        outputs += [
-            _alias(q.extreme(exp.Case().when(stays.copy(), _column(q.entry))), q.earlier) for q in self.queues
-        ]
-        return exp.select(*outputs).from_(references.part(self.state, -1)).group_by(*self.groups())
-
-    def summary_rows(self, table: exp.Expression, alias: str) -> exp.Expression:
-        """``table``'s summary rows (a queue entry has no ``idle``), as ``alias``."""
-        rows = exp.select(exp.Star()).from_(table).where(_is_set(_column(self.idle)))
-        return rows.subquery(alias)
 
     def head(self, queue: _Queue) -> exp.Expression:
         """The window's extreme: the batch's or the earlier entries', whichever is kept ahead."""
@@ -525,61 +553,34 @@ class WindowTranslation:
         return [*self.query.group_by, *self.kept, *items, *([self.shown] if self.shown else [])]
 
     def queued(self, summary: exp.Select, references: _References, initialize: bool) -> exp.Expression:
-        """Part j with its queues: the summary rows (holding the batch's extremes as the newest
-        entries) and the earlier entries still in the window that no newer value beats (ties go
-        to the newer). Each row of part j-1 (summary rows read as entries, and once more as the
-        places of the new summary rows) is matched to its group's summary, so the step reads the
-        stream's part once."""
-        state = self.stored_state()
-        if initialize:
-            outputs = [_column(c, "W") for c in state]
-            outputs.append(_alias(exp.cast(exp.null(), "INT"), self.at))
-            outputs += [_alias(_column(q.batch, "W"), q.entry) for q in self.queues]
-            return exp.select(*outputs).from_(summary.subquery("W"))
-        earlier = references.part(self.state, -1)
-        entries = exp.select(
-            *self.groups(),
-            _alias(_number(1), self.kind),
-            _alias(_coalesce(_column(self.at), _column(self.age)), self.at),
-            *(_column(q.entry) for q in self.queues),
-        ).from_(earlier)
-        places = exp.select(
-            *self.groups(),
-            _alias(_number(0), self.kind),
-            _alias(exp.cast(exp.null(), "INT"), self.at),
-            *(_alias(exp.null(), q.entry) for q in self.queues),
-        ).from_(self.summary_rows(references.part(self.state, -1), "Placed"))
-        rows = exp.union(entries, places, distinct=False).subquery("Q")
-        is_summary = _coalesce(_column(self.kind, "Q"), _number(0)).eq(_number(0))
-        outputs = [_alias(_column(g, "W"), g) for g in self.query.group_by]
-        for column in state[len(self.query.group_by) :]:
-            if column == self.age:
-                outputs.append(_alias(_column(column, "W"), column))
-            else:
-                outputs.append(_alias(exp.Case().when(is_summary.copy(), _column(column, "W")), column))
-        outputs.append(
-            _alias(exp.Case().when(exp.Not(this=is_summary.copy()), _column(self.at, "Q")), self.at)
-        )
+        """Part j with its queues, in this view's layout (``listed``, or an entry a row)."""
+        if self.nested:
+            return self.listed(summary, initialize)
+        return entry_rows.queued(self, summary, references, initialize)
+
+    def listed(self, summary: exp.Select, initialize: bool) -> exp.Expression:
+        """(``nested``) Part j with its queues, a row per group: the batch's extreme as the newest
+        entry, and the list of the earlier entries still in the window that it does not beat
+        (ties go to the newer), oldest first; empty in a group's first part."""
+        outputs = [_column(c, "W") for c in self.stored_state()]
         for q in self.queues:
-            batch, entry = _column(q.batch, "W"), _column(q.entry, "Q")
-            kept = exp.or_(_is_null(batch), q.beats(entry.copy(), batch.copy()), copy=False)
-            value = exp.Case().when(is_summary.copy(), batch).when(kept, entry)
-            outputs.append(_alias(value, q.entry))
-        matched = (
-            exp.select(*outputs)
-            .from_(summary.subquery("W"))
-            .join(rows, on=_same_groups(self.query.group_by, "W", "Q"), join_type="left outer")
-        )
-        in_window = exp.LT(
-            this=exp.Sub(this=_column(self.age), expression=_column(self.at)), expression=_number(self.parts)
-        )
-        some_entry = exp.or_(*(_is_set(_column(q.entry)) for q in self.queues), copy=False)
-        keep = exp.or_(_is_set(_column(self.idle)), exp.and_(in_window, some_entry, copy=False), copy=False)
-        return (
-            exp.select(*(_column(c) for c in [*state, self.at, *(q.entry for q in self.queues)]))
-            .from_(matched.subquery("Rows"))
-            .where(keep)
-        )
+            batch = _column(q.batch, "W")
+            outputs.append(_alias(batch, q.entry))
+            if initialize:  # no entries, typed as the list the updates make
+                kept = _spark(
+                    "FILTER(ARRAY(STRUCT(newest AS v, made AS at)), e -> FALSE)",
+                    newest=batch,
+                    made=_column(self.age, "W"),
+                )
+            else:
+                kept = _spark(
+                    "FILTER(candidates, e -> newest IS NULL OR beats)",
+                    candidates=_column(q.candidates, "W"),
+                    newest=batch,
+                    beats=q.beats(_spark("e.v"), batch),
+                )
+            outputs.append(_alias(kept, q.entries))
+        return exp.select(*outputs).from_(summary.subquery("W"))
 
     # -- one table: the Helper's rows and the window's values (subtractable) --------------------
     def windowed(self, references: _References, initialize: bool) -> exp.Expression:
@@ -607,6 +608,8 @@ class WindowTranslation:
         for q in self.queues:
             totals.append(_alias(_column(q.batch, "Cur"), q.batch))
             totals.append(_alias(_column(q.batch, "Cur") if initialize else self.head(q), q.head))
+            if self.nested and not initialize:
+                totals.append(_alias(_column(q.candidates, "Cur"), q.candidates))
         query = exp.select(*totals).from_(current.subquery("Cur"))
         if not initialize and self.cumulated():
             same_epoch = _column(self.age, "Old").eq(
@@ -614,8 +617,8 @@ class WindowTranslation:
             )
             old_part = references.part(self.state, -self.parts)
             query = query.join(
-                self.summary_rows(old_part, "Old")
-                if self.queues
+                entry_rows.summary_rows(self, old_part, "Old")
+                if self.queues and not self.nested
                 else exp.alias_(old_part, "Old", table=True),
                 on=exp.and_(_same_groups(self.query.group_by, "Cur", "Old"), same_epoch, copy=False),
                 join_type="left outer",
@@ -628,6 +631,8 @@ class WindowTranslation:
         if self.shown is not None:
             outputs.append(_alias(exp.Case().when(self.having(), exp.true()), self.shown))
         outputs += [_column(q.batch) for q in self.queues]
+        if self.nested and not initialize:
+            outputs += [_column(q.candidates) for q in self.queues]
         summary = exp.select(*outputs).from_(query.subquery("Totals"))
         return self.queued(summary, references, initialize) if self.queues else summary
 
@@ -646,7 +651,8 @@ class WindowTranslation:
         columns = tuple(
             (stored, item.alias) for item, stored in zip(self.query.items, self.stored_items, strict=True)
         )
-        return Presentation(columns, self.shown or (self.idle if self.queues else self.age))
+        marker = self.idle if self.queues and not self.nested else self.age  # entries have no idle
+        return Presentation(columns, self.shown or marker)
 
     # -- the view's rows from per-window totals ----------------------------------------------
     def value(self, function: str, attribute: str | None) -> exp.Expression:
