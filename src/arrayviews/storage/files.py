@@ -90,10 +90,14 @@ def write_bytes(fs: pafs.FileSystem, path: str, data: pa.Buffer | bytes) -> None
         out.write(data)
 
 
-def write_parquet(table: pa.Table, uri: str, statistics: list[str] | None = None) -> int:
+def write_parquet(
+    table: pa.Table, uri: str, statistics: list[str] | None = None, text_dictionaries: bool = True
+) -> int:
     """Write ``table`` as one Parquet file at ``uri`` (creating folders); returns its size in bytes.
     ``statistics``: the only columns given min/max statistics and dictionaries beside the text
-    columns (a small part file, whose other columns no reader prunes by: 15-30% less time)."""
+    columns (a small part file, whose other columns no reader prunes by: 15-30% less time); without
+    ``text_dictionaries``, the text columns get none (values that seldom repeat in the file, where
+    a dictionary costs its hashing and adds bytes)."""
     fs, path = filesystem(uri)
     # Table.nbytes walks every buffer's slice (13 us for a view's part); the buffers' total bounds
     # it, and while that total is below both limits below, either gives the same file
@@ -113,6 +117,7 @@ def write_parquet(table: pa.Table, uri: str, statistics: list[str] | None = None
         texts = [
             f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
         ]
+        texts = texts if text_dictionaries else []
         small, dictionary = list(statistics), [*texts, *(c for c in statistics if c not in texts)]
     footer: list[pq.FileMetaData] = []
     options = dict(

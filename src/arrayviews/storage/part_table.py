@@ -561,12 +561,17 @@ class PartTable(VersionedTable):
         recent_parts.hold(self.data_directory, depth)
 
     def stage_local(
-        self, rows: pa.Table, target_bytes: int = TARGET_FILE_BYTES, statistics: list[str] | None = None
+        self,
+        rows: pa.Table,
+        target_bytes: int = TARGET_FILE_BYTES,
+        statistics: list[str] | None = None,
+        text_dictionaries: bool = True,
     ) -> list[StagedFile]:
         """Write rows held by the driver (user columns in storage types and ``_part``) as Parquet
         files, one part per file, in this process: no Spark job for a small batch. Same files,
         checks and cleanup as staging by Spark (``execution.part_jobs``). ``statistics``: for one
-        part's rows in one file, the only columns given Parquet statistics (storage/files.py)."""
+        part's rows in one file, the only columns given Parquet statistics, and with
+        ``text_dictionaries`` False its text columns get no dictionaries (storage/files.py)."""
         token = uuid.uuid4().hex[:12]
         parts = rows.column(PART)
         bounds = pc.min_max(parts)
@@ -576,7 +581,11 @@ class PartTable(VersionedTable):
         if one_part and rows.num_rows and rows.get_total_buffer_size() < target_bytes:
             return [
                 self._stage_one_file(
-                    conform(rows, self.arrow_schema), token, bounds["min"].as_py(), statistics
+                    conform(rows, self.arrow_schema),
+                    token,
+                    bounds["min"].as_py(),
+                    statistics,
+                    text_dictionaries,
                 )
             ]
         # one part (a stream view's step) is already in part order
@@ -590,13 +599,13 @@ class PartTable(VersionedTable):
         return self.staged_from(reports.to_pylist())
 
     def _stage_one_file(
-        self, rows: pa.Table, token: str, part: int, statistics: list[str] | None
+        self, rows: pa.Table, token: str, part: int, statistics: list[str] | None, text_dictionaries: bool
     ) -> StagedFile:
         """``rows`` of one part as one staged file (what ``part_writer`` makes of them, without its
         run-splitting and its reports)."""
         uri = new_data_file_uri(self.data_directory, prefix=f"{token}-")
         try:
-            size = write_parquet(rows, uri, statistics=statistics)
+            size = write_parquet(rows, uri, statistics=statistics, text_dictionaries=text_dictionaries)
         except BaseException:
             delete_token_files(self.data_directory, token)
             raise
