@@ -20,6 +20,7 @@ BENCHMARKS = (
     "viewdf_large_parts",
     "viewdf_commit",
     "viewdf_queue_layout",
+    "viewdf_cold_kernel",
     "halo",
     "history",
     "uncertain",
