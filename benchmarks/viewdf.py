@@ -495,6 +495,18 @@ def pattern_share(bench: Bench, pairs: int, shares: list[float], scope: int) -> 
     return rows
 
 
+def fresh_window_view(bench: Bench, aggregate: str, window: int, plan: str = "INCREMENTAL"):
+    """In a fresh warehouse stepping in process: the scope benchmark's stream ``s`` (1,000 pairs,
+    ten readings each a part) with its part 0, and a generated window view over it; returns
+    (db, stream, view name). The caller sets the execution mode back (``_set_execution``)."""
+    bench.reset()
+    db = bench.db
+    _set_execution(db, "local")
+    stream = db.create_stream("s", SCHEMA, 60, "ts")
+    bench.append(stream, minute_batch(0, 1000, readings_per_pair=10))
+    return db, stream, _window_views(db, "s", aggregate, window, "generated", plan)
+
+
 def _window_views(
     db, stream: str, aggregate: str, window: int, method: str, plan: str = "INCREMENTAL"
 ) -> str:

@@ -21,10 +21,9 @@ import numpy as np
 
 from benchmarks.common import RESULTS, write_results
 from benchmarks.viewdf import (
-    SCHEMA,
     Bench,
     _set_execution,
-    _window_views,
+    fresh_window_view,
     minute_batch,
     naive_local,
     naive_window_sql,
@@ -74,13 +73,8 @@ def _timed(action, before, repeats: int) -> float:
 def _one(bench: Bench, aggregate: str, window: int, repeats: int) -> dict:
     from arrayviews.kernels.window_steps import window_step
 
-    bench.reset()
-    db = bench.db
-    _set_execution(db, "local")
+    db, stream, name = fresh_window_view(bench, aggregate, window)
     try:
-        stream = db.create_stream("s", SCHEMA, 60, "ts")
-        bench.append(stream, minute_batch(0, 1000, readings_per_pair=10))
-        name = _window_views(db, "s", aggregate, window, "generated", "INCREMENTAL")
         for minute in range(1, window + 3):
             bench.append(stream, minute_batch(minute, 1000, readings_per_pair=10))
             bench.maintain()

@@ -20,10 +20,9 @@ import numpy as np
 
 from benchmarks.common import RESULTS, write_results
 from benchmarks.viewdf import (
-    SCHEMA,
     Bench,
     _set_execution,
-    _window_views,
+    fresh_window_view,
     minute_batch,
     naive_local,
     naive_window_sql,
@@ -58,13 +57,8 @@ def _commit_path(path: str, commits: list[float]):
 
 
 def _one_run(bench: Bench, aggregate: str, path: str, steps: int) -> dict:
-    bench.reset()
-    db = bench.db
-    _set_execution(db, "local")
+    db, stream, _ = fresh_window_view(bench, aggregate, WINDOW)
     try:
-        stream = db.create_stream("s", SCHEMA, 60, "ts")
-        bench.append(stream, minute_batch(0, 1000, readings_per_pair=10))
-        _window_views(db, "s", aggregate, WINDOW, "generated", "INCREMENTAL")
         sql = naive_window_sql(aggregate)
         step_times, commits, measured = [], [], []
         with _commit_path(path, commits):
