@@ -569,9 +569,10 @@ class PartTable(VersionedTable):
     ) -> list[StagedFile]:
         """Write rows held by the driver (user columns in storage types and ``_part``) as Parquet
         files, one part per file, in this process: no Spark job for a small batch. Same files,
-        checks and cleanup as staging by Spark (``execution.part_jobs``). ``statistics``: for one
-        part's rows in one file, the only columns given Parquet statistics, and with
-        ``text_dictionaries`` False its text columns get no dictionaries (storage/files.py)."""
+        checks and cleanup as staging by Spark (``execution.part_jobs``). For one part's rows in one
+        file: ``statistics``, the only columns given Parquet statistics; ``text_dictionaries``
+        False, no dictionaries for its text columns (storage/files.py). Rows past one file are
+        written with the defaults of ``part_writer``."""
         token = uuid.uuid4().hex[:12]
         parts = rows.column(PART)
         bounds = pc.min_max(parts)
